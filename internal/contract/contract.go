@@ -1,0 +1,193 @@
+// Package contract defines the message metadata through which the txn_assembler
+// processor (or a hand-written mapping) tells the starrocks_txn output where
+// source transactions begin and end. It is a public API: the keys and their
+// formats are documented in the README and must not change without notice.
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Metadata keys of the contract.
+const (
+	// KeyPartition identifies exactly one ordered source stream (by default a
+	// Kafka topic and partition together). Regions and ordering are per
+	// partition.
+	KeyPartition = "starrocks_partition"
+	// KeyDatabase and KeyTable name the target table of a data row.
+	KeyDatabase = "starrocks_database"
+	KeyTable    = "starrocks_table"
+	// KeyTxnID is the source transaction id.
+	KeyTxnID = "starrocks_txn_id"
+	// KeyTxnEnd is "true" on the last message of a source transaction: a data
+	// row, or a body-less END marker.
+	KeyTxnEnd = "starrocks_txn_end"
+	// KeyTxnAbort is "true" on a body-less marker that discards the
+	// partition's open, uncommitted source transaction.
+	KeyTxnAbort = "starrocks_txn_abort"
+	// KeySeq is the dense emission order of one assembler instance: one
+	// decimal number per emitted message, no gaps.
+	KeySeq = "starrocks_seq"
+	// KeySeqSource tags KeySeq with the assembler instance that produced it.
+	// Partitions and sequences are keyed by (seq source, partition).
+	KeySeqSource = "starrocks_seq_source"
+	// KeySourceOffset is the source position (e.g. the Kafka offset), strictly
+	// increasing per partition.
+	KeySourceOffset = "starrocks_source_offset"
+	// KeyMarker is "true" on a body-less marker message (END or abort). Such a
+	// message carries no row and is never loaded.
+	KeyMarker = "starrocks_marker"
+)
+
+// OpField is the JSON key that marks a row as an upsert (0) or a delete (1).
+const OpField = "__op"
+
+// KafkaPartition is the default partition identity for a Kafka record: the
+// topic and the partition together, so that two topics never share state.
+func KafkaPartition(topic string, partition int32) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
+
+// Meta is the contract as read from one message.
+type Meta struct {
+	Partition    string
+	Database     string
+	Table        string
+	TxnID        string
+	TxnEnd       bool
+	TxnAbort     bool
+	Marker       bool
+	HasSeq       bool
+	Seq          int64
+	SeqSource    string
+	HasOffset    bool
+	SourceOffset int64
+}
+
+// HasContract reports whether the message carries the contract at all (a
+// partition and a sequence). Messages without it are admitted in arrival
+// order, each its own transaction.
+func (m *Meta) HasContract() bool {
+	return m.Partition != "" && m.HasSeq
+}
+
+// ErrBadContract wraps every parse error of Read.
+var ErrBadContract = errors.New("invalid starrocks metadata")
+
+// Read extracts the contract from a message's metadata.
+func Read(msg *service.Message) (Meta, error) {
+	var m Meta
+	m.Partition, _ = msg.MetaGet(KeyPartition)
+	m.Database, _ = msg.MetaGet(KeyDatabase)
+	m.Table, _ = msg.MetaGet(KeyTable)
+	m.TxnID, _ = msg.MetaGet(KeyTxnID)
+	m.SeqSource, _ = msg.MetaGet(KeySeqSource)
+	var err error
+	if m.TxnEnd, err = readBool(msg, KeyTxnEnd); err != nil {
+		return m, err
+	}
+	if m.TxnAbort, err = readBool(msg, KeyTxnAbort); err != nil {
+		return m, err
+	}
+	if m.Marker, err = readBool(msg, KeyMarker); err != nil {
+		return m, err
+	}
+	if m.Seq, m.HasSeq, err = readInt(msg, KeySeq); err != nil {
+		return m, err
+	}
+	if m.SourceOffset, m.HasOffset, err = readInt(msg, KeySourceOffset); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// Write stamps the contract onto a message. Empty strings and false flags are
+// removed so that a copied message never carries a stale value.
+func Write(msg *service.Message, m Meta) {
+	setOrDelete(msg, KeyPartition, m.Partition)
+	setOrDelete(msg, KeyDatabase, m.Database)
+	setOrDelete(msg, KeyTable, m.Table)
+	setOrDelete(msg, KeyTxnID, m.TxnID)
+	setOrDelete(msg, KeySeqSource, m.SeqSource)
+	setOrDelete(msg, KeyTxnEnd, boolString(m.TxnEnd))
+	setOrDelete(msg, KeyTxnAbort, boolString(m.TxnAbort))
+	setOrDelete(msg, KeyMarker, boolString(m.Marker))
+	if m.HasSeq {
+		msg.MetaSetMut(KeySeq, strconv.FormatInt(m.Seq, 10))
+	} else {
+		msg.MetaDelete(KeySeq)
+	}
+	if m.HasOffset {
+		msg.MetaSetMut(KeySourceOffset, strconv.FormatInt(m.SourceOffset, 10))
+	} else {
+		msg.MetaDelete(KeySourceOffset)
+	}
+}
+
+func setOrDelete(msg *service.Message, key, v string) {
+	if v == "" {
+		msg.MetaDelete(key)
+		return
+	}
+	msg.MetaSetMut(key, v)
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
+func readBool(msg *service.Message, key string) (bool, error) {
+	v, ok := msg.MetaGetMut(key)
+	if !ok || v == nil {
+		return false, nil
+	}
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case string:
+		switch x {
+		case "", "false", "0":
+			return false, nil
+		case "true", "1":
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("%w: %s must be true or false, got %v", ErrBadContract, key, v)
+}
+
+func readInt(msg *service.Message, key string) (int64, bool, error) {
+	v, ok := msg.MetaGetMut(key)
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	switch x := v.(type) {
+	case int64:
+		return x, true, nil
+	case int:
+		return int64(x), true, nil
+	case int32:
+		return int64(x), true, nil
+	case uint64:
+		return int64(x), true, nil
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true, nil
+		}
+	case string:
+		if x == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err == nil {
+			return n, true, nil
+		}
+	}
+	return 0, false, fmt.Errorf("%w: %s must be a whole number, got %v", ErrBadContract, key, v)
+}

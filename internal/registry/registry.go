@@ -1,0 +1,162 @@
+// Package registry is the small in-process meeting point of the plugins of one
+// Benthos stream (DESIGN.md §4.6). The starrocks_txn output publishes, per
+// source partition, the offset through which StarRocks has committed whole
+// source transactions, and offers to fence a partition; the kafka_txn input
+// commits only those offsets and fences the partitions it loses; the
+// txn_assembler resets a fenced partition. None of the plugins imports another:
+// they all find the same Registry through service.Resources.
+package registry
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+type resourceKey struct{}
+
+// Get returns the registry shared by every plugin built from res.
+func Get(res *service.Resources) *Registry {
+	if res == nil {
+		return New()
+	}
+	v, _ := res.GetOrSetGeneric(resourceKey{}, New())
+	return v.(*Registry)
+}
+
+// FenceFunc drops everything uncommitted of a partition and returns once no
+// commit that could still contain the partition's rows is in flight (or ctx is
+// done).
+type FenceFunc func(ctx context.Context, partition string) error
+
+// ProgressFunc reads the durable progress of a partition (exactly-once mode):
+// the source offset through which whole source transactions are committed.
+type ProgressFunc func(ctx context.Context, partition string) (offset int64, ok bool, err error)
+
+// Registry is safe for concurrent use.
+type Registry struct {
+	mu        sync.Mutex
+	committed map[string]int64
+	tracking  bool
+	fencers   []FenceFunc
+	resetters []func(partition string)
+	watchers  []func(partition string, offset int64)
+	progress  ProgressFunc
+}
+
+// New returns an empty registry.
+func New() *Registry {
+	return &Registry{committed: map[string]int64{}}
+}
+
+// EnableTracking is called by an output that will publish committed-through
+// offsets. From then on an input must commit only those.
+func (r *Registry) EnableTracking() {
+	r.mu.Lock()
+	r.tracking = true
+	r.mu.Unlock()
+}
+
+// Tracking reports whether an output publishes committed-through offsets.
+func (r *Registry) Tracking() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tracking
+}
+
+// PublishCommitted records that every source transaction of partition whose
+// END offset is <= offset is committed (or was dead-lettered or abandoned).
+// Offsets only move forward.
+func (r *Registry) PublishCommitted(partition string, offset int64) {
+	r.mu.Lock()
+	if cur, ok := r.committed[partition]; ok && cur >= offset {
+		r.mu.Unlock()
+		return
+	}
+	r.committed[partition] = offset
+	watchers := append([]func(string, int64){}, r.watchers...)
+	r.mu.Unlock()
+	for _, w := range watchers {
+		w(partition, offset)
+	}
+}
+
+// Committed returns the committed-through offset of a partition.
+func (r *Registry) Committed(partition string) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.committed[partition]
+	return v, ok
+}
+
+// Forget drops the committed-through offset of a partition, so that a new
+// assignment starts from what the new owner publishes.
+func (r *Registry) Forget(partition string) {
+	r.mu.Lock()
+	delete(r.committed, partition)
+	r.mu.Unlock()
+}
+
+// OnCommitted registers a callback for every forward move of a partition's
+// committed-through offset. Callbacks must not block.
+func (r *Registry) OnCommitted(fn func(partition string, offset int64)) {
+	r.mu.Lock()
+	r.watchers = append(r.watchers, fn)
+	r.mu.Unlock()
+}
+
+// AddFencer registers an output's fence function.
+func (r *Registry) AddFencer(fn FenceFunc) {
+	r.mu.Lock()
+	r.fencers = append(r.fencers, fn)
+	r.mu.Unlock()
+}
+
+// OnFence registers a callback (the assembler's reset) that runs whenever a
+// partition is fenced.
+func (r *Registry) OnFence(fn func(partition string)) {
+	r.mu.Lock()
+	r.resetters = append(r.resetters, fn)
+	r.mu.Unlock()
+}
+
+// Fence is called by an input that lost or gave up a partition: every output
+// drops the partition's uncommitted rows and releases what it held for it,
+// and every assembler forgets the partition's open transaction.
+func (r *Registry) Fence(ctx context.Context, partition string) error {
+	r.mu.Lock()
+	fencers := append([]FenceFunc{}, r.fencers...)
+	resetters := append([]func(string){}, r.resetters...)
+	r.mu.Unlock()
+	var errs []error
+	for _, f := range fencers {
+		if err := f(ctx, partition); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, fn := range resetters {
+		fn(partition)
+	}
+	r.Forget(partition)
+	return errors.Join(errs...)
+}
+
+// SetProgress registers the exactly-once progress reader of an output.
+func (r *Registry) SetProgress(fn ProgressFunc) {
+	r.mu.Lock()
+	r.progress = fn
+	r.mu.Unlock()
+}
+
+// Progress reads a partition's durable progress, if an output provides it.
+func (r *Registry) Progress(ctx context.Context, partition string) (int64, bool, error) {
+	r.mu.Lock()
+	fn := r.progress
+	r.mu.Unlock()
+	if fn == nil {
+		return 0, false, nil
+	}
+	return fn(ctx, partition)
+}
