@@ -1,0 +1,79 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGetSharesOneRegistryPerResources(t *testing.T) {
+	res := service.MockResources()
+	a, b := Get(res), Get(res)
+	require.Same(t, a, b)
+	a.PublishCommitted("t/0", 10)
+	v, ok := b.Committed("t/0")
+	require.True(t, ok)
+	assert.Equal(t, int64(10), v)
+
+	other := Get(service.MockResources())
+	_, ok = other.Committed("t/0")
+	assert.False(t, ok, "separate resources must not share state")
+}
+
+func TestCommittedOnlyMovesForward(t *testing.T) {
+	r := New()
+	var seen []int64
+	r.OnCommitted(func(_ string, off int64) { seen = append(seen, off) })
+	r.PublishCommitted("p", 5)
+	r.PublishCommitted("p", 3)
+	r.PublishCommitted("p", 5)
+	r.PublishCommitted("p", 9)
+	v, _ := r.Committed("p")
+	assert.Equal(t, int64(9), v)
+	assert.Equal(t, []int64{5, 9}, seen)
+}
+
+func TestFenceCallsOutputsThenResetsAndForgets(t *testing.T) {
+	r := New()
+	r.EnableTracking()
+	assert.True(t, r.Tracking())
+	r.PublishCommitted("p", 4)
+
+	var mu sync.Mutex
+	var order []string
+	r.AddFencer(func(_ context.Context, p string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, "fence:"+p)
+		return nil
+	})
+	r.AddFencer(func(_ context.Context, p string) error { return errors.New("boom " + p) })
+	r.OnFence(func(p string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, "reset:"+p)
+	})
+	err := r.Fence(context.Background(), "p")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "boom p")
+	assert.Equal(t, []string{"fence:p", "reset:p"}, order)
+	_, ok := r.Committed("p")
+	assert.False(t, ok, "a fenced partition starts again from what its next owner publishes")
+}
+
+func TestProgressWithoutProvider(t *testing.T) {
+	r := New()
+	_, ok, err := r.Progress(context.Background(), "p")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	r.SetProgress(func(_ context.Context, p string) (int64, bool, error) { return 77, true, nil })
+	v, ok, err := r.Progress(context.Background(), "p")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, int64(77), v)
+}
