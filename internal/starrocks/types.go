@@ -1,9 +1,3 @@
-// Package starrocks is the only code of the project that knows the StarRocks
-// transaction stream-load wire format: begin, load, prepare, commit and
-// rollback (classic and multi-table), label-state queries, the cancel API and
-// plain stream loads. Every reply is parsed as a case-insensitive map and
-// classified so that callers decide what to do from a Class, never from a
-// status string.
 package starrocks
 
 import (
@@ -33,6 +27,9 @@ type Config struct {
 	MaxRedirects int
 	// Compression of load bodies: "" (none), "gzip" or "lz4_frame".
 	Compression string
+	// MaxIdleConnsPerHost is the keep-alive pool per FE/BE host; size it for
+	// the concurrent loads (default 32).
+	MaxIdleConnsPerHost int
 }
 
 // Txn identifies one transaction.

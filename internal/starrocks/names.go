@@ -1,0 +1,127 @@
+package starrocks
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Name limits from the StarRocks System_limit page: a database name is at
+// most 256 characters, a table (or column) name at most 1024.
+const (
+	maxDatabaseNameLen = 256
+	maxTableNameLen    = 1024
+	// MaxLabelLen is the FE limit on a label (FeNameFormat ^[-\w]{1,128}$).
+	MaxLabelLen = 128
+	// labelRandomBytes gives the random suffix of NewLabel 64 bits: two
+	// labels of one prefix and database never collide in practice.
+	labelRandomBytes = 8
+)
+
+var labelRE = regexp.MustCompile(`^[-\w]{1,128}$`)
+
+// ValidateName checks a database or table name before it is put into an HTTP
+// header or path. kind ("database", "table") names the thing in the error.
+// Allowed: ASCII letters, digits, '_', '-' and '$', within the StarRocks
+// length limit of the kind (database 256, table 1024 characters).
+func ValidateName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("invalid %s name: it is empty; set a %s name of letters, digits, '_', '-' or '$'", kind, kind)
+	}
+	limit := maxTableNameLen
+	if kind == "database" {
+		limit = maxDatabaseNameLen
+	}
+	if n := utf8.RuneCountInString(name); n > limit {
+		return fmt.Errorf("invalid %s name %q: %d characters, StarRocks allows at most %d", kind, truncateForError(name), n, limit)
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '$':
+			continue
+		case r < 0x20 || r == 0x7f:
+			return fmt.Errorf("invalid %s name %q: control character %q at byte %d (CR/LF and other control characters would corrupt the HTTP request); use letters, digits, '_', '-' or '$'", kind, truncateForError(name), r, i)
+		default:
+			return fmt.Errorf("invalid %s name %q: character %q at byte %d is not allowed; use letters, digits, '_', '-' or '$'", kind, truncateForError(name), r, i)
+		}
+	}
+	return nil
+}
+
+// ValidateLabel checks a transaction label against the FE rule
+// ^[-\w]{1,128}$ (ASCII letters, digits, '_' and '-').
+func ValidateLabel(label string) error {
+	if labelRE.MatchString(label) {
+		return nil
+	}
+	if label == "" {
+		return fmt.Errorf("invalid label: it is empty; StarRocks needs 1 to %d letters, digits, '_' or '-'", MaxLabelLen)
+	}
+	if len(label) > MaxLabelLen {
+		return fmt.Errorf("invalid label %q: %d bytes, StarRocks allows at most %d", truncateForError(label), len(label), MaxLabelLen)
+	}
+	return fmt.Errorf("invalid label %q: only letters, digits, '_' and '-' are allowed", truncateForError(label))
+}
+
+// NewLabel returns "<prefix>-<db>-<random>" (or "<db>-<random>" without a
+// prefix). Characters a label may not hold are replaced by '_', and prefix
+// and db are shortened so the label never exceeds 128 characters; the random
+// part (16 hex digits) is always kept whole, so the result always passes
+// ValidateLabel.
+func NewLabel(prefix, db string) string {
+	var rnd [labelRandomBytes]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		// crypto/rand never fails on supported platforms (Go 1.24+ crashes
+		// instead), so this is unreachable.
+		panic(fmt.Sprintf("reading random label suffix: %v", err))
+	}
+	suffix := hex.EncodeToString(rnd[:])
+	prefix, db = sanitizeLabelPart(prefix), sanitizeLabelPart(db)
+	if db == "" {
+		db = "db"
+	}
+	// Budget for "<prefix>-<db>-": keep the suffix whole.
+	budget := MaxLabelLen - len(suffix) - 1
+	head := db
+	if prefix != "" {
+		head = prefix + "-" + db
+	}
+	if len(head) > budget {
+		// Shorten the prefix first, then the database part.
+		over := len(head) - budget
+		if prefix != "" {
+			cut := min(over, len(prefix)-1)
+			prefix = prefix[:len(prefix)-cut]
+			over -= cut
+		}
+		if over > 0 {
+			db = db[:len(db)-over]
+		}
+		head = db
+		if prefix != "" {
+			head = prefix + "-" + db
+		}
+	}
+	return head + "-" + suffix
+}
+
+func sanitizeLabelPart(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// truncateForError keeps error texts short when a huge name is rejected.
+func truncateForError(s string) string {
+	const maxShown = 80
+	if len(s) <= maxShown {
+		return s
+	}
+	return s[:maxShown] + "…"
+}
