@@ -1,0 +1,297 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+var errConvert = errors.New("conversion failed")
+
+var (
+	largeIntMax = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 127), big.NewInt(1))
+	largeIntMin = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 127))
+)
+
+// convertText converts the text form of a value (CSV field, JSON string, DEFAULT literal)
+// into the column's storage type. Storage types: int8/int16/int32/int64 for the integer
+// types, decimal.Decimal for LARGEINT and DECIMAL, float32/float64, bool, string for
+// CHAR/VARCHAR/STRING, time.Time (UTC) for DATE/DATETIME and compact JSON text (string)
+// for JSON.
+func convertText(c *Column, s string, fromString bool) (any, error) {
+	switch c.Type {
+	case TypeTinyInt:
+		return parseIntRange(s, math.MinInt8, math.MaxInt8, func(v int64) any { return int8(v) })
+	case TypeSmallInt:
+		return parseIntRange(s, math.MinInt16, math.MaxInt16, func(v int64) any { return int16(v) })
+	case TypeInt:
+		return parseIntRange(s, math.MinInt32, math.MaxInt32, func(v int64) any { return int32(v) })
+	case TypeBigInt:
+		return parseIntRange(s, math.MinInt64, math.MaxInt64, func(v int64) any { return v })
+	case TypeLargeInt:
+		b, ok := new(big.Int).SetString(strings.TrimSpace(s), 10)
+		if !ok || b.Cmp(largeIntMax) > 0 || b.Cmp(largeIntMin) < 0 {
+			return nil, errConvert
+		}
+		return decimal.NewFromBigInt(b, 0), nil
+	case TypeDecimal:
+		return parseDecimal(c, s)
+	case TypeFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 32)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, errConvert
+		}
+		return float32(f), nil
+	case TypeDouble:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, errConvert
+		}
+		return f, nil
+	case TypeBoolean:
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "true", "1":
+			return true, nil
+		case "false", "0":
+			return false, nil
+		}
+		return nil, errConvert
+	case TypeChar, TypeVarchar, TypeString:
+		if len(s) > c.Length {
+			return nil, errConvert
+		}
+		return s, nil
+	case TypeDate:
+		t, ok := parseDateTime(s, true)
+		if !ok {
+			return nil, errConvert
+		}
+		return t, nil
+	case TypeDatetime:
+		t, ok := parseDateTime(s, false)
+		if !ok {
+			return nil, errConvert
+		}
+		return t, nil
+	case TypeJSON:
+		b := []byte(s)
+		if !json.Valid(b) {
+			return nil, errConvert
+		}
+		return compactJSON(b), nil
+	}
+	return nil, errConvert
+}
+
+func parseIntRange(s string, lo, hi int64, box func(int64) any) (any, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		v, err = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, errConvert
+		}
+	}
+	if v < lo || v > hi {
+		return nil, errConvert
+	}
+	return box(v), nil
+}
+
+// parseDecimal parses a decimal, rounds it half away from zero to the column's scale (as a
+// StarRocks cast does) and fails when the integer part needs more than precision-scale digits.
+func parseDecimal(c *Column, s string) (any, error) {
+	d, err := decimal.NewFromString(strings.TrimSpace(s))
+	if err != nil {
+		return nil, errConvert
+	}
+	d = d.Round(int32(c.Scale))
+	intDigits := c.Precision - c.Scale
+	// |d| must be < 10^intDigits
+	if d.Abs().Cmp(decimalPow10(intDigits)) >= 0 {
+		return nil, errConvert
+	}
+	return d, nil
+}
+
+var pow10Cache [80]decimal.Decimal
+
+func init() {
+	for i := range pow10Cache {
+		pow10Cache[i] = decimal.New(1, int32(i))
+	}
+}
+
+func decimalPow10(n int) decimal.Decimal {
+	if n >= 0 && n < len(pow10Cache) {
+		return pow10Cache[n]
+	}
+	return decimal.New(1, int32(n))
+}
+
+// parseDateTime accepts "YYYY-MM-DD", "YYYY-MM-DD HH:MM:SS[.ffffff]" (also with 'T') and
+// "YYYYMMDD"; dateOnly truncates to the day. Fractional seconds are kept to microseconds.
+func parseDateTime(s string, dateOnly bool) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	var y, mo, d, h, mi, sec, usec int
+	num := func(p string) (int, bool) {
+		n := 0
+		if p == "" {
+			return 0, false
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] < '0' || p[i] > '9' {
+				return 0, false
+			}
+			n = n*10 + int(p[i]-'0')
+		}
+		return n, true
+	}
+	var ok bool
+	switch {
+	case len(s) == 8 && !strings.ContainsAny(s, "-: "):
+		if y, ok = num(s[0:4]); !ok {
+			return time.Time{}, false
+		}
+		if mo, ok = num(s[4:6]); !ok {
+			return time.Time{}, false
+		}
+		if d, ok = num(s[6:8]); !ok {
+			return time.Time{}, false
+		}
+	case len(s) >= 10 && s[4] == '-' && s[7] == '-':
+		if y, ok = num(s[0:4]); !ok {
+			return time.Time{}, false
+		}
+		if mo, ok = num(s[5:7]); !ok {
+			return time.Time{}, false
+		}
+		if d, ok = num(s[8:10]); !ok {
+			return time.Time{}, false
+		}
+		rest := s[10:]
+		if rest != "" {
+			if rest[0] != ' ' && rest[0] != 'T' {
+				return time.Time{}, false
+			}
+			rest = rest[1:]
+			if len(rest) < 8 || rest[2] != ':' || rest[5] != ':' {
+				return time.Time{}, false
+			}
+			if h, ok = num(rest[0:2]); !ok {
+				return time.Time{}, false
+			}
+			if mi, ok = num(rest[3:5]); !ok {
+				return time.Time{}, false
+			}
+			if sec, ok = num(rest[6:8]); !ok {
+				return time.Time{}, false
+			}
+			rest = rest[8:]
+			if rest != "" {
+				if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+					return time.Time{}, false
+				}
+				frac := rest[1:]
+				f, ok := num(frac)
+				if !ok {
+					return time.Time{}, false
+				}
+				for i := len(frac); i < 6; i++ {
+					f *= 10
+				}
+				for i := len(frac); i > 6; i-- {
+					f /= 10
+				}
+				usec = f
+			}
+		}
+	default:
+		return time.Time{}, false
+	}
+	if mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, usec*1000, time.UTC)
+	if t.Day() != d { // Feb 30 etc.
+		return time.Time{}, false
+	}
+	if dateOnly {
+		t = time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC)
+	}
+	return t, true
+}
+
+// compactJSON returns JSON text without insignificant whitespace.
+func compactJSON(b []byte) string {
+	needs := false
+	inStr := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inStr = false
+			}
+			continue
+		}
+		if c == '"' {
+			inStr = true
+		} else if c == ' ' || c == '\n' || c == '\t' || c == '\r' {
+			needs = true
+			break
+		}
+	}
+	if !needs {
+		return string(b)
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return string(b)
+	}
+	return out.String()
+}
+
+// zeroValue is what a NOT NULL column without DEFAULT gets when a partial update inserts a
+// new row without it.
+func zeroValue(c *Column) any {
+	switch c.Type {
+	case TypeTinyInt:
+		return int8(0)
+	case TypeSmallInt:
+		return int16(0)
+	case TypeInt:
+		return int32(0)
+	case TypeBigInt:
+		return int64(0)
+	case TypeLargeInt, TypeDecimal:
+		return decimal.Zero
+	case TypeFloat:
+		return float32(0)
+	case TypeDouble:
+		return float64(0)
+	case TypeBoolean:
+		return false
+	case TypeDate, TypeDatetime:
+		return time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	case TypeJSON:
+		return "null"
+	default:
+		return ""
+	}
+}
+
+func describeValue(s string) string {
+	if len(s) > 64 {
+		s = s[:61] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,681 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxErrors is how many row errors Parsed.Errors keeps.
+const maxErrors = 50
+
+// Parsed is the result of converting one load body.
+type Parsed struct {
+	Rows       []Row // rows that passed validation, in body order (deletes included)
+	Loaded     int64 // len(Rows): delete rows count as loaded
+	Filtered   int64 // rows that failed conversion, NOT NULL or strict mode
+	Unselected int64 // rows removed by a `where` filter (always 0: `where` is rejected)
+	Errors     []string
+}
+
+func (r *Parsed) addError(msg string) {
+	r.Filtered++
+	if len(r.Errors) < maxErrors {
+		r.Errors = append(r.Errors, msg)
+	}
+}
+
+// Parse converts one load body for a table. A body that is not a valid document at all
+// (malformed JSON, a CSV body without its final row delimiter) returns an error; row-level
+// problems are counted in Filtered, never an error.
+//
+// JSON: with strip_outer_array each element of a top-level array is a row; without it each
+// top-level document is one row. Several top-level documents may follow each other in one
+// body (as StarRocks' JSON reader allows). A document whose shape contradicts
+// strip_outer_array (an array without it, an object with it) is one filtered row with the
+// BE's message.
+func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, error) {
+	sc, err := s.Table(db, table)
+	if err != nil {
+		return nil, err
+	}
+	if p.PartialUpdate && sc.KeyType != PrimaryKey {
+		return nil, fmt.Errorf("Only primary key table support partial update")
+	}
+	if p.Where != "" {
+		return nil, fmt.Errorf("the where header is not supported by the emulator: filter rows before loading")
+	}
+	if p.Compression != "" {
+		return nil, fmt.Errorf("format %s (compressed CSV) is not supported by the emulator: send format csv or json", p.Compression)
+	}
+	if p.MergeCondition != "" {
+		if sc.KeyType != PrimaryKey {
+			return nil, fmt.Errorf("merge_condition is only supported by PRIMARY KEY tables")
+		}
+		ci := sc.ColumnIndex(p.MergeCondition)
+		if ci < 0 {
+			return nil, fmt.Errorf("Unknown column '%s' in merge_condition", p.MergeCondition)
+		}
+		return nil, fmt.Errorf("merge_condition is not supported by the emulator")
+	}
+	b, err := newRowBuilder(sc, p)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Format {
+	case "json":
+		return b.parseJSON(body)
+	case "csv", "":
+		return b.parseCSV(body)
+	default:
+		return nil, fmt.Errorf("unknown data format, format=%s", p.Format)
+	}
+}
+
+// rowBuilder converts rows of one body.
+type rowBuilder struct {
+	sc      *TableSchema
+	p       LoadParams
+	isPK    bool
+	opCol   bool   // __op is recognised (PRIMARY KEY table without a column named __op)
+	allowed []bool // columns the `columns` header selects (nil: all)
+	targets []int  // CSV/jsonpaths: field i -> column index (-1 skip, -2 __op)
+	paths   [][]pathElem
+	misses  map[string]int // JSON keys not matched exactly -> column index or -1
+	now     time.Time
+	res     *Parsed
+
+	// per row
+	vals    []any
+	seen    []bool
+	op      Op
+	bad     string // first error of the row
+	filterd bool
+}
+
+const (
+	targetSkip = -1
+	targetOp   = -2
+)
+
+func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
+	b := &rowBuilder{sc: sc, p: p, isPK: sc.KeyType == PrimaryKey, misses: map[string]int{}, res: &Parsed{}}
+	b.opCol = b.isPK && sc.ColumnIndex("__op") < 0
+	b.now = time.Now()
+	if p.Timezone != "" {
+		if loc, err := time.LoadLocation(p.Timezone); err == nil {
+			b.now = b.now.In(loc)
+		}
+	}
+	b.now = time.Date(b.now.Year(), b.now.Month(), b.now.Day(), b.now.Hour(), b.now.Minute(), b.now.Second(), 0, time.UTC)
+	if len(p.Columns) > 0 {
+		b.allowed = make([]bool, len(sc.Columns))
+		for _, name := range p.Columns {
+			ci := sc.ColumnIndex(name)
+			switch {
+			case ci >= 0:
+				b.allowed[ci] = true
+				b.targets = append(b.targets, ci)
+			case b.opCol && strings.EqualFold(name, "__op"):
+				b.targets = append(b.targets, targetOp)
+			default:
+				// A name that is no column is a source field the load skips (StarRocks
+				// treats it as a temporary column only expressions could use).
+				b.targets = append(b.targets, targetSkip)
+			}
+		}
+	} else {
+		for i := range sc.Columns {
+			b.targets = append(b.targets, i)
+		}
+	}
+	if p.PartialUpdate {
+		for _, ki := range sc.keyIdx {
+			if b.allowed != nil && !b.allowed[ki] {
+				return nil, fmt.Errorf("partial update: the columns header must list every primary key column, %s is missing", sc.Columns[ki].Name)
+			}
+		}
+	}
+	if len(p.JSONPaths) > 0 {
+		if len(p.Columns) > 0 && len(p.Columns) != len(p.JSONPaths) {
+			return nil, fmt.Errorf("jsonpaths has %d paths but the columns header lists %d columns: they must match one to one", len(p.JSONPaths), len(p.Columns))
+		}
+		if len(p.Columns) == 0 && len(p.JSONPaths) > len(sc.Columns) {
+			return nil, fmt.Errorf("jsonpaths has %d paths but table %s has %d columns", len(p.JSONPaths), sc.Name, len(sc.Columns))
+		}
+		for _, jp := range p.JSONPaths {
+			pe, err := compilePath(jp)
+			if err != nil {
+				return nil, err
+			}
+			b.paths = append(b.paths, pe)
+		}
+		b.targets = b.targets[:len(b.paths)]
+	}
+	n := len(sc.Columns)
+	b.seen = make([]bool, n)
+	return b, nil
+}
+
+func (b *rowBuilder) startRow() {
+	b.vals = make([]any, len(b.sc.Columns))
+	clear(b.seen)
+	b.op = OpUpsert
+	b.bad = ""
+}
+
+// rowError records the first problem of the current row.
+func (b *rowBuilder) rowError(format string, args ...any) {
+	if b.bad == "" {
+		b.bad = fmt.Sprintf(format, args...)
+	}
+}
+
+// setValue stores a converted value (or records the failure) for column ci.
+func (b *rowBuilder) setValue(ci int, v any, err error, raw func() string) {
+	if b.seen[ci] {
+		return // duplicate key: first wins
+	}
+	b.seen[ci] = true
+	if err != nil {
+		c := &b.sc.Columns[ci]
+		if b.p.StrictMode {
+			b.rowError("Value %s of column '%s' fails to convert to %s (strict mode)", describeValue(raw()), c.Name, c.SQLType())
+			return
+		}
+		if !c.Nullable {
+			b.rowError("Value %s of column '%s' fails to convert to %s and the column is NOT NULL", describeValue(raw()), c.Name, c.SQLType())
+			return
+		}
+		v = nil
+	}
+	b.vals[ci] = v
+}
+
+func (b *rowBuilder) setOp(text string) {
+	switch strings.TrimSpace(text) {
+	case "0":
+		b.op = OpUpsert
+	case "1":
+		b.op = OpDelete
+	default:
+		b.rowError("Invalid __op value %s: must be 0 (upsert) or 1 (delete)", describeValue(text))
+	}
+}
+
+// finishRow applies defaults and NOT NULL checks and emits or filters the row.
+func (b *rowBuilder) finishRow(rowText func() string) {
+	sc := b.sc
+	var set []bool
+	if b.p.PartialUpdate {
+		set = make([]bool, len(sc.Columns))
+		copy(set, b.seen)
+	}
+	for i := range sc.Columns {
+		c := &sc.Columns[i]
+		if !b.seen[i] {
+			switch {
+			case c.DefaultCurrentTimestamp:
+				b.vals[i] = b.now
+			case c.Default != nil:
+				b.vals[i] = c.defaultValue
+			case b.p.PartialUpdate:
+				if b.isKeyCol(i) {
+					b.rowError("partial update row has no value for primary key column '%s'", c.Name)
+				} else if !c.Nullable {
+					b.vals[i] = zeroValue(c)
+				}
+				continue
+			default:
+				b.vals[i] = nil
+			}
+		}
+		if b.vals[i] == nil && !c.Nullable && b.bad == "" {
+			b.rowError("NULL value in non-nullable column '%s'", c.Name)
+		}
+	}
+	if b.bad != "" {
+		b.res.addError(fmt.Sprintf("Error: %s. Row: %s", b.bad, truncate(rowText(), 200)))
+		return
+	}
+	b.res.Rows = append(b.res.Rows, Row{Op: b.op, Values: b.vals, Set: set})
+	b.res.Loaded++
+}
+
+func (b *rowBuilder) isKeyCol(i int) bool {
+	for _, k := range b.sc.keyIdx {
+		if k == i {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// ---- JSON ----
+
+func (b *rowBuilder) parseJSON(body []byte) (*Parsed, error) {
+	s := jscan{b: body}
+	for {
+		s.ws()
+		if s.i >= len(body) {
+			break
+		}
+		k, st, en, _, err := s.value()
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse JSON body: %w", err)
+		}
+		doc := body[st:en]
+		if b.p.JSONRoot != "" {
+			pe, err := compilePath(b.p.JSONRoot)
+			if err != nil {
+				return nil, err
+			}
+			rk, rs, re, ok := lookupPath(doc, k, pe)
+			if !ok {
+				b.startRow()
+				b.rowError("JSON root %s not found", b.p.JSONRoot)
+				b.finishRow(func() string { return string(doc) })
+				continue
+			}
+			k, doc = rk, doc[rs:re]
+		}
+		b.document(k, doc)
+	}
+	return b.res, nil
+}
+
+func (b *rowBuilder) document(k jkind, doc []byte) {
+	if b.p.StripOuterArray {
+		if k != jArray {
+			b.startRow()
+			b.rowError("JSON data is an object, strip_outer_array must be set false")
+			b.finishRow(func() string { return string(doc) })
+			return
+		}
+		it := newArrayIter(doc)
+		for {
+			ek, es, ee, _, ok := it.next()
+			if !ok {
+				return
+			}
+			b.jsonRow(ek, doc[es:ee])
+		}
+	}
+	if k == jArray {
+		b.startRow()
+		b.rowError("JSON data is an array, strip_outer_array must be set true")
+		b.finishRow(func() string { return string(doc) })
+		return
+	}
+	b.jsonRow(k, doc)
+}
+
+func (b *rowBuilder) jsonRow(k jkind, raw []byte) {
+	b.startRow()
+	rowText := func() string { return string(raw) }
+	if k != jObject {
+		b.rowError("JSON row is a %s, not an object", jkindNames[k])
+		b.finishRow(rowText)
+		return
+	}
+	if b.paths != nil {
+		for i, pe := range b.paths {
+			vk, vs, ve, ok := lookupPath(raw, jObject, pe)
+			if !ok {
+				continue
+			}
+			b.jsonValue(b.targets[i], vk, raw[vs:ve])
+		}
+		b.finishRow(rowText)
+		return
+	}
+	it := newObjectIter(raw)
+	for {
+		key, kesc, vk, vs, ve, vesc, ok := it.next()
+		if !ok {
+			break
+		}
+		ci := b.keyColumn(key, kesc)
+		if ci == targetSkip {
+			continue
+		}
+		_ = vesc
+		b.jsonValue(ci, vk, raw[vs:ve])
+	}
+	b.finishRow(rowText)
+}
+
+// keyColumn maps a JSON key to a column index, targetOp or targetSkip.
+func (b *rowBuilder) keyColumn(key []byte, esc bool) int {
+	if esc {
+		s, err := unquote(append(append([]byte{'"'}, key...), '"'), true)
+		if err != nil {
+			return targetSkip
+		}
+		key = []byte(s)
+	}
+	ci, ok := b.sc.byName[string(key)]
+	if !ok {
+		if ci, ok = b.misses[string(key)]; !ok {
+			ks := string(key)
+			ci = b.sc.ColumnIndex(ks)
+			if ci < 0 {
+				ci = targetSkip
+				if b.opCol && strings.EqualFold(ks, "__op") {
+					ci = targetOp
+				}
+			}
+			b.misses[ks] = ci
+		}
+	}
+	if ci >= 0 && b.allowed != nil && !b.allowed[ci] {
+		return targetSkip
+	}
+	return ci
+}
+
+// jsonValue converts one JSON value into target column ci.
+func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte) {
+	if ci == targetSkip {
+		return
+	}
+	if ci == targetOp {
+		switch k {
+		case jNumber:
+			b.setOp(string(raw))
+		case jString:
+			s, _ := unquote(raw, bytes.IndexByte(raw, '\\') >= 0)
+			b.setOp(s)
+		default:
+			b.setOp(string(raw))
+		}
+		return
+	}
+	if b.seen[ci] {
+		return
+	}
+	c := &b.sc.Columns[ci]
+	rawText := func() string { return string(raw) }
+	if k == jNull {
+		b.setValue(ci, nil, nil, rawText)
+		return
+	}
+	if c.Type == TypeJSON {
+		b.setValue(ci, compactJSON(raw), nil, rawText)
+		return
+	}
+	switch k {
+	case jString:
+		s, err := unquote(raw, bytes.IndexByte(raw, '\\') >= 0)
+		if err != nil {
+			b.setValue(ci, nil, err, rawText)
+			return
+		}
+		v, err := convertText(c, s, true)
+		b.setValue(ci, v, err, func() string { return s })
+	case jNumber:
+		v, err := convertNumber(c, raw)
+		b.setValue(ci, v, err, rawText)
+	case jTrue, jFalse:
+		var v any
+		var err error
+		switch c.Type {
+		case TypeBoolean:
+			v = k == jTrue
+		case TypeChar, TypeVarchar, TypeString:
+			v, err = convertText(c, string(raw), false)
+		default:
+			if k == jTrue {
+				v, err = convertText(c, "1", false)
+			} else {
+				v, err = convertText(c, "0", false)
+			}
+		}
+		b.setValue(ci, v, err, rawText)
+	case jObject, jArray:
+		var v any
+		err := errConvert
+		switch c.Type {
+		case TypeChar, TypeVarchar, TypeString:
+			v, err = convertText(c, compactJSON(raw), false)
+		}
+		b.setValue(ci, v, err, rawText)
+	}
+}
+
+// convertNumber converts a JSON number; the fast path avoids strconv allocations for integers.
+func convertNumber(c *Column, raw []byte) (any, error) {
+	switch c.Type {
+	case TypeBigInt, TypeInt, TypeSmallInt, TypeTinyInt:
+		if v, ok := atoiFast(raw); ok {
+			switch c.Type {
+			case TypeBigInt:
+				return v, nil
+			case TypeInt:
+				if v >= -1<<31 && v < 1<<31 {
+					return int32(v), nil
+				}
+			case TypeSmallInt:
+				if v >= -1<<15 && v < 1<<15 {
+					return int16(v), nil
+				}
+			case TypeTinyInt:
+				if v >= -1<<7 && v < 1<<7 {
+					return int8(v), nil
+				}
+			}
+			return nil, errConvert
+		}
+	case TypeDate, TypeDatetime:
+		return nil, errConvert
+	}
+	return convertText(c, string(raw), false)
+}
+
+// atoiFast parses a plain decimal integer of at most 18 digits.
+func atoiFast(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && b[0] == '-' {
+		neg = true
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// ---- json paths ----
+
+type pathElem struct {
+	key   string
+	index int // >= 0: array index
+}
+
+func parseJSONPaths(v string) ([]string, error) {
+	var paths []string
+	if err := json.Unmarshal([]byte(v), &paths); err != nil {
+		return nil, fmt.Errorf("Invalid jsonpaths: %s: it must be a JSON array of strings like [\"$.id\", \"$.name\"]", v)
+	}
+	for _, p := range paths {
+		if _, err := compilePath(p); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// compilePath parses "$", "$.a.b", "$.a[0]", "$['a']" into elements.
+func compilePath(p string) ([]pathElem, error) {
+	orig := p
+	p = strings.TrimSpace(p)
+	if !strings.HasPrefix(p, "$") {
+		return nil, fmt.Errorf("Invalid json path: %s: it must start with $", orig)
+	}
+	p = p[1:]
+	var out []pathElem
+	for p != "" {
+		switch {
+		case p[0] == '.':
+			p = p[1:]
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			if end == 0 {
+				return nil, fmt.Errorf("Invalid json path: %s: empty key", orig)
+			}
+			out = append(out, pathElem{key: p[:end], index: -1})
+			p = p[end:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return nil, fmt.Errorf("Invalid json path: %s: missing ]", orig)
+			}
+			inner := p[1:end]
+			p = p[end+1:]
+			if len(inner) >= 2 && (inner[0] == '\'' || inner[0] == '"') && inner[len(inner)-1] == inner[0] {
+				out = append(out, pathElem{key: inner[1 : len(inner)-1], index: -1})
+				continue
+			}
+			n, err := strconv.Atoi(inner)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("Invalid json path: %s: bad index [%s]", orig, inner)
+			}
+			out = append(out, pathElem{index: n})
+		default:
+			return nil, fmt.Errorf("Invalid json path: %s", orig)
+		}
+	}
+	return out, nil
+}
+
+// lookupPath finds the value at path inside the validated value doc of kind k.
+func lookupPath(doc []byte, k jkind, path []pathElem) (jkind, int, int, bool) {
+	start, end := 0, len(doc)
+	for _, pe := range path {
+		cur := doc[start:end]
+		found := false
+		if pe.index < 0 {
+			if k != jObject {
+				return 0, 0, 0, false
+			}
+			it := newObjectIter(cur)
+			for {
+				key, kesc, vk, vs, ve, _, ok := it.next()
+				if !ok {
+					break
+				}
+				ks := string(key)
+				if kesc {
+					ks, _ = unquote(append(append([]byte{'"'}, key...), '"'), true)
+				}
+				if ks == pe.key {
+					k, start, end, found = vk, start+vs, start+ve, true
+					break
+				}
+			}
+		} else {
+			if k != jArray {
+				return 0, 0, 0, false
+			}
+			it := newArrayIter(cur)
+			for i := 0; ; i++ {
+				vk, vs, ve, _, ok := it.next()
+				if !ok {
+					break
+				}
+				if i == pe.index {
+					k, start, end, found = vk, start+vs, start+ve, true
+					break
+				}
+			}
+		}
+		if !found {
+			return 0, 0, 0, false
+		}
+	}
+	return k, start, end, true
+}
+
+// ---- CSV ----
+
+func (b *rowBuilder) parseCSV(body []byte) (*Parsed, error) {
+	if len(body) == 0 {
+		return b.res, nil
+	}
+	rd := []byte(b.p.RowDelimiter)
+	sep := []byte(b.p.ColumnSeparator)
+	if len(rd) == 0 {
+		rd = []byte("\n")
+	}
+	if len(sep) == 0 {
+		sep = []byte("\t")
+	}
+	if !bytes.HasSuffix(body, rd) {
+		return nil, fmt.Errorf("CSV body does not end with the row delimiter %q: every load body must end with it (the stream would join its last row with the next body's first row)", string(rd))
+	}
+	rest := body
+	for len(rest) > 0 {
+		i := bytes.Index(rest, rd)
+		line := rest[:i]
+		rest = rest[i+len(rd):]
+		b.csvRow(line, sep)
+	}
+	return b.res, nil
+}
+
+func (b *rowBuilder) csvRow(line, sep []byte) {
+	b.startRow()
+	rowText := func() string { return string(line) }
+	n := bytes.Count(line, sep) + 1
+	if n != len(b.targets) {
+		b.rowError("Value count does not match column count. Expect %d, but got %d", len(b.targets), n)
+		b.finishRow(rowText)
+		return
+	}
+	rest := line
+	for f := 0; f < n; f++ {
+		var field []byte
+		if f == n-1 {
+			field = rest
+		} else {
+			i := bytes.Index(rest, sep)
+			field, rest = rest[:i], rest[i+len(sep):]
+		}
+		t := b.targets[f]
+		switch {
+		case t == targetSkip:
+		case t == targetOp:
+			b.setOp(string(field))
+		case string(field) == `\N`:
+			b.setValue(t, nil, nil, nil)
+		default:
+			c := &b.sc.Columns[t]
+			s := string(field)
+			v, err := convertText(c, s, true)
+			b.setValue(t, v, err, func() string { return s })
+		}
+	}
+	b.finishRow(rowText)
+}

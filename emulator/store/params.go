@@ -1,0 +1,162 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// LoadParams are the stream-load data headers that shape how a body is parsed.
+type LoadParams struct {
+	Format          string // "json" or "csv"
+	Compression     string // gzip, bzip2, lz4, deflate, zstd for the compressed CSV formats (unsupported by Parse)
+	StripOuterArray bool
+	StrictMode      bool
+	Columns         []string // the `columns` header, if any
+	JSONPaths       []string
+	JSONRoot        string
+	ColumnSeparator string // csv, default "\t"
+	RowDelimiter    string // csv, default "\n"
+	PartialUpdate   bool
+	MaxFilterRatio  float64
+	Timezone        string
+	MergeCondition  string
+	Where           string
+}
+
+// ParseLoadParams reads the stream-load data headers (names case-insensitive) with the BE's rules
+// and error texts. Unknown headers are ignored.
+func ParseLoadParams(h map[string]string) (LoadParams, error) {
+	get := func(name string) (string, bool) {
+		if v, ok := h[name]; ok {
+			return v, true
+		}
+		for k, v := range h {
+			if strings.EqualFold(k, name) {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	p := LoadParams{Format: "csv", ColumnSeparator: "\t", RowDelimiter: "\n"}
+	if v, ok := get("format"); ok && v != "" {
+		switch f := strings.ToLower(v); f {
+		case "csv", "json":
+			p.Format = f
+		case "gzip", "bzip2", "lz4", "deflate", "zstd":
+			p.Format = "csv"
+			p.Compression = f
+		default:
+			return p, fmt.Errorf("unknown data format, format=%s", v)
+		}
+	}
+	if v, ok := get("strip_outer_array"); ok {
+		p.StripOuterArray = strings.EqualFold(v, "true")
+	}
+	if v, ok := get("strict_mode"); ok && v != "" {
+		switch {
+		case strings.EqualFold(v, "true"):
+			p.StrictMode = true
+		case strings.EqualFold(v, "false"):
+			p.StrictMode = false
+		default:
+			return p, fmt.Errorf("Invalid strict mode format. Must be bool type")
+		}
+	}
+	if v, ok := get("partial_update"); ok {
+		p.PartialUpdate = v == "true"
+	}
+	if v, ok := get("partial_update_mode"); ok && v != "" {
+		switch strings.ToLower(v) {
+		case "row", "auto", "column":
+		default:
+			return p, fmt.Errorf("Invalid partial update mode: %s. Must be row, auto or column", v)
+		}
+	}
+	if v, ok := get("max_filter_ratio"); ok && v != "" {
+		r, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return p, fmt.Errorf("Invalid max_filter_ratio: %s", v)
+		}
+		p.MaxFilterRatio = r
+	}
+	if v, ok := get("columns"); ok && strings.TrimSpace(v) != "" {
+		cols, err := splitColumnsHeader(v)
+		if err != nil {
+			return p, err
+		}
+		p.Columns = cols
+	}
+	if v, ok := get("jsonpaths"); ok && strings.TrimSpace(v) != "" {
+		paths, err := parseJSONPaths(v)
+		if err != nil {
+			return p, err
+		}
+		p.JSONPaths = paths
+	}
+	if v, ok := get("json_root"); ok {
+		p.JSONRoot = strings.TrimSpace(v)
+	}
+	if v, ok := get("column_separator"); ok && v != "" {
+		p.ColumnSeparator = unescapeSeparator(v)
+	}
+	if v, ok := get("row_delimiter"); ok && v != "" {
+		p.RowDelimiter = unescapeSeparator(v)
+	}
+	if v, ok := get("timezone"); ok {
+		p.Timezone = v
+	}
+	if v, ok := get("merge_condition"); ok {
+		p.MergeCondition = strings.TrimSpace(v)
+	}
+	if v, ok := get("where"); ok {
+		p.Where = strings.TrimSpace(v)
+	}
+	return p, nil
+}
+
+// splitColumnsHeader splits the `columns` header into plain column names. Expressions
+// (`col = expr`) are rejected: the emulator does not evaluate them.
+func splitColumnsHeader(v string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(v, ",") {
+		name := strings.TrimSpace(part)
+		if strings.ContainsAny(name, "=()") {
+			return nil, fmt.Errorf("columns header %q: expressions are not supported by the emulator, list plain column names only", v)
+		}
+		name = strings.Trim(name, "`")
+		if name == "" {
+			return nil, fmt.Errorf("columns header %q: empty column name", v)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// unescapeSeparator turns the header spellings "\t", "\n", "\x01" and "\\x01" into bytes.
+func unescapeSeparator(v string) string {
+	switch v {
+	case `\t`:
+		return "\t"
+	case `\n`:
+		return "\n"
+	case `\r\n`:
+		return "\r\n"
+	}
+	if (strings.HasPrefix(v, `\x`) || strings.HasPrefix(v, `\X`)) && len(v) > 2 && len(v)%2 == 0 {
+		var b []byte
+		ok := true
+		for i := 2; i < len(v); i += 2 {
+			n, err := strconv.ParseUint(v[i:i+2], 16, 8)
+			if err != nil {
+				ok = false
+				break
+			}
+			b = append(b, byte(n))
+		}
+		if ok {
+			return string(b)
+		}
+	}
+	return v
+}

@@ -1,0 +1,411 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Store holds databases, tables and their committed rows. It is safe for concurrent use.
+//
+// Visibility model: the whole catalog and every table's rows form one immutable snapshot,
+// published through an atomic pointer with a global version number. Writers (Apply and DDL)
+// serialise on a mutex, build the next snapshot by cloning only the tables they touch
+// (copy-on-write B+trees, so the cost is proportional to the rows written, not the table
+// size), and publish it with one atomic store after every table is in place. A reader pins
+// one snapshot for its whole duration (a Rows call, or a whole SQL query including every
+// table it joins) and sees exactly the commits up to its version. Old snapshots are dropped
+// by the garbage collector as soon as no reader holds them, which bounds memory.
+type Store struct {
+	mu     sync.Mutex // serialises writers
+	cur    atomic.Pointer[snapshot]
+	nextID int64
+	useDB  string // current database of ExecDDL/ExecScript (USE)
+}
+
+type snapshot struct {
+	version uint64
+	dbs     map[string]*dbState
+}
+
+type dbState struct {
+	name   string
+	id     int64
+	tables map[string]*tableState
+}
+
+type tableState struct {
+	schema *TableSchema
+	rows   *btree
+	seq    uint64 // DUPLICATE KEY tables: next insertion sequence number
+}
+
+// New returns an empty store.
+func New() *Store {
+	s := &Store{nextID: 10000}
+	s.cur.Store(&snapshot{dbs: map[string]*dbState{}})
+	return s
+}
+
+// snap returns the current committed snapshot.
+func (s *Store) snap() *snapshot { return s.cur.Load() }
+
+// Version returns the global version of the latest committed snapshot.
+func (s *Store) Version() uint64 { return s.snap().version }
+
+func (sn *snapshot) db(name string) (*dbState, bool) {
+	if d, ok := sn.dbs[name]; ok {
+		return d, true
+	}
+	for k, d := range sn.dbs {
+		if strings.EqualFold(k, name) {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+func (d *dbState) table(name string) (*tableState, bool) {
+	if t, ok := d.tables[name]; ok {
+		return t, true
+	}
+	for k, t := range d.tables {
+		if strings.EqualFold(k, name) {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+func (sn *snapshot) table(db, table string) (*tableState, error) {
+	d, ok := sn.db(db)
+	if !ok {
+		return nil, unknownDatabase(db)
+	}
+	t, ok := d.table(table)
+	if !ok {
+		return nil, unknownTable(db, table)
+	}
+	return t, nil
+}
+
+// DatabaseID returns the stable numeric id of a database.
+func (s *Store) DatabaseID(db string) (int64, bool) {
+	d, ok := s.snap().db(db)
+	if !ok {
+		return 0, false
+	}
+	return d.id, true
+}
+
+// Databases lists the database names in the current snapshot.
+func (s *Store) Databases() []string {
+	sn := s.snap()
+	out := make([]string, 0, len(sn.dbs))
+	for _, d := range sn.dbs {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+// Table returns a table's schema. The schema is shared: callers must not modify it.
+func (s *Store) Table(db, table string) (*TableSchema, error) {
+	t, err := s.snap().table(db, table)
+	if err != nil {
+		return nil, err
+	}
+	return t.schema, nil
+}
+
+// ExecDDL runs one DDL statement (CREATE/DROP DATABASE, CREATE/DROP TABLE, USE).
+func (s *Store) ExecDDL(stmt string) error {
+	toks, err := lexScript(stmt)
+	if err != nil {
+		return fmt.Errorf("ddl: %w", err)
+	}
+	stmts := splitStatements(toks)
+	if len(stmts) != 1 {
+		return fmt.Errorf("ddl: expected exactly one statement, got %d", len(stmts))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.useDB
+	if err := s.execLocked(stmts[0], &cur); err != nil {
+		return fmt.Errorf("ddl %q: %w", abbreviate(stmt), err)
+	}
+	s.useDB = cur
+	return nil
+}
+
+// ExecScript runs ;-separated DDL statements in order, stopping at the first error, which
+// names the statement (1-based) and the offending token.
+func (s *Store) ExecScript(script string) error {
+	toks, err := lexScript(script)
+	if err != nil {
+		return fmt.Errorf("ddl script: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.useDB
+	for i, st := range splitStatements(toks) {
+		if err := s.execLocked(st, &cur); err != nil {
+			return fmt.Errorf("ddl script statement %d (line %d, %s): %w", i+1, st[0].line, stmtHead(st), err)
+		}
+	}
+	s.useDB = cur
+	return nil
+}
+
+// execDDLIn runs one statement with an explicit current database (the MySQL session's).
+func (s *Store) execDDLIn(stmt string, curDB *string) error {
+	toks, err := lexScript(stmt)
+	if err != nil {
+		return err
+	}
+	stmts := splitStatements(toks)
+	if len(stmts) != 1 {
+		return fmt.Errorf("expected exactly one statement, got %d", len(stmts))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.execLocked(stmts[0], curDB)
+}
+
+func stmtHead(toks []token) string {
+	var parts []string
+	for i := 0; i < len(toks) && i < 6; i++ {
+		if toks[i].kind == tokQuoted {
+			parts = append(parts, "`"+toks[i].text+"`")
+		} else {
+			parts = append(parts, toks[i].text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func abbreviate(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// execLocked parses and runs one statement; s.mu is held.
+func (s *Store) execLocked(toks []token, curDB *string) error {
+	st, err := parseDDL(toks)
+	if err != nil {
+		return err
+	}
+	old := s.snap()
+	next := &snapshot{version: old.version + 1, dbs: make(map[string]*dbState, len(old.dbs)+1)}
+	for k, v := range old.dbs {
+		next.dbs[k] = v
+	}
+	switch st := st.(type) {
+	case useStmt:
+		if _, ok := old.db(st.name); !ok {
+			return unknownDatabase(st.name)
+		}
+		*curDB = st.name
+		return nil
+	case createDatabaseStmt:
+		if _, ok := old.db(st.name); ok {
+			if st.ifNotExists {
+				return nil
+			}
+			return fmt.Errorf("Can't create database '%s'; database exists", st.name)
+		}
+		s.nextID++
+		next.dbs[st.name] = &dbState{name: st.name, id: s.nextID, tables: map[string]*tableState{}}
+	case dropDatabaseStmt:
+		d, ok := old.db(st.name)
+		if !ok {
+			if st.ifExists {
+				return nil
+			}
+			return fmt.Errorf("Can't drop database '%s'; database doesn't exist", st.name)
+		}
+		delete(next.dbs, d.name)
+	case createTableStmt:
+		dbName := st.db
+		if dbName == "" {
+			dbName = *curDB
+		}
+		if dbName == "" {
+			return fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", st.name)
+		}
+		d, ok := old.db(dbName)
+		if !ok {
+			return unknownDatabase(dbName)
+		}
+		if _, ok := d.table(st.name); ok {
+			if st.ifNotExists {
+				return nil
+			}
+			return fmt.Errorf("Table '%s' already exists", st.name)
+		}
+		s.nextID++
+		st.schema.DB = d.name
+		st.schema.ID = s.nextID
+		nd := d.withTable(st.name, &tableState{schema: st.schema, rows: newBtree()})
+		next.dbs[d.name] = nd
+	case dropTableStmt:
+		dbName := st.db
+		if dbName == "" {
+			dbName = *curDB
+		}
+		if dbName == "" {
+			return fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", st.name)
+		}
+		d, ok := old.db(dbName)
+		if !ok {
+			if st.ifExists {
+				return nil
+			}
+			return unknownDatabase(dbName)
+		}
+		t, ok := d.table(st.name)
+		if !ok {
+			if st.ifExists {
+				return nil
+			}
+			return fmt.Errorf("Unknown table '%s'", st.name)
+		}
+		nd := d.withTable(t.schema.Name, nil)
+		next.dbs[d.name] = nd
+	default:
+		return fmt.Errorf("unsupported statement %T", st)
+	}
+	s.cur.Store(next)
+	return nil
+}
+
+// withTable returns a copy of d with table name set to t (nil: removed).
+func (d *dbState) withTable(name string, t *tableState) *dbState {
+	nd := &dbState{name: d.name, id: d.id, tables: make(map[string]*tableState, len(d.tables)+1)}
+	for k, v := range d.tables {
+		nd.tables[k] = v
+	}
+	if t == nil {
+		delete(nd.tables, name)
+	} else {
+		nd.tables[name] = t
+	}
+	return nd
+}
+
+// Apply makes all changes visible atomically, in one new snapshot. Within a table rows apply
+// in order: PRIMARY KEY upsert/delete by key (later wins, deleting a missing key is a no-op),
+// UNIQUE KEY replace by key, DUPLICATE KEY append. Nothing is applied if any table is unknown
+// or a row does not fit its table. Apply keeps the rows' Values slices (no copy): callers must
+// not modify them afterwards.
+func (s *Store) Apply(changes []TableChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.snap()
+	next := &snapshot{version: old.version + 1, dbs: old.dbs}
+	dbCopied := map[string]bool{}
+	owned := map[*tableState]bool{}
+	for _, ch := range changes {
+		d, ok := next.db(ch.DB)
+		if !ok {
+			return fmt.Errorf("apply: %w", unknownDatabase(ch.DB))
+		}
+		t, ok := d.table(ch.Table)
+		if !ok {
+			return fmt.Errorf("apply: %w", unknownTable(ch.DB, ch.Table))
+		}
+		if !dbCopied[d.name] {
+			if len(dbCopied) == 0 {
+				m := make(map[string]*dbState, len(old.dbs))
+				for k, v := range old.dbs {
+					m[k] = v
+				}
+				next.dbs = m
+			}
+			nd := &dbState{name: d.name, id: d.id, tables: make(map[string]*tableState, len(d.tables))}
+			for k, v := range d.tables {
+				nd.tables[k] = v
+			}
+			next.dbs[d.name] = nd
+			dbCopied[d.name] = true
+			d = nd
+		}
+		if !owned[t] {
+			t = &tableState{schema: t.schema, rows: t.rows.clone(), seq: t.seq}
+			owned[t] = true
+			d.tables[t.schema.Name] = t
+		}
+		if err := t.apply(ch.Rows); err != nil {
+			return fmt.Errorf("apply to %s.%s: %w", ch.DB, ch.Table, err)
+		}
+	}
+	s.cur.Store(next)
+	return nil
+}
+
+// apply applies rows to an owned (cloned) table state.
+func (t *tableState) apply(rows []Row) error {
+	sc := t.schema
+	var kb []byte
+	for i := range rows {
+		r := &rows[i]
+		if len(r.Values) != len(sc.Columns) {
+			return fmt.Errorf("row %d has %d values, table has %d columns", i, len(r.Values), len(sc.Columns))
+		}
+		if sc.KeyType == DuplicateKey {
+			t.seq++
+			kb = appendSeqKey(kb[:0], t.seq)
+			t.rows.set(string(kb), r.Values)
+			continue
+		}
+		kb = appendRowKey(kb[:0], sc, r.Values)
+		key := string(kb)
+		if sc.KeyType == PrimaryKey && r.Op == OpDelete {
+			t.rows.delete(key)
+			continue
+		}
+		vals := r.Values
+		if r.Set != nil && sc.KeyType == PrimaryKey {
+			if prev, ok := t.rows.get(key); ok {
+				merged := make([]any, len(vals))
+				for c := range vals {
+					if c < len(r.Set) && r.Set[c] {
+						merged[c] = vals[c]
+					} else {
+						merged[c] = prev[c]
+					}
+				}
+				t.rows.set(key, merged)
+				continue
+			}
+		}
+		t.rows.set(key, vals)
+	}
+	return nil
+}
+
+// Rows returns the committed rows of a table as column-name maps, in key order for keyed
+// tables and insertion order for DUPLICATE KEY tables.
+func (s *Store) Rows(db, table string) ([]map[string]any, error) {
+	t, err := s.snap().table(db, table)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, t.rows.len)
+	cols := t.schema.Columns
+	t.rows.ascend(func(_ string, vals []any) bool {
+		m := make(map[string]any, len(cols))
+		for i, c := range cols {
+			m[c.Name] = vals[i]
+		}
+		out = append(out, m)
+		return true
+	})
+	return out, nil
+}

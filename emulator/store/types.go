@@ -1,0 +1,180 @@
+// Package store is the StarRocks emulator's table model: a parser for the StarRocks DDL subset,
+// the stream-load row conversion rules (JSON and CSV), multi-version storage with atomic
+// multi-table commits, and a MySQL-protocol server (go-mysql-server) over the committed data.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnknownDatabase is wrapped by every error about a database that does not exist.
+var ErrUnknownDatabase = errors.New("unknown database")
+
+// ErrUnknownTable is wrapped by every error about a table that does not exist.
+var ErrUnknownTable = errors.New("unknown table")
+
+// unknownDatabase builds the StarRocks-worded error for a missing database.
+func unknownDatabase(db string) error {
+	return &wrapped{msg: fmt.Sprintf("Database[%s] does not exist", db), err: ErrUnknownDatabase}
+}
+
+// unknownTable builds the StarRocks-worded error for a missing table.
+func unknownTable(db, table string) error {
+	return &wrapped{msg: fmt.Sprintf("Failed to find table %s in db %s", table, db), err: ErrUnknownTable}
+}
+
+// wrapped is an error whose text is exactly msg (StarRocks wording) and which unwraps to err.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
+// KeyType is a table's data model.
+type KeyType int
+
+// The supported table models.
+const (
+	DuplicateKey KeyType = iota
+	PrimaryKey
+	UniqueKey
+)
+
+func (k KeyType) String() string {
+	switch k {
+	case PrimaryKey:
+		return "PRIMARY KEY"
+	case UniqueKey:
+		return "UNIQUE KEY"
+	default:
+		return "DUPLICATE KEY"
+	}
+}
+
+// ColumnType is a column's StarRocks type family; Column carries the parameters.
+type ColumnType int
+
+// The supported column types.
+const (
+	TypeTinyInt ColumnType = iota
+	TypeSmallInt
+	TypeInt
+	TypeBigInt
+	TypeLargeInt
+	TypeDecimal // Column.Precision, Column.Scale
+	TypeFloat
+	TypeDouble
+	TypeBoolean
+	TypeChar    // Column.Length (bytes)
+	TypeVarchar // Column.Length (bytes)
+	TypeString
+	TypeDate
+	TypeDatetime
+	TypeJSON
+)
+
+var typeNames = map[ColumnType]string{
+	TypeTinyInt: "TINYINT", TypeSmallInt: "SMALLINT", TypeInt: "INT", TypeBigInt: "BIGINT",
+	TypeLargeInt: "LARGEINT", TypeDecimal: "DECIMAL", TypeFloat: "FLOAT", TypeDouble: "DOUBLE",
+	TypeBoolean: "BOOLEAN", TypeChar: "CHAR", TypeVarchar: "VARCHAR", TypeString: "STRING",
+	TypeDate: "DATE", TypeDatetime: "DATETIME", TypeJSON: "JSON",
+}
+
+func (t ColumnType) String() string {
+	if n, ok := typeNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("ColumnType(%d)", int(t))
+}
+
+// Column is one column of a table.
+type Column struct {
+	Name     string
+	Type     ColumnType
+	Nullable bool
+	// Default is the DEFAULT literal as written (unquoted), nil when the column has none.
+	// For DEFAULT CURRENT_TIMESTAMP it is "CURRENT_TIMESTAMP" and DefaultCurrentTimestamp is set.
+	Default                 *string
+	DefaultCurrentTimestamp bool
+	Precision, Scale        int // DECIMAL
+	Length                  int // CHAR / VARCHAR, in bytes
+	Comment                 string
+
+	defaultValue any // Default converted to the column type (nil = NULL)
+}
+
+// SQLType renders the column type in StarRocks syntax, e.g. "DECIMAL(10,2)" or "VARCHAR(32)".
+func (c Column) SQLType() string {
+	switch c.Type {
+	case TypeDecimal:
+		return fmt.Sprintf("DECIMAL(%d,%d)", c.Precision, c.Scale)
+	case TypeChar, TypeVarchar:
+		return fmt.Sprintf("%s(%d)", c.Type, c.Length)
+	default:
+		return c.Type.String()
+	}
+}
+
+// TableSchema is a table's definition.
+type TableSchema struct {
+	DB, Name string
+	ID       int64
+	KeyType  KeyType
+	Key      []string // key columns, in declaration order
+	Columns  []Column
+
+	keyIdx []int          // column indexes of Key
+	byName map[string]int // lower-case and exact column name -> index
+}
+
+// ColumnIndex returns the index of the named column (case-insensitive), or -1.
+func (t *TableSchema) ColumnIndex(name string) int {
+	if i, ok := t.byName[name]; ok {
+		return i
+	}
+	if i, ok := t.byName[strings.ToLower(name)]; ok {
+		return i
+	}
+	return -1
+}
+
+func (t *TableSchema) index() {
+	t.byName = make(map[string]int, 2*len(t.Columns))
+	for i, c := range t.Columns {
+		t.byName[strings.ToLower(c.Name)] = i
+	}
+	for i, c := range t.Columns {
+		t.byName[c.Name] = i
+	}
+	t.keyIdx = t.keyIdx[:0]
+	for _, k := range t.Key {
+		t.keyIdx = append(t.keyIdx, t.ColumnIndex(k))
+	}
+}
+
+// Op is a row operation.
+type Op int
+
+// Row operations: __op 0 and 1.
+const (
+	OpUpsert Op = 0
+	OpDelete Op = 1
+)
+
+// Row is one converted row. Values has one entry per table column (defaults applied); for a
+// partial-update row Set marks the columns the load supplied (nil for full rows).
+type Row struct {
+	Op     Op
+	Values []any
+	Set    []bool
+}
+
+// TableChange is a list of rows for one table, applied in order.
+type TableChange struct {
+	DB, Table string
+	Rows      []Row
+}
