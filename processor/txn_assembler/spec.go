@@ -1,0 +1,244 @@
+package txnassembler
+
+import (
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Field names of the processor's configuration.
+const (
+	fieldFormat       = "format"
+	fieldPartition    = "partition"
+	fieldSourceOffset = "source_offset"
+	fieldTableMapping = "table_mapping"
+	fieldDatabase     = "database"
+	fieldInstanceID   = "instance_id"
+	fieldCustom       = "custom"
+	fieldCustomKind   = "kind"
+	fieldCustomTxnID  = "txn_id"
+	fieldCustomDB     = "database"
+	fieldCustomTable  = "table"
+	fieldCustomRow    = "row"
+	fieldCustomDelete = "delete"
+)
+
+// Formats of the source events.
+const (
+	formatEnvelope = "envelope"
+	formatMaxwell  = "maxwell"
+	formatCustom   = "custom"
+)
+
+const specDescription = `
+The processor reads change events of one or more ordered source streams
+(by default one Kafka partition of one topic each), recognises where each
+source transaction begins and ends, and stamps every message it emits with the
+metadata contract that the ` + "`starrocks_txn`" + ` output consumes:
+
+| key | set on | value |
+|---|---|---|
+| ` + "`starrocks_partition`" + ` | every message | the source stream (see ` + "`partition`" + `) |
+| ` + "`starrocks_database`, `starrocks_table`" + ` | data rows | the target table (after ` + "`table_mapping`" + ` and ` + "`database`" + `) |
+| ` + "`starrocks_txn_id`" + ` | every message | the source transaction id |
+| ` + "`starrocks_txn_end`" + ` | last message of a source transaction | ` + "`true`" + ` (a data row, or a body-less END marker) |
+| ` + "`starrocks_txn_abort`" + ` | body-less marker | ` + "`true`" + `: discard the partition's open source transaction |
+| ` + "`starrocks_marker`" + ` | body-less markers | ` + "`true`" + ` |
+| ` + "`starrocks_seq`" + ` | every message | 1, 2, 3 … dense per processor instance, one per emitted message |
+| ` + "`starrocks_seq_source`" + ` | every message | the instance tag: ` + "`instance_id`" + ` (if set), a dash and 12 random hex characters |
+| ` + "`starrocks_source_offset`" + ` | every message | the source offset, a decimal integer strictly increasing per partition |
+
+A data row's body becomes the row object to load, with ` + "`\"__op\": 0`" + `
+(upsert) or ` + "`\"__op\": 1`" + ` (delete; PRIMARY KEY tables only). Markers have
+an empty body. All other metadata (` + "`kafka_*`" + ` etc.) is kept.
+
+### Boundary rules (per partition)
+
+- A BEGIN opens a transaction and is dropped. A BEGIN with the id of the open
+  transaction is a re-send and is dropped. A BEGIN with another id while one is
+  open means the source restarted: a body-less ` + "`starrocks_txn_abort`" + ` marker
+  for the open transaction takes its place and the new transaction opens.
+- A data row without a BEGIN opens its transaction implicitly.
+- An END closes the open transaction with a body-less marker carrying
+  ` + "`starrocks_txn_end: true`" + ` and the END event's own source offset. A row
+  that is itself the last of its transaction (maxwell ` + "`commit: true`" + `,
+  custom ` + "`data_end`" + `) carries ` + "`starrocks_txn_end: true`" + ` itself. An END
+  with nothing open is dropped.
+- A row or END of another transaction while one is open is a contract
+  violation (two writers interleaved in one partition): it is never merged
+  silently but flagged with an error, stamped with the open transaction's id
+  so the output dead-letters that transaction whole; a foreign END also closes
+  it. Both transactions are remembered as incomplete: their later rows are
+  flagged too, so no part of either is ever committed.
+- Exactly one batch comes out per batch in; dropped events (BEGINs, ENDs with
+  nothing open, maxwell DDL) simply leave it.
+
+### Bad input
+
+Nothing is lost and nothing is merged silently: a message that cannot be
+parsed, lacks a field (table, database, transaction id), has an unknown event
+type, breaks the one-transaction-at-a-time rule, or carries a source offset at
+or below one its partition already passed (a replay or a reorder) is flagged
+with an error naming the field, the partition and the transaction, and still
+carries the contract (partition, transaction id, seq, offset) so that the
+output can dead-letter its whole source transaction. A bad message that
+cannot be attributed to any transaction (nothing open, no id) is its own
+one-message transaction (id ` + "`invalid@<offset>`" + `, ` + "`starrocks_txn_end: true`" + `),
+and the next transaction the partition opens without a BEGIN is flagged as
+possibly incomplete, because the unreadable message may have been its first row.
+
+### Ordering and replays
+
+The processor relies on arrival order. Run it under ` + "`input.processors`" + `
+(one goroutine, in order) or with ` + "`pipeline.threads: 1`" + `. A call that
+overlaps another on the same instance (` + "`pipeline.threads`" + ` > 1) fails every
+message of its batch with an error saying so, without blocking.
+
+A nacked batch is replayed by Benthos through every processor. Its offsets are
+then at or below the partition's high-water mark, so its messages are flagged
+as replays and change no state. The ` + "`starrocks_txn`" + ` output never nacks, so
+with it replays do not happen in normal running. When the output fences a
+partition (rebalance), the processor forgets the partition's open transaction
+and high-water mark, so the new assignment starts clean.
+`
+
+func processorSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Integration").
+		Version("0.1.0").
+		Summary("Recognises source-transaction boundaries of CDC events per partition and stamps the metadata contract of the `starrocks_txn` output.").
+		Description(specDescription).
+		Fields(
+			service.NewStringAnnotatedEnumField(fieldFormat, map[string]string{
+				formatEnvelope: "Events `{\"partition\": 3, \"txnId\": \"t-17\", \"type\": \"TXN_BEGIN\" | \"DATA\" | \"TXN_END\", \"database\": \"test\", \"table\": \"orders\", \"json\": \"{...}\"}`, where `json` is the row as a JSON string or an object. An optional `op` (`insert`, `update`, `upsert`, `delete`, `c`, `u`, `r`, `d`, `0`, `1`) marks deletes; without it an `__op` already in the row is kept, else the row is an upsert.",
+				formatMaxwell:  "Maxwell rows `{\"database\": \"shop\", \"table\": \"orders\", \"type\": \"insert\", \"xid\": 1234, \"commit\": true, \"data\": {...}}` (needs `output_commit_info`, the default). The transaction id is `xid`; the row with `commit: true` ends the transaction. `insert`/`update` load `data` as an upsert, `delete` loads `data` as a delete. Each `bootstrap-insert` row is its own one-row transaction (id `bootstrap@<offset>`). `bootstrap-start`, `bootstrap-complete`, DDL (`database-*`/`table-*` types, or any message with `sql` or `def`) are dropped.",
+				formatCustom:   "Any shape: the Bloblang mappings under `custom` give each message's kind, transaction id, database, table, row and delete flag.",
+			}).Description("The format of the source events.").Default(formatEnvelope),
+			service.NewInterpolatedStringField(fieldPartition).
+				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When unset: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
+				Example(`${! @kafka_topic }/${! @kafka_partition }`).
+				Example(`${! meta("source") }`).
+				Optional(),
+			service.NewInterpolatedStringField(fieldSourceOffset).
+				Description("The source position of a message, a whole number that must strictly increase within a partition. When unset: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). With the counter, replays cannot be recognised (a replayed message gets a new number), so use a real offset wherever the source has one.").
+				Example(`${! @kafka_offset }`).
+				Example(`${! this.position }`).
+				Optional(),
+			service.NewStringMapField(fieldTableMapping).
+				Description("Maps a source table to a target table. Keys are the source `db.table` (or a bare `table`, which matches that table in any database); values are a target `table` (database unchanged, or `database` if set) or `db.table`. Unmapped tables keep their names.").
+				Example(map[string]any{"shop.orders": "orders", "shop.order_lines": "analytics.order_items"}).
+				Optional(),
+			service.NewStringField(fieldDatabase).
+				Description("Overrides the target database of every data row (a `db.table` value of `table_mapping` still wins). Also supplies the database when events carry none.").
+				Example("analytics").
+				Optional(),
+			service.NewStringField(fieldInstanceID).
+				Description("A name prefixed to the random instance tag in `starrocks_seq_source`, to tell instances apart in logs and metrics.").
+				Example("orders-pipeline").
+				Optional().
+				Advanced(),
+			service.NewObjectField(fieldCustom,
+				service.NewBloblangField(fieldCustomKind).
+					Description("Gives the event kind: `begin`, `data`, `end`, `data_end` (a data row that also ends its transaction), `abort` (discard the open transaction) or `skip` (drop the message).").
+					Default(`root = this.kind`),
+				service.NewBloblangField(fieldCustomTxnID).
+					Description("Gives the source transaction id (a string or a number).").
+					Default(`root = this.txn_id`),
+				service.NewBloblangField(fieldCustomDB).
+					Description("Gives the source database of a data row (may be empty when `database` is set).").
+					Default(`root = this.database`),
+				service.NewBloblangField(fieldCustomTable).
+					Description("Gives the source table of a data row.").
+					Default(`root = this.table`),
+				service.NewBloblangField(fieldCustomRow).
+					Description("Gives the row object of a data row (an object, or a JSON string of one).").
+					Default(`root = this.row`),
+				service.NewBloblangField(fieldCustomDelete).
+					Description("Gives whether a data row is a delete (a boolean).").
+					Default(`root = this.delete | false`),
+			).Description("The mappings of `format: custom`. Each runs against the original message; `this` is its JSON body and `@` its metadata.").
+				Advanced(),
+		).
+		LintRule(`root = if this.format.or("envelope") != "custom" && this.exists("custom") { [ "custom is only read when format is custom" ] }`).
+		LintRule(`root = if this.table_mapping.or({}).values().any(v -> v.trim() == "") { [ "table_mapping values must not be empty" ] }`).
+		LintRule(`root = if this.exists("database") && this.database.trim() == "" { [ "database must not be empty when set" ] }`).
+		Example("Envelope events from Kafka",
+			"Each Kafka partition carries TXN_BEGIN/DATA/TXN_END envelopes. The input ends its batches at a TXN_END so a batch rarely holds half a transaction; the processor runs under `input.processors` so that it sees every partition in order.",
+			`
+input:
+  kafka_txn:
+    seed_brokers: [ localhost:9092 ]
+    topics: [ cdc ]
+    consumer_group: starrocks
+    batching:
+      count: 500
+      period: 50ms
+      check: 'this.type == "TXN_END"'
+  processors:
+    - txn_assembler:
+        format: envelope
+        table_mapping:
+          shop.order_lines: order_items
+
+output:
+  starrocks_txn:
+    load_url: http://localhost:8030
+    username: root
+`).
+		Example("Maxwell",
+			"Maxwell marks the last row of a transaction with `commit: true`; that row ends the batch and the transaction.",
+			`
+input:
+  kafka_txn:
+    seed_brokers: [ localhost:9092 ]
+    topics: [ maxwell ]
+    consumer_group: starrocks
+    batching:
+      count: 500
+      period: 50ms
+      check: 'this.commit == true'
+  processors:
+    - txn_assembler:
+        format: maxwell
+        database: analytics
+
+output:
+  starrocks_txn:
+    load_url: http://localhost:8030
+    username: root
+`).
+		Example("Custom events",
+			"Events `{\"tx\": \"42\", \"op\": \"BEGIN\" | \"INSERT\" | \"DELETE\" | \"COMMIT\", \"tbl\": \"orders\", \"row\": {...}}` from a non-Kafka source; the partition comes from metadata and the offset from the event.",
+			`
+input:
+  broker:
+    inputs: [ { resource: cdc_source } ]
+    batching:
+      count: 500
+      period: 50ms
+      check: 'this.op == "COMMIT"'
+  processors:
+    - txn_assembler:
+        format: custom
+        partition: '${! @source_stream }'
+        source_offset: '${! this.lsn }'
+        database: shop
+        custom:
+          kind: |
+            root = match this.op {
+              "BEGIN" => "begin"
+              "COMMIT" => "end"
+              "INSERT" | "UPDATE" | "DELETE" => "data"
+              _ => "skip"
+            }
+          txn_id: 'root = this.tx'
+          database: 'root = ""'
+          table: 'root = this.tbl'
+          row: 'root = this.row'
+          delete: 'root = this.op == "DELETE"'
+
+output:
+  starrocks_txn:
+    load_url: http://localhost:8030
+    username: root
+`)
+}
