@@ -1,0 +1,422 @@
+package kafka_txn
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Field names of the kafka_txn input.
+const (
+	fieldSeedBrokers            = "seed_brokers"
+	fieldTopics                 = "topics"
+	fieldConsumerGroup          = "consumer_group"
+	fieldClientID               = "client_id"
+	fieldIsolationLevel         = "isolation_level"
+	fieldStartFromOldest        = "start_from_oldest"
+	fieldCheckpointLimit        = "checkpoint_limit"
+	fieldCheckpointStallTimeout = "checkpoint_stall_timeout"
+	fieldCommitPeriod           = "commit_period"
+	fieldRevokeTimeout          = "revoke_timeout"
+	fieldSessionTimeout         = "session_timeout"
+	fieldRebalanceTimeout       = "rebalance_timeout"
+	fieldHeartbeatInterval      = "heartbeat_interval"
+	fieldFetchMaxWait           = "fetch_max_wait"
+	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
+	fieldBatching               = "batching"
+	fieldTLS                    = "tls"
+	fieldSASL                   = "sasl"
+	fieldSASLMechanism          = "mechanism"
+	fieldSASLUsername           = "username"
+	fieldSASLPassword           = "password"
+)
+
+// Isolation levels accepted by isolation_level.
+const (
+	isolationReadCommitted   = "read_committed"
+	isolationReadUncommitted = "read_uncommitted"
+)
+
+// SASL mechanisms accepted by sasl[].mechanism.
+const (
+	saslNone        = "none"
+	saslPlain       = "PLAIN"
+	saslScramSHA256 = "SCRAM-SHA-256"
+	saslScramSHA512 = "SCRAM-SHA-512"
+)
+
+const (
+	defaultCheckpointLimit        = 100000
+	defaultCheckpointStallTimeout = "30s"
+	defaultCommitPeriod           = "1s"
+	defaultRevokeTimeout          = "30s"
+	defaultSessionTimeout         = "45s"
+	defaultRebalanceTimeout       = "60s"
+	defaultHeartbeatInterval      = "3s"
+	defaultFetchMaxWait           = "500ms"
+	defaultFetchMaxPartitionBytes = "1MiB"
+)
+
+// ConfigSpec returns the configuration spec of the kafka_txn input.
+func ConfigSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Services").
+		Summary("Consumes a Kafka topic of CDC source transactions with a consumer group, committing offsets only at source-transaction boundaries that the starrocks_txn output has committed.").
+		Description(`
+Built on franz-go. Messages of one partition are delivered in offset order and
+a batch never mixes partitions. Several batches of one partition may be
+unacknowledged at once (a source transaction can span batches), up to
+` + "`checkpoint_limit`" + ` messages per partition; fetching pauses for a
+partition at that limit.
+
+### Committed offsets
+
+When the ` + "`starrocks_txn`" + ` output runs in the same stream it publishes,
+per partition, the END offset of the last source transaction that StarRocks
+committed. The input then commits exactly that offset plus one (the next
+position after the committed END, which may be a transaction marker), never
+past what it delivered. A restart therefore never begins in the middle of a
+source transaction. With any other output the input commits the contiguous
+acknowledged prefix of each partition.
+
+### Errors and rebalances
+
+Nacks are not replayed: a nacked batch stops its partition with an error naming
+it, and nothing past it is committed. On a revoke the input asks the output to
+fence the partition (drop its uncommitted rows), waits at most
+` + "`revoke_timeout`" + ` for commits already in flight, commits and releases the
+partition; acknowledgements that arrive later mark nothing. A lost partition is
+fenced without committing.
+
+### Metadata
+
+Every message carries ` + "`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`" + `
+and every record header as a string.
+
+### Metrics
+
+` + "`kafka_txn_lag`" + ` (gauge per topic and partition: high watermark minus the
+next offset to deliver), ` + "`kafka_txn_in_flight`" + ` (gauge: unacknowledged
+messages per partition), ` + "`kafka_txn_commits`" + ` and
+` + "`kafka_txn_commit_errors`" + ` (offset commits), ` + "`kafka_txn_committed_offset`" + `
+(gauge per partition), ` + "`kafka_txn_paused`" + ` (gauge: 1 while fetching is paused
+at the checkpoint limit), ` + "`kafka_txn_checkpoint_stalls`" + `, ` + "`kafka_txn_nacks`" + `
+and ` + "`kafka_txn_fences`" + `.`).
+		Fields(
+			service.NewStringListField(fieldSeedBrokers).
+				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
+				Example([]string{"localhost:9092"}).
+				Example([]string{"broker-1:9092", "broker-2:9092"}),
+			service.NewStringListField(fieldTopics).
+				Description("Topics to consume. Every topic must exist: the input refuses to start on an unknown topic.").
+				Example([]string{"shop.cdc"}),
+			service.NewStringField(fieldConsumerGroup).
+				Description("The consumer group. Partitions are shared among the members of the group, and offsets are committed to it."),
+			service.NewStringField(fieldClientID).
+				Description("The client ID sent to the brokers.").
+				Default("benthos"),
+			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
+				isolationReadCommitted:   "Only records of committed producer transactions are delivered; an open transaction holds its partition at the last stable offset.",
+				isolationReadUncommitted: "Every record is delivered, including those of aborted and still-open producer transactions.",
+			}).
+				Description("Which records of transactional producers are read.").
+				Default(isolationReadCommitted),
+			service.NewBoolField(fieldStartFromOldest).
+				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
+				Default(true),
+			service.NewIntField(fieldCheckpointLimit).
+				Description("The maximum number of delivered but unacknowledged messages per partition. Must be larger than the largest source transaction (in messages) when the output holds acknowledgements until a transaction commits, or the partition stalls.").
+				Default(defaultCheckpointLimit).
+				LintRule(`root = if this < 1 { ["checkpoint_limit must be at least 1"] }`),
+			service.NewDurationField(fieldCheckpointStallTimeout).
+				Description("How long a partition may sit at `checkpoint_limit` with no acknowledgement before an error naming `checkpoint_limit` is logged (and repeated at this period).").
+				Default(defaultCheckpointStallTimeout).
+				Advanced(),
+			service.NewDurationField(fieldCommitPeriod).
+				Description("How often committable offsets are committed to the consumer group. Offsets are also committed on revoke and on close.").
+				Default(defaultCommitPeriod),
+			service.NewDurationField(fieldRevokeTimeout).
+				Description("How long a revoke waits for the output to fence the partition (and for commits already in flight) before the offset commit. Must be below `rebalance_timeout`; the commit itself gets the rest of the rebalance timeout.").
+				Default(defaultRevokeTimeout),
+			service.NewDurationField(fieldSessionTimeout).
+				Description("The group session timeout: a member that sends no heartbeat for this long is removed from the group.").
+				Default(defaultSessionTimeout).
+				Advanced(),
+			service.NewDurationField(fieldRebalanceTimeout).
+				Description("How long members may take to finish revoking partitions during a rebalance.").
+				Default(defaultRebalanceTimeout).
+				Advanced(),
+			service.NewDurationField(fieldHeartbeatInterval).
+				Description("How often the member sends heartbeats; at most a third of `session_timeout`.").
+				Default(defaultHeartbeatInterval).
+				Advanced(),
+			service.NewDurationField(fieldFetchMaxWait).
+				Description("How long a broker may wait for new records before answering a fetch.").
+				Default(defaultFetchMaxWait).
+				Advanced(),
+			service.NewStringField(fieldFetchMaxPartitionBytes).
+				Description("The maximum number of bytes fetched from one partition per request.").
+				Default(defaultFetchMaxPartitionBytes).
+				Advanced(),
+			service.NewBatchPolicyField(fieldBatching).
+				Description(`How records are grouped into batches. The policy applies per partition, so a batch never mixes partitions. End batches at source-transaction ends with a `+"`check`"+` (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`) plus a `+"`count`"+` cap and a `+"`period`"+`. With no policy a batch holds what was fetched for one partition.`),
+			service.NewTLSToggledField(fieldTLS),
+			service.NewObjectListField(fieldSASL,
+				service.NewStringAnnotatedEnumField(fieldSASLMechanism, map[string]string{
+					saslNone:        "No SASL authentication.",
+					saslPlain:       "Plain text username and password.",
+					saslScramSHA256: "SCRAM with SHA-256.",
+					saslScramSHA512: "SCRAM with SHA-512.",
+				}).
+					Description("The SASL mechanism."),
+				service.NewStringField(fieldSASLUsername).
+					Description("The user name.").
+					Default(""),
+				service.NewStringField(fieldSASLPassword).
+					Description("The password.").
+					Default("").
+					Secret(),
+			).
+				Description("SASL authentication. Mechanisms are tried in order.").
+				Optional().
+				Advanced(),
+		).
+		LintRule(`root = if this.revoke_timeout.or("` + defaultRevokeTimeout + `").parse_duration() >= this.rebalance_timeout.or("` + defaultRebalanceTimeout + `").parse_duration() { ["revoke_timeout must be below rebalance_timeout"] }`).
+		Example("Production CDC pipeline", "Reads source transactions in the envelope format, ends batches at transaction ends, and leaves offset commits to the starrocks_txn output's committed boundaries.", `
+input:
+  kafka_txn:
+    seed_brokers: [ "broker-1:9092", "broker-2:9092" ]
+    topics: [ "shop.cdc" ]
+    consumer_group: starrocks-loader
+    checkpoint_limit: 100000
+    commit_period: 1s
+    revoke_timeout: 30s
+    batching:
+      count: 1000
+      period: 100ms
+      check: this.type == "TXN_END"
+`)
+}
+
+type saslConf struct {
+	mechanism string
+	username  string
+	password  string
+}
+
+type inputConfig struct {
+	seedBrokers            []string
+	topics                 []string
+	consumerGroup          string
+	clientID               string
+	readCommitted          bool
+	startFromOldest        bool
+	checkpointLimit        int
+	checkpointStallTimeout time.Duration
+	commitPeriod           time.Duration
+	revokeTimeout          time.Duration
+	sessionTimeout         time.Duration
+	rebalanceTimeout       time.Duration
+	heartbeatInterval      time.Duration
+	fetchMaxWait           time.Duration
+	fetchMaxPartitionBytes int32
+	batching               service.BatchPolicy
+	tlsConf                *tls.Config
+	tlsEnabled             bool
+	sasl                   []saslConf
+}
+
+func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
+	var brokers []string
+	if brokers, err = conf.FieldStringList(fieldSeedBrokers); err != nil {
+		return
+	}
+	for _, b := range brokers {
+		for _, s := range strings.Split(b, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.seedBrokers = append(c.seedBrokers, s)
+			}
+		}
+	}
+	if len(c.seedBrokers) == 0 {
+		err = errors.New("seed_brokers must name at least one broker")
+		return
+	}
+	var topics []string
+	if topics, err = conf.FieldStringList(fieldTopics); err != nil {
+		return
+	}
+	for _, t := range topics {
+		if t = strings.TrimSpace(t); t != "" {
+			c.topics = append(c.topics, t)
+		}
+	}
+	if len(c.topics) == 0 {
+		err = errors.New("topics must name at least one topic")
+		return
+	}
+	if c.consumerGroup, err = conf.FieldString(fieldConsumerGroup); err != nil {
+		return
+	}
+	if c.consumerGroup == "" {
+		err = errors.New("consumer_group must not be empty")
+		return
+	}
+	if c.clientID, err = conf.FieldString(fieldClientID); err != nil {
+		return
+	}
+	var iso string
+	if iso, err = conf.FieldString(fieldIsolationLevel); err != nil {
+		return
+	}
+	switch iso {
+	case isolationReadCommitted:
+		c.readCommitted = true
+	case isolationReadUncommitted:
+	default:
+		err = fmt.Errorf("isolation_level %q is not one of %s, %s", iso, isolationReadCommitted, isolationReadUncommitted)
+		return
+	}
+	if c.startFromOldest, err = conf.FieldBool(fieldStartFromOldest); err != nil {
+		return
+	}
+	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
+		return
+	}
+	if c.checkpointLimit < 1 {
+		err = fmt.Errorf("checkpoint_limit must be at least 1, got %d", c.checkpointLimit)
+		return
+	}
+	if c.checkpointStallTimeout, err = durationField(conf, fieldCheckpointStallTimeout); err != nil {
+		return
+	}
+	if c.commitPeriod, err = durationField(conf, fieldCommitPeriod); err != nil {
+		return
+	}
+	if c.revokeTimeout, err = durationField(conf, fieldRevokeTimeout); err != nil {
+		return
+	}
+	if c.sessionTimeout, err = durationField(conf, fieldSessionTimeout); err != nil {
+		return
+	}
+	if c.rebalanceTimeout, err = durationField(conf, fieldRebalanceTimeout); err != nil {
+		return
+	}
+	if c.heartbeatInterval, err = durationField(conf, fieldHeartbeatInterval); err != nil {
+		return
+	}
+	if c.fetchMaxWait, err = durationField(conf, fieldFetchMaxWait); err != nil {
+		return
+	}
+	if c.revokeTimeout >= c.rebalanceTimeout {
+		err = fmt.Errorf("revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member", c.revokeTimeout, c.rebalanceTimeout)
+		return
+	}
+	var fmpb string
+	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
+		return
+	}
+	if c.fetchMaxPartitionBytes, err = parseBytes(fmpb); err != nil {
+		err = fmt.Errorf("parsing fetch_max_partition_bytes: %w", err)
+		return
+	}
+	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+		return
+	}
+	if c.tlsConf, c.tlsEnabled, err = conf.FieldTLSToggled(fieldTLS); err != nil {
+		return
+	}
+	if conf.Contains(fieldSASL) {
+		var list []*service.ParsedConfig
+		if list, err = conf.FieldObjectList(fieldSASL); err != nil {
+			return
+		}
+		for i, sc := range list {
+			var s saslConf
+			if s.mechanism, err = sc.FieldString(fieldSASLMechanism); err != nil {
+				return
+			}
+			if s.username, err = sc.FieldString(fieldSASLUsername); err != nil {
+				return
+			}
+			if s.password, err = sc.FieldString(fieldSASLPassword); err != nil {
+				return
+			}
+			switch s.mechanism {
+			case saslNone:
+				continue
+			case saslPlain, saslScramSHA256, saslScramSHA512:
+			default:
+				err = fmt.Errorf("sasl[%d].mechanism %q is not one of %s, %s, %s, %s", i, s.mechanism, saslNone, saslPlain, saslScramSHA256, saslScramSHA512)
+				return
+			}
+			if s.username == "" {
+				err = fmt.Errorf("sasl[%d].username must not be empty for mechanism %s", i, s.mechanism)
+				return
+			}
+			c.sasl = append(c.sasl, s)
+		}
+	}
+	return
+}
+
+func durationField(conf *service.ParsedConfig, name string) (time.Duration, error) {
+	d, err := conf.FieldDuration(name)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s must be positive, got %s", name, d)
+	}
+	return d, nil
+}
+
+// parseBytes reads a size such as 1048576, 512KiB, 1MiB or 1MB.
+func parseBytes(s string) (int32, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+		{"B", 1},
+	}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			mult = u.mult
+			s = strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 1MiB)", s)
+	}
+	n *= mult
+	if n > 1<<30 {
+		return 0, fmt.Errorf("%d bytes is above the 1GiB maximum", n)
+	}
+	return int32(n), nil
+}
+
+func (s saslConf) mechanismImpl() sasl.Mechanism {
+	switch s.mechanism {
+	case saslPlain:
+		return plain.Auth{User: s.username, Pass: s.password}.AsMechanism()
+	case saslScramSHA256:
+		return scram.Auth{User: s.username, Pass: s.password}.AsSha256Mechanism()
+	default:
+		return scram.Auth{User: s.username, Pass: s.password}.AsSha512Mechanism()
+	}
+}
