@@ -75,12 +75,12 @@ func ConfigSpec() *service.ConfigSpec {
 Built on franz-go. Messages of one partition are delivered in offset order and
 a batch never mixes partitions. Several batches of one partition may be
 unacknowledged at once (a source transaction can span batches), up to
-` + "`checkpoint_limit`" + ` messages per partition; fetching pauses for a
+`+"`checkpoint_limit`"+` messages per partition; fetching pauses for a
 partition at that limit.
 
 ### Committed offsets
 
-When the ` + "`starrocks_txn`" + ` output runs in the same stream it publishes,
+When the `+"`starrocks_txn`"+` output runs in the same stream it publishes,
 per partition, the END offset of the last source transaction that StarRocks
 committed. The input then commits exactly that offset plus one (the next
 position after the committed END, which may be a transaction marker), never
@@ -93,24 +93,24 @@ acknowledged prefix of each partition.
 Nacks are not replayed: a nacked batch stops its partition with an error naming
 it, and nothing past it is committed. On a revoke the input asks the output to
 fence the partition (drop its uncommitted rows), waits at most
-` + "`revoke_timeout`" + ` for commits already in flight, commits and releases the
+`+"`revoke_timeout`"+` for commits already in flight, commits and releases the
 partition; acknowledgements that arrive later mark nothing. A lost partition is
 fenced without committing.
 
 ### Metadata
 
-Every message carries ` + "`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`" + `
+Every message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`"+`
 and every record header as a string.
 
 ### Metrics
 
-` + "`kafka_txn_lag`" + ` (gauge per topic and partition: high watermark minus the
-next offset to deliver), ` + "`kafka_txn_in_flight`" + ` (gauge: unacknowledged
-messages per partition), ` + "`kafka_txn_commits`" + ` and
-` + "`kafka_txn_commit_errors`" + ` (offset commits), ` + "`kafka_txn_committed_offset`" + `
-(gauge per partition), ` + "`kafka_txn_paused`" + ` (gauge: 1 while fetching is paused
-at the checkpoint limit), ` + "`kafka_txn_checkpoint_stalls`" + `, ` + "`kafka_txn_nacks`" + `
-and ` + "`kafka_txn_fences`" + `.`).
+`+"`kafka_txn_lag`"+` (gauge per topic and partition: high watermark minus the
+next offset to deliver), `+"`kafka_txn_in_flight`"+` (gauge: unacknowledged
+messages per partition), `+"`kafka_txn_commits`"+` and
+`+"`kafka_txn_commit_errors`"+` (offset commits), `+"`kafka_txn_committed_offset`"+`
+(gauge per partition), `+"`kafka_txn_paused`"+` (gauge: 1 while fetching is paused
+at the checkpoint limit), `+"`kafka_txn_checkpoint_stalls`"+`, `+"`kafka_txn_nacks`"+`
+and `+"`kafka_txn_fences`"+`.`).
 		Fields(
 			service.NewStringListField(fieldSeedBrokers).
 				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
@@ -190,7 +190,7 @@ and ` + "`kafka_txn_fences`" + `.`).
 				Optional().
 				Advanced(),
 		).
-		LintRule(`root = if this.revoke_timeout.or("` + defaultRevokeTimeout + `").parse_duration() >= this.rebalance_timeout.or("` + defaultRebalanceTimeout + `").parse_duration() { ["revoke_timeout must be below rebalance_timeout"] }`).
+		LintRule(`root = if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { ["revoke_timeout must be below rebalance_timeout"] }`).
 		Example("Production CDC pipeline", "Reads source transactions in the envelope format, ends batches at transaction ends, and leaves offset commits to the starrocks_txn output's committed boundaries.", `
 input:
   kafka_txn:
