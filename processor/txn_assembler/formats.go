@@ -361,12 +361,12 @@ type customMappings struct {
 
 func (c *customMappings) decode(msg *service.Message) (event, error) {
 	var ev event
-	v, err := msg.BloblangQueryValue(c.kind)
+	v, err := queryValue(msg, c.kind)
 	if err != nil {
 		return ev, badField("custom.kind", "mapping failed: %v", err)
 	}
 	kind, _ := v.(string)
-	if v, err = msg.BloblangQueryValue(c.txnID); err != nil {
+	if v, err = queryValue(msg, c.txnID); err != nil {
 		return ev, badField("custom.txn_id", "mapping failed: %v", err)
 	}
 	if v != nil {
@@ -408,14 +408,14 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 	if ev.table, err = c.stringValue(msg, c.table, "custom.table"); err != nil {
 		return ev, err
 	}
-	if v, err = msg.BloblangQueryValue(c.row); err != nil {
+	if v, err = queryValue(msg, c.row); err != nil {
 		return ev, badField("custom.row", "mapping failed: %v", err)
 	}
 	var ierr *inputError
 	if ev.row, ierr = rowObject("custom.row", normalise(v)); ierr != nil {
 		return ev, ierr
 	}
-	if v, err = msg.BloblangQueryValue(c.del); err != nil {
+	if v, err = queryValue(msg, c.del); err != nil {
 		return ev, badField("custom.delete", "mapping failed: %v", err)
 	}
 	del := false
@@ -431,7 +431,7 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 }
 
 func (c *customMappings) stringValue(msg *service.Message, exec *bloblang.Executor, field string) (string, error) {
-	v, err := msg.BloblangQueryValue(exec)
+	v, err := queryValue(msg, exec)
 	if err != nil {
 		return "", badField(field, "mapping failed: %v", err)
 	}
@@ -442,6 +442,28 @@ func (c *customMappings) stringValue(msg *service.Message, exec *bloblang.Execut
 		return x, nil
 	}
 	return "", badField(field, "must give a string, got %s", typeName(v))
+}
+
+// queryValue runs a mapping against a message (this = its JSON body, @ = its
+// metadata) and returns the root value; nil when the root was deleted.
+func queryValue(msg *service.Message, exec *bloblang.Executor) (any, error) {
+	res, err := msg.BloblangQuery(exec)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	if !res.HasStructured() {
+		// A string result is stored as raw bytes.
+		b, err := res.AsBytes()
+		if err != nil {
+			return nil, fmt.Errorf("reading the mapping result: %w", err)
+		}
+		return string(b), nil
+	}
+	v, err := res.AsStructured()
+	if err != nil {
+		return nil, fmt.Errorf("reading the mapping result: %w", err)
+	}
+	return v, nil
 }
 
 // normalise copies a Bloblang result into plain JSON values, so that the row

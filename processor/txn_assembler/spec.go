@@ -227,7 +227,7 @@ input:
             root = match this.op {
               "BEGIN" => "begin"
               "COMMIT" => "end"
-              "INSERT" | "UPDATE" | "DELETE" => "data"
+              ["INSERT", "UPDATE", "DELETE"].contains(this) => "data"
               _ => "skip"
             }
           txn_id: 'root = this.tx'
