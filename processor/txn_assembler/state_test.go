@@ -180,7 +180,7 @@ func TestBadInputIsFlaggedAndAttributed(t *testing.T) {
 	s := &src{topic: "t", part: 0}
 	got := readAll(t, run(t, p,
 		s.begin("A"),
-		s.msg(`{not json`),                                 // inside A
+		s.msg(`{not json`), // inside A
 		s.msg(envelope(0, "A", "DATA", "test", "", `{}`)),  // no table
 		s.msg(envelope(0, "A", "WHATEVER", "", "", "")),    // unknown type
 		s.msg(envelope(0, "A", "DATA", "", "orders", `1`)), // row not an object
