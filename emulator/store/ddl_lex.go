@@ -21,6 +21,8 @@ type token struct {
 	text string // unquoted text for tokQuoted/tokString
 	line int
 	col  int
+	off  int // byte offset of the token's first byte
+	end  int // byte offset just past the token
 }
 
 func (t token) String() string {
@@ -77,7 +79,7 @@ func lexScript(src string) ([]token, error) {
 			}
 			adv(end + 4)
 		case c == '`' || c == '\'' || c == '"':
-			sl, sc := line, col
+			sl, sc, so := line, col, i
 			q := c
 			adv(1)
 			var b strings.Builder
@@ -119,9 +121,9 @@ func lexScript(src string) ([]token, error) {
 			if q == '`' {
 				k = tokQuoted
 			}
-			toks = append(toks, token{kind: k, text: b.String(), line: sl, col: sc})
+			toks = append(toks, token{kind: k, text: b.String(), line: sl, col: sc, off: so, end: i})
 		case c == '(' || c == ')' || c == ',' || c == '.' || c == '=' || c == ';':
-			toks = append(toks, token{kind: tokPunct, text: string(c), line: line, col: col})
+			toks = append(toks, token{kind: tokPunct, text: string(c), line: line, col: col, off: i, end: i + 1})
 			adv(1)
 		case c >= '0' && c <= '9' || (c == '-' || c == '+') && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
 			sl, sc := line, col
@@ -130,18 +132,18 @@ func lexScript(src string) ([]token, error) {
 			for i < len(src) && (src[i] >= '0' && src[i] <= '9' || src[i] == '.' || src[i] == 'e' || src[i] == 'E') {
 				adv(1)
 			}
-			toks = append(toks, token{kind: tokNumber, text: src[start:i], line: sl, col: sc})
+			toks = append(toks, token{kind: tokNumber, text: src[start:i], line: sl, col: sc, off: start, end: i})
 		case isIdentByte(c):
 			sl, sc := line, col
 			start := i
 			for i < len(src) && isIdentByte(src[i]) {
 				adv(1)
 			}
-			toks = append(toks, token{kind: tokIdent, text: src[start:i], line: sl, col: sc})
+			toks = append(toks, token{kind: tokIdent, text: src[start:i], line: sl, col: sc, off: start, end: i})
 		default:
 			// Any other symbol (e.g. <, >, +, *, :) is kept as punctuation; the parser rejects
 			// it where it does not belong and skips it inside clauses it ignores.
-			toks = append(toks, token{kind: tokPunct, text: string(c), line: line, col: col})
+			toks = append(toks, token{kind: tokPunct, text: string(c), line: line, col: col, off: i, end: i + 1})
 			adv(1)
 		}
 	}

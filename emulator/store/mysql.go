@@ -1,6 +1,22 @@
 package store
 
-import "errors"
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/server"
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+)
 
 // MySQLServer is a running MySQL-protocol server over a Store.
 type MySQLServer interface {
@@ -8,8 +24,404 @@ type MySQLServer interface {
 	Close() error
 }
 
-// ServeMySQL starts a MySQL-protocol server on addr ("127.0.0.1:0" picks a free port) over
-// the committed data, accepting user/password.
+// ServeMySQL starts a MySQL-protocol server (go-mysql-server) on addr ("127.0.0.1:0" picks a
+// free port) over the committed data. Only user/password is accepted (an empty password
+// allows password-less login for user).
+//
+// Every query runs against one snapshot pinned when the query arrives, so a query joining or
+// sub-selecting several tables sees each of them at the same commit. StarRocks DDL (CREATE /
+// DROP DATABASE and TABLE) is intercepted before go-mysql-server parses it and runs through
+// the store's DDL parser, so a mysql client can create tables in StarRocks syntax.
 func (s *Store) ServeMySQL(addr, user, password string) (MySQLServer, error) {
-	return nil, errors.New("mysql server: being implemented")
+	if user == "" {
+		return nil, fmt.Errorf("mysql server: user must not be empty")
+	}
+	br := &sqlBridge{store: s}
+	engine := sqle.NewDefault(br)
+	mdb := engine.Analyzer.Catalog.MySQLDb
+	ed := mdb.Editor()
+	mdb.AddSuperUser(ed, user, "%", password)
+	ed.Close()
+	mdb.SetEnabled(true)
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mysql server: listening on %s: %w", addr, err)
+	}
+	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln, Version: "8.0.33-StarRocks-emulator"}
+	var h *ddlHandler
+	srv, err := server.NewServerWithHandler(cfg, engine, sql.NewContext, sessionBuilder, nil,
+		func(inner mysql.Handler) (mysql.Handler, error) {
+			h = &ddlHandler{Handler: inner, bridge: br}
+			return h, nil
+		})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mysql server: %w", err)
+	}
+	h.sm = srv.SessionManager()
+	go func() { _ = srv.Start() }()
+	return &mysqlServer{srv: srv, addr: ln.Addr().String()}, nil
+}
+
+type mysqlServer struct {
+	srv  *server.Server
+	addr string
+	once sync.Once
+	err  error
+}
+
+func (m *mysqlServer) Addr() string { return m.addr }
+
+func (m *mysqlServer) Close() error {
+	m.once.Do(func() { m.err = m.srv.Close() })
+	return m.err
+}
+
+func sessionBuilder(ctx context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
+	host, user := "", ""
+	if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
+		host, user = u.Host, u.User
+	}
+	client := sql.Client{Address: host, User: user, Capabilities: conn.Capabilities}
+	return sql.NewBaseSessionWithClientServer(addr, client, conn.ConnectionID), nil
+}
+
+// ddlHandler wraps go-mysql-server's handler: it pins a snapshot per query and runs StarRocks
+// DDL through the store.
+type ddlHandler struct {
+	mysql.Handler
+	bridge *sqlBridge
+	sm     *server.SessionManager
+}
+
+func (h *ddlHandler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	if toks, ok := h.interceptable(query); ok {
+		return h.runDDL(c, query, toks, callback)
+	}
+	defer h.bridge.pin(c.ConnectionID)()
+	return h.Handler.ComQuery(ctx, c, query, callback)
+}
+
+func (h *ddlHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	if toks, ok := h.interceptable(query); ok {
+		// run the first statement only and hand back the rest
+		end := len(toks)
+		for i, t := range toks {
+			if t.isPunct(";") {
+				end = i
+				break
+			}
+		}
+		rest := ""
+		stmt := query
+		if end < len(toks) {
+			stmt = query[:toks[end].off]
+			rest = strings.TrimSpace(query[toks[end].end:])
+		}
+		return rest, h.runDDL(c, stmt, toks[:end], callback)
+	}
+	defer h.bridge.pin(c.ConnectionID)()
+	return h.Handler.ComMultiQuery(ctx, c, query, callback)
+}
+
+func (h *ddlHandler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
+	defer h.bridge.pin(c.ConnectionID)()
+	return h.Handler.ComPrepare(ctx, c, query, prepare)
+}
+
+func (h *ddlHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	defer h.bridge.pin(c.ConnectionID)()
+	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
+}
+
+// interceptable reports whether query starts with CREATE/DROP DATABASE/SCHEMA/TABLE.
+func (h *ddlHandler) interceptable(query string) ([]token, bool) {
+	q := strings.TrimLeft(query, " \t\r\n")
+	if len(q) < 4 {
+		return nil, false
+	}
+	if w := strings.ToLower(q[:4]); w != "crea" && w != "drop" && !strings.HasPrefix(q, "/*") && !strings.HasPrefix(q, "--") && !strings.HasPrefix(q, "#") {
+		return nil, false
+	}
+	toks, err := lexScript(query)
+	if err != nil || len(toks) < 2 {
+		return nil, false
+	}
+	if !(toks[0].is("create") || toks[0].is("drop")) {
+		return nil, false
+	}
+	if k := toks[1]; k.is("database") || k.is("schema") || k.is("table") {
+		return toks, true
+	}
+	return nil, false
+}
+
+func (h *ddlHandler) runDDL(c *mysql.Conn, stmt string, toks []token, callback mysql.ResultSpoolFn) error {
+	cur := ""
+	if h.sm != nil {
+		cur = h.sm.GetCurrentDB(c)
+	}
+	if n := len(toks); n > 0 && toks[n-1].isPunct(";") {
+		toks = toks[:n-1]
+	}
+	h.bridge.store.mu.Lock()
+	err := h.bridge.store.execLocked(toks, &cur)
+	h.bridge.store.mu.Unlock()
+	if err != nil {
+		return mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "%s", err.Error())
+	}
+	return callback(&sqltypes.Result{}, false)
+}
+
+// sqlBridge implements sql.DatabaseProvider over the store's snapshots.
+type sqlBridge struct {
+	store *Store
+	pins  sync.Map // connection id -> *snapshot
+}
+
+// pin fixes the snapshot the connection's next query reads; the returned func unpins it.
+func (b *sqlBridge) pin(conn uint32) func() {
+	b.pins.Store(conn, b.store.snap())
+	return func() { b.pins.Delete(conn) }
+}
+
+func (b *sqlBridge) snapFor(ctx *sql.Context) *snapshot {
+	if ctx != nil && ctx.Session != nil {
+		if v, ok := b.pins.Load(ctx.Session.ID()); ok {
+			return v.(*snapshot)
+		}
+	}
+	return b.store.snap()
+}
+
+var _ sql.DatabaseProvider = (*sqlBridge)(nil)
+
+func (b *sqlBridge) Database(ctx *sql.Context, name string) (sql.Database, error) {
+	d, ok := b.snapFor(ctx).db(name)
+	if !ok {
+		return nil, sql.ErrDatabaseNotFound.New(name)
+	}
+	return &sqlDatabase{bridge: b, name: d.name}, nil
+}
+
+func (b *sqlBridge) HasDatabase(ctx *sql.Context, name string) bool {
+	_, ok := b.snapFor(ctx).db(name)
+	return ok
+}
+
+func (b *sqlBridge) AllDatabases(ctx *sql.Context) []sql.Database {
+	sn := b.snapFor(ctx)
+	out := make([]sql.Database, 0, len(sn.dbs))
+	for _, d := range sn.dbs {
+		out = append(out, &sqlDatabase{bridge: b, name: d.name})
+	}
+	return out
+}
+
+type sqlDatabase struct {
+	bridge *sqlBridge
+	name   string
+}
+
+var _ sql.Database = (*sqlDatabase)(nil)
+
+func (d *sqlDatabase) Name() string { return d.name }
+
+func (d *sqlDatabase) GetTableInsensitive(ctx *sql.Context, tblName string) (sql.Table, bool, error) {
+	db, ok := d.bridge.snapFor(ctx).db(d.name)
+	if !ok {
+		return nil, false, nil
+	}
+	t, ok := db.table(tblName)
+	if !ok {
+		return nil, false, nil
+	}
+	return newSQLTable(t), true, nil
+}
+
+func (d *sqlDatabase) GetTableNames(ctx *sql.Context) ([]string, error) {
+	db, ok := d.bridge.snapFor(ctx).db(d.name)
+	if !ok {
+		return nil, nil
+	}
+	out := make([]string, 0, len(db.tables))
+	for _, t := range db.tables {
+		out = append(out, t.schema.Name)
+	}
+	return out, nil
+}
+
+// sqlTable is one table at one snapshot.
+type sqlTable struct {
+	state  *tableState
+	schema sql.Schema
+}
+
+var _ sql.Table = (*sqlTable)(nil)
+
+func newSQLTable(t *tableState) *sqlTable {
+	sc := t.schema
+	out := make(sql.Schema, len(sc.Columns))
+	for i := range sc.Columns {
+		c := &sc.Columns[i]
+		col := &sql.Column{
+			Name:           c.Name,
+			Type:           sqlType(c),
+			Nullable:       c.Nullable,
+			Source:         sc.Name,
+			DatabaseSource: sc.DB,
+			PrimaryKey:     i < len(sc.keyIdx) && sc.KeyType != DuplicateKey,
+			Comment:        c.Comment,
+		}
+		out[i] = col
+	}
+	return &sqlTable{state: t, schema: out}
+}
+
+func sqlType(c *Column) sql.Type {
+	switch c.Type {
+	case TypeTinyInt:
+		return types.Int8
+	case TypeSmallInt:
+		return types.Int16
+	case TypeInt:
+		return types.Int32
+	case TypeBigInt:
+		return types.Int64
+	case TypeLargeInt:
+		return types.MustCreateDecimalType(39, 0)
+	case TypeDecimal:
+		return types.MustCreateDecimalType(uint8(c.Precision), uint8(c.Scale))
+	case TypeFloat:
+		return types.Float32
+	case TypeDouble:
+		return types.Float64
+	case TypeBoolean:
+		return types.Boolean
+	case TypeChar:
+		return types.MustCreateStringWithDefaults(sqltypes.Char, int64(c.Length))
+	case TypeVarchar:
+		if c.Length <= 16383 {
+			return types.MustCreateStringWithDefaults(sqltypes.VarChar, int64(c.Length))
+		}
+		return types.LongText
+	case TypeString:
+		return types.MustCreateStringWithDefaults(sqltypes.VarChar, 16383)
+	case TypeDate:
+		return types.Date
+	case TypeDatetime:
+		return types.DatetimeMaxPrecision
+	case TypeJSON:
+		return types.JSON
+	}
+	return types.LongText
+}
+
+func (t *sqlTable) Name() string               { return t.state.schema.Name }
+func (t *sqlTable) String() string             { return t.state.schema.Name }
+func (t *sqlTable) Schema() sql.Schema         { return t.schema }
+func (t *sqlTable) Collation() sql.CollationID { return sql.Collation_Default }
+
+type onePartition struct{}
+
+func (onePartition) Key() []byte { return []byte("all") }
+
+func (t *sqlTable) Partitions(*sql.Context) (sql.PartitionIter, error) {
+	return sql.PartitionsToPartitionIter(onePartition{}), nil
+}
+
+func (t *sqlTable) PartitionRows(*sql.Context, sql.Partition) (sql.RowIter, error) {
+	return &rowIter{cur: newCursor(t.state.rows), cols: t.state.schema.Columns}, nil
+}
+
+type rowIter struct {
+	cur  *cursor
+	cols []Column
+}
+
+func (it *rowIter) Next(*sql.Context) (sql.Row, error) {
+	vals, ok := it.cur.next()
+	if !ok {
+		return nil, io.EOF
+	}
+	row := make(sql.Row, len(vals))
+	for i, v := range vals {
+		row[i] = toSQLValue(&it.cols[i], v)
+	}
+	return row, nil
+}
+
+func (it *rowIter) Close(*sql.Context) error { return nil }
+
+func toSQLValue(c *Column, v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case bool:
+		if x {
+			return int8(1)
+		}
+		return int8(0)
+	case string:
+		if c.Type == TypeJSON {
+			return types.NewLazyJSONDocument([]byte(x))
+		}
+		return x
+	case time.Time:
+		return x
+	default:
+		return v
+	}
+}
+
+// cursor walks a B+tree snapshot in key order.
+type cursor struct {
+	stack []cursorFrame
+}
+
+type cursorFrame struct {
+	n *bnode
+	i int
+}
+
+func newCursor(t *btree) *cursor {
+	c := &cursor{}
+	c.descend(t.root)
+	return c
+}
+
+func (c *cursor) descend(n *bnode) {
+	for {
+		c.stack = append(c.stack, cursorFrame{n: n})
+		if n.leaf() {
+			return
+		}
+		if len(n.kids) == 0 {
+			return
+		}
+		n = n.kids[0]
+	}
+}
+
+func (c *cursor) next() ([]any, bool) {
+	for len(c.stack) > 0 {
+		top := &c.stack[len(c.stack)-1]
+		if top.n.leaf() {
+			if top.i < len(top.n.vals) {
+				v := top.n.vals[top.i]
+				top.i++
+				return v, true
+			}
+			c.stack = c.stack[:len(c.stack)-1]
+			continue
+		}
+		top.i++
+		if top.i < len(top.n.kids) {
+			c.descend(top.n.kids[top.i])
+			continue
+		}
+		c.stack = c.stack[:len(c.stack)-1]
+	}
+	return nil, false
 }
