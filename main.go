@@ -10,8 +10,10 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
 )
 
 func main() {
-	service.RunCLI(context.Background())
+	service.RunCLI(context.Background(), service.CLIOptAddCommand(emulator.Command()))
 }

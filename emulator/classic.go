@@ -1,0 +1,304 @@
+package emulator
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
+)
+
+type storeChanges = store.TableChange
+
+type parsedLoad = store.Parsed
+
+// parseParams applies the BE header rules to a load's data headers.
+func parseParams(h map[string]string) (store.LoadParams, error) {
+	p, err := store.ParseLoadParams(h)
+	if err != nil {
+		return p, err
+	}
+	if err := checkCompression(h); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// feClassic handles classic (single-table) operations on the FE: begin and
+// load go to the BE; prepare/commit/rollback are answered by the FE from the
+// transaction's status, or sent to the BE while it is PREPARE.
+func (e *Emulator) feClassic(q *req) {
+	switch q.op {
+	case "begin":
+		if e.beLn != nil {
+			e.redirectToBE(q.w, q.r)
+			return
+		}
+		e.classicBegin(q)
+		return
+	case "load":
+		if e.beLn != nil {
+			e.redirectToBE(q.w, q.r)
+			return
+		}
+		e.ingest(q)
+		return
+	}
+	e.mu.Lock()
+	t := e.latestLocked(q.db, q.label)
+	if t == nil {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("No transaction found with db[%s] and label[%s]", q.db, q.label)))
+		return
+	}
+	st := t.labelState()
+	if t.multi && st == statusPrepare {
+		// A multi transaction addressed without transaction_type: the
+		// classic handler looks for a BE coordinator that does not exist.
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Transaction with label %s has no backend", q.label)))
+		return
+	}
+	if q.op == "prepare" || st == statusPrepare {
+		e.mu.Unlock()
+		if e.beLn != nil {
+			e.redirectToBE(q.w, q.r)
+			return
+		}
+		e.beOp(q)
+		return
+	}
+	e.mu.Unlock()
+	f, done := e.takeFault(q, feShape(q))
+	if done {
+		return
+	}
+	e.mu.Lock()
+	if t2 := e.latestLocked(q.db, q.label); t2 != t {
+		t = t2
+		if t == nil {
+			e.mu.Unlock()
+			writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("No transaction found with db[%s] and label[%s]", q.db, q.label)))
+			return
+		}
+	}
+	st = t.labelState()
+	withID := func(r reply) reply { return r.with("TxnId", t.id).with("Label", t.label) }
+	var res reply
+	switch {
+	case q.op == "commit" && st == statusPrepared:
+		if f != nil && f.Action == ActCommitAbort {
+			msg := f.Message
+			if msg == "" {
+				msg = fmt.Sprintf("Transaction %d commit failed and was aborted (injected fault), label is %s", t.id, t.label)
+			}
+			e.abortLocked(t, msg)
+			e.mu.Unlock()
+			writeJSON(q.w, http.StatusOK, withID(txnResult("FAILED", msg)))
+			return
+		}
+		t.status = statusCommitted
+		changes := t.changes()
+		e.mu.Unlock()
+		e.runCommit(q, t, changes, f, withID(txnResult("OK", "")),
+			func(msg string) reply { return withID(txnResult("FAILED", msg)) })
+		return
+	case q.op == "commit" && (st == statusCommitted || st == statusVisible):
+		res = withID(txnResult("OK", fmt.Sprintf("Transaction %d has already committed, label is %s", t.id, t.label)))
+	case q.op == "commit":
+		res = txnResult("FAILED", fmt.Sprintf("Can not commit %s transaction %d, label is %s", st, t.id, t.label))
+	case st == statusPrepared:
+		e.abortLocked(t, reasonUser)
+		res = withID(txnResult("OK", ""))
+	case st == statusAborted:
+		res = withID(txnResult("OK", fmt.Sprintf("Transaction %d has already aborted, label is %s", t.id, t.label)))
+	default:
+		res = txnResult("FAILED", fmt.Sprintf("Can not abort %s transaction %d, label is %s", st, t.id, t.label))
+	}
+	e.mu.Unlock()
+	writeJSON(q.w, http.StatusOK, res)
+}
+
+// beTransaction handles /api/transaction/{op} on the BE listener.
+func (e *Emulator) beTransaction(q *req, op string) {
+	q.op = op
+	if q.multi && op != "load" {
+		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Multi-statement transaction requests can only be sent to FE nodes, not BE nodes", q.label))
+		return
+	}
+	switch op {
+	case "begin":
+		e.classicBegin(q)
+	case "load":
+		e.ingest(q)
+	case "prepare", "commit", "rollback":
+		e.beOp(q)
+	default:
+		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Unknown transaction operation: "+op, q.label))
+	}
+}
+
+// classicBegin is the BE begin_transaction (plus the FE label checks).
+func (e *Emulator) classicBegin(q *req) {
+	q.op = "begin"
+	if _, done := e.takeFault(q, beShape(q)); done {
+		return
+	}
+	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
+	if q.label == "" {
+		fail("INVALID_ARGUMENT", "Invalid label ")
+		return
+	}
+	if q.table == "" {
+		fail("INVALID_ARGUMENT", "Invalid table name")
+		return
+	}
+	timeout := e.cfg.DefaultTxnTimeout
+	if v := q.header("timeout"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			fail("INVALID_ARGUMENT", "Invalid timeout format")
+			return
+		}
+		if n > 0 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+	if !labelRe.MatchString(q.label) {
+		fail("ANALYSIS_ERROR", labelFormatMsg(q.label))
+		return
+	}
+	dbID, ok := e.store.DatabaseID(q.db)
+	if !ok {
+		fail("ANALYSIS_ERROR", "unknown database, database="+q.db)
+		return
+	}
+	if _, err := e.store.Table(q.db, q.table); err != nil {
+		fail("ANALYSIS_ERROR", fmt.Sprintf("unknown table \"%s.%s\"", q.db, q.table))
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.beContexts[q.label] != nil {
+		writeJSON(q.w, http.StatusOK, reply{{"Status", "LABEL_ALREADY_EXISTS"}, {"ExistingJobStatus", ""}, {"Message", ""}})
+		return
+	}
+	if u := e.usedLocked(q.db, q.label); u != nil {
+		writeJSON(q.w, http.StatusOK, reply{{"Status", "LABEL_ALREADY_EXISTS"},
+			{"ExistingJobStatus", jobStatus(u.labelState())},
+			{"Message", fmt.Sprintf("Label [%s] has already been used.", q.label)}})
+		return
+	}
+	if msg := e.limitErrLocked(q.db, dbID); msg != "" {
+		fail("ANALYSIS_ERROR", msg)
+		return
+	}
+	t := e.newClassicLocked(q.label, q.db, q.table, dbID, timeout)
+	e.beContexts[q.label] = t
+	writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("BeginTxnTimeMs", 0))
+}
+
+func (e *Emulator) newClassicLocked(label, db, table string, dbID int64, timeout time.Duration) *txn {
+	t := &txn{
+		id: e.newIDLocked(), label: label, db: db, dbID: dbID, table: table, status: statusPrepare,
+		created: time.Now(), timeout: timeout, byTable: map[string]*tableLoad{},
+	}
+	tl := &tableLoad{name: table, subID: t.id}
+	t.tables = []*tableLoad{tl}
+	t.byTable[table] = tl
+	e.registerLocked(t)
+	return t
+}
+
+// countersReply is the BE prepare/commit reply with the load counters.
+func (e *Emulator) countersReply(t *txn) reply {
+	loaded, filtered, unsel, bytes := t.totals()
+	r := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).
+		with("NumberTotalRows", loaded+filtered+unsel).with("NumberLoadedRows", loaded).
+		with("NumberFilteredRows", filtered).with("NumberUnselectedRows", unsel).
+		with("LoadBytes", bytes).with("LoadTimeMs", time.Since(t.created).Milliseconds()).
+		with("StreamLoadPlanTimeMs", 0).with("ReceivedDataTimeMs", 0).with("WriteDataTimeMs", 0).
+		with("CommitAndPublishTimeMs", 0)
+	if f := t.tables[0].errFile; f != "" {
+		r = r.with("ErrorURL", e.errorURL(f))
+	}
+	return r
+}
+
+// beOp is the BE prepare/commit (commit_transaction) and rollback.
+func (e *Emulator) beOp(q *req) {
+	f, done := e.takeFault(q, beShape(q))
+	if done {
+		return
+	}
+	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
+	e.mu.Lock()
+	t := e.beContexts[q.label]
+	if t == nil {
+		e.mu.Unlock()
+		fail("TXN_NOT_EXISTS", fmt.Sprintf("transaction with label %s not exists", q.label))
+		return
+	}
+	if q.db != t.db {
+		e.mu.Unlock()
+		fail("INVALID_ARGUMENT", fmt.Sprintf("request db %s transaction db %s not match", q.db, t.db))
+		return
+	}
+	tl := t.tables[0]
+	if tl.busy {
+		e.mu.Unlock()
+		fail("TXN_IN_PROCESSING", "Transaction is in processing")
+		return
+	}
+	if q.op == "rollback" {
+		e.abortLocked(t, reasonUser)
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label))
+		return
+	}
+	abort := func(msg string, withURL bool) {
+		e.abortLocked(t, msg)
+		r := beReply("INTERNAL_ERROR", msg, q.label)
+		if withURL {
+			r = r.with("ErrorURL", e.errorURL(e.recordErrorsLocked(t, tl, nil)))
+		}
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, r)
+	}
+	switch {
+	case tl.loads == 0:
+		abort(fmt.Sprintf("transaction %d hasn't send any data yet", t.id), false)
+		return
+	case float64(tl.filtered) > float64(tl.filtered+tl.loaded)*tl.params.MaxFilterRatio:
+		abort("too many filtered rows", true)
+		return
+	case tl.parseErr != "":
+		abort(tl.parseErr, false)
+		return
+	case tl.loaded == 0:
+		abort(errNoRowsImported, false)
+		return
+	}
+	if f != nil && f.Action == ActCommitAbort {
+		msg := f.Message
+		if msg == "" {
+			msg = fmt.Sprintf("transaction %d commit failed and was aborted (injected fault)", t.id)
+		}
+		abort(msg, false)
+		return
+	}
+	delete(e.beContexts, t.label)
+	if q.op == "prepare" {
+		t.status = statusPrepared
+		res := e.countersReply(t)
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, res)
+		return
+	}
+	t.status = statusCommitted
+	changes := t.changes()
+	res := e.countersReply(t)
+	e.mu.Unlock()
+	e.runCommit(q, t, changes, f, res, func(msg string) reply { return beReply("INTERNAL_ERROR", msg, q.label) })
+}

@@ -1,0 +1,351 @@
+// Package emulator is a StarRocks-compatible server for tests, demos and
+// local development: the FE HTTP transaction stream-load API (classic and
+// multi-table), label states, timeouts, limits and error texts as the
+// protocol reference lists them, an optional BE listener reached by 307
+// redirects, a MySQL-protocol port over the committed data, and fault
+// injection for every failure a client must survive.
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultHTTPAddr           = "127.0.0.1:8030"
+	DefaultMySQLAddr          = "127.0.0.1:9030"
+	DefaultUser               = "root"
+	DefaultTxnTimeout         = 20 * time.Second
+	DefaultMaxRunningTxnPerDB = 1000
+	DefaultLabelKeepMax       = 1000
+	DefaultLabelKeepMaxAge    = 3 * 24 * time.Hour
+	// DefaultStreamingLoadMaxMB is the BE's streaming_load_max_mb.
+	DefaultStreamingLoadMaxMB = 102400
+	// DefaultJSONMaxBatchMB is the BE's streaming_load_max_batch_size_mb.
+	DefaultJSONMaxBatchMB = 100
+	DefaultReaperInterval = time.Second
+)
+
+// Config configures an Emulator. The zero value of a field means its
+// default, except MySQLAddr and BEAddr, whose zero value means "none".
+type Config struct {
+	// HTTPAddr is the FE listener (default "127.0.0.1:8030"); "127.0.0.1:0"
+	// picks a free port.
+	HTTPAddr string
+	// BEAddr is the optional BE listener. When set, the FE answers loads (and
+	// classic begin/load/prepare/commit/rollback of PREPARE transactions)
+	// with a 307 to it, and the BE accepts loads only as PUT.
+	BEAddr string
+	// MySQLAddr is the MySQL-protocol listener; "" = none.
+	MySQLAddr string
+	// User and Password are the HTTP Basic and MySQL credentials (default
+	// "root" and "").
+	User, Password string
+	// Schema is a DDL script run at start.
+	Schema string
+	// DefaultTxnTimeout applies when a begin has no `timeout` header (20 s).
+	DefaultTxnTimeout time.Duration
+	// MaxRunningTxnPerDB is max_running_txn_num_per_db (1000).
+	MaxRunningTxnPerDB int
+	// LabelKeepMax and LabelKeepMaxAge bound the retention of finished
+	// labels (1000 and 3 days).
+	LabelKeepMax    int
+	LabelKeepMaxAge time.Duration
+	// StreamingLoadMaxMB and JSONMaxBatchMB bound the body bytes of one
+	// transaction, cumulative over its loads (102400 and 100).
+	StreamingLoadMaxMB, JSONMaxBatchMB int
+	// ReaperInterval is how often timeouts and label retention are enforced
+	// (1 s).
+	ReaperInterval time.Duration
+	// Logger is optional.
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() {
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+	if c.DefaultTxnTimeout <= 0 {
+		c.DefaultTxnTimeout = DefaultTxnTimeout
+	}
+	if c.MaxRunningTxnPerDB <= 0 {
+		c.MaxRunningTxnPerDB = DefaultMaxRunningTxnPerDB
+	}
+	if c.LabelKeepMax <= 0 {
+		c.LabelKeepMax = DefaultLabelKeepMax
+	}
+	if c.LabelKeepMaxAge <= 0 {
+		c.LabelKeepMaxAge = DefaultLabelKeepMaxAge
+	}
+	if c.StreamingLoadMaxMB <= 0 {
+		c.StreamingLoadMaxMB = DefaultStreamingLoadMaxMB
+	}
+	if c.JSONMaxBatchMB <= 0 {
+		c.JSONMaxBatchMB = DefaultJSONMaxBatchMB
+	}
+	if c.ReaperInterval <= 0 {
+		c.ReaperInterval = DefaultReaperInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Counters are cumulative request and data counters, for tests.
+type Counters struct {
+	Begins       int64 `json:"begins"`
+	Loads        int64 `json:"loads"`
+	Prepares     int64 `json:"prepares"`
+	Commits      int64 `json:"commits"`
+	Rollbacks    int64 `json:"rollbacks"`
+	StreamLoads  int64 `json:"stream_loads"`
+	LabelStates  int64 `json:"label_states"`
+	Cancels      int64 `json:"cancels"`
+	Redirects    int64 `json:"redirects"`
+	FaultsFired  int64 `json:"faults_fired"`
+	Committed    int64 `json:"committed_txns"`
+	Aborted      int64 `json:"aborted_txns"`
+	RowsReceived int64 `json:"rows_received"`
+	// Rows counts rows made visible by commits (loaded rows, deletes
+	// included).
+	Rows int64 `json:"rows"`
+	// Bytes counts load body bytes received (as sent, before decompression).
+	Bytes int64 `json:"bytes"`
+}
+
+type counters struct {
+	begins, loads, prepares, commits, rollbacks, streamLoads, labelStates, cancels atomic.Int64
+	redirects, faultsFired, committed, aborted, rowsReceived, rows, bytes          atomic.Int64
+}
+
+// Emulator is a running StarRocks-compatible server.
+type Emulator struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *store.Store
+	faults *Faults
+	ctr    counters
+
+	feLn, beLn   net.Listener
+	feSrv, beSrv *http.Server
+	mysql        store.MySQLServer
+
+	mu         sync.Mutex
+	nextID     int64
+	multi      map[string]*txn    // multi-statement tasks by label, across databases
+	dbs        map[string]*dbTxns // the per-database transaction managers
+	beContexts map[string]*txn    // classic BE transaction contexts by label
+	finished   []*txn             // finished transactions in finish order, for retention
+	errorLogs  map[string][]string
+	errorOrder []string
+
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	closed   atomic.Bool
+	closeErr error
+}
+
+// dbTxns is one database's transaction manager: every transaction the
+// database knows by label (classic ones from begin, multi ones from their
+// first load), and the running ones.
+type dbTxns struct {
+	labels  map[string][]*txn
+	running map[int64]*txn
+}
+
+// Start starts the listeners and runs the schema script.
+func Start(cfg Config) (*Emulator, error) {
+	cfg.applyDefaults()
+	e := &Emulator{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		store:      store.New(),
+		faults:     newFaults(),
+		nextID:     10000,
+		multi:      map[string]*txn{},
+		dbs:        map[string]*dbTxns{},
+		beContexts: map[string]*txn{},
+		errorLogs:  map[string][]string{},
+		stop:       make(chan struct{}),
+	}
+	if cfg.Schema != "" {
+		if err := e.store.ExecScript(cfg.Schema); err != nil {
+			return nil, fmt.Errorf("running the schema script: %w", err)
+		}
+	}
+	var err error
+	if e.feLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("listening on the FE address %s: %w", cfg.HTTPAddr, err)
+	}
+	if cfg.BEAddr != "" {
+		if e.beLn, err = net.Listen("tcp", cfg.BEAddr); err != nil {
+			_ = e.feLn.Close()
+			return nil, fmt.Errorf("listening on the BE address %s: %w", cfg.BEAddr, err)
+		}
+	}
+	if cfg.MySQLAddr != "" {
+		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password); err != nil {
+			_ = e.feLn.Close()
+			if e.beLn != nil {
+				_ = e.beLn.Close()
+			}
+			return nil, fmt.Errorf("starting the MySQL server on %s: %w", cfg.MySQLAddr, err)
+		}
+	}
+	e.feSrv = &http.Server{Handler: http.HandlerFunc(e.serveFE), ReadHeaderTimeout: 30 * time.Second}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		_ = e.feSrv.Serve(e.feLn)
+	}()
+	if e.beLn != nil {
+		e.beSrv = &http.Server{Handler: http.HandlerFunc(e.serveBE), ReadHeaderTimeout: 30 * time.Second}
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			_ = e.beSrv.Serve(e.beLn)
+		}()
+	}
+	e.bg.Add(1)
+	go e.reaper()
+	e.log.Info("starrocks emulator started", "fe", e.FEURL(), "be", e.BEURL(), "mysql", e.MySQLAddr())
+	return e, nil
+}
+
+// FEURL is the FE base URL, http://127.0.0.1:port.
+func (e *Emulator) FEURL() string { return "http://" + e.feLn.Addr().String() }
+
+// BEURL is the BE base URL, "" without a BE.
+func (e *Emulator) BEURL() string {
+	if e.beLn == nil {
+		return ""
+	}
+	return "http://" + e.beLn.Addr().String()
+}
+
+// MySQLAddr is the MySQL listener's host:port, "" without one.
+func (e *Emulator) MySQLAddr() string {
+	if e.mysql == nil {
+		return ""
+	}
+	return e.mysql.Addr()
+}
+
+// Store is the table model behind the emulator.
+func (e *Emulator) Store() *store.Store { return e.store }
+
+// Faults is the fault-injection control.
+func (e *Emulator) Faults() *Faults { return e.faults }
+
+// Counters returns a snapshot of the counters.
+func (e *Emulator) Counters() Counters {
+	c := &e.ctr
+	return Counters{
+		Begins: c.begins.Load(), Loads: c.loads.Load(), Prepares: c.prepares.Load(),
+		Commits: c.commits.Load(), Rollbacks: c.rollbacks.Load(), StreamLoads: c.streamLoads.Load(),
+		LabelStates: c.labelStates.Load(), Cancels: c.cancels.Load(), Redirects: c.redirects.Load(),
+		FaultsFired: c.faultsFired.Load(), Committed: c.committed.Load(), Aborted: c.aborted.Load(),
+		RowsReceived: c.rowsReceived.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(),
+	}
+}
+
+// Restart emulates an FE restart: every open (not committed) transaction is
+// aborted ("cancelled after FE restart") and the BE transaction contexts are
+// lost. Committed data and finished labels survive.
+func (e *Emulator) Restart() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, d := range e.dbs {
+		for _, t := range d.running {
+			if (t.multi && t.state == stateCommitting) || (!t.multi && t.status == statusCommitted) {
+				continue // a commit in flight completes
+			}
+			e.abortLocked(t, reasonRestart)
+		}
+	}
+	for _, t := range e.multi {
+		if t.state == stateBegin || t.state == stateAborting {
+			e.abortLocked(t, reasonRestart)
+		}
+	}
+	for l, t := range e.beContexts {
+		if t.status == statusPrepare || t.status == statusPrepared {
+			e.abortLocked(t, reasonRestart)
+		}
+		delete(e.beContexts, l)
+	}
+	e.log.Info("emulated FE restart: open transactions aborted")
+}
+
+// Close stops every listener and background task.
+func (e *Emulator) Close() error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return e.closeErr
+	}
+	close(e.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var errs []error
+	if err := e.feSrv.Shutdown(ctx); err != nil {
+		_ = e.feSrv.Close()
+	}
+	if e.beSrv != nil {
+		if err := e.beSrv.Shutdown(ctx); err != nil {
+			_ = e.beSrv.Close()
+		}
+	}
+	if e.mysql != nil {
+		if err := e.mysql.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the MySQL server: %w", err))
+		}
+	}
+	e.bg.Wait()
+	e.closeErr = errors.Join(errs...)
+	return e.closeErr
+}
+
+// sleep waits d, or less when the emulator closes or ctx ends; it reports
+// whether the full time passed.
+func (e *Emulator) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (e *Emulator) reaper() {
+	defer e.bg.Done()
+	tick := time.NewTicker(e.cfg.ReaperInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case now := <-tick.C:
+			e.reap(now)
+		}
+	}
+}

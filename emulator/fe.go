@@ -1,0 +1,430 @@
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// errNoRowsImported is ERR_NO_ROWS_IMPORTED (5603).
+const errNoRowsImported = "No rows were imported from upstream. Possible causes: 1) all rows were filtered by load conditions, 2) all rows failed data quality/validation checks, or 3) upstream has no data. If this is acceptable, set `ADMIN SET FRONTEND CONFIG ('empty_load_as_error' = 'false')` to ignore empty loads"
+
+// maxControlBody bounds the body read on begin/prepare/commit/rollback.
+const maxControlBody = 1 << 20
+
+// defaultLateCommitDelay is how long ActCommitLate and ActAbortPending keep
+// a transaction in flight when the fault gives no delay.
+const defaultLateCommitDelay = 3 * time.Second
+
+// feTransaction handles /api/transaction/{op} on the FE.
+func (e *Emulator) feTransaction(q *req, opStr string) {
+	op := strings.ToLower(opStr)
+	switch op {
+	case "begin", "load", "prepare", "commit", "rollback":
+	default:
+		writeJSON(q.w, http.StatusOK, feFailed("Unknown transaction operation: "+opStr))
+		return
+	}
+	q.op = op
+	if q.db == "" {
+		writeJSON(q.w, http.StatusOK, feFailed("No database selected."))
+		return
+	}
+	if q.label == "" {
+		writeJSON(q.w, http.StatusOK, feFailed("Empty label."))
+		return
+	}
+	if op != "load" {
+		body, err := io.ReadAll(io.LimitReader(q.r.Body, maxControlBody))
+		if err != nil {
+			return
+		}
+		if s := strings.TrimSpace(string(body)); s != "" && !json.Valid(body) {
+			writeJSON(q.w, http.StatusBadRequest, restResult(false, "Malformed json tablets, label is "+q.label))
+			return
+		}
+	}
+	to, bad := parseTimeout(q.header("timeout"))
+	if bad != "" {
+		writeJSON(q.w, http.StatusOK, txnResult("FAILED", bad))
+		return
+	}
+	q.timeout = to
+	switch op {
+	case "begin":
+		e.ctr.begins.Add(1)
+	case "prepare":
+		e.ctr.prepares.Add(1)
+	case "commit":
+		e.ctr.commits.Add(1)
+	case "rollback":
+		e.ctr.rollbacks.Add(1)
+	}
+	if q.multi {
+		switch op {
+		case "begin":
+			e.multiBegin(q)
+		case "load":
+			e.multiLoad(q)
+		case "prepare":
+			// The multi-statement handler has no TXN_PREPARE case.
+			writeJSON(q.w, http.StatusOK, feFailed("Unsupported operation: TXN_PREPARE"))
+		case "commit":
+			e.multiCommit(q)
+		case "rollback":
+			e.multiRollback(q)
+		}
+		return
+	}
+	e.feClassic(q)
+}
+
+// takeFault consumes the fault for q's op, answering generic actions; it
+// returns the fault (for op-specific actions) and whether q was answered.
+func (e *Emulator) takeFault(q *req, shape func(status, msg string) reply) (*Fault, bool) {
+	f := e.faults.take(Op(q.op), q.db, q.table)
+	if e.fire(q, f, shape) {
+		return nil, true
+	}
+	if f != nil && f.Action == ActDelay {
+		return nil, false
+	}
+	return f, false
+}
+
+func (e *Emulator) multiBegin(q *req) {
+	f, done := e.takeFault(q, feShape(q))
+	if done {
+		return
+	}
+	_ = f
+	dbID, ok := e.store.DatabaseID(q.db)
+	if !ok {
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Database[%s] does not exist", q.db)))
+		return
+	}
+	if !labelRe.MatchString(q.label) {
+		writeJSON(q.w, http.StatusOK, feFailed(labelFormatMsg(q.label)))
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t := e.multi[q.label]; t != nil {
+		if t.state == stateCommitted || t.state == stateFinished {
+			writeJSON(q.w, http.StatusOK, txnResult("LABEL_ALREADY_EXISTS",
+				fmt.Sprintf("Label [%s] has already been used.", q.label)).with("ExistingJobStatus", t.state))
+			return
+		}
+		writeJSON(q.w, http.StatusOK, txnResult("LABEL_ALREADY_EXISTS",
+			fmt.Sprintf("Transaction already started with label [%s], txnId: %d", q.label, t.id)).
+			with("ExistingJobStatus", t.state).with("TxnId", t.id))
+		return
+	}
+	for name := range e.dbs {
+		if u := e.usedLocked(name, q.label); u != nil {
+			writeJSON(q.w, http.StatusOK, txnResult("LABEL_ALREADY_EXISTS",
+				fmt.Sprintf("Label [%s] has already been used.", q.label)).
+				with("ExistingJobStatus", u.labelState()).with("Db", name))
+			return
+		}
+	}
+	timeout := q.timeout
+	if timeout <= 0 {
+		timeout = e.cfg.DefaultTxnTimeout
+	}
+	t := &txn{
+		id: e.newIDLocked(), label: q.label, db: q.db, dbID: dbID, multi: true, state: stateBegin,
+		created: time.Now(), timeout: timeout, byTable: map[string]*tableLoad{},
+	}
+	e.multi[q.label] = t
+	e.log.Debug("multi transaction begun", "label", t.label, "txn_id", t.id, "db", t.db)
+	writeJSON(q.w, http.StatusOK, txnResult("OK", ""))
+}
+
+// multiLoad is the FE side of a multi load: checks, plans the table on its
+// first load, then redirects to the BE (or ingests when there is none).
+func (e *Emulator) multiLoad(q *req) {
+	e.mu.Lock()
+	t := e.multi[q.label]
+	if t == nil {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("stream load task %s does not exist", q.label)))
+		return
+	}
+	if q.db != t.db {
+		msg := fmt.Sprintf("Request database %s not equal transaction database %s", q.db, t.db)
+		if t.state == stateBegin {
+			e.abortLocked(t, "LOAD exception: "+msg)
+		}
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(msg))
+		return
+	}
+	if msg := notLoadableMsg(t); msg != "" {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(msg))
+		return
+	}
+	if t.byTable[q.table] == nil {
+		fail := func(msg string) {
+			e.abortLocked(t, "LOAD exception: "+msg)
+			e.mu.Unlock()
+			writeJSON(q.w, http.StatusOK, feFailed(msg))
+		}
+		if _, err := e.store.Table(q.db, q.table); err != nil {
+			fail(err.Error())
+			return
+		}
+		h := dataHeaders(q.r)
+		params, err := parseParams(h)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		if !t.registered {
+			if msg := e.limitErrLocked(t.db, t.dbID); msg != "" {
+				fail(msg)
+				return
+			}
+			e.registerLocked(t)
+		}
+		tl := &tableLoad{name: q.table, subID: e.newIDLocked(), headers: h, params: params, planned: true}
+		t.tables = append(t.tables, tl)
+		t.byTable[q.table] = tl
+	}
+	e.mu.Unlock()
+	if e.beLn != nil {
+		e.redirectToBE(q.w, q.r)
+		return
+	}
+	e.ingest(q)
+}
+
+func notLoadableMsg(t *txn) string {
+	switch t.state {
+	case stateCancelled:
+		return fmt.Sprintf("stream load task %s has already been cancelled: %s", t.label, t.reason)
+	case stateAborting:
+		return fmt.Sprintf("stream load task %s is aborting: %s", t.label, t.reason)
+	case stateCommitted:
+		return fmt.Sprintf("stream load task %s has already been commited", t.label)
+	case stateFinished:
+		return fmt.Sprintf("stream load task %s has already been finished", t.label)
+	case stateCommitting:
+		return fmt.Sprintf("stream load task %s is committing, can not accept new loads", t.label)
+	}
+	return ""
+}
+
+func multiCommitReply(status, msg string, t *txn) reply {
+	return txnResult(status, msg).with("Label", t.label).with("TxnId", t.id).
+		with("ChannelId", 0).with("Prepared Channel Num", 1)
+}
+
+func (e *Emulator) multiCommit(q *req) {
+	f, done := e.takeFault(q, feShape(q))
+	if done {
+		return
+	}
+	e.mu.Lock()
+	t := e.multi[q.label]
+	if t == nil {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("stream load task %s does not exist", q.label)))
+		return
+	}
+	if q.db != t.db {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Request database %s not equal transaction database %s", q.db, t.db)))
+		return
+	}
+	var res reply
+	switch t.state {
+	case stateCommitted, stateFinished:
+		res = txnResult("OK", fmt.Sprintf("Transaction %d has already committed, label is %s", t.id, t.label)).
+			with("Label", t.label).with("TxnId", t.id)
+	case stateCancelled:
+		res = txnResult("FAILED", fmt.Sprintf("Can not commit CANCELLED transaction %d, label is %s", t.id, t.label))
+	case stateAborting:
+		res = txnResult("FAILED", fmt.Sprintf("Transaction %d is aborting (reason: %s), label is %s", t.id, t.reason, t.label))
+	case stateCommitting:
+		res = txnResult("FAILED", fmt.Sprintf("Transaction %d is already committing, label is %s", t.id, t.label))
+	}
+	if res != nil {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, res)
+		return
+	}
+	if msg := e.checkMultiLocked(t); msg != "" {
+		e.abortLocked(t, msg)
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, multiCommitReply("FAILED", msg, t))
+		return
+	}
+	if f != nil && f.Action == ActCommitAbort {
+		msg := f.Message
+		if msg == "" {
+			msg = fmt.Sprintf("Transaction %d commit failed and was aborted (injected fault), label is %s", t.id, t.label)
+		}
+		e.abortLocked(t, msg)
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, multiCommitReply("FAILED", msg, t))
+		return
+	}
+	t.state = stateCommitting
+	changes := t.changes()
+	e.mu.Unlock()
+	e.runCommit(q, t, changes, f,
+		multiCommitReply("OK", "", t),
+		func(msg string) reply { return multiCommitReply("FAILED", msg, t) })
+}
+
+// checkMultiLocked runs the commit-time data-quality checks of every table
+// in load order and returns the first failure, wrapped as waitCoordFinish
+// does.
+func (e *Emulator) checkMultiLocked(t *txn) string {
+	if len(t.tables) == 0 {
+		return errNoRowsImported
+	}
+	for _, tl := range t.tables {
+		var text string
+		switch {
+		case tl.loaded == 0:
+			text = errNoRowsImported
+		case float64(tl.filtered) > float64(tl.filtered+tl.loaded)*tl.params.MaxFilterRatio:
+			file := e.recordErrorsLocked(t, tl, nil)
+			text = "abnormal data more than max filter rate, tracking_url: " + e.errorURL(file)
+		case tl.parseErr != "":
+			text = tl.parseErr
+		default:
+			continue
+		}
+		return fmt.Sprintf("STREAM_LOAD_TASK:%d, label{%s}, error_msg{cancel stream task for exception: %s}", tl.subID, t.label, text)
+	}
+	return ""
+}
+
+// runCommit applies a transaction that passed its checks and answers as the
+// commit fault (if any) says.
+func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, ok reply, failed func(string) reply) {
+	action := Action("")
+	if f != nil {
+		action = f.Action
+	}
+	switch action {
+	case ActCommitLate:
+		msg := f.Message
+		if msg == "" {
+			msg = fmt.Sprintf("Transaction %d commit is still in progress (injected fault: publish pending), label is %s", t.id, t.label)
+		}
+		delay := f.Delay
+		if delay <= 0 {
+			delay = defaultLateCommitDelay
+		}
+		writeJSON(q.w, http.StatusOK, failed(msg))
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			e.sleep(context.Background(), delay)
+			if err := e.completeCommit(t, changes); err != nil {
+				e.log.Error("late commit failed", "label", t.label, "error", err)
+			}
+		}()
+		return
+	}
+	if err := e.completeCommit(t, changes); err != nil {
+		writeJSON(q.w, http.StatusOK, failed(err.Error()))
+		return
+	}
+	switch action {
+	case ActCommitReportFailure:
+		msg := f.Message
+		if msg == "" {
+			msg = fmt.Sprintf("Transaction %d commit failed: publish timeout (injected fault), label is %s", t.id, t.label)
+		}
+		writeJSON(q.w, http.StatusOK, failed(msg))
+	case ActCommitReset:
+		hijackReset(q.w)
+	case ActCommitNoAnswer:
+		if f.Delay > 0 {
+			e.sleep(q.r.Context(), f.Delay)
+		} else {
+			select {
+			case <-q.r.Context().Done():
+			case <-e.stop:
+			}
+		}
+		hijackReset(q.w)
+	default:
+		writeJSON(q.w, http.StatusOK, ok)
+	}
+}
+
+// completeCommit applies the changes and makes t visible.
+func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
+	err := e.store.Apply(changes)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		e.abortLocked(t, err.Error())
+		return fmt.Errorf("applying transaction %d: %w", t.id, err)
+	}
+	if t.multi {
+		t.state = stateFinished
+	} else {
+		t.status = statusVisible
+	}
+	loaded, _, _, _ := t.totals()
+	e.ctr.committed.Add(1)
+	e.ctr.rows.Add(loaded)
+	e.log.Debug("transaction visible", "label", t.label, "txn_id", t.id, "rows", loaded)
+	e.finishLocked(t)
+	return nil
+}
+
+func (e *Emulator) multiRollback(q *req) {
+	f, done := e.takeFault(q, feShape(q))
+	if done {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.multi[q.label]
+	if t == nil {
+		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("stream load task%sdoes not exist", q.label)))
+		return
+	}
+	var res reply
+	switch t.state {
+	case stateBegin:
+		if f != nil && f.Action == ActAbortPending {
+			delay := f.Delay
+			if delay <= 0 {
+				delay = defaultLateCommitDelay
+			}
+			t.state = stateAborting
+			t.reason = "user rollback"
+			t.abortingUntil = time.Now().Add(delay)
+			res = txnResult("OK", fmt.Sprintf("stream load %s abort initiated, rollback pending (background retry will continue)", t.label))
+			break
+		}
+		e.abortLocked(t, "user rollback")
+		res = txnResult("OK", fmt.Sprintf("stream load %s abort", t.label))
+	case stateCancelled:
+		res = txnResult("OK", fmt.Sprintf("Transaction %d has already aborted, label is %s", t.id, t.label)).
+			with("Label", t.label).with("TxnId", t.id)
+	case stateAborting:
+		res = txnResult("OK", fmt.Sprintf("Transaction %d abort is already in progress, label is %s. Background retry will continue.", t.id, t.label))
+	case stateCommitting:
+		res = txnResult("FAILED", fmt.Sprintf("Can not abort transaction %d during committing, label is %s", t.id, t.label))
+	case stateCommitted:
+		res = txnResult("FAILED", fmt.Sprintf("Can not abort COMMITTED transaction %d, label is %s", t.id, t.label))
+	case stateFinished:
+		res = txnResult("FAILED", fmt.Sprintf("Can not abort VISIBLE transaction %d, label is %s", t.id, t.label))
+	}
+	writeJSON(q.w, http.StatusOK, res)
+}

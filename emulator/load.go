@@ -1,0 +1,340 @@
+package emulator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+const mb = 1 << 20
+
+// sizeErr checks the cumulative body bytes of a transaction against the BE
+// limits and returns the BE's error text, or "".
+func (e *Emulator) sizeErr(total int64, h map[string]string) string {
+	if max := int64(e.cfg.StreamingLoadMaxMB) * mb; total > max {
+		return fmt.Sprintf("body size %d exceed limit %d, please check streaming_load_max_mb", total, max)
+	}
+	jsonMax := int64(e.cfg.JSONMaxBatchMB) * mb
+	if strings.EqualFold(h["format"], "json") && !strings.EqualFold(h["ignore_json_size"], "true") && total > jsonMax {
+		return fmt.Sprintf("The size of this batch exceed the max size [%d] of json type data data [%d]. Set ignore_json_size to skip the check, although it may lead huge memory consuming.", jsonMax, total)
+	}
+	return ""
+}
+
+// ingest is the BE /api/transaction/load: it finds the transaction context
+// (a classic transaction by label, or the multi task's channel for the
+// table), checks the parameters, reads and parses the body and keeps the
+// rows for the commit. Rows become visible only at commit.
+func (e *Emulator) ingest(q *req) {
+	q.op = "load"
+	e.ctr.loads.Add(1)
+	shape := beShape(q)
+	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
+	if q.label == "" {
+		fail("INVALID_ARGUMENT", "Invalid label ")
+		return
+	}
+	if _, done := e.takeFault(q, shape); done {
+		return
+	}
+	e.mu.Lock()
+	var t *txn
+	var tl *tableLoad
+	if c := e.beContexts[q.label]; c != nil {
+		t, tl = c, c.tables[0]
+	} else if m := e.multi[q.label]; m != nil && m.byTable[q.table] != nil {
+		t, tl = m, m.byTable[q.table]
+	}
+	if t == nil {
+		e.mu.Unlock()
+		fail("TXN_NOT_EXISTS", fmt.Sprintf("Transaction with label %s not exists", q.label))
+		return
+	}
+	if q.db != t.db {
+		e.mu.Unlock()
+		fail("INVALID_ARGUMENT", fmt.Sprintf("Request database %s not equal transaction database %s", q.db, t.db))
+		return
+	}
+	if !t.multi && q.table != t.table {
+		e.mu.Unlock()
+		fail("INVALID_ARGUMENT", fmt.Sprintf("Request table %s not equal transaction table %s", q.table, t.table))
+		return
+	}
+	if tl.busy {
+		e.mu.Unlock()
+		fail("TXN_IN_PROCESSING", "Transaction is in processing")
+		return
+	}
+	if !loadable(t) {
+		e.mu.Unlock()
+		fail("ABORTED", "current transaction is aborted")
+		return
+	}
+	// An _on_header error rolls back a transaction the BE owns (classic).
+	failHeader := func(status, msg string) {
+		if !t.multi {
+			e.abortLocked(t, msg)
+		}
+		e.mu.Unlock()
+		fail(status, msg)
+	}
+	h := dataHeaders(q.r)
+	if !tl.planned {
+		params, err := parseParams(h)
+		if err != nil {
+			failHeader("INVALID_ARGUMENT", err.Error())
+			return
+		}
+		tl.headers, tl.params, tl.planned = h, params, true
+	} else if !sameHeaders(h, tl.headers) {
+		failHeader("INVALID_ARGUMENT", "load request not equal last.")
+		return
+	}
+	if q.r.ContentLength > 0 {
+		if msg := e.sizeErr(t.bytes+q.r.ContentLength, h); msg != "" {
+			failHeader("INTERNAL_ERROR", msg)
+			return
+		}
+	}
+	tl.busy = true
+	limit := int64(e.cfg.StreamingLoadMaxMB)*mb - t.bytes + 1
+	e.mu.Unlock()
+
+	body, err := io.ReadAll(io.LimitReader(q.r.Body, limit))
+	if err != nil {
+		e.mu.Lock()
+		tl.busy = false
+		e.mu.Unlock()
+		e.log.Debug("load body read failed", "label", q.label, "table", q.table, "error", err)
+		return
+	}
+	n := int64(len(body))
+	e.ctr.bytes.Add(n)
+	e.mu.Lock()
+	if msg := e.sizeErr(t.bytes+n, h); msg != "" {
+		tl.busy = false
+		failHeader("INTERNAL_ERROR", msg)
+		return
+	}
+	params := tl.params
+	e.mu.Unlock()
+
+	var parseErr string
+	data, err := decompress(h, body)
+	if err != nil {
+		parseErr = err.Error()
+	}
+	var p *parsedLoad
+	if parseErr == "" {
+		p, err = e.store.Parse(t.db, tl.name, data, params)
+		if err != nil {
+			parseErr = err.Error()
+		}
+	}
+	e.mu.Lock()
+	tl.busy = false
+	if !loadable(t) {
+		e.mu.Unlock()
+		fail("ABORTED", "current transaction is aborted")
+		return
+	}
+	var parsedRows int64
+	if p != nil {
+		tl.rows = append(tl.rows, p.Rows...)
+		tl.loaded += p.Loaded
+		tl.filtered += p.Filtered
+		tl.unsel += p.Unselected
+		if len(p.Errors) > 0 {
+			e.recordErrorsLocked(t, tl, p.Errors)
+		}
+		parsedRows = p.Loaded
+	}
+	if parseErr != "" && tl.parseErr == "" {
+		tl.parseErr = parseErr
+	}
+	t.bytes += n
+	tl.bytes += n
+	tl.loads++
+	res := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("LoadBytes", n).
+		with("StreamLoadPlanTimeMs", 0).with("ReceivedDataTimeMs", 0)
+	e.mu.Unlock()
+	e.ctr.rowsReceived.Add(parsedRows)
+	writeJSON(q.w, http.StatusOK, res)
+}
+
+func loadable(t *txn) bool {
+	if t.multi {
+		return t.state == stateBegin
+	}
+	return t.status == statusPrepare
+}
+
+// streamLoadReply is the plain Stream Load reply.
+func streamLoadReply(t *txn, label, status, msg string) reply {
+	var id, loaded, filtered, unsel, bytes, ms int64
+	if t != nil {
+		id = t.id
+		loaded, filtered, unsel, bytes = t.totals()
+		ms = time.Since(t.created).Milliseconds()
+	}
+	return reply{{"TxnId", id}, {"Label", label}, {"Status", status}, {"Message", msg},
+		{"NumberTotalRows", loaded + filtered + unsel}, {"NumberLoadedRows", loaded},
+		{"NumberFilteredRows", filtered}, {"NumberUnselectedRows", unsel}, {"LoadBytes", bytes},
+		{"LoadTimeMs", ms}, {"BeginTxnTimeMs", 0}, {"StreamLoadPlanTimeMs", 0}, {"ReadDataTimeMs", 0},
+		{"WriteDataTimeMs", 0}, {"CommitAndPublishTimeMs", 0}}
+}
+
+func newLabel() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// streamLoad is PUT /api/{db}/{table}/_stream_load: one auto-committed
+// transaction.
+func (e *Emulator) streamLoad(q *req, db, table string) {
+	if q.node == "fe" && e.beLn != nil {
+		e.redirectToBE(q.w, q.r)
+		return
+	}
+	e.ctr.streamLoads.Add(1)
+	q.op, q.db, q.table = "stream_load", db, table
+	label := q.label
+	if label == "" {
+		label = newLabel()
+	}
+	failNoTxn := func(msg string) { writeJSON(q.w, http.StatusOK, streamLoadReply(nil, label, "Fail", msg)) }
+	shape := func(status, msg string) reply {
+		if status == "LABEL_ALREADY_EXISTS" {
+			return streamLoadReply(nil, label, "Label Already Exists", msg).with("ExistingJobStatus", "RUNNING")
+		}
+		return streamLoadReply(nil, label, "Fail", msg)
+	}
+	if _, done := e.takeFault(q, shape); done {
+		return
+	}
+	timeout, bad := parseTimeout(q.header("timeout"))
+	if bad != "" {
+		failNoTxn(bad)
+		return
+	}
+	if timeout <= 0 {
+		timeout = e.cfg.DefaultTxnTimeout
+	}
+	if !labelRe.MatchString(label) {
+		failNoTxn(labelFormatMsg(label))
+		return
+	}
+	dbID, ok := e.store.DatabaseID(db)
+	if !ok {
+		failNoTxn("unknown database, database=" + db)
+		return
+	}
+	if _, err := e.store.Table(db, table); err != nil {
+		failNoTxn(fmt.Sprintf("unknown table \"%s.%s\"", db, table))
+		return
+	}
+	h := dataHeaders(q.r)
+	params, err := parseParams(h)
+	if err != nil {
+		failNoTxn(err.Error())
+		return
+	}
+	e.mu.Lock()
+	if u := e.usedLocked(db, label); u != nil {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, streamLoadReply(nil, label, "Label Already Exists",
+			fmt.Sprintf("Label [%s] has already been used.", label)).with("ExistingJobStatus", jobStatus(u.labelState())))
+		return
+	}
+	if msg := e.limitErrLocked(db, dbID); msg != "" {
+		e.mu.Unlock()
+		failNoTxn(msg)
+		return
+	}
+	t := e.newClassicLocked(label, db, table, dbID, timeout)
+	t.stream = true
+	tl := t.tables[0]
+	tl.headers, tl.params, tl.planned, tl.busy = h, params, true, true
+	e.mu.Unlock()
+
+	fail := func(msg string, withURL bool) {
+		e.mu.Lock()
+		e.abortLocked(t, msg)
+		r := streamLoadReply(t, label, "Fail", msg)
+		if withURL {
+			r = r.with("ErrorURL", e.errorURL(e.recordErrorsLocked(t, tl, nil)))
+		}
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, r)
+	}
+	if q.r.ContentLength > 0 {
+		if msg := e.sizeErr(q.r.ContentLength, h); msg != "" {
+			fail(msg, false)
+			return
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(q.r.Body, int64(e.cfg.StreamingLoadMaxMB)*mb+1))
+	if err != nil {
+		e.mu.Lock()
+		e.abortLocked(t, "reading the body failed: "+err.Error())
+		e.mu.Unlock()
+		return
+	}
+	n := int64(len(body))
+	e.ctr.bytes.Add(n)
+	if msg := e.sizeErr(n, h); msg != "" {
+		fail(msg, false)
+		return
+	}
+	data, err := decompress(h, body)
+	if err != nil {
+		fail(err.Error(), false)
+		return
+	}
+	p, err := e.store.Parse(db, table, data, params)
+	if err != nil {
+		fail(err.Error(), false)
+		return
+	}
+	e.mu.Lock()
+	tl.busy = false
+	t.bytes, tl.bytes, tl.loads = n, n, 1
+	tl.rows, tl.loaded, tl.filtered, tl.unsel = p.Rows, p.Loaded, p.Filtered, p.Unselected
+	if len(p.Errors) > 0 {
+		e.recordErrorsLocked(t, tl, p.Errors)
+	}
+	if t.status != statusPrepare {
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, streamLoadReply(t, label, "Fail", "current transaction is aborted"))
+		return
+	}
+	e.mu.Unlock()
+	e.ctr.rowsReceived.Add(p.Loaded)
+	switch {
+	case float64(p.Filtered) > float64(p.Filtered+p.Loaded)*params.MaxFilterRatio:
+		fail("too many filtered rows", true)
+		return
+	case p.Loaded == 0:
+		fail(errNoRowsImported, false)
+		return
+	}
+	e.mu.Lock()
+	t.status = statusCommitted
+	changes := t.changes()
+	res := streamLoadReply(t, label, "Success", "OK")
+	if tl.errFile != "" {
+		res = res.with("ErrorURL", e.errorURL(tl.errFile))
+	}
+	e.mu.Unlock()
+	if err := e.completeCommit(t, changes); err != nil {
+		writeJSON(q.w, http.StatusOK, streamLoadReply(t, label, "Fail", err.Error()))
+		return
+	}
+	writeJSON(q.w, http.StatusOK, res)
+}

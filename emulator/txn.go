@@ -1,0 +1,345 @@
+package emulator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
+)
+
+// Classic transaction statuses (TransactionStatus names).
+const (
+	statusPrepare   = "PREPARE"
+	statusPrepared  = "PREPARED"
+	statusCommitted = "COMMITTED"
+	statusVisible   = "VISIBLE"
+	statusAborted   = "ABORTED"
+	statusUnknown   = "UNKNOWN"
+)
+
+// Multi-statement task states (StreamLoadMultiStmtTask names, with
+// StarRocks' spelling).
+const (
+	stateBegin      = "BEGIN"
+	stateCommitting = "COMMITING"
+	stateCommitted  = "COMMITED"
+	stateFinished   = "FINISHED"
+	stateAborting   = "ABORTING"
+	stateCancelled  = "CANCELLED"
+)
+
+const (
+	reasonRestart  = "cancelled after FE restart"
+	reasonUser     = "User Aborted"
+	reasonUserCncl = "user cancel"
+)
+
+// txn is one transaction: a classic one (status) or a multi-statement task
+// (state). Every field is guarded by Emulator.mu.
+type txn struct {
+	id         int64
+	label, db  string
+	dbID       int64
+	multi      bool
+	stream     bool   // a plain stream load
+	table      string // classic only
+	status     string // classic only
+	state      string // multi only
+	registered bool   // known to the database's transaction manager
+	created    time.Time
+	timeout    time.Duration
+	finishedAt time.Time
+	done       bool
+	reason     string
+	// abortingUntil is when an ABORTING task (injected slow abort) becomes
+	// CANCELLED.
+	abortingUntil time.Time
+
+	tables  []*tableLoad // in first-load order
+	byTable map[string]*tableLoad
+	bytes   int64 // body bytes, cumulative over the loads
+}
+
+// tableLoad is one table's part of a transaction (a multi sub-task, or the
+// single table of a classic transaction).
+type tableLoad struct {
+	name     string
+	subID    int64
+	headers  map[string]string // the data headers of the first load
+	params   store.LoadParams
+	planned  bool // params are fixed
+	busy     bool
+	loads    int
+	rows     []store.Row
+	loaded   int64
+	filtered int64
+	unsel    int64
+	bytes    int64
+	errors   []string
+	parseErr string
+	errFile  string
+}
+
+// labelState is the get_load_state view of t.
+func (t *txn) labelState() string {
+	if !t.multi {
+		return t.status
+	}
+	switch t.state {
+	case stateCommitted:
+		return statusCommitted
+	case stateFinished:
+		return statusVisible
+	case stateCancelled:
+		return statusAborted
+	default:
+		return statusPrepare
+	}
+}
+
+// jobStatus is the ExistingJobStatus of a LabelAlreadyUsedException.
+func jobStatus(state string) string {
+	switch state {
+	case statusCommitted, statusVisible:
+		return "FINISHED"
+	}
+	return "RUNNING"
+}
+
+func (e *Emulator) newIDLocked() int64 {
+	e.nextID++
+	return e.nextID
+}
+
+func (e *Emulator) dbLocked(db string) *dbTxns {
+	d := e.dbs[db]
+	if d == nil {
+		d = &dbTxns{labels: map[string][]*txn{}, running: map[int64]*txn{}}
+		e.dbs[db] = d
+	}
+	return d
+}
+
+// registerLocked adds t to its database's transaction manager as running.
+func (e *Emulator) registerLocked(t *txn) {
+	d := e.dbLocked(t.db)
+	d.labels[t.label] = append(d.labels[t.label], t)
+	d.running[t.id] = t
+	t.registered = true
+}
+
+// runningLocked is the number of running transactions of db.
+func (e *Emulator) runningLocked(db string) int {
+	if d := e.dbs[db]; d != nil {
+		return len(d.running)
+	}
+	return 0
+}
+
+// limitErrLocked returns the running-transaction limit error of db, or "".
+func (e *Emulator) limitErrLocked(db string, dbID int64) string {
+	n := e.runningLocked(db)
+	if n >= e.cfg.MaxRunningTxnPerDB {
+		return runningLimitMsg(dbID, n, e.cfg.MaxRunningTxnPerDB)
+	}
+	return ""
+}
+
+func runningLimitMsg(dbID int64, n, limit int) string {
+	return fmt.Sprintf("current running txns on db %d is %d, larger than limit %d", dbID, n, limit)
+}
+
+// latestLocked is the newest transaction of (db, label) the database knows.
+func (e *Emulator) latestLocked(db, label string) *txn {
+	d := e.dbs[db]
+	if d == nil {
+		return nil
+	}
+	ts := d.labels[label]
+	if len(ts) == 0 {
+		return nil
+	}
+	return ts[len(ts)-1]
+}
+
+// usedLocked is a non-aborted transaction of (db, label), or nil.
+func (e *Emulator) usedLocked(db, label string) *txn {
+	d := e.dbs[db]
+	if d == nil {
+		return nil
+	}
+	ts := d.labels[label]
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i].labelState() != statusAborted {
+			return ts[i]
+		}
+	}
+	return nil
+}
+
+// finishLocked records that t reached a final state.
+func (e *Emulator) finishLocked(t *txn) {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.finishedAt = time.Now()
+	if d := e.dbs[t.db]; d != nil {
+		delete(d.running, t.id)
+	}
+	for _, tl := range t.tables {
+		tl.rows = nil
+	}
+	e.finished = append(e.finished, t)
+	e.evictLocked(t.finishedAt)
+}
+
+// abortLocked aborts t (no-op when already final or committed).
+func (e *Emulator) abortLocked(t *txn, reason string) {
+	if t.multi {
+		switch t.state {
+		case stateBegin, stateAborting, stateCommitting:
+		default:
+			return
+		}
+		t.state = stateCancelled
+	} else {
+		switch t.status {
+		case statusPrepare, statusPrepared, statusCommitted:
+		default:
+			return
+		}
+		t.status = statusAborted
+		if e.beContexts[t.label] == t {
+			delete(e.beContexts, t.label)
+		}
+	}
+	if t.reason == "" {
+		t.reason = reason
+	}
+	e.ctr.aborted.Add(1)
+	e.log.Debug("transaction aborted", "label", t.label, "txn_id", t.id, "reason", reason)
+	e.finishLocked(t)
+}
+
+// evictLocked drops finished labels beyond the retention count or age.
+func (e *Emulator) evictLocked(now time.Time) {
+	n := 0
+	for n < len(e.finished) {
+		t := e.finished[n]
+		if len(e.finished)-n <= e.cfg.LabelKeepMax && now.Sub(t.finishedAt) <= e.cfg.LabelKeepMaxAge {
+			break
+		}
+		if e.multi[t.label] == t {
+			delete(e.multi, t.label)
+		}
+		if d := e.dbs[t.db]; d != nil {
+			ts := d.labels[t.label]
+			for i, x := range ts {
+				if x == t {
+					ts = append(ts[:i:i], ts[i+1:]...)
+					break
+				}
+			}
+			if len(ts) == 0 {
+				delete(d.labels, t.label)
+			} else {
+				d.labels[t.label] = ts
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		e.finished = append(e.finished[:0:0], e.finished[n:]...)
+	}
+}
+
+// reap enforces transaction timeouts, finishes injected slow aborts and
+// applies label retention.
+func (e *Emulator) reap(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var victims []*txn
+	for _, t := range e.multi {
+		switch {
+		case t.state == stateBegin && t.timeout > 0 && now.Sub(t.created) > t.timeout:
+			victims = append(victims, t)
+		case t.state == stateAborting && !t.abortingUntil.IsZero() && !now.Before(t.abortingUntil):
+			victims = append(victims, t)
+		}
+	}
+	for _, t := range victims {
+		if t.state == stateBegin {
+			e.abortLocked(t, fmt.Sprintf("transaction timeout after %dms", t.timeout.Milliseconds()))
+		} else {
+			e.abortLocked(t, t.reason)
+		}
+	}
+	victims = victims[:0]
+	for _, t := range e.beContexts {
+		if t.status == statusPrepare && t.timeout > 0 && now.Sub(t.created) > t.timeout {
+			victims = append(victims, t)
+		}
+	}
+	for _, t := range victims {
+		e.abortLocked(t, fmt.Sprintf("transaction is aborted by timeout %d seconds.", int64(t.timeout/time.Second)))
+	}
+	e.evictLocked(now)
+}
+
+// changesLocked builds the store changes of t: tables in first-load order,
+// rows in arrival order.
+func (t *txn) changes() []store.TableChange {
+	out := make([]store.TableChange, 0, len(t.tables))
+	for _, tl := range t.tables {
+		if len(tl.rows) == 0 {
+			continue
+		}
+		out = append(out, store.TableChange{DB: t.db, Table: tl.name, Rows: tl.rows})
+	}
+	return out
+}
+
+func (t *txn) totals() (loaded, filtered, unsel, bytes int64) {
+	for _, tl := range t.tables {
+		loaded += tl.loaded
+		filtered += tl.filtered
+		unsel += tl.unsel
+	}
+	return loaded, filtered, unsel, t.bytes
+}
+
+// recordErrorsLocked keeps a load's rejected-row messages for the
+// /api/_load_error_log endpoint and returns the file name.
+func (e *Emulator) recordErrorsLocked(t *txn, tl *tableLoad, lines []string) string {
+	if tl.errFile == "" {
+		tl.errFile = fmt.Sprintf("error_log_%s_%d_%d", t.label, t.id, tl.subID)
+		e.errorOrder = append(e.errorOrder, tl.errFile)
+		const keep = 1000
+		if len(e.errorOrder) > keep {
+			for _, f := range e.errorOrder[:len(e.errorOrder)-keep] {
+				delete(e.errorLogs, f)
+			}
+			e.errorOrder = append(e.errorOrder[:0:0], e.errorOrder[len(e.errorOrder)-keep:]...)
+		}
+	}
+	const maxLines = 1000
+	cur := e.errorLogs[tl.errFile]
+	for _, l := range lines {
+		if len(cur) >= maxLines {
+			break
+		}
+		cur = append(cur, l)
+	}
+	e.errorLogs[tl.errFile] = cur
+	return tl.errFile
+}
+
+// errorURL is the tracking URL of an error log file.
+func (e *Emulator) errorURL(file string) string {
+	base := e.BEURL()
+	if base == "" {
+		base = e.FEURL()
+	}
+	return base + "/api/_load_error_log?file=" + file
+}
