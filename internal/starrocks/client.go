@@ -3,6 +3,8 @@ package starrocks
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -491,6 +493,8 @@ func failOver(rep *Reply, err error) bool {
 	return rep.HTTPCode >= 500
 }
 
+// isConnError reports errors that happen before a request is sent: dialing,
+// name resolution, a refused connection or a failed TLS handshake.
 func isConnError(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -500,13 +504,28 @@ func isConnError(err error) bool {
 	if errors.As(err, &dns) {
 		return true
 	}
-	return errors.Is(err, syscall.ECONNREFUSED)
+	return errors.Is(err, syscall.ECONNREFUSED) || isTLSSetupError(err)
+}
+
+// isTLSSetupError reports a TLS handshake that failed on the certificate or
+// on a peer that does not speak TLS: configuration only an operator fixes.
+func isTLSSetupError(err error) bool {
+	var cert *tls.CertificateVerificationError
+	var rec tls.RecordHeaderError
+	var unknownCA x509.UnknownAuthorityError
+	var host x509.HostnameError
+	return errors.As(err, &cert) || errors.As(err, &rec) || errors.As(err, &unknownCA) || errors.As(err, &host)
 }
 
 // result turns the outcome into (*Reply, *Error).
 func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 	if err != nil {
-		return nil, k.fail(Classify(k.op, 0, "", "", ""), nil, err)
+		class := Classify(k.op, 0, "", "", "")
+		if isTLSSetupError(err) {
+			// Nothing was sent, and retrying will not fix a certificate.
+			class = ClassFatal
+		}
+		return nil, k.fail(class, nil, err)
 	}
 	if rep.parseErr != nil {
 		return rep, k.fail(Classify(k.op, rep.HTTPCode, "", "", ""), rep, rep.parseErr)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -902,4 +904,30 @@ func TestClassOf(t *testing.T) {
 	assert.Equal(t, ClassOK, ClassOf(nil))
 	assert.Equal(t, ClassTransient, ClassOf(errors.New("x")))
 	assert.Equal(t, ClassPerTxn, ClassOf(&Error{Class: ClassPerTxn}))
+}
+
+func TestTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
+	}))
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+
+	c := newClient(t, Config{LoadURLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: pool}})
+	_, err := c.Begin(context.Background(), Txn{DB: "shop", Label: "l1", Multi: true})
+	require.NoError(t, err)
+
+	// Without the CA the certificate is refused: an operator must act.
+	untrusted := newClient(t, Config{LoadURLs: []string{srv.URL}})
+	_, err = untrusted.Commit(context.Background(), Txn{DB: "shop", Label: "l1", Multi: true})
+	require.Error(t, err)
+	assert.Equal(t, ClassFatal, ClassOf(err))
+
+	// A failed handshake fails over to the next FE (nothing was sent).
+	good := newFake(t, nil)
+	failover := newClient(t, Config{LoadURLs: []string{srv.URL, good.srv.URL}})
+	_, err = failover.Begin(context.Background(), Txn{DB: "shop", Label: "l1", Multi: true})
+	require.NoError(t, err)
+	assert.Len(t, good.requests(), 1)
 }
