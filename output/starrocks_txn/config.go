@@ -1,0 +1,417 @@
+// Package starrocks_txn is the starrocks_txn output: it loads source
+// transactions, as stamped by the txn_assembler processor (or a hand-written
+// mapping), into StarRocks multi-table transactions under one shared label per
+// database and commit cycle, and acknowledges a message only once StarRocks
+// has committed it (DESIGN.md §4).
+package starrocks_txn
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+const (
+	fieldLoadURLs           = "load_urls"
+	fieldUsername           = "username"
+	fieldPassword           = "password"
+	fieldDatabase           = "database"
+	fieldTable              = "table"
+	fieldCommitInterval     = "commit_interval"
+	fieldBufferSize         = "buffer_size"
+	fieldTxnTimeout         = "txn_timeout"
+	fieldLabelPrefix        = "label_prefix"
+	fieldLoadProperties     = "load_properties"
+	fieldTableProperties    = "table_properties"
+	fieldTPDatabase         = "database"
+	fieldTPTable            = "table"
+	fieldTPProperties       = "properties"
+	fieldMaxInFlight        = "max_in_flight"
+	fieldDeadLetter         = "dead_letter"
+	fieldRetryBackoff       = "retry_backoff"
+	fieldRBInitial          = "initial_interval"
+	fieldRBMax              = "max_interval"
+	fieldSequenceGapTimeout = "sequence_gap_timeout"
+	fieldCompression        = "compression"
+	fieldTLS                = "tls"
+	fieldRequestTimeout     = "request_timeout"
+	fieldCommitWait         = "label_state_wait"
+	fieldBatching           = "batching"
+
+	defaultBufferSize  = 128 << 20
+	defaultMaxInFlight = 1024
+	// recycleFraction of the server-side transaction timeout is the age at
+	// which a shared transaction is committed (or rolled back when empty) and
+	// reopened, so that it never expires while it is being loaded.
+	recycleFraction = 0.8
+	// maxCommitIntervalFraction bounds commit_interval against txn_timeout:
+	// a cycle must fit well inside the recycle age.
+	maxCommitIntervalFraction = 0.4
+)
+
+// Default stream-load headers for JSON rows: a chunk is sent as one JSON
+// array, and the cumulative 100 MB JSON check of a transaction is skipped
+// because one shared transaction carries many chunks.
+var defaultLoadProperties = map[string]string{
+	"format":            "json",
+	"strip_outer_array": "true",
+	"ignore_json_size":  "true",
+}
+
+// outputSpec is the config spec of starrocks_txn.
+func outputSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Services").
+		Version("0.1.0").
+		Summary("Loads source transactions into StarRocks tables atomically, many source transactions per StarRocks multi-table transaction, and acknowledges messages only after StarRocks committed them.").
+		Description(`
+Every message is a row (a JSON object) of one source transaction, stamped with the
+metadata contract of the `+"`txn_assembler`"+` processor (`+"`starrocks_partition`, `starrocks_txn_id`, `starrocks_txn_end`, `starrocks_seq`, `starrocks_seq_source`, `starrocks_source_offset`"+`).
+The output groups rows per source partition into regions (one per target table), freezes
+every region of a partition at once at a source-transaction boundary, streams the frozen
+chunks under one shared multi-table transaction per database (`+"`transaction_type: multi`"+`,
+label `+"`<label_prefix>-<database>-<random>`"+`), and commits it every `+"`commit_interval`"+`.
+A source transaction is never split across two StarRocks transactions.
+
+`+"`WriteBatch`"+` returns only once every message it carried is committed, abandoned by the
+source (`+"`starrocks_txn_abort`"+`) or dead-lettered: the output never nacks. Transient
+failures are retried from retained rows under a new label, forever. A poisoned source
+transaction (a processing error, a delete to a non-PRIMARY-KEY table, two databases in one
+transaction, a table that does not exist, rows StarRocks filters) goes whole to
+`+"`dead_letter`"+`, or stalls its partition with an error when no dead letter output is set.
+
+Messages without the contract (no `+"`starrocks_partition`"+` or no `+"`starrocks_seq`"+`) are admitted in
+arrival order, each its own transaction.
+
+Never wrap this output in `+"`reject_errored`"+`: it drops errored messages before the output sees
+them, which silently commits the rest of their source transaction.
+
+Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
+`+"`max_in_flight × batch size / commit_interval`"+`: size `+"`max_in_flight`"+` to at least
+(batches per commit cycle + batches one open source transaction spans) × partitions.`).
+		Fields(
+			service.NewStringListField(fieldLoadURLs).
+				Description("StarRocks FE HTTP addresses (`http://fe:8030`). The client fails over between them in order.").
+				Example([]string{"http://127.0.0.1:8030"}),
+			service.NewStringField(fieldUsername).
+				Description("The StarRocks user.").
+				Default("root"),
+			service.NewStringField(fieldPassword).
+				Description("The StarRocks password.").
+				Secret().
+				Default(""),
+			service.NewInterpolatedStringField(fieldDatabase).
+				Description("The target database of a data row.").
+				Default("${! @starrocks_database }"),
+			service.NewInterpolatedStringField(fieldTable).
+				Description("The target table of a data row.").
+				Default("${! @starrocks_table }"),
+			service.NewDurationField(fieldCommitInterval).
+				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
+				Default("1s"),
+			service.NewIntField(fieldBufferSize).
+				Description("Bytes of uncommitted rows held in memory. Reaching it commits the cycle early; at twice this size admission blocks (unless nothing buffered is committable, in which case an error names this field).").
+				Default(defaultBufferSize),
+			service.NewDurationField(fieldTxnTimeout).
+				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it.").
+				Default("600s"),
+			service.NewStringField(fieldLabelPrefix).
+				Description("Prefix of the shared transaction labels `<prefix>-<database>-<random>`. Letters, digits, `_` and `-` only.").
+				Default("benthos"),
+			service.NewStringMapField(fieldLoadProperties).
+				Description("Stream-load headers sent with every load, over the defaults `format: json`, `strip_outer_array: true`, `ignore_json_size: true`. `enable_merge_commit` and `where` are rejected: the first is incompatible with multi-table transactions, the second would drop rows of a source transaction and break its atomicity.").
+				Example(map[string]string{"max_filter_ratio": "0", "strict_mode": "true"}).
+				Default(map[string]any{}),
+			service.NewObjectListField(fieldTableProperties,
+				service.NewStringField(fieldTPDatabase).Description("The database of the table."),
+				service.NewStringField(fieldTPTable).Description("The table."),
+				service.NewStringMapField(fieldTPProperties).Description("Stream-load headers for this table, over `load_properties`."),
+			).
+				Description("Per-table stream-load headers overriding `load_properties`.").
+				Advanced().
+				Default([]any{}),
+			service.NewIntField(fieldMaxInFlight).
+				Description("The number of concurrent `WriteBatch` calls. Each one is held until its rows are committed, so this must cover (batches per commit cycle + batches one open source transaction spans) × partitions; the default fits 1024 such batches.").
+				Default(defaultMaxInFlight),
+			service.NewOutputField(fieldDeadLetter).
+				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
+				Optional(),
+			service.NewObjectField(fieldRetryBackoff,
+				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Default("500ms"),
+				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Default("30s"),
+			).
+				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
+				Advanced(),
+			service.NewDurationField(fieldSequenceGapTimeout).
+				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it.").
+				Default("10s").
+				Advanced(),
+			service.NewStringEnumField(fieldCompression, "none", "gzip", "lz4_frame").
+				Description("Compression of load bodies.").
+				Default("none").
+				Advanced(),
+			service.NewTLSToggledField(fieldTLS),
+			service.NewDurationField(fieldRequestTimeout).
+				Description("The timeout of one HTTP request to StarRocks.").
+				Default("60s").
+				Advanced(),
+			service.NewDurationField(fieldCommitWait).
+				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
+				Default("60s").
+				Advanced(),
+			service.NewBatchPolicyField(fieldBatching).
+				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
+				Advanced(),
+		).
+		LintRule(`
+map secs {
+  root = match {
+    this.has_suffix("ns") => this.trim_suffix("ns").number() / 1000000000
+    this.has_suffix("us") => this.trim_suffix("us").number() / 1000000
+    this.has_suffix("ms") => this.trim_suffix("ms").number() / 1000
+    this.has_suffix("s") => this.trim_suffix("s").number()
+    this.has_suffix("m") => this.trim_suffix("m").number() * 60
+    this.has_suffix("h") => this.trim_suffix("h").number() * 3600
+    _ => null
+  }
+}
+let props = this.load_properties.or({}).keys().map_each(k -> k.lowercase()).merge(this.table_properties.or([]).map_each(tp -> tp.properties.or({}).keys().map_each(k -> k.lowercase())).flatten())
+let ci = this.commit_interval.or("1s").apply("secs").catch(null)
+let tt = this.txn_timeout.or("600s").apply("secs").catch(null)
+root = [
+  if this.load_urls.or([]).length() == 0 { "load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030" } else { null },
+  if $props.contains("enable_merge_commit") { "enable_merge_commit is incompatible with multi-table transactions: remove it from load_properties and table_properties" } else { null },
+  if $props.contains("where") { "a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead" } else { null },
+  if $ci != null && $tt != null && $ci * 10 > $tt * 4 { "commit_interval must be well below 80% of txn_timeout (at most 40% of it): lower commit_interval or raise txn_timeout" } else { null },
+].filter(v -> v != null)
+`)
+}
+
+type tableProps struct {
+	database, table string
+	props           map[string]string
+}
+
+type config struct {
+	loadURLs           []string
+	username           string
+	password           string
+	database           *service.InterpolatedString
+	table              *service.InterpolatedString
+	commitInterval     time.Duration
+	bufferSize         int64
+	txnTimeout         time.Duration
+	labelPrefix        string
+	loadProperties     map[string]string
+	tableProperties    []tableProps
+	maxInFlight        int
+	retryInitial       time.Duration
+	retryMax           time.Duration
+	sequenceGapTimeout time.Duration
+	compression        string
+	tls                *tls.Config
+	requestTimeout     time.Duration
+	labelStateWait     time.Duration
+	batching           service.BatchPolicy
+}
+
+// miniInterval is the minimum time between two switches of a partition:
+// min(1 s, max(100 ms, commit_interval/10)).
+func (c *config) miniInterval() time.Duration {
+	d := c.commitInterval / 10
+	if d < 100*time.Millisecond {
+		d = 100 * time.Millisecond
+	}
+	if d > time.Second {
+		d = time.Second
+	}
+	return d
+}
+
+func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
+	if c.loadURLs, err = conf.FieldStringList(fieldLoadURLs); err != nil {
+		return
+	}
+	if c.username, err = conf.FieldString(fieldUsername); err != nil {
+		return
+	}
+	if c.password, err = conf.FieldString(fieldPassword); err != nil {
+		return
+	}
+	if c.database, err = conf.FieldInterpolatedString(fieldDatabase); err != nil {
+		return
+	}
+	if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
+		return
+	}
+	if c.commitInterval, err = conf.FieldDuration(fieldCommitInterval); err != nil {
+		return
+	}
+	var bs int
+	if bs, err = conf.FieldInt(fieldBufferSize); err != nil {
+		return
+	}
+	c.bufferSize = int64(bs)
+	if c.txnTimeout, err = conf.FieldDuration(fieldTxnTimeout); err != nil {
+		return
+	}
+	if c.labelPrefix, err = conf.FieldString(fieldLabelPrefix); err != nil {
+		return
+	}
+	if c.loadProperties, err = conf.FieldStringMap(fieldLoadProperties); err != nil {
+		return
+	}
+	var tps []*service.ParsedConfig
+	if tps, err = conf.FieldObjectList(fieldTableProperties); err != nil {
+		return
+	}
+	for _, tp := range tps {
+		var p tableProps
+		if p.database, err = tp.FieldString(fieldTPDatabase); err != nil {
+			return
+		}
+		if p.table, err = tp.FieldString(fieldTPTable); err != nil {
+			return
+		}
+		if p.props, err = tp.FieldStringMap(fieldTPProperties); err != nil {
+			return
+		}
+		c.tableProperties = append(c.tableProperties, p)
+	}
+	if c.maxInFlight, err = conf.FieldInt(fieldMaxInFlight); err != nil {
+		return
+	}
+	if c.retryInitial, err = conf.FieldDuration(fieldRetryBackoff, fieldRBInitial); err != nil {
+		return
+	}
+	if c.retryMax, err = conf.FieldDuration(fieldRetryBackoff, fieldRBMax); err != nil {
+		return
+	}
+	if c.sequenceGapTimeout, err = conf.FieldDuration(fieldSequenceGapTimeout); err != nil {
+		return
+	}
+	if c.compression, err = conf.FieldString(fieldCompression); err != nil {
+		return
+	}
+	if c.compression == "none" {
+		c.compression = ""
+	}
+	var tlsOn bool
+	if c.tls, tlsOn, err = conf.FieldTLSToggled(fieldTLS); err != nil {
+		return
+	}
+	if !tlsOn {
+		c.tls = nil
+	}
+	if c.requestTimeout, err = conf.FieldDuration(fieldRequestTimeout); err != nil {
+		return
+	}
+	if c.labelStateWait, err = conf.FieldDuration(fieldCommitWait); err != nil {
+		return
+	}
+	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+		return
+	}
+	err = c.validate()
+	return
+}
+
+// validate repeats the lint rules, because a config built in code is not
+// linted, and checks what lint rules cannot.
+func (c *config) validate() error {
+	if len(c.loadURLs) == 0 {
+		return errors.New("load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030")
+	}
+	check := func(where string, props map[string]string) error {
+		for k := range props {
+			switch strings.ToLower(k) {
+			case "enable_merge_commit":
+				return fmt.Errorf("%s: enable_merge_commit is incompatible with multi-table transactions: remove it", where)
+			case "where":
+				return fmt.Errorf("%s: a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead", where)
+			}
+		}
+		return nil
+	}
+	if err := check(fieldLoadProperties, c.loadProperties); err != nil {
+		return err
+	}
+	for _, tp := range c.tableProperties {
+		if tp.database == "" || tp.table == "" {
+			return errors.New("table_properties: every entry needs a database and a table")
+		}
+		if err := check(fmt.Sprintf("table_properties %s.%s", tp.database, tp.table), tp.props); err != nil {
+			return err
+		}
+	}
+	if c.commitInterval <= 0 {
+		return errors.New("commit_interval must be positive")
+	}
+	if c.txnTimeout < time.Second {
+		return errors.New("txn_timeout must be at least 1s")
+	}
+	if float64(c.commitInterval) > maxCommitIntervalFraction*float64(c.txnTimeout) {
+		return fmt.Errorf("commit_interval must be well below 80%% of txn_timeout (at most 40%% of it): %v is too long for txn_timeout %v", c.commitInterval, c.txnTimeout)
+	}
+	if c.bufferSize <= 0 {
+		return errors.New("buffer_size must be positive")
+	}
+	if c.maxInFlight < 1 {
+		return errors.New("max_in_flight must be at least 1")
+	}
+	if c.retryInitial <= 0 || c.retryMax < c.retryInitial {
+		return errors.New("retry_backoff: initial_interval must be positive and not above max_interval")
+	}
+	if c.sequenceGapTimeout <= 0 {
+		return errors.New("sequence_gap_timeout must be positive")
+	}
+	if !validPrefix(c.labelPrefix) {
+		return fmt.Errorf("label_prefix %q must be 1 to 64 letters, digits, _ or -", c.labelPrefix)
+	}
+	return nil
+}
+
+// headersFor returns the stream-load headers of a table: the defaults, then
+// load_properties, then the table's table_properties. They are identical for
+// every load of the table within a transaction, as StarRocks requires.
+func (c *config) headersFor(db, table string) map[string]string {
+	h := make(map[string]string, len(defaultLoadProperties)+len(c.loadProperties))
+	set := func(k, v string) {
+		// Header names are case-insensitive: the last writer wins whatever
+		// its case.
+		for old := range h {
+			if strings.EqualFold(old, k) {
+				delete(h, old)
+			}
+		}
+		h[k] = v
+	}
+	keys := func(m map[string]string) []string {
+		ks := make([]string, 0, len(m))
+		for k := range m {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		return ks
+	}
+	for _, k := range keys(defaultLoadProperties) {
+		set(k, defaultLoadProperties[k])
+	}
+	for _, k := range keys(c.loadProperties) {
+		set(k, c.loadProperties[k])
+	}
+	for _, tp := range c.tableProperties {
+		if tp.database == db && tp.table == table {
+			for _, k := range keys(tp.props) {
+				set(k, tp.props[k])
+			}
+		}
+	}
+	return h
+}

@@ -1,0 +1,71 @@
+package starrocks_txn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+func init() {
+	service.MustRegisterBatchOutput("starrocks_txn", outputSpec(),
+		func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
+			c, err := configFromParsed(conf)
+			if err != nil {
+				return nil, service.BatchPolicy{}, 0, err
+			}
+			cl, err := starrocks.New(starrocks.Config{
+				LoadURLs:       c.loadURLs,
+				Username:       c.username,
+				Password:       c.password,
+				TLS:            c.tls,
+				RequestTimeout: c.requestTimeout,
+				Compression:    c.compression,
+			})
+			if err != nil {
+				return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating the StarRocks client: %w", err)
+			}
+			var dl deadLetter
+			if conf.Contains(fieldDeadLetter) {
+				owned, err := conf.FieldOutput(fieldDeadLetter)
+				if err != nil {
+					return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating dead_letter: %w", err)
+				}
+				dl = owned
+			}
+			o := newOutput(c, srClient{cl}, dl, mgr)
+			return o, c.batching, c.maxInFlight, nil
+		})
+}
+
+
+// srClient adapts *starrocks.Client to txnClient: the output decides from
+// the error's class alone, so the replies are not needed.
+type srClient struct{ c *starrocks.Client }
+
+func (s srClient) Begin(ctx context.Context, t starrocks.Txn) error {
+	_, err := s.c.Begin(ctx, t)
+	return err
+}
+
+func (s srClient) Load(ctx context.Context, r starrocks.LoadRequest) error {
+	_, err := s.c.Load(ctx, r)
+	return err
+}
+
+func (s srClient) Commit(ctx context.Context, t starrocks.Txn) error {
+	_, err := s.c.Commit(ctx, t)
+	return err
+}
+
+func (s srClient) Rollback(ctx context.Context, t starrocks.Txn) error {
+	_, err := s.c.Rollback(ctx, t)
+	return err
+}
+
+func (s srClient) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	return s.c.WaitFinal(ctx, db, label, maxWait)
+}

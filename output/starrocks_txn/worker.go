@@ -1,0 +1,577 @@
+package starrocks_txn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+const (
+	// retrySafeDelay is the wait before a load refused with
+	// TXN_IN_PROCESSING (nothing ingested) is sent again.
+	retrySafeDelay = 50 * time.Millisecond
+	// retrySafeMax bounds those resends before the cycle is replayed.
+	retrySafeMax = 20
+	// rollbackTimeout bounds a best-effort rollback.
+	rollbackTimeout = 10 * time.Second
+)
+
+// cycle is one shared multi-table transaction of a database: its label and
+// the source transactions retained in it until the commit resolves.
+type cycle struct {
+	label  string
+	begun  time.Time
+	txns   []*srcTxn
+	sent   map[string]int
+	loaded bool
+}
+
+// dbWorker runs the commit cycles of one database, one at a time: so there
+// is never more than one unresolved transaction per database, and a later
+// cycle is never committed before an earlier one resolved.
+type dbWorker struct {
+	o  *Output
+	db string
+
+	// Guarded by o.mu.
+	queue       []*srcTxn
+	lastTraffic time.Time
+	urgent      bool
+	busy        bool
+
+	wake       chan struct{}
+	cyc        *cycle
+	lastCommit time.Time
+}
+
+func newDBWorker(o *Output, db string) *dbWorker {
+	return &dbWorker{o: o, db: db, wake: make(chan struct{}, 1)}
+}
+
+func (w *dbWorker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *dbWorker) run() {
+	defer w.o.wg.Done()
+	tick := w.o.conf.miniInterval() / 4
+	if ci := w.o.conf.commitInterval / 4; ci < tick {
+		tick = ci
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	defer w.rollbackOnClose()
+	for {
+		select {
+		case <-w.o.ctx.Done():
+			return
+		case <-w.wake:
+		case <-t.C:
+		}
+		w.step(w.o.ctx)
+	}
+}
+
+func (w *dbWorker) rollbackOnClose() {
+	if w.cyc == nil || w.cyc.label == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+	defer cancel()
+	_ = w.o.client.Rollback(ctx, w.txn(w.cyc.label))
+}
+
+func (w *dbWorker) txn(label string) starrocks.Txn {
+	return starrocks.Txn{DB: w.db, Label: label, Multi: true, Timeout: w.o.conf.txnTimeout}
+}
+
+// take moves the database's frozen transactions into the cycle.
+func (w *dbWorker) take(cut bool) (recent bool) {
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
+	if cut {
+		o.cutLocked(now)
+	}
+	for _, t := range w.queue {
+		if t.dropped || t.state != txnQueued {
+			continue
+		}
+		t.state = txnInCycle
+		w.cyc.txns = append(w.cyc.txns, t)
+	}
+	w.queue = nil
+	return now.Sub(w.lastTraffic) < w.recycleAge()
+}
+
+func (w *dbWorker) recycleAge() time.Duration {
+	return time.Duration(recycleFraction * float64(w.o.conf.txnTimeout))
+}
+
+func (w *dbWorker) step(ctx context.Context) {
+	o := w.o
+	o.mu.Lock()
+	hasWork := len(w.queue) > 0
+	recent := o.now().Sub(w.lastTraffic) < w.recycleAge()
+	// The soft cap: a full buffer commits the cycle early.
+	urgent := w.urgent || o.buffered >= o.conf.bufferSize
+	w.urgent = false
+	o.mu.Unlock()
+	if w.cyc == nil {
+		if !hasWork && !recent {
+			return
+		}
+		w.cyc = &cycle{}
+	}
+	w.setBusy(true)
+	defer w.setBusy(false)
+	// Eager begin: the shared transaction is open before the rows arrive.
+	if w.cyc.label == "" && !w.begin(ctx, w.cyc) {
+		return
+	}
+	w.take(urgent)
+	now := o.now()
+	if now.Sub(w.cyc.begun) >= w.recycleAge() && len(w.cyc.txns) == 0 {
+		// Idle and old: re-begin early, so a transaction is never loaded
+		// into when it is too old to finish before its timeout.
+		w.rollback(w.cyc.label)
+		w.cyc = nil
+		return
+	}
+	if len(w.cyc.txns) == 0 {
+		return
+	}
+	due := now.Sub(w.lastCommit) >= o.conf.commitInterval ||
+		now.Sub(w.cyc.begun) >= w.recycleAge() || urgent
+	if !due {
+		// Stream what froze under the shared label; a failure is handled
+		// by the commit, which replays the cycle.
+		if err := w.loadPending(ctx, w.cyc); err == nil {
+			return
+		}
+	}
+	w.take(true)
+	w.commitCycle(ctx)
+}
+
+func (w *dbWorker) setBusy(b bool) {
+	w.o.mu.Lock()
+	w.busy = b
+	w.o.mu.Unlock()
+}
+
+// commitCycle settles the current cycle and resolves its transactions.
+func (w *dbWorker) commitCycle(ctx context.Context) {
+	c := w.cyc
+	err := w.settle(ctx, c)
+	if ctx.Err() != nil {
+		return
+	}
+	w.cyc = nil
+	w.lastCommit = w.o.now()
+	if err == nil {
+		return
+	}
+	// A per-transaction failure StarRocks reported at commit (rows
+	// filtered, a table left with no rows): find the offenders by
+	// committing the cycle's partitions separately, then prefixes of a
+	// failing partition, in order.
+	w.isolate(ctx, c.txns)
+}
+
+// isolate commits txns in groups: one group per partition, a failing group
+// split into a prefix and the rest, a failing single transaction poisoned.
+func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
+	var groups [][]*srcTxn
+	idx := map[*partition]int{}
+	for _, t := range txns {
+		i, ok := idx[t.p]
+		if !ok {
+			i = len(groups)
+			idx[t.p] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], t)
+	}
+	for len(groups) > 0 && ctx.Err() == nil {
+		g := w.live(groups[0])
+		groups = groups[1:]
+		if len(g) == 0 {
+			continue
+		}
+		c := &cycle{txns: g}
+		err := w.settle(ctx, c)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		if len(c.txns) == 1 {
+			w.o.poisonFromCycle(c.txns[0], err)
+			continue
+		}
+		half := len(c.txns) / 2
+		groups = append([][]*srcTxn{c.txns[:half], c.txns[half:]}, groups...)
+	}
+}
+
+// live filters out transactions dropped by a fence or a stall.
+func (w *dbWorker) live(txns []*srcTxn) []*srcTxn {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	out := txns[:0:0]
+	for _, t := range txns {
+		if !t.dropped && t.state != txnDone {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// settle loads and commits c until it is committed (nil) or StarRocks
+// reports a per-transaction failure at commit (the error). Transient
+// failures replay the cycle from the retained rows under a new label, with
+// capped backoff, forever; a commit of unknown outcome is resolved by label
+// state, and replayed only once ABORTED is proven.
+func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
+	o := w.o
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	replay := func(reason string, err error) bool {
+		o.m.retries.Incr(1, w.db, reason)
+		o.log.Warnf("starrocks_txn: database %s: replaying the commit cycle of label %s (%s): %v", w.db, c.label, reason, err)
+		if c.label != "" {
+			w.rollback(c.label)
+		}
+		c.label, c.sent, c.loaded = "", nil, false
+		return sleepCtx(ctx, b.next())
+	}
+	for ctx.Err() == nil {
+		// Drop what a fence or a stall took away; rows of it already loaded
+		// under the label force a replay without them.
+		before := len(c.txns)
+		c.txns = w.live(c.txns)
+		if len(c.txns) == 0 {
+			if c.label != "" {
+				w.rollback(c.label)
+			}
+			return nil
+		}
+		if len(c.txns) != before && c.loaded {
+			if !replay("fenced", errors.New("rows of a dropped source transaction were loaded")) {
+				return ctx.Err()
+			}
+			continue
+		}
+		if c.label == "" && !w.begin(ctx, c) {
+			return ctx.Err()
+		}
+		if err := w.loadPending(ctx, c); err != nil {
+			var le *loadError
+			if errors.As(err, &le) && starrocks.ClassOf(le.err) == starrocks.ClassPerTxn {
+				// The table is unusable for every transaction that writes
+				// to it (unknown table, for one): poison exactly those.
+				for _, t := range c.txns {
+					if _, ok := t.rows[le.table]; ok {
+						o.poisonFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
+					}
+				}
+				o.m.retries.Incr(1, w.db, "per_transaction")
+				w.rollback(c.label)
+				c.label, c.sent, c.loaded = "", nil, false
+				continue
+			}
+			if !replay(reasonOf(err), err) {
+				return ctx.Err()
+			}
+			continue
+		}
+		// Commit. A fence waits while it is in flight.
+		o.mu.Lock()
+		liveNow := w.liveLocked(c)
+		for _, t := range liveNow {
+			t.committing = true
+		}
+		dropped := len(liveNow) != len(c.txns)
+		o.mu.Unlock()
+		if dropped {
+			// A fence got in between: replay without its rows.
+			w.clearCommitting(c)
+			continue
+		}
+		start := o.now()
+		err := o.client.Commit(ctx, w.txn(c.label))
+		committed := err == nil
+		if err != nil {
+			if ctx.Err() != nil {
+				w.clearCommitting(c)
+				return ctx.Err()
+			}
+			state, ok := w.resolve(ctx, c.label, err)
+			if !ok {
+				w.clearCommitting(c)
+				return ctx.Err()
+			}
+			committed = state.Committed()
+		}
+		if committed {
+			w.committed(c, start)
+			return nil
+		}
+		w.clearCommitting(c)
+		o.m.rollbacks.Incr(1, w.db)
+		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
+			o.log.Errorf("starrocks_txn: database %s: commit of label %s failed for its data: %v; isolating the offending source transactions", w.db, c.label, err)
+			c.label, c.sent, c.loaded = "", nil, false
+			return err
+		}
+		if !replay(reasonOf(err), err) {
+			return ctx.Err()
+		}
+	}
+	return ctx.Err()
+}
+
+func (w *dbWorker) liveLocked(c *cycle) []*srcTxn {
+	out := make([]*srcTxn, 0, len(c.txns))
+	for _, t := range c.txns {
+		if !t.dropped && t.state != txnDone {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (w *dbWorker) clearCommitting(c *cycle) {
+	w.o.mu.Lock()
+	for _, t := range c.txns {
+		t.committing = false
+	}
+	w.o.mu.Unlock()
+}
+
+// resolve decides the outcome of a commit that did not reply OK from the
+// label's state: COMMITTED/VISIBLE is success, ABORTED (or a rollback that
+// succeeds) proves the abort; anything else is polled again, forever.
+func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error) (starrocks.LabelState, bool) {
+	o := w.o
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	for attempt := 0; ; attempt++ {
+		state, err := o.client.WaitFinal(ctx, w.db, label, o.conf.labelStateWait)
+		if ctx.Err() != nil {
+			return state, false
+		}
+		if err == nil && state.Final() {
+			return state, true
+		}
+		if err == nil && (state == starrocks.StateUnknown || state == "") {
+			// No record of the label: a rollback that succeeds proves
+			// nothing was committed under it.
+			rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+			rerr := o.client.Rollback(rctx, w.txn(label))
+			cancel()
+			if rerr == nil {
+				return starrocks.StateAborted, true
+			}
+		}
+		o.log.Errorf("starrocks_txn: database %s: commit of label %s has no final state yet (state %q, commit error: %v, poll error: %v); waiting, never replaying before ABORTED is proven", w.db, label, state, commitErr, err)
+		if !sleepCtx(ctx, b.next()) {
+			return state, false
+		}
+	}
+}
+
+// committed resolves every transaction of a committed cycle.
+func (w *dbWorker) committed(c *cycle, start time.Time) {
+	o := w.o
+	now := o.now()
+	o.m.commits.Incr(1, w.db)
+	o.m.commitLatency.Timing(int64(now.Sub(start)), w.db)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, t := range c.txns {
+		t.committing = false
+		if t.state == txnDone {
+			continue
+		}
+		for _, tbl := range t.tables {
+			o.m.rows.Incr(int64(len(t.rows[tbl])), w.db, tbl)
+		}
+		o.m.srcTxns.Incr(1, w.db)
+		o.m.visibility.Timing(int64(now.Sub(t.t0)), w.db)
+		o.finishTxnLocked(t, false)
+	}
+}
+
+// begin opens the cycle's shared transaction under a new label, retrying
+// with backoff until it succeeds or ctx is done.
+func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
+	o := w.o
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	for {
+		label := starrocks.NewLabel(o.conf.labelPrefix, w.db)
+		err := o.client.Begin(ctx, w.txn(label))
+		if err == nil {
+			c.label, c.begun, c.sent, c.loaded = label, o.now(), map[string]int{}, false
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		o.m.retries.Incr(1, w.db, "begin")
+		o.log.Errorf("starrocks_txn: database %s: beginning a shared transaction: %v; retrying", w.db, err)
+		if !sleepCtx(ctx, b.next()) {
+			return false
+		}
+	}
+}
+
+func (w *dbWorker) rollback(label string) {
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+	defer cancel()
+	if err := w.o.client.Rollback(ctx, w.txn(label)); err != nil {
+		w.o.log.Debugf("starrocks_txn: database %s: rollback of label %s: %v", w.db, label, err)
+	}
+}
+
+type loadError struct {
+	table string
+	err   error
+}
+
+func (e *loadError) Error() string { return fmt.Sprintf("loading table %s: %v", e.table, e.err) }
+func (e *loadError) Unwrap() error { return e.err }
+
+// loadPending sends, for every table, the rows of the cycle's transactions
+// not yet loaded under its label: one request per table, merging every
+// partition's frozen chunks, at most one in flight per (label, table), the
+// tables in parallel.
+func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
+	if c.label == "" {
+		return errors.New("no shared transaction")
+	}
+	type job struct {
+		table string
+		body  []byte
+		upto  int
+		rows  int
+	}
+	var jobs []job
+	tables := map[string]struct{}{}
+	for _, t := range c.txns {
+		for _, tbl := range t.tables {
+			tables[tbl] = struct{}{}
+		}
+	}
+	for _, tbl := range sortedKeys(tables) {
+		from := c.sent[tbl]
+		if from >= len(c.txns) {
+			continue
+		}
+		var buf bytes.Buffer
+		n := 0
+		buf.WriteByte('[')
+		for _, t := range c.txns[from:] {
+			for _, r := range t.rows[tbl] {
+				if n > 0 {
+					buf.WriteByte(',')
+				}
+				buf.Write(r)
+				n++
+			}
+		}
+		buf.WriteByte(']')
+		if n == 0 {
+			// An empty chunk sends no load: a table loaded with 0 rows
+			// fails the commit.
+			c.sent[tbl] = len(c.txns)
+			continue
+		}
+		jobs = append(jobs, job{table: tbl, body: buf.Bytes(), upto: len(c.txns), rows: n})
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = w.loadOne(ctx, c.label, jobs[i].table, jobs[i].body)
+		}(i)
+	}
+	wg.Wait()
+	var first error
+	for i, j := range jobs {
+		if errs[i] != nil {
+			if first == nil || starrocks.ClassOf(errs[i]) == starrocks.ClassPerTxn {
+				first = &loadError{table: j.table, err: errs[i]}
+			}
+			continue
+		}
+		c.sent[j.table] = j.upto
+		c.loaded = true
+		w.o.m.loads.Incr(1, w.db, j.table)
+		w.o.m.loadBytes.Incr(int64(len(j.body)), w.db, j.table)
+	}
+	return first
+}
+
+// loadOne sends one load, resending it while StarRocks answers
+// TXN_IN_PROCESSING (nothing was ingested).
+func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte) error {
+	req := starrocks.LoadRequest{
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
+		Headers: w.o.conf.headersFor(w.db, table),
+		Body:    body,
+	}
+	for attempt := 0; ; attempt++ {
+		err := w.o.client.Load(ctx, req)
+		if err == nil || starrocks.ClassOf(err) != starrocks.ClassRetrySafe || attempt >= retrySafeMax {
+			return err
+		}
+		if !sleepCtx(ctx, retrySafeDelay) {
+			return ctx.Err()
+		}
+	}
+}
+
+func reasonOf(err error) string {
+	return starrocks.ClassOf(err).String()
+}
+
+// backoff is a capped exponential backoff.
+type backoff struct {
+	cur, max time.Duration
+}
+
+func newBackoff(initial, max time.Duration) *backoff {
+	return &backoff{cur: initial, max: max}
+}
+
+func (b *backoff) next() time.Duration {
+	d := b.cur
+	b.cur *= 2
+	if b.cur > b.max {
+		b.cur = b.max
+	}
+	return d
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
