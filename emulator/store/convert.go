@@ -108,6 +108,9 @@ func parseIntRange(s string, lo, hi int64, box func(int64) any) (any, error) {
 // parseDecimal parses a decimal, rounds it half away from zero to the column's scale (as a
 // StarRocks cast does) and fails when the integer part needs more than precision-scale digits.
 func parseDecimal(c *Column, s string) (any, error) {
+	if d, ok := parseDecimalFast(s, c.Precision, c.Scale); ok {
+		return d, nil
+	}
 	d, err := decimal.NewFromString(strings.TrimSpace(s))
 	if err != nil {
 		return nil, errConvert
@@ -119,6 +122,51 @@ func parseDecimal(c *Column, s string) (any, error) {
 		return nil, errConvert
 	}
 	return d, nil
+}
+
+// parseDecimalFast handles plain "[-]digits[.digits]" that fits an int64 at the column's
+// scale without rounding; anything else takes the general path.
+func parseDecimalFast(s string, precision, scale int) (decimal.Decimal, bool) {
+	i := 0
+	neg := false
+	if i < len(s) && s[i] == '-' {
+		neg = true
+		i++
+	}
+	var unscaled int64
+	intDigits, fracDigits := 0, 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		if intDigits > 0 || s[i] != '0' {
+			intDigits++
+		}
+		unscaled = unscaled*10 + int64(s[i]-'0')
+		if intDigits > 18 {
+			return decimal.Decimal{}, false
+		}
+	}
+	if i == 0 || neg && i == 1 {
+		return decimal.Decimal{}, false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			fracDigits++
+			if fracDigits > scale {
+				return decimal.Decimal{}, false
+			}
+			unscaled = unscaled*10 + int64(s[i]-'0')
+		}
+	}
+	if i != len(s) || intDigits > precision-scale || intDigits+scale > 18 {
+		return decimal.Decimal{}, false
+	}
+	for ; fracDigits < scale; fracDigits++ {
+		unscaled *= 10
+	}
+	if neg {
+		unscaled = -unscaled
+	}
+	return decimal.New(unscaled, int32(-scale)), true
 }
 
 var pow10Cache [80]decimal.Decimal

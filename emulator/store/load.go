@@ -265,10 +265,27 @@ func truncate(s string, n int) string {
 
 func (b *rowBuilder) parseJSON(body []byte) (*Parsed, error) {
 	s := jscan{b: body}
+	slow := b.p.JSONRoot != "" || b.paths != nil
 	for {
 		s.ws()
 		if s.i >= len(body) {
 			break
+		}
+		if !slow {
+			// Fast path: rows are converted while the document is scanned, once.
+			c := body[s.i]
+			if b.p.StripOuterArray && c == '[' {
+				if err := b.streamArray(&s); err != nil {
+					return nil, fmt.Errorf("failed to parse JSON body: %w", err)
+				}
+				continue
+			}
+			if !b.p.StripOuterArray && c == '{' {
+				if err := b.streamObject(&s); err != nil {
+					return nil, fmt.Errorf("failed to parse JSON body: %w", err)
+				}
+				continue
+			}
 		}
 		k, st, en, _, err := s.value()
 		if err != nil {
@@ -292,6 +309,95 @@ func (b *rowBuilder) parseJSON(body []byte) (*Parsed, error) {
 		b.document(k, doc)
 	}
 	return b.res, nil
+}
+
+// streamArray converts the rows of a top-level array while scanning it.
+func (b *rowBuilder) streamArray(s *jscan) error {
+	s.i++ // [
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == '{' {
+			if err := b.streamObject(s); err != nil {
+				return err
+			}
+		} else {
+			k, st, en, _, err := s.value()
+			if err != nil {
+				return err
+			}
+			b.jsonRow(k, s.b[st:en])
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return s.fail("unexpected end of JSON input")
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.fail(fmt.Sprintf("invalid character %q after array element", s.b[s.i]))
+		}
+	}
+}
+
+// streamObject converts one object row while scanning it.
+func (b *rowBuilder) streamObject(s *jscan) error {
+	st := s.i
+	s.i++ // {
+	b.startRow()
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+	} else {
+		for {
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != '"' {
+				return s.fail("expected object key")
+			}
+			ks := s.i
+			kesc, err := s.str()
+			if err != nil {
+				return err
+			}
+			key := s.b[ks+1 : s.i-1]
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				return s.fail("expected ':' after object key")
+			}
+			s.i++
+			vk, vs, ve, vesc, err := s.value()
+			if err != nil {
+				return err
+			}
+			if ci := b.keyColumn(key, kesc); ci != targetSkip {
+				b.jsonValue(ci, vk, s.b[vs:ve], vesc)
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return s.fail("unexpected end of JSON input")
+			}
+			if s.b[s.i] == ',' {
+				s.i++
+				continue
+			}
+			if s.b[s.i] == '}' {
+				s.i++
+				break
+			}
+			return s.fail(fmt.Sprintf("invalid character %q after object key:value pair", s.b[s.i]))
+		}
+	}
+	end := s.i
+	b.finishRow(func() string { return string(s.b[st:end]) })
+	return nil
 }
 
 func (b *rowBuilder) document(k jkind, doc []byte) {
@@ -334,7 +440,7 @@ func (b *rowBuilder) jsonRow(k jkind, raw []byte) {
 			if !ok {
 				continue
 			}
-			b.jsonValue(b.targets[i], vk, raw[vs:ve])
+			b.jsonValue(b.targets[i], vk, raw[vs:ve], bytes.IndexByte(raw[vs:ve], '\\') >= 0)
 		}
 		b.finishRow(rowText)
 		return
@@ -349,8 +455,7 @@ func (b *rowBuilder) jsonRow(k jkind, raw []byte) {
 		if ci == targetSkip {
 			continue
 		}
-		_ = vesc
-		b.jsonValue(ci, vk, raw[vs:ve])
+		b.jsonValue(ci, vk, raw[vs:ve], vesc)
 	}
 	b.finishRow(rowText)
 }
@@ -385,7 +490,7 @@ func (b *rowBuilder) keyColumn(key []byte, esc bool) int {
 }
 
 // jsonValue converts one JSON value into target column ci.
-func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte) {
+func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 	if ci == targetSkip {
 		return
 	}
@@ -394,7 +499,7 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte) {
 		case jNumber:
 			b.setOp(string(raw))
 		case jString:
-			s, _ := unquote(raw, bytes.IndexByte(raw, '\\') >= 0)
+			s, _ := unquote(raw, esc)
 			b.setOp(s)
 		default:
 			b.setOp(string(raw))
@@ -416,7 +521,7 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte) {
 	}
 	switch k {
 	case jString:
-		s, err := unquote(raw, bytes.IndexByte(raw, '\\') >= 0)
+		s, err := unquote(raw, esc)
 		if err != nil {
 			b.setValue(ci, nil, err, rawText)
 			return

@@ -252,6 +252,26 @@ func (d *sqlDatabase) GetTableNames(ctx *sql.Context) ([]string, error) {
 	return out, nil
 }
 
+var _ sql.ViewDatabase = (*sqlDatabase)(nil)
+
+// CreateView implements sql.ViewDatabase: the emulator has no views.
+func (d *sqlDatabase) CreateView(*sql.Context, string, string, string) error {
+	return fmt.Errorf("views are not supported by the StarRocks emulator")
+}
+
+// DropView implements sql.ViewDatabase.
+func (d *sqlDatabase) DropView(_ *sql.Context, name string) error {
+	return sql.ErrViewDoesNotExist.New(d.name, name)
+}
+
+// GetViewDefinition implements sql.ViewDatabase: no view exists.
+func (d *sqlDatabase) GetViewDefinition(*sql.Context, string) (sql.ViewDefinition, bool, error) {
+	return sql.ViewDefinition{}, false, nil
+}
+
+// AllViews implements sql.ViewDatabase.
+func (d *sqlDatabase) AllViews(*sql.Context) ([]sql.ViewDefinition, error) { return nil, nil }
+
 // sqlTable is one table at one snapshot.
 type sqlTable struct {
 	state  *tableState

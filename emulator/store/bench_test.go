@@ -1,0 +1,63 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const benchDDL = `CREATE DATABASE bench;
+CREATE TABLE bench.orders (
+  order_id BIGINT NOT NULL,
+  customer_id BIGINT NOT NULL,
+  total_amount DECIMAL(10,2) DEFAULT "0",
+  order_status VARCHAR(32) DEFAULT "",
+  note VARCHAR(128) NULL,
+  updated_at DATETIME NULL
+) PRIMARY KEY(order_id) DISTRIBUTED BY HASH(order_id) BUCKETS 4`
+
+// benchBody builds n JSON rows of about 200 bytes each with keys starting at first.
+func benchBody(first, n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"order_id":%d,"customer_id":%d,"total_amount":"%d.%02d","order_status":"shipped","note":"%s","updated_at":"2024-01-02 03:04:%02d"}`,
+			first+i, (first+i)%9973, i%100000, i%100, "customer asked for a gift wrap and a delivery before noon, ring twice", i%60)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// BenchmarkParseApply measures Parse + Apply of 200-byte JSON rows into a PRIMARY KEY
+// table, 1000 rows per load and commit.
+func BenchmarkParseApply(b *testing.B) {
+	s := New()
+	require.NoError(b, s.ExecScript(benchDDL))
+	const batch = 1000
+	p := jsonParams(nil)
+	bodies := make([][]byte, 64)
+	for i := range bodies {
+		bodies[i] = benchBody(i*batch, batch)
+	}
+	b.SetBytes(int64(len(bodies[0])))
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Parse("bench", "orders", bodies[i%len(bodies)], p)
+		if err != nil || res.Filtered != 0 {
+			b.Fatalf("parse: %v %v", err, res.Errors)
+		}
+		if err := s.Apply([]TableChange{{DB: "bench", Table: "orders", Rows: res.Rows}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N*batch)/el.Seconds(), "rows/s")
+	b.ReportMetric(float64(el.Nanoseconds())/float64(b.N*batch), "ns/row")
+}
