@@ -250,8 +250,10 @@ func (c *Client) Prepare(ctx context.Context, t Txn) (*Reply, error) {
 	return c.control(ctx, OpPrepare, t)
 }
 
-// Commit is POST /api/transaction/commit. Any failure but a data abort is
-// ClassAmbiguous: decide by LoadState/WaitFinal.
+// Commit is POST /api/transaction/commit. A failure is ClassAmbiguous
+// (decide by LoadState/WaitFinal) unless the reply shows a data abort
+// (ClassPerTxn), TXN_IN_PROCESSING (ClassRetrySafe) or an authentication
+// failure (ClassFatal).
 func (c *Client) Commit(ctx context.Context, t Txn) (*Reply, error) {
 	return c.control(ctx, OpCommit, t)
 }
@@ -473,7 +475,7 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		if !failOver(rep, err) {
+		if !failOver(k, rep, err) {
 			c.preferred.Store(int32(idx))
 			break
 		}
@@ -485,12 +487,18 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 }
 
 // failOver reports whether another FE should be tried: the connection could
-// not be made (nothing was sent), or the server answered 5xx.
-func failOver(rep *Reply, err error) bool {
+// not be made (nothing was sent), or the server answered 5xx. A load is not
+// re-sent after 502/504: a gateway may have forwarded its body before it
+// gave up, and a second copy in the same transaction would duplicate rows
+// of a DUPLICATE KEY table.
+func failOver(k *call, rep *Reply, err error) bool {
 	if err != nil {
 		return isConnError(err)
 	}
-	return rep.HTTPCode >= 500
+	if k.withBody && (rep.HTTPCode == http.StatusBadGateway || rep.HTTPCode == http.StatusGatewayTimeout) {
+		return false
+	}
+	return rep.HTTPCode >= 500 && rep.HTTPCode < 600
 }
 
 // isConnError reports errors that happen before a request is sent: dialing,

@@ -511,6 +511,21 @@ func TestFailover(t *testing.T) {
 		assert.Len(t, failing.requests(), 1)
 		assert.Empty(t, other.requests())
 	})
+	t.Run("a load is not re-sent after a gateway error", func(t *testing.T) {
+		for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
+			gw := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(code) })
+			other := newFake(t, nil)
+			c := newClient(t, Config{LoadURLs: []string{gw.srv.URL, other.srv.URL}})
+			_, err := c.Load(context.Background(), LoadRequest{Txn: Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}, Body: []byte("{}")})
+			require.Error(t, err)
+			assert.Equal(t, ClassTransient, ClassOf(err))
+			assert.Empty(t, other.requests(), "HTTP %d", code)
+			// Control requests carry no data and are idempotent per label.
+			_, err = c.Commit(context.Background(), Txn{DB: "shop", Label: "l1", Multi: true})
+			require.NoError(t, err)
+			assert.Len(t, other.requests(), 1, "HTTP %d", code)
+		}
+	})
 	t.Run("all down", func(t *testing.T) {
 		bad := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 			http.Error(w, "bad gateway", http.StatusBadGateway)
@@ -847,8 +862,9 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	assert.NotContains(t, err.Error(), base64.StdEncoding.EncodeToString([]byte("root:hunter2-secret")))
 }
 
-// Connections are reused across requests, including loads whose FE answer
-// was a redirect and whose bodies went to the BE.
+// Connections are reused across loads and control requests: every reply
+// body is drained and closed. (An FE that answers a load with a 307 without
+// reading its body closes that connection; that is the server's choice.)
 func TestKeepAlive(t *testing.T) {
 	var conns atomic.Int32
 	f := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
