@@ -105,8 +105,8 @@ var dataAbortTexts = texts(
 )
 
 // classRules is the classification table, evaluated top-down; the first
-// matching row wins. When no row matches, the operation's default applies
-// (see defaultClass). The table, in words:
+// matching row wins; when none matches, the class is transient. The table,
+// in words:
 //
 //	success (2xx):
 //	  begin/prepare/commit/rollback/cancel/get_load_state: Status OK
@@ -199,14 +199,6 @@ var classRules = []classRule{
 	{ops: setWrite, msg: texts("current running txns on db", "does not exist", "not exists"), class: ClassTransient},
 }
 
-// defaultClass applies when no rule matched.
-func defaultClass(op string) Class {
-	if op == OpCommit {
-		return ClassAmbiguous
-	}
-	return ClassTransient
-}
-
 // Classify maps one outcome of an operation to a Class. httpCode is 0 when
 // there was no reply (transport error, timeout, reset, failed redirect);
 // status, message and existingJobStatus are the reply's fields ("" when
@@ -232,7 +224,9 @@ func Classify(op string, httpCode int, status, message, existingJobStatus string
 		}
 		return r.class
 	}
-	return defaultClass(op)
+	// Only begin, load, prepare and stream_load get here (the commit,
+	// rollback, cancel and get_load_state rows match everything).
+	return ClassTransient
 }
 
 func equalFoldAny(s string, options []string) bool {

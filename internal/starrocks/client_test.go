@@ -706,6 +706,15 @@ func TestNamesValidatedBeforeSending(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, ClassFatal, ClassOf(err))
 
+	_, err = c.StreamLoad(ctx, LoadRequest{Txn: Txn{DB: "shop", Table: "a/b"}})
+	assert.Equal(t, ClassPerTxn, ClassOf(err))
+	_, err = c.StreamLoad(ctx, LoadRequest{Txn: Txn{DB: "", Table: "t"}})
+	assert.Equal(t, ClassPerTxn, ClassOf(err))
+	_, err = c.StreamLoad(ctx, LoadRequest{Txn: Txn{DB: "shop", Table: "t", Label: "a b"}})
+	assert.Equal(t, ClassFatal, ClassOf(err))
+	_, err = c.StreamLoad(ctx, LoadRequest{Txn: Txn{DB: "shop", Table: "t"}, Headers: map[string]string{"db": "x"}})
+	assert.Equal(t, ClassFatal, ClassOf(err))
+
 	_, err = c.LoadState(ctx, "shop", "")
 	require.Error(t, err)
 	require.Error(t, c.Cancel(ctx, "sh/op", "l1"))
@@ -844,6 +853,9 @@ func TestNewValidatesConfig(t *testing.T) {
 			assert.NotContains(t, err.Error(), "hunter2")
 		})
 	}
+	lz, err := New(Config{LoadURLs: []string{"http://fe:8030"}, Compression: "lz4"})
+	require.NoError(t, err)
+	assert.Equal(t, CompressionLZ4, lz.compression, `"lz4" is accepted as lz4_frame`)
 	c, err := New(Config{LoadURLs: []string{"https://fe1:8443/", " http://fe2:8030 "}, Compression: "LZ4_FRAME"})
 	require.NoError(t, err)
 	defer c.Close()
