@@ -1,6 +1,8 @@
 package txnassembler
 
 import (
+	"encoding/json"
+
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
@@ -100,6 +102,24 @@ partition (rebalance), the processor forgets the partition's open transaction
 and high-water mark, so the new assignment starts clean.
 `
 
+// Defaults of the custom mappings: a generic event shape.
+var customDefaults = map[string]string{
+	fieldCustomKind:   "root = this.kind",
+	fieldCustomTxnID:  "root = this.txn_id",
+	fieldCustomDB:     "root = this.database",
+	fieldCustomTable:  "root = this.table",
+	fieldCustomRow:    "root = this.row",
+	fieldCustomDelete: "root = this.delete | false",
+}
+
+var customDefaultsJSON = func() string {
+	b, err := json.Marshal(customDefaults)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
 func processorSpec() *service.ConfigSpec {
 	return service.NewConfigSpec().
 		Beta().
@@ -139,28 +159,35 @@ func processorSpec() *service.ConfigSpec {
 			service.NewObjectField(fieldCustom,
 				service.NewBloblangField(fieldCustomKind).
 					Description("Gives the event kind: `begin`, `data`, `end`, `data_end` (a data row that also ends its transaction), `abort` (discard the open transaction) or `skip` (drop the message).").
-					Default(`root = this.kind`),
+					Default(customDefaults[fieldCustomKind]),
 				service.NewBloblangField(fieldCustomTxnID).
 					Description("Gives the source transaction id (a string or a number).").
-					Default(`root = this.txn_id`),
+					Default(customDefaults[fieldCustomTxnID]),
 				service.NewBloblangField(fieldCustomDB).
 					Description("Gives the source database of a data row (may be empty when `database` is set).").
-					Default(`root = this.database`),
+					Default(customDefaults[fieldCustomDB]),
 				service.NewBloblangField(fieldCustomTable).
 					Description("Gives the source table of a data row.").
-					Default(`root = this.table`),
+					Default(customDefaults[fieldCustomTable]),
 				service.NewBloblangField(fieldCustomRow).
 					Description("Gives the row object of a data row (an object, or a JSON string of one).").
-					Default(`root = this.row`),
+					Default(customDefaults[fieldCustomRow]),
 				service.NewBloblangField(fieldCustomDelete).
 					Description("Gives whether a data row is a delete (a boolean).").
-					Default(`root = this.delete | false`),
+					Default(customDefaults[fieldCustomDelete]),
 			).Description("The mappings of `format: custom`. Each runs against the original message; `this` is its JSON body and `@` its metadata.").
 				Advanced(),
 		).
-		LintRule(`root = if this.format.or("envelope") != "custom" && this.exists("custom") { [ "custom is only read when format is custom" ] }`).
-		LintRule(`root = if this.table_mapping.or({}).values().any(v -> v.trim() == "") { [ "table_mapping values must not be empty" ] }`).
-		LintRule(`root = if this.exists("database") && this.database.trim() == "" { [ "database must not be empty when set" ] }`).
+		// A spec keeps only its last LintRule, so the checks are one rule.
+		LintRule(`
+let errs = []
+let defaults = `+customDefaultsJSON+`
+let custom_set = this.custom.or({}).key_values().any(kv -> kv.value != $defaults.get(kv.key))
+let errs = if this.format.or("envelope") != "custom" && $custom_set { $errs.append("custom is only read when format is custom") } else { $errs }
+let errs = if this.table_mapping.or({}).values().any(v -> v.trim() == "") { $errs.append("table_mapping values must not be empty") } else { $errs }
+let errs = if this.exists("database") && this.database.trim() == "" { $errs.append("database must not be empty when set") } else { $errs }
+root = if $errs.length() > 0 { $errs }
+`).
 		Example("Envelope events from Kafka",
 			"Each Kafka partition carries TXN_BEGIN/DATA/TXN_END envelopes. The input ends its batches at a TXN_END so a batch rarely holds half a transaction; the processor runs under `input.processors` so that it sees every partition in order.",
 			`
