@@ -128,9 +128,10 @@ var dataAbortTexts = texts(
 //	  "Only primary key table support",
 //	  "primary key size exceed"                           → per_transaction
 //	stream_load: Label Already Exists (not FINISHED)       → ambiguous
-//	INVALID_ARGUMENT, HTTP 4xx (not 408/429), "Empty label", "No database
-//	  selected", "Unsupported operation", a BE
-//	  addressed with multi requests                        → fatal
+//	INVALID_ARGUMENT, HTTP 4xx (not 408/429),
+//	  "Empty label", "No database selected",
+//	  "Unsupported operation" (prepare in multi mode),
+//	  a BE addressed with multi requests                   → fatal
 //	INTERNAL_ERROR, TXN_NOT_EXISTS, running-txn limit,
 //	  "transaction timeout", LABEL_ALREADY_EXISTS (begin)  → transient
 //	anything else                                          → transient
