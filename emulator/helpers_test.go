@@ -119,7 +119,7 @@ func jsonLoadH(db, label, table string, extra ...string) hdrs {
 	return h
 }
 
-func (c *client) begin(h hdrs) resp { return c.do(http.MethodPost, "/api/transaction/begin", h, "") }
+func (c *client) begin(h hdrs) resp  { return c.do(http.MethodPost, "/api/transaction/begin", h, "") }
 func (c *client) commit(h hdrs) resp { return c.do(http.MethodPost, "/api/transaction/commit", h, "") }
 func (c *client) rollback(h hdrs) resp {
 	return c.do(http.MethodPost, "/api/transaction/rollback", h, "")
