@@ -150,7 +150,7 @@ func (s *Store) ExecScript(script string) error {
 	cur := s.useDB
 	for i, st := range splitStatements(toks) {
 		if err := s.execLocked(st, &cur); err != nil {
-			return fmt.Errorf("ddl script statement %d (line %d, %s): %w", i+1, st[0].line, stmtHead(st), err)
+			return fmt.Errorf("ddl script statement %d (line %d, %q): %w", i+1, st[0].line, abbreviate(script[st[0].off:st[len(st)-1].end]), err)
 		}
 	}
 	s.useDB = cur
@@ -170,18 +170,6 @@ func (s *Store) execDDLIn(stmt string, curDB *string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.execLocked(stmts[0], curDB)
-}
-
-func stmtHead(toks []token) string {
-	var parts []string
-	for i := 0; i < len(toks) && i < 6; i++ {
-		if toks[i].kind == tokQuoted {
-			parts = append(parts, "`"+toks[i].text+"`")
-		} else {
-			parts = append(parts, toks[i].text)
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 func abbreviate(s string) string {
