@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redpanda-data/benthos/v4/public/service"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
