@@ -306,3 +306,33 @@ func partitionOf(t *testing.T, id string) int32 {
 	t.Fatalf("bad partition id %q", id)
 	return -1
 }
+
+func TestStartsAfterOutputProgress(t *testing.T) {
+	c := newCluster(t, 2)
+	p := producer(t, c, "progress")
+	for part := int32(0); part < 2; part++ {
+		produceTxn(t, p, part, true, "a0", "a1", "a2")
+		produceTxn(t, p, part, true, "b0", "b1", "b2")
+		produceTxn(t, p, part, true, "c0", "c1", "c2")
+	}
+	res, _ := newResources()
+	registry.Get(res).SetProgress(func(_ context.Context, partition string) (int64, bool, error) {
+		if partition == contract.KafkaPartition(testTopic, 0) {
+			return 6, true, nil // StarRocks holds A and B of partition 0
+		}
+		return 0, false, nil
+	})
+	in := newTestInput(t, res, testYAML(c, "g-progress", ""))
+	connect(t, in)
+	first := map[int32]rec{}
+	for len(first) < 2 {
+		b, ack := readBatch(t, in, 10*time.Second)
+		rs := toRecs(t, b)
+		if _, ok := first[rs[0].partition]; !ok {
+			first[rs[0].partition] = rs[0]
+		}
+		require.NoError(t, ack(context.Background(), nil))
+	}
+	assert.Equal(t, rec{value: "c0", partition: 0, offset: 8}, first[0])
+	assert.Equal(t, rec{value: "a0", partition: 1, offset: 0}, first[1])
+}

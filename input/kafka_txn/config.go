@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	// The lint rule of revoke_timeout uses parse_duration, a Bloblang method
+	// of the pure components.
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"

@@ -253,6 +253,7 @@ func (in *Input) consumerOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(in.onAssigned),
 		kgo.OnPartitionsRevoked(in.onRevoked),
 		kgo.OnPartitionsLost(in.onLost),
+		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
 		kgo.SessionTimeout(in.conf.sessionTimeout),
 		kgo.RebalanceTimeout(in.conf.rebalanceTimeout),
 		kgo.HeartbeatInterval(in.conf.heartbeatInterval),
@@ -854,6 +855,34 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 		sort.Strings(ids)
 		in.log.Infof("Assigned partitions %v", ids)
 	}
+}
+
+// adjustOffsets starts a newly assigned partition after the output's durable
+// progress (exactly-once mode: the END offset through which StarRocks holds
+// the partition's source transactions) when that is ahead of the group's
+// committed offset, so that a crash between a StarRocks commit and the next
+// offset commit re-reads nothing. Without progress the group offset stands.
+func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for topic, parts := range offsets {
+		for p, o := range parts {
+			id := contract.KafkaPartition(topic, p)
+			pctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+			end, ok, err := in.reg.Progress(pctx, id)
+			cancel()
+			if err != nil {
+				in.log.Warnf("Reading the output's progress of %s failed, starting at the group's offset (replays are dropped by the output): %v", id, err)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			if cur := o.EpochOffset().Offset; end+1 > cur {
+				parts[p] = kgo.NewOffset().At(end + 1)
+				in.log.Infof("Starting %s at offset %d after the output's committed progress (group offset %d)", id, end+1, cur)
+			}
+		}
+	}
+	return offsets, nil
 }
 
 func (in *Input) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {

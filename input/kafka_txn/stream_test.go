@@ -1,0 +1,221 @@
+package kafka_txn
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// captureMetrics is a metrics exporter that keeps the last value of every
+// gauge and the sum of every counter, keyed by name and label values (Benthos
+// prepends the label and path labels).
+type captureMetrics struct {
+	mu     sync.Mutex
+	values map[string]int64
+}
+
+type captureCounter struct {
+	c   *captureMetrics
+	key string
+}
+
+func (c captureCounter) Incr(n int64) {
+	c.c.mu.Lock()
+	c.c.values[c.key] += n
+	c.c.mu.Unlock()
+}
+
+type captureGauge struct {
+	c   *captureMetrics
+	key string
+}
+
+func (g captureGauge) Set(v int64) {
+	g.c.mu.Lock()
+	g.c.values[g.key] = v
+	g.c.mu.Unlock()
+}
+
+type captureTimer struct{}
+
+func (captureTimer) Timing(int64) {}
+
+func metricKey(name string, labels []string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	return name + "{" + strings.Join(labels, ",") + "}"
+}
+
+func (c *captureMetrics) NewCounterCtor(name string, _ ...string) service.MetricsExporterCounterCtor {
+	return func(labels ...string) service.MetricsExporterCounter {
+		return captureCounter{c: c, key: metricKey(name, labels)}
+	}
+}
+
+func (c *captureMetrics) NewTimerCtor(string, ...string) service.MetricsExporterTimerCtor {
+	return func(...string) service.MetricsExporterTimer { return captureTimer{} }
+}
+
+func (c *captureMetrics) NewGaugeCtor(name string, _ ...string) service.MetricsExporterGaugeCtor {
+	return func(labels ...string) service.MetricsExporterGauge {
+		return captureGauge{c: c, key: metricKey(name, labels)}
+	}
+}
+
+func (c *captureMetrics) Close(context.Context) error { return nil }
+
+func (c *captureMetrics) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range c.values {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *captureMetrics) get(key string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.values[key]
+	return v, ok
+}
+
+// TestStreamEndToEnd runs the input in a Benthos stream built from YAML and
+// checks delivery, offset commits and the metrics.
+func TestStreamEndToEnd(t *testing.T) {
+	c := newCluster(t, 2)
+	p := producer(t, c, "stream")
+	produceTxn(t, p, 0, true, seq("p0-", 10)...)
+	produceTxn(t, p, 1, true, seq("p1-", 5)...)
+
+	metrics := &captureMetrics{values: map[string]int64{}}
+	env := service.NewEnvironment()
+	require.NoError(t, env.RegisterMetricsExporter("capture", service.NewConfigSpec(),
+		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return metrics, nil }))
+
+	sb := env.NewStreamBuilder()
+	require.NoError(t, sb.AddInputYAML("kafka_txn:\n"+indent(testYAML(c, "g-stream", "batching:\n  count: 4\n  period: 20ms\n"))))
+	require.NoError(t, sb.SetMetricsYAML("capture: {}"))
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+
+	var mu sync.Mutex
+	got := map[string][]string{}
+	require.NoError(t, sb.AddBatchConsumerFunc(func(_ context.Context, b service.MessageBatch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range b {
+			part, _ := m.MetaGet(MetaPartition)
+			v, _ := m.AsBytes()
+			got[part] = append(got[part], string(v))
+		}
+		return nil
+	}))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(ctx) }()
+	defer func() {
+		cancel()
+		_ = stream.StopWithin(10 * time.Second)
+		<-done
+	}()
+
+	waitCommittedOffsets(t, c, "g-stream", map[int32]int64{0: 10, 1: 5})
+	mu.Lock()
+	assert.Equal(t, seq("p0-", 10), got["0"])
+	assert.Equal(t, seq("p1-", 5), got["1"])
+	mu.Unlock()
+
+	require.Eventually(t, func() bool {
+		v, _ := metrics.get("kafka_txn_committed_offset{,root.input,cdc,0}")
+		return v == 10
+	}, 5*time.Second, 20*time.Millisecond, "metrics: %v", metrics.snapshot())
+	commits, _ := metrics.get("kafka_txn_commits{,root.input}")
+	assert.Positive(t, commits)
+	lag, ok := metrics.get("kafka_txn_lag{,root.input,cdc,0}")
+	assert.True(t, ok)
+	assert.Equal(t, int64(1), lag, "the high watermark is one past the last record: the commit marker")
+	inFlight, ok := metrics.get("kafka_txn_in_flight{,root.input,cdc,1}")
+	assert.True(t, ok)
+	assert.Zero(t, inFlight)
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func TestConfigLintAndValidation(t *testing.T) {
+	linter := service.NewEnvironment().NewComponentConfigLinter()
+	base := `kafka_txn:
+  seed_brokers: [ "localhost:9092" ]
+  topics: [ cdc ]
+  consumer_group: g
+`
+	for _, tc := range []struct {
+		name, extra, lint string
+	}{
+		{"defaults", "", ""},
+		{"revoke_timeout equal to rebalance_timeout", "  revoke_timeout: 60s\n", "revoke_timeout must be below rebalance_timeout"},
+		{"short rebalance_timeout", "  rebalance_timeout: 10s\n", "revoke_timeout must be below rebalance_timeout"},
+		{"both set and fine", "  revoke_timeout: 5s\n  rebalance_timeout: 10s\n", ""},
+		{"checkpoint_limit zero", "  checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
+		{"unknown isolation level", "  isolation_level: serializable\n", "serializable"},
+		{"bad sasl mechanism", "  sasl:\n    - mechanism: GSSAPI\n      username: u\n", "GSSAPI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lints, err := linter.LintInputYAML([]byte(base + tc.extra))
+			require.NoError(t, err)
+			if tc.lint == "" {
+				assert.Empty(t, lints)
+				return
+			}
+			var all []string
+			for _, l := range lints {
+				all = append(all, l.Error())
+			}
+			assert.Contains(t, strings.Join(all, "\n"), tc.lint)
+		})
+	}
+
+	t.Run("constructor enforces the same rules", func(t *testing.T) {
+		const required = "topics: [ cdc ]\nconsumer_group: g\n"
+		const brokers = "seed_brokers: [ localhost:9092 ]\n"
+		for _, tc := range []struct{ yaml, want string }{
+			{brokers + required + "revoke_timeout: 60s\n", "revoke_timeout (1m0s) must be below rebalance_timeout (1m0s)"},
+			{brokers + required + "checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
+			{brokers + required + "fetch_max_partition_bytes: lots\n", "fetch_max_partition_bytes"},
+			{"seed_brokers: [ \" , \" ]\n" + required, "seed_brokers must name at least one broker"},
+			{brokers + required + "sasl:\n  - mechanism: PLAIN\n", "sasl[0].username must not be empty"},
+			{brokers + required + "commit_period: 0s\n", "commit_period must be positive"},
+			{brokers + required + "batching:\n  count: 3\n  check: 'this.'\n", "batching"},
+		} {
+			conf, err := ConfigSpec().ParseYAML(tc.yaml, nil)
+			if err == nil {
+				_, err = New(conf, service.MockResources())
+			}
+			require.Error(t, err, tc.yaml)
+			assert.Contains(t, err.Error(), tc.want)
+		}
+	})
+
+	t.Run("byte sizes", func(t *testing.T) {
+		for in, want := range map[string]int32{"1048576": 1 << 20, "512KiB": 512 << 10, "1MiB": 1 << 20, "2MB": 2000000} {
+			got, err := parseBytes(in)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, in)
+		}
+	})
+}
