@@ -2,7 +2,7 @@ package store
 
 import (
 	"fmt"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -59,7 +59,7 @@ func TestConversionRules(t *testing.T) {
 		{"d", `-999.99`, true, dec("-999.99"), false},
 		{"d", `1.5`, true, dec("1.50"), false},
 		{"d", `"123.456"`, true, dec("123.46"), false}, // rounded to the scale like a StarRocks cast
-		{"d", `"1234.5"`, false, nil, false},            // precision overflow
+		{"d", `"1234.5"`, false, nil, false},           // precision overflow
 		{"d", `"1234.5"`, true, nil, true},
 		{"d", `"999.999"`, true, nil, true}, // rounds to 1000.00: overflow
 		{"d", `"1e2"`, true, dec("100"), false},
@@ -362,7 +362,10 @@ func TestParseLoadParams(t *testing.T) {
 	_, err = s.Parse("db", "nn", []byte("x"), p)
 	require.ErrorContains(t, err, "not supported by the emulator")
 
-	errs := []struct{ h map[string]string; want string }{
+	errs := []struct {
+		h    map[string]string
+		want string
+	}{
 		{map[string]string{"format": "parquet"}, "unknown data format, format=parquet"},
 		{map[string]string{"strict_mode": "yes"}, "Invalid strict mode format. Must be bool type"},
 		{map[string]string{"max_filter_ratio": "abc"}, "Invalid max_filter_ratio: abc"},
