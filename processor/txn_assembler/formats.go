@@ -58,7 +58,8 @@ type event struct {
 	bootstrap bool
 	database  string
 	table     string
-	row       map[string]any
+	// rowJSON is the row object to load, with __op set.
+	rowJSON []byte
 	// envPartition is the envelope's own partition field, the fallback
 	// partition identity for non-Kafka sources.
 	envPartition string
@@ -79,24 +80,6 @@ func badField(field, format string, args ...any) *inputError {
 }
 
 type decoder func(msg *service.Message) (event, error)
-
-// decodeObject parses a message body as one JSON object, keeping numbers
-// exactly as written.
-func decodeObject(msg *service.Message) (map[string]any, error) {
-	b, err := msg.AsBytes()
-	if err != nil {
-		return nil, badField("body", "cannot be read: %v", err)
-	}
-	v, err := decodeJSON(b)
-	if err != nil {
-		return nil, badField("body", "is not valid JSON: %v", err)
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, badField("body", "must be a JSON object, got %s", typeName(v))
-	}
-	return obj, nil
-}
 
 func decodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -221,25 +204,37 @@ func parseOp(v any) (bool, *inputError) {
 	return false, badField("op", "must be insert, update, upsert, delete (or c, u, r, d, 0, 1), got %v", v)
 }
 
+// envelopeEvent is the envelope as it arrives; fields stay raw so that each
+// one is checked on its own and the row is never re-encoded needlessly.
+type envelopeEvent struct {
+	Partition json.RawMessage `json:"partition"`
+	TxnID     json.RawMessage `json:"txnId"`
+	Type      json.RawMessage `json:"type"`
+	Database  json.RawMessage `json:"database"`
+	Table     json.RawMessage `json:"table"`
+	JSON      json.RawMessage `json:"json"`
+	Op        json.RawMessage `json:"op"`
+}
+
 // decodeEnvelope reads {"partition", "txnId", "type", "database", "table",
 // "json", optional "op"}.
 func decodeEnvelope(msg *service.Message) (event, error) {
 	var ev event
-	obj, err := decodeObject(msg)
-	if err != nil {
+	var raw envelopeEvent
+	if err := unmarshalBody(msg, &raw); err != nil {
 		return ev, err
 	}
-	if p, ok := idString(obj["partition"]); ok {
+	if p, ok := rawID(raw.Partition); ok {
 		ev.envPartition = p
 	}
-	if v, exists := obj["txnId"]; exists && v != nil {
-		id, ok := idString(v)
+	if !rawAbsent(raw.TxnID) {
+		id, ok := rawID(raw.TxnID)
 		if !ok {
-			return ev, badField("txnId", "must be a string or a number, got %s", typeName(v))
+			return ev, badField("txnId", "must be a string or a number, got %s", rawTypeName(raw.TxnID))
 		}
 		ev.txnID = id
 	}
-	typ, ierr := stringField(obj, "type")
+	typ, ierr := rawString("type", raw.Type)
 	if ierr != nil {
 		return ev, ierr
 	}
@@ -261,28 +256,43 @@ func decodeEnvelope(msg *service.Message) (event, error) {
 	if ev.kind != kindData {
 		return ev, nil
 	}
-	if ev.database, ierr = stringField(obj, "database"); ierr != nil {
+	if ev.database, ierr = rawString("database", raw.Database); ierr != nil {
 		return ev, ierr
 	}
-	if ev.table, ierr = stringField(obj, "table"); ierr != nil {
+	if ev.table, ierr = rawString("table", raw.Table); ierr != nil {
 		return ev, ierr
 	}
-	if ev.row, ierr = rowObject("json", obj["json"]); ierr != nil {
-		return ev, ierr
-	}
-	del, has, ierr := existingOp(ev.row)
+	rowJSON, ierr := rawRow("json", raw.JSON)
 	if ierr != nil {
 		return ev, ierr
 	}
-	if v, exists := obj["op"]; exists && v != nil {
+	del, explicit := false, false
+	if !rawAbsent(raw.Op) {
+		var v any
+		if err := json.Unmarshal(raw.Op, &v); err != nil {
+			return ev, badField("op", "is not valid JSON: %v", err)
+		}
 		if del, ierr = parseOp(v); ierr != nil {
 			return ev, ierr
 		}
-	} else if !has {
-		del = false // no op anywhere: an upsert
+		explicit = true
 	}
-	setOp(ev.row, del)
+	if ev.rowJSON, ierr = withOp("json", rowJSON, del, explicit); ierr != nil {
+		return ev, ierr
+	}
 	return ev, nil
+}
+
+// maxwellEvent is a maxwell row as it arrives.
+type maxwellEvent struct {
+	Database json.RawMessage `json:"database"`
+	Table    json.RawMessage `json:"table"`
+	Type     json.RawMessage `json:"type"`
+	Xid      json.RawMessage `json:"xid"`
+	Commit   json.RawMessage `json:"commit"`
+	Data     json.RawMessage `json:"data"`
+	SQL      json.RawMessage `json:"sql"`
+	Def      json.RawMessage `json:"def"`
 }
 
 // maxwellSkipped lists maxwell event types that carry no row.
@@ -294,23 +304,21 @@ var maxwellSkipped = map[string]bool{
 // decodeMaxwell reads maxwell's JSON rows.
 func decodeMaxwell(msg *service.Message) (event, error) {
 	var ev event
-	obj, err := decodeObject(msg)
-	if err != nil {
+	var raw maxwellEvent
+	if err := unmarshalBody(msg, &raw); err != nil {
 		return ev, err
 	}
-	typ, ierr := stringField(obj, "type")
+	typ, ierr := rawString("type", raw.Type)
 	if ierr != nil {
 		return ev, ierr
 	}
-	if v, exists := obj["xid"]; exists && v != nil {
-		id, ok := idString(v)
+	if !rawAbsent(raw.Xid) {
+		id, ok := rawID(raw.Xid)
 		if !ok {
-			return ev, badField("xid", "must be a number, got %s", typeName(v))
+			return ev, badField("xid", "must be a number, got %s", rawTypeName(raw.Xid))
 		}
 		ev.txnID = id
 	}
-	_, hasSQL := obj["sql"]
-	_, hasDef := obj["def"]
 	switch {
 	case typ == "insert" || typ == "update" || typ == "delete":
 		ev.kind = kindData
@@ -318,7 +326,7 @@ func decodeMaxwell(msg *service.Message) (event, error) {
 		ev.kind = kindDataEnd
 		ev.bootstrap = true
 		ev.txnID = ""
-	case maxwellSkipped[typ] || hasSQL || hasDef ||
+	case maxwellSkipped[typ] || len(raw.SQL) > 0 || len(raw.Def) > 0 ||
 		strings.HasPrefix(typ, "database-") || strings.HasPrefix(typ, "table-"):
 		ev.kind = kindSkip
 		return ev, nil
@@ -328,10 +336,10 @@ func decodeMaxwell(msg *service.Message) (event, error) {
 		return ev, badField("type", "has unknown maxwell type %q: expected insert, update, delete, bootstrap-insert, bootstrap-start, bootstrap-complete or a DDL type", typ)
 	}
 	if !ev.bootstrap {
-		if v, exists := obj["commit"]; exists && v != nil {
-			c, ok := v.(bool)
-			if !ok {
-				return ev, badField("commit", "must be a boolean, got %s", typeName(v))
+		if !rawAbsent(raw.Commit) {
+			var c bool
+			if err := json.Unmarshal(raw.Commit, &c); err != nil {
+				return ev, badField("commit", "must be a boolean, got %s", rawTypeName(raw.Commit))
 			}
 			if c {
 				ev.kind = kindDataEnd
@@ -341,17 +349,179 @@ func decodeMaxwell(msg *service.Message) (event, error) {
 			return ev, badField("xid", "is missing: maxwell must run with output_commit_info enabled (the default) so that rows carry xid and commit")
 		}
 	}
-	if ev.database, ierr = stringField(obj, "database"); ierr != nil {
+	if ev.database, ierr = rawString("database", raw.Database); ierr != nil {
 		return ev, ierr
 	}
-	if ev.table, ierr = stringField(obj, "table"); ierr != nil {
+	if ev.table, ierr = rawString("table", raw.Table); ierr != nil {
 		return ev, ierr
 	}
-	if ev.row, ierr = rowObject("data", obj["data"]); ierr != nil {
+	if rawAbsent(raw.Data) || raw.Data[0] != '{' {
+		return ev, badField("data", "must be the row object, got %s", rawTypeName(raw.Data))
+	}
+	if ev.rowJSON, ierr = withOp("data", raw.Data, typ == "delete", true); ierr != nil {
 		return ev, ierr
 	}
-	setOp(ev.row, typ == "delete")
 	return ev, nil
+}
+
+func unmarshalBody(msg *service.Message, dst any) error {
+	b, err := msg.AsBytes()
+	if err != nil {
+		return badField("body", "cannot be read: %v", err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		if !json.Valid(b) {
+			return badField("body", "is not valid JSON")
+		}
+		return badField("body", "must be a JSON object, got %s", rawTypeName(b))
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		if !json.Valid(b) {
+			return badField("body", "is not valid JSON: %v", err)
+		}
+		return badField("body", "has a field of the wrong type: %v", err)
+	}
+	return nil
+}
+
+// rawAbsent reports a field that is missing or null.
+func rawAbsent(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func rawTypeName(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// rawString reads an optional string field.
+func rawString(field string, raw json.RawMessage) (string, *inputError) {
+	if rawAbsent(raw) {
+		return "", nil
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", badField(field, "must be a string, got %s", rawTypeName(raw))
+	}
+	return s, nil
+}
+
+// rawID reads a string or a number, keeping a number's text as written.
+func rawID(raw json.RawMessage) (string, bool) {
+	if rawAbsent(raw) {
+		return "", false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, s != ""
+	}
+	if raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9') {
+		return string(raw), true
+	}
+	return "", false
+}
+
+// rawRow accepts a row given as an object or as a JSON string of one and
+// returns the object's JSON text.
+func rawRow(field string, raw json.RawMessage) ([]byte, *inputError) {
+	if rawAbsent(raw) {
+		return nil, badField(field, "is missing: a data row needs its row object")
+	}
+	switch raw[0] {
+	case '{':
+		return raw, nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, badField(field, "is not a valid JSON string: %v", err)
+		}
+		b := bytes.TrimSpace([]byte(s))
+		if !json.Valid(b) {
+			return nil, badField(field, "is not valid JSON: %q", truncate(s))
+		}
+		if len(b) == 0 || b[0] != '{' {
+			return nil, badField(field, "must hold a JSON object, got %s", rawTypeName(b))
+		}
+		return b, nil
+	}
+	return nil, badField(field, "must be a JSON object or a JSON string of one, got %s", rawTypeName(raw))
+}
+
+func truncate(s string) string {
+	const maxShown = 64
+	if len(s) > maxShown {
+		return s[:maxShown] + "…"
+	}
+	return s
+}
+
+var opKey = []byte(`"` + contract.OpField + `"`)
+
+// withOp returns the row object's JSON with __op set. When explicit is false
+// an __op the row already carries is kept. A row without any "__op" text is
+// extended in place, without decoding it.
+func withOp(field string, rowJSON []byte, del, explicit bool) ([]byte, *inputError) {
+	op := byte('0')
+	if del {
+		op = '1'
+	}
+	if !bytes.Contains(rowJSON, opKey) {
+		body := bytes.TrimSpace(rowJSON)
+		if len(body) < 2 || body[len(body)-1] != '}' {
+			return nil, badField(field, "must be a JSON object")
+		}
+		inner := bytes.TrimSpace(body[1 : len(body)-1])
+		out := make([]byte, 0, len(body)+12)
+		out = append(out, '{')
+		if len(inner) > 0 {
+			out = append(out, inner...)
+			out = append(out, ',')
+		}
+		out = append(out, `"`+contract.OpField+`":`...)
+		out = append(out, op, '}')
+		return out, nil
+	}
+	v, err := decodeJSON(rowJSON)
+	if err != nil {
+		return nil, badField(field, "is not valid JSON: %v", err)
+	}
+	row, ok := v.(map[string]any)
+	if !ok {
+		return nil, badField(field, "must be a JSON object, got %s", typeName(v))
+	}
+	if !explicit {
+		d, has, ierr := existingOp(row)
+		if ierr != nil {
+			return nil, ierr
+		}
+		if has {
+			del = d
+		}
+	}
+	setOp(row, del)
+	b, err := encodeRow(row)
+	if err != nil {
+		return nil, badField(field, "cannot be encoded: %v", err)
+	}
+	return b, nil
 }
 
 // customMappings are the Bloblang mappings of format: custom.
@@ -411,8 +581,8 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 	if v, err = queryValue(msg, c.row); err != nil {
 		return ev, badField("custom.row", "mapping failed: %v", err)
 	}
-	var ierr *inputError
-	if ev.row, ierr = rowObject("custom.row", normalise(v)); ierr != nil {
+	row, ierr := rowObject("custom.row", normalise(v))
+	if ierr != nil {
 		return ev, ierr
 	}
 	if v, err = queryValue(msg, c.del); err != nil {
@@ -426,7 +596,10 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 	default:
 		return ev, badField("custom.delete", "must give a boolean, got %s", typeName(v))
 	}
-	setOp(ev.row, del)
+	setOp(row, del)
+	if ev.rowJSON, err = encodeRow(row); err != nil {
+		return ev, badField("custom.row", "cannot be encoded: %v", err)
+	}
 	return ev, nil
 }
 

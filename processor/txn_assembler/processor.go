@@ -459,11 +459,7 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		TxnID: open.id, HasOffset: true, SourceOffset: off,
 	}}
 	if dataErr == nil {
-		body, err := encodeRow(ev.row)
-		if err != nil {
-			dataErr = badField("row", "cannot be encoded: %v", err)
-		}
-		e.body = body
+		e.body = ev.rowJSON
 	}
 	if dataErr != nil {
 		e.keepBody = true
@@ -614,10 +610,8 @@ func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, parti
 		switch {
 		case ev.kind.isData():
 			if t, err := p.target(ev); err == nil {
-				if body, err := encodeRow(t.row); err == nil {
-					e.meta.Database, e.meta.Table = t.database, t.table
-					e.body, e.keepBody = body, false
-				}
+				e.meta.Database, e.meta.Table = t.database, t.table
+				e.body, e.keepBody = t.rowJSON, false
 			}
 		case ev.kind == kindEnd || ev.kind == kindAbort:
 			e.meta.Marker = true
