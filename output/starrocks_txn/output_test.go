@@ -313,6 +313,9 @@ func TestAmbiguousCommitNeverReplayedWhilePrepare(t *testing.T) {
 				failed = ft.label
 				return srErr("commit", starrocks.ClassAmbiguous, "commit timed out"), true
 			}
+			if ft.label == failed && abortedAt.IsZero() {
+				return srErr("commit", starrocks.ClassAmbiguous, "Transaction 1 is already committing, label is "+ft.label), true
+			}
 		case "state":
 			if ft.label == failed {
 				polls++

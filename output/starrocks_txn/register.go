@@ -41,7 +41,6 @@ func init() {
 		})
 }
 
-
 // srClient adapts *starrocks.Client to txnClient: the output decides from
 // the error's class alone, so the replies are not needed.
 type srClient struct{ c *starrocks.Client }

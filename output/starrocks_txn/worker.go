@@ -47,6 +47,7 @@ type dbWorker struct {
 	wake       chan struct{}
 	cyc        *cycle
 	lastCommit time.Time
+	lastLoad   time.Time
 }
 
 func newDBWorker(o *Output, db string) *dbWorker {
@@ -153,8 +154,15 @@ func (w *dbWorker) step(ctx context.Context) {
 	due := now.Sub(w.lastCommit) >= o.conf.commitInterval ||
 		now.Sub(w.cyc.begun) >= w.recycleAge() || urgent
 	if !due {
-		// Stream what froze under the shared label; a failure is handled
-		// by the commit, which replays the cycle.
+		// Stream what froze under the shared label, at most once per
+		// miniInterval, so that the frozen chunks of every partition of a
+		// table go in one request and loads grow with tables × time, not
+		// with partitions or source transactions. A failure is handled by
+		// the commit, which replays the cycle.
+		if now.Sub(w.lastLoad) < o.conf.miniInterval() {
+			return
+		}
+		w.lastLoad = now
 		if err := w.loadPending(ctx, w.cyc); err == nil {
 			return
 		}
@@ -358,11 +366,15 @@ func (w *dbWorker) clearCommitting(c *cycle) {
 
 // resolve decides the outcome of a commit that did not reply OK from the
 // label's state: COMMITTED/VISIBLE is success, ABORTED (or a rollback that
-// succeeds) proves the abort; anything else is polled again, forever.
+// succeeds on a label StarRocks has no state for) proves the abort. While
+// the state is PREPARE the same commit is sent again: commit is idempotent
+// ("already committed" is OK, "already committing" fails and is polled
+// again), so this never loads anything twice, and a commit that never
+// reached the server is not left to expire. It never gives up.
 func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error) (starrocks.LabelState, bool) {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
-	for attempt := 0; ; attempt++ {
+	for {
 		state, err := o.client.WaitFinal(ctx, w.db, label, o.conf.labelStateWait)
 		if ctx.Err() != nil {
 			return state, false
@@ -370,17 +382,26 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error) (
 		if err == nil && state.Final() {
 			return state, true
 		}
-		if err == nil && (state == starrocks.StateUnknown || state == "") {
-			// No record of the label: a rollback that succeeds proves
-			// nothing was committed under it.
-			rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
-			rerr := o.client.Rollback(rctx, w.txn(label))
-			cancel()
-			if rerr == nil {
-				return starrocks.StateAborted, true
+		if err == nil {
+			switch state {
+			case starrocks.StateUnknown, "":
+				// No record of the label: a rollback that succeeds proves
+				// nothing was committed under it.
+				rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+				rerr := o.client.Rollback(rctx, w.txn(label))
+				cancel()
+				if rerr == nil {
+					return starrocks.StateAborted, true
+				}
+			default:
+				if cerr := o.client.Commit(ctx, w.txn(label)); cerr == nil {
+					return starrocks.StateVisible, true
+				} else if ctx.Err() != nil {
+					return state, false
+				}
 			}
 		}
-		o.log.Errorf("starrocks_txn: database %s: commit of label %s has no final state yet (state %q, commit error: %v, poll error: %v); waiting, never replaying before ABORTED is proven", w.db, label, state, commitErr, err)
+		o.log.Warnf("starrocks_txn: database %s: commit of label %s has no final state yet (state %q, commit error: %v, poll error: %v); waiting, never replaying before ABORTED is proven", w.db, label, state, commitErr, err)
 		if !sleepCtx(ctx, b.next()) {
 			return state, false
 		}

@@ -1,0 +1,342 @@
+package starrocks_txn
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+)
+
+func exampleSchema(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/schema.sql")
+	require.NoError(t, err)
+	return string(b)
+}
+
+func startEmulator(t testing.TB) *emulator.Emulator {
+	t.Helper()
+	e, err := emulator.Start(emulator.Config{
+		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: exampleSchema(t),
+		ReaperInterval: 50 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// orderWorkload is a CDC-like stream over orders, order_items and
+// order_events: every source transaction upserts (or deletes) one order with
+// all its items, whose quantity equals the order's version, and appends one
+// event. Orders are owned by one partition, so per-key order is partition
+// order.
+type orderWorkload struct {
+	batches    []service.MessageBatch
+	orders     map[int64]int64    // order_id -> version (absent: deleted)
+	items      map[[2]int64]int64 // (order_id, item_id) -> quantity
+	events     int
+	txnsOfPart map[string]int
+}
+
+func newOrderWorkload(seed int64, partitions, txnsPerPartition int) *orderWorkload {
+	rng := rand.New(rand.NewSource(seed))
+	w := &orderWorkload{orders: map[int64]int64{}, items: map[[2]int64]int64{}, txnsOfPart: map[string]int{}}
+	s := newSrc(fmt.Sprintf("asm-%d", seed))
+	var msgs []*service.Message
+	version := int64(0)
+	eventID := int64(0)
+	row := func(p, txn, table string, body map[string]any, end bool) *service.Message {
+		b, _ := json.Marshal(body)
+		m := service.NewMessage(b)
+		s.stamp(m, p, txn, "test", table, end, false)
+		return m
+	}
+	for k := 0; k < txnsPerPartition; k++ {
+		for pi := 0; pi < partitions; pi++ {
+			p := fmt.Sprintf("orders/%d", pi)
+			txn := fmt.Sprintf("%s-%d", p, k)
+			w.txnsOfPart[p]++
+			id := int64(pi*1000 + rng.Intn(4))
+			n := 1 + id%3
+			version++
+			eventID++
+			var rows []*service.Message
+			if _, exists := w.orders[id]; exists && rng.Intn(5) == 0 {
+				rows = append(rows, row(p, txn, "orders", map[string]any{"order_id": id, "customer_id": 0, "__op": 1}, false))
+				for j := int64(1); j <= n; j++ {
+					rows = append(rows, row(p, txn, "order_items", map[string]any{"order_id": id, "item_id": j, "__op": 1}, false))
+					delete(w.items, [2]int64{id, j})
+				}
+				delete(w.orders, id)
+			} else {
+				items := make([]*service.Message, 0, n)
+				for j := int64(1); j <= n; j++ {
+					items = append(items, row(p, txn, "order_items", map[string]any{"order_id": id, "item_id": j, "product": "p", "quantity": version, "price": 1.5}, false))
+					w.items[[2]int64{id, j}] = version
+				}
+				order := row(p, txn, "orders", map[string]any{"order_id": id, "customer_id": version, "total_amount": n, "order_status": "new"}, false)
+				// Vary which table comes first and which one carries END.
+				if rng.Intn(2) == 0 {
+					rows = append(append(rows, order), items...)
+				} else {
+					rows = append(append(rows, items...), order)
+				}
+				w.orders[id] = version
+			}
+			rows = append(rows, row(p, txn, "order_events", map[string]any{"event_id": eventID, "order_id": id, "kind": "cdc"}, false))
+			w.events++
+			// END on the last row, or a body-less END marker.
+			if rng.Intn(3) == 0 {
+				rows = append(rows, s.marker(p, txn, false))
+			} else {
+				last := rows[len(rows)-1]
+				last.MetaSetMut(contract.KeyTxnEnd, "true")
+			}
+			msgs = append(msgs, rows...)
+		}
+	}
+	for len(msgs) > 0 {
+		n := 1 + rng.Intn(6)
+		if n > len(msgs) {
+			n = len(msgs)
+		}
+		w.batches = append(w.batches, msgs[:n])
+		msgs = msgs[n:]
+	}
+	return w
+}
+
+// reader queries the emulator over the MySQL port while the stream runs and
+// counts snapshots in which a source transaction is partly visible.
+type reader struct {
+	db         *sql.DB
+	queries    atomic.Int64
+	violations atomic.Int64
+	lastErr    atomic.Value
+}
+
+var partialQueries = []string{
+	// Items of another version than their order: half of an update.
+	"SELECT COUNT(*) FROM order_items i JOIN orders o ON i.order_id = o.order_id WHERE i.quantity <> o.customer_id",
+	// Items without their order: half of an insert or a delete.
+	"SELECT COUNT(*) FROM order_items i LEFT JOIN orders o ON i.order_id = o.order_id WHERE o.order_id IS NULL",
+	// An order without all of its items.
+	"SELECT COUNT(*) FROM orders o WHERE (SELECT COUNT(*) FROM order_items i WHERE i.order_id = o.order_id) <> o.total_amount",
+}
+
+func (r *reader) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		for _, q := range partialQueries {
+			var n int
+			if err := r.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+				if ctx.Err() == nil {
+					r.lastErr.Store(err.Error())
+				}
+				continue
+			}
+			r.queries.Add(1)
+			if n != 0 {
+				r.violations.Add(1)
+			}
+		}
+	}
+}
+
+type faultStep struct {
+	after  time.Duration
+	fault  emulator.Fault
+	action func(e *emulator.Emulator)
+}
+
+// runOrders drives the workload through a real Benthos stream into the
+// emulator, injecting steps, and checks the result against the model.
+func runOrders(t *testing.T, steps []faultStep) {
+	e := startEmulator(t)
+	w := newOrderWorkload(time.Now().UnixNano()%1000, 4, 15)
+
+	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/test")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	rd := &reader{db: db}
+	rctx, rcancel := context.WithCancel(context.Background())
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() { defer rwg.Done(); rd.run(rctx) }()
+
+	sb := service.NewStreamBuilder()
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
+starrocks_txn:
+  load_urls: [ %s ]
+  commit_interval: 200ms
+  txn_timeout: 5s
+  max_in_flight: 64
+  label_state_wait: 500ms
+  request_timeout: 2s
+  retry_backoff: { initial_interval: 20ms, max_interval: 300ms }
+`, e.FEURL())))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- stream.Run(ctx) }()
+
+	for _, st := range steps {
+		st := st
+		go func() {
+			time.Sleep(st.after)
+			if st.action != nil {
+				st.action(e)
+				return
+			}
+			assert.NoError(t, e.Faults().Add(st.fault))
+		}()
+	}
+
+	work := make(chan service.MessageBatch)
+	var pwg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for b := range work {
+				assert.NoError(t, produce(ctx, b))
+			}
+		}()
+	}
+	start := time.Now()
+	// Paced over about 1.5 s, so that faults land mid-stream and several
+	// commit cycles run.
+	for _, b := range w.batches {
+		work <- b
+		time.Sleep(1500 * time.Millisecond / time.Duration(len(w.batches)))
+	}
+	close(work)
+	pwg.Wait()
+	elapsed := time.Since(start)
+	require.NoError(t, ctx.Err(), "every batch acknowledged before the deadline")
+	require.NoError(t, stream.StopWithin(10*time.Second))
+	rcancel()
+	rwg.Wait()
+
+	// Final tables equal the model.
+	gotOrders := map[int64]int64{}
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	for _, r := range rows {
+		gotOrders[toInt(r["order_id"])] = toInt(r["customer_id"])
+	}
+	assert.Equal(t, w.orders, gotOrders, "orders")
+	gotItems := map[[2]int64]int64{}
+	rows, err = e.Store().Rows("test", "order_items")
+	require.NoError(t, err)
+	for _, r := range rows {
+		gotItems[[2]int64{toInt(r["order_id"]), toInt(r["item_id"])}] = toInt(r["quantity"])
+	}
+	assert.Equal(t, w.items, gotItems, "order_items")
+	rows, err = e.Store().Rows("test", "order_events")
+	require.NoError(t, err)
+	assert.Len(t, rows, w.events, "every event exactly once: nothing lost, nothing replayed twice")
+
+	assert.Zero(t, rd.violations.Load(), "a concurrent reader saw a partly visible source transaction")
+	assert.Positive(t, rd.queries.Load(), "the reader ran (last error: %v)", rd.lastErr.Load())
+	c := e.Counters()
+	t.Logf("%d batches in %v: begins %d loads %d commits %d rollbacks %d faults fired %d; reader queries %d",
+		len(w.batches), elapsed, c.Begins, c.Loads, c.Commits, c.Rollbacks, c.FaultsFired, rd.queries.Load())
+	if len(steps) > 0 && steps[0].action == nil {
+		assert.Positive(t, c.FaultsFired, "the fault fired")
+	}
+	txns := 0
+	for _, n := range w.txnsOfPart {
+		txns += n
+	}
+	// One load per table per source transaction would be 3 × txns.
+	assert.Less(t, c.Loads, int64(3*txns), "loads are batched across source transactions")
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case int:
+		return int64(x)
+	case uint64:
+		return int64(x)
+	case float64:
+		return int64(x)
+	case string:
+		var n int64
+		_, _ = fmt.Sscan(x, &n)
+		return n
+	}
+	var n int64
+	_, _ = fmt.Sscan(fmt.Sprint(v), &n)
+	return n
+}
+
+func TestIntegrationHappyPath(t *testing.T) {
+	runOrders(t, nil)
+}
+
+func TestIntegrationFaults(t *testing.T) {
+	mid := 300 * time.Millisecond
+	f := func(op emulator.Op, act emulator.Action, count int) []faultStep {
+		return []faultStep{{after: mid, fault: emulator.Fault{Op: op, Action: act, Count: count}}}
+	}
+	cases := map[string][]faultStep{
+		"load txn_in_processing":               f(emulator.OpLoad, emulator.ActTxnInProcessing, 3),
+		"load internal_error":                  f(emulator.OpLoad, emulator.ActInternalError, 2),
+		"load txn_not_exists":                  f(emulator.OpLoad, emulator.ActTxnNotExists, 1),
+		"load running_txn_limit":               f(emulator.OpLoad, emulator.ActRunningTxnLimit, 1),
+		"load http 503":                        f(emulator.OpLoad, emulator.ActHTTPError, 2),
+		"load reset":                           f(emulator.OpLoad, emulator.ActReset, 1),
+		"load delay":                           {{after: mid, fault: emulator.Fault{Op: emulator.OpLoad, Action: emulator.ActDelay, Count: 3, Delay: 300 * time.Millisecond}}},
+		"begin internal_error":                 f(emulator.OpBegin, emulator.ActInternalError, 2),
+		"begin label_already_exists":           f(emulator.OpBegin, emulator.ActLabelAlreadyExists, 1),
+		"begin reset":                          f(emulator.OpBegin, emulator.ActReset, 1),
+		"commit internal_error":                f(emulator.OpCommit, emulator.ActInternalError, 1),
+		"commit txn_not_exists":                f(emulator.OpCommit, emulator.ActTxnNotExists, 1),
+		"commit http 503":                      f(emulator.OpCommit, emulator.ActHTTPError, 1),
+		"commit reset (no side effect)":        f(emulator.OpCommit, emulator.ActReset, 1),
+		"commit reports failure but committed": f(emulator.OpCommit, emulator.ActCommitReportFailure, 2),
+		"commit reset after commit":            f(emulator.OpCommit, emulator.ActCommitReset, 1),
+		"commit no answer":                     {{after: mid, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActCommitNoAnswer, Count: 1, Delay: 2500 * time.Millisecond}}},
+		"commit fails, completes later":        {{after: mid, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActCommitLate, Count: 1, Delay: 1500 * time.Millisecond}}},
+		"commit aborts":                        f(emulator.OpCommit, emulator.ActCommitAbort, 2),
+		"get_load_state errors during ambiguous commit": {
+			{after: mid, fault: emulator.Fault{Op: emulator.OpGetLoadState, Action: emulator.ActHTTPError, Count: 2}},
+			{after: mid, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActCommitReportFailure, Count: 1}},
+		},
+		"rollback pending after a failed load": {
+			{after: mid, fault: emulator.Fault{Op: emulator.OpRollback, Action: emulator.ActAbortPending, Count: 1, Delay: 500 * time.Millisecond}},
+			{after: mid, fault: emulator.Fault{Op: emulator.OpLoad, Action: emulator.ActInternalError, Count: 1}},
+		},
+		"FE restart": {
+			{after: mid, action: func(e *emulator.Emulator) { e.Restart() }},
+			{after: 2 * mid, action: func(e *emulator.Emulator) { e.Restart() }},
+		},
+	}
+	for name, steps := range cases {
+		t.Run(name, func(t *testing.T) { runOrders(t, steps) })
+	}
+}
