@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -339,4 +340,128 @@ func TestIntegrationFaults(t *testing.T) {
 	for name, steps := range cases {
 		t.Run(name, func(t *testing.T) { runOrders(t, steps) })
 	}
+}
+
+// captures are the dead_letter outputs of the integration tests, by name.
+var captures sync.Map
+
+func init() {
+	spec := service.NewConfigSpec().Field(service.NewStringField("name"))
+	service.MustRegisterBatchOutput("starrocks_txn_test_capture", spec,
+		func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
+			name, err := conf.FieldString("name")
+			if err != nil {
+				return nil, service.BatchPolicy{}, 0, err
+			}
+			d, _ := captures.LoadOrStore(name, &fakeDL{})
+			return captureOut{d.(*fakeDL)}, service.BatchPolicy{}, 1, nil
+		})
+}
+
+type captureOut struct{ *fakeDL }
+
+func (captureOut) Connect(context.Context) error { return nil }
+
+// poisonStream runs msgs (one batch each, concurrently) through a stream
+// with a mapping that throws on rows marked "boom", into the emulator.
+func poisonStream(t *testing.T, e *emulator.Emulator, dlName string, batches []service.MessageBatch, wait time.Duration) []error {
+	t.Helper()
+	sb := service.NewStreamBuilder()
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	require.NoError(t, sb.AddProcessorYAML(`mapping: 'root = if this.boom == true { throw("boom") } else { this }'`))
+	dl := ""
+	if dlName != "" {
+		dl = fmt.Sprintf("  dead_letter:\n    starrocks_txn_test_capture: { name: %s }\n", dlName)
+	}
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
+starrocks_txn:
+  load_urls: [ %s ]
+  commit_interval: 200ms
+  max_in_flight: 64
+%s`, e.FEURL(), dl)))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	go func() { _ = stream.Run(context.Background()) }()
+	t.Cleanup(func() { _ = stream.StopWithin(time.Second) })
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		wg.Add(1)
+		go func(i int, b service.MessageBatch) {
+			defer wg.Done()
+			errs[i] = produce(ctx, b)
+		}(i, b)
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestIntegrationPoisonedTransactionsGoWholeToDeadLetter(t *testing.T) {
+	e := startEmulator(t)
+	s := newSrc("asm")
+	order := func(p, txn string, id int, extra map[string]any, table string, end bool) *service.Message {
+		body := map[string]any{"order_id": id, "customer_id": 1, "total_amount": 1}
+		if table == "order_items" {
+			body = map[string]any{"order_id": id, "item_id": 1, "quantity": 1}
+		}
+		for k, v := range extra {
+			body[k] = v
+		}
+		return s.row(p, txn, table, body, end)
+	}
+	batches := []service.MessageBatch{
+		// A processing error on the second message poisons the whole
+		// source transaction.
+		{order("p0", "errored", 1, nil, "orders", false), order("p0", "errored", 1, map[string]any{"boom": true}, "order_items", true)},
+		// A table that does not exist: its source transaction only.
+		{order("p1", "missing", 2, nil, "orders", false), s.row("p1", "missing", "no_such_table", map[string]any{"x": 1}, true)},
+		// Neighbours in the same partitions commit.
+		{order("p0", "good0", 3, nil, "orders", false), order("p0", "good0", 3, nil, "order_items", true)},
+		{order("p1", "good1", 4, nil, "order_items", false), order("p1", "good1", 4, nil, "orders", true)},
+	}
+	errs := poisonStream(t, e, "dl1", batches, 20*time.Second)
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	d, _ := captures.Load("dl1")
+	dl := d.(*fakeDL)
+	ids := dl.txnIDs()
+	sort.Strings(ids)
+	assert.Equal(t, []string{"errored", "missing"}, ids)
+	dl.mu.Lock()
+	for _, b := range dl.batches {
+		assert.Len(t, b, 2, "a poisoned transaction goes whole")
+	}
+	dl.mu.Unlock()
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	var got []int64
+	for _, r := range rows {
+		got = append(got, toInt(r["order_id"]))
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	assert.Equal(t, []int64{3, 4}, got)
+}
+
+func TestIntegrationMissingTableStallsOnlyItsPartition(t *testing.T) {
+	e := startEmulator(t)
+	s := newSrc("asm")
+	batches := []service.MessageBatch{
+		{s.row("p0", "missing", "no_such_table", map[string]any{"x": 1}, true)},
+		{s.row("p1", "g1", "orders", map[string]any{"order_id": 1, "customer_id": 1, "total_amount": 0}, true)},
+		{s.row("p1", "g2", "orders", map[string]any{"order_id": 2, "customer_id": 1, "total_amount": 0}, true)},
+		{s.row("p0", "after", "orders", map[string]any{"order_id": 3, "customer_id": 1, "total_amount": 0}, true)},
+	}
+	errs := poisonStream(t, e, "", batches, 3*time.Second)
+	require.NoError(t, errs[1])
+	require.NoError(t, errs[2])
+	require.ErrorIs(t, errs[0], context.DeadlineExceeded, "the poisoned transaction is held, never acknowledged")
+	require.ErrorIs(t, errs[3], context.DeadlineExceeded, "its partition stalls")
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	assert.Len(t, rows, 2)
 }
