@@ -165,3 +165,24 @@ database: analytics
 		assert.NoError(t, g.Err)
 	}
 }
+
+func TestRowBodiesAreKeptExactly(t *testing.T) {
+	p, _ := newProc(t, `{}`)
+	s := &src{topic: "t", part: 0}
+	got := readAll(t, run(t, p,
+		s.data("a", `{"big":12345678901234567890,"price":0.1000,"s":"<&>"}`),
+		s.data("a", `{}`),
+		s.data("a", ` { "a" : 1 } `),
+		s.data("a", `{"note":"\"__op\" is a reserved key"}`),
+		s.msg(`{"partition":0,"txnId":"a","type":"DATA","database":"test","table":"orders","json":{"id":5,"nested":{"__op":7}}}`),
+	))
+	require.Len(t, got, 5)
+	assert.Equal(t, `{"big":12345678901234567890,"price":0.1000,"s":"<&>","__op":0}`, got[0].Body, "numbers and text as written")
+	assert.Equal(t, `{"__op":0}`, got[1].Body)
+	assert.Equal(t, `{"a" : 1,"__op":0}`, got[2].Body)
+	assert.JSONEq(t, `{"note":"\"__op\" is a reserved key","__op":0}`, got[3].Body)
+	assert.JSONEq(t, `{"id":5,"nested":{"__op":7},"__op":0}`, got[4].Body, "only a top-level __op counts")
+	for _, g := range got {
+		assert.NoError(t, g.Err)
+	}
+}

@@ -348,3 +348,40 @@ func TestConcurrentCallsFailTheWholeBatch(t *testing.T) {
 	require.Len(t, out, 1)
 	assert.Equal(t, int64(2), out[0].Seq)
 }
+
+func TestEndWithoutIDClosesTheOpenTransactionFlagged(t *testing.T) {
+	p, _ := newProc(t, `{}`)
+	s := &src{topic: "t", part: 0}
+	got := readAll(t, run(t, p,
+		s.data("A", `{"id":1}`),
+		s.msg(`{"partition":0,"type":"TXN_END"}`),
+		s.data("B", `{"id":2}`),
+	))
+	require.Len(t, got, 3)
+	require.Error(t, got[1].Err)
+	assert.Contains(t, got[1].Err.Error(), `field "txnId" is missing`)
+	assert.Equal(t, "A", got[1].TxnID)
+	assert.True(t, got[1].TxnEnd && got[1].Marker)
+	assert.Empty(t, got[1].Body)
+	assert.NoError(t, got[2].Err, "A is closed, so B is no violation")
+}
+
+func TestBadMessageWithKnownIDPoisonsItsTransaction(t *testing.T) {
+	p, _ := newProc(t, `{}`)
+	s := &src{topic: "t", part: 0}
+	got := readAll(t, run(t, p,
+		s.msg(envelope(0, "A", "TXN_MAYBE", "", "", "")),
+		s.data("A", `{"id":1}`),
+		s.end("A"),
+		s.data("A2", `{"id":2}`),
+	))
+	require.Len(t, got, 4)
+	require.Error(t, got[0].Err)
+	assert.Equal(t, "A", got[0].TxnID)
+	assert.True(t, got[0].TxnEnd, "nothing open: its own one-message transaction")
+	require.Error(t, got[1].Err, "the rest of A is incomplete")
+	assert.Contains(t, got[1].Err.Error(), "earlier message of this transaction at offset 0 was bad")
+	require.Error(t, got[2].Err)
+	assert.True(t, got[2].TxnEnd)
+	assert.NoError(t, got[3].Err)
+}

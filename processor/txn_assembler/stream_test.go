@@ -2,6 +2,7 @@ package txnassembler
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,4 +220,41 @@ func TestLintRules(t *testing.T) {
 	lints, err := linter.LintProcessorYAML([]byte("txn_assembler:\n  format: custom\n  custom:\n    kind: 'root = \"data\"'\n"))
 	require.NoError(t, err)
 	assert.Empty(t, lints)
+}
+
+// TestReadmeMapping runs the README's hand-written mapping and reads its
+// contract back the way the output does.
+func TestReadmeMapping(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	start := strings.Index(text, "    - mapping: |\n")
+	require.Positive(t, start)
+	var lines []string
+	for _, l := range strings.Split(text[start+len("    - mapping: |\n"):], "\n") {
+		if !strings.HasPrefix(l, "        ") {
+			break
+		}
+		lines = append(lines, strings.TrimPrefix(l, "        "))
+	}
+	exec, err := bloblang.Parse(strings.Join(lines, "\n"))
+	require.NoError(t, err)
+
+	for i, body := range []string{`{"table":"orders","row":{"id":1},"deleted":false}`, `{"table":"orders","row":{"id":1},"deleted":true}`} {
+		res, err := kafkaMsg("orders", 3, int64(40+i), body).BloblangQuery(exec)
+		require.NoError(t, err)
+		c, err := contract.Read(res)
+		require.NoError(t, err)
+		assert.Equal(t, "orders/3", c.Partition)
+		assert.Equal(t, int64(40+i), c.SourceOffset)
+		assert.Equal(t, strconv.Itoa(40+i), c.TxnID)
+		assert.True(t, c.TxnEnd)
+		assert.Equal(t, int64(i+1), c.Seq)
+		assert.Equal(t, "shop", c.Database)
+		assert.Equal(t, "orders", c.Table)
+		assert.True(t, c.HasContract())
+		b, err := res.AsBytes()
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"id":1,"__op":`+strconv.Itoa(i)+`}`, string(b))
+	}
 }
