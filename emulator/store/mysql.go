@@ -97,7 +97,7 @@ type ddlHandler struct {
 
 func (h *ddlHandler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	if toks, ok := h.interceptable(query); ok {
-		return h.runDDL(c, query, toks, callback)
+		return h.runDDL(ctx, c, query, toks, false, callback)
 	}
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComQuery(ctx, c, query, callback)
@@ -119,7 +119,7 @@ func (h *ddlHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query str
 			stmt = query[:toks[end].off]
 			rest = strings.TrimSpace(query[toks[end].end:])
 		}
-		return rest, h.runDDL(c, stmt, toks[:end], callback)
+		return rest, h.runDDL(ctx, c, stmt, toks[:end], rest != "", callback)
 	}
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComMultiQuery(ctx, c, query, callback)
@@ -157,21 +157,33 @@ func (h *ddlHandler) interceptable(query string) ([]token, bool) {
 	return nil, false
 }
 
-func (h *ddlHandler) runDDL(c *mysql.Conn, stmt string, toks []token, callback mysql.ResultSpoolFn) error {
+// runDDL executes one intercepted statement; more tells the client further statements of a
+// multi-statement query follow.
+func (h *ddlHandler) runDDL(ctx context.Context, c *mysql.Conn, stmt string, toks []token, more bool, callback mysql.ResultSpoolFn) error {
+	var sess sql.Session
 	cur := ""
 	if h.sm != nil {
-		cur = h.sm.GetCurrentDB(c)
+		sctx, err := h.sm.NewContextWithQuery(ctx, c, stmt)
+		if err != nil {
+			return err
+		}
+		sess = sctx.Session
+		cur = sess.GetCurrentDatabase()
 	}
 	if n := len(toks); n > 0 && toks[n-1].isPunct(";") {
 		toks = toks[:n-1]
 	}
+	before := cur
 	h.bridge.store.mu.Lock()
 	err := h.bridge.store.execLocked(toks, &cur)
 	h.bridge.store.mu.Unlock()
 	if err != nil {
 		return mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "%s", err.Error())
 	}
-	return callback(&sqltypes.Result{}, false)
+	if sess != nil && cur != before {
+		sess.SetCurrentDatabase(cur)
+	}
+	return callback(&sqltypes.Result{}, more)
 }
 
 // sqlBridge implements sql.DatabaseProvider over the store's snapshots.

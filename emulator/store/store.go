@@ -216,6 +216,9 @@ func (s *Store) execLocked(toks []token, curDB *string) error {
 			return fmt.Errorf("Can't drop database '%s'; database doesn't exist", st.name)
 		}
 		delete(next.dbs, d.name)
+		if strings.EqualFold(*curDB, d.name) {
+			*curDB = ""
+		}
 	case createTableStmt:
 		dbName := st.db
 		if dbName == "" {
