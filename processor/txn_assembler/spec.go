@@ -64,12 +64,14 @@ an empty body. All other metadata (` + "`kafka_*`" + ` etc.) is kept.
   that is itself the last of its transaction (maxwell ` + "`commit: true`" + `,
   custom ` + "`data_end`" + `) carries ` + "`starrocks_txn_end: true`" + ` itself. An END
   with nothing open is dropped.
-- A row or END of another transaction while one is open is a contract
-  violation (two writers interleaved in one partition): it is never merged
-  silently but flagged with an error, stamped with the open transaction's id
-  so the output dead-letters that transaction whole; a foreign END also closes
-  it. Both transactions are remembered as incomplete: their later rows are
-  flagged too, so no part of either is ever committed.
+- A row of another transaction while one is open is a contract violation
+  (two writers interleaved in one partition): it is never merged silently but
+  flagged with an error and stamped with the open transaction's id, so the
+  output dead-letters that transaction whole; the row's own transaction is
+  remembered as incomplete and its later rows are flagged too, so no part of
+  either is ever committed. An END of another transaction ends nothing and is
+  dropped with a warning (it is a duplicate, or belongs to an aborted or
+  interleaved transaction whose rows were flagged already).
 - Exactly one batch comes out per batch in; dropped events (BEGINs, ENDs with
   nothing open, maxwell DDL) simply leave it.
 
@@ -208,7 +210,7 @@ input:
 
 output:
   starrocks_txn:
-    load_url: http://localhost:8030
+    load_urls: [ http://localhost:8030 ]
     username: root
 `).
 		Example("Maxwell",
@@ -230,7 +232,7 @@ input:
 
 output:
   starrocks_txn:
-    load_url: http://localhost:8030
+    load_urls: [ http://localhost:8030 ]
     username: root
 `).
 		Example("Custom events",
@@ -265,7 +267,7 @@ input:
 
 output:
   starrocks_txn:
-    load_url: http://localhost:8030
+    load_urls: [ http://localhost:8030 ]
     username: root
 `)
 }
