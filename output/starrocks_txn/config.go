@@ -42,6 +42,7 @@ const (
 	fieldRequestTimeout     = "request_timeout"
 	fieldCommitWait         = "label_state_wait"
 	fieldBatching           = "batching"
+	fieldMySQLAddress       = "mysql_address"
 
 	defaultBufferSize  = 128 << 20
 	defaultMaxInFlight = 1024
@@ -165,6 +166,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
 				Default("60s").
 				Advanced(),
+			service.NewStringField(fieldMySQLAddress).
+				Description("The FE MySQL-protocol address (`fe:9030`), with `username` and `password`. When set, the output reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row. Without it, deletes are not checked.").
+				Example("127.0.0.1:9030").
+				Default("").
+				Advanced(),
 			service.NewBatchPolicyField(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
@@ -219,6 +225,7 @@ type config struct {
 	requestTimeout     time.Duration
 	labelStateWait     time.Duration
 	batching           service.BatchPolicy
+	mysqlAddress       string
 }
 
 // miniInterval is the minimum time between two switches of a partition:
@@ -316,6 +323,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+		return
+	}
+	if c.mysqlAddress, err = conf.FieldString(fieldMySQLAddress); err != nil {
 		return
 	}
 	err = c.validate()

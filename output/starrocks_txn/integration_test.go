@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -364,16 +365,16 @@ func (captureOut) Connect(context.Context) error { return nil }
 
 // poisonStream runs msgs (one batch each, concurrently) through a stream
 // with a mapping that throws on rows marked "boom", into the emulator.
-func poisonStream(t *testing.T, e *emulator.Emulator, dlName string, batches []service.MessageBatch, wait time.Duration) []error {
+func poisonStream(t *testing.T, e *emulator.Emulator, dlName string, batches []service.MessageBatch, wait time.Duration, extraYAML ...string) []error {
 	t.Helper()
 	sb := service.NewStreamBuilder()
 	require.NoError(t, sb.SetLoggerYAML("level: none"))
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
 	require.NoError(t, sb.AddProcessorYAML(`mapping: 'root = if this.boom == true { throw("boom") } else { this }'`))
-	dl := ""
+	dl := strings.Join(extraYAML, "")
 	if dlName != "" {
-		dl = fmt.Sprintf("  dead_letter:\n    starrocks_txn_test_capture: { name: %s }\n", dlName)
+		dl += fmt.Sprintf("  dead_letter:\n    starrocks_txn_test_capture: { name: %s }\n", dlName)
 	}
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
@@ -464,4 +465,31 @@ func TestIntegrationMissingTableStallsOnlyItsPartition(t *testing.T) {
 	rows, err := e.Store().Rows("test", "orders")
 	require.NoError(t, err)
 	assert.Len(t, rows, 2)
+}
+
+func TestIntegrationDeleteToDuplicateKeyTableIsPoisoned(t *testing.T) {
+	e := startEmulator(t)
+	s := newSrc("asm")
+	batches := []service.MessageBatch{
+		// order_events is a DUPLICATE KEY table: StarRocks would append the
+		// delete as a row.
+		{s.row("p0", "dupdelete", "orders", map[string]any{"order_id": 1, "customer_id": 1, "total_amount": 0}, false),
+			s.row("p0", "dupdelete", "order_events", map[string]any{"event_id": 1, "order_id": 1, "kind": "x", "__op": 1}, true)},
+		// A delete to a PRIMARY KEY table is fine.
+		{s.row("p0", "pkdelete", "orders", map[string]any{"order_id": 2, "customer_id": 1, "__op": 1}, false),
+			s.row("p0", "pkdelete", "order_events", map[string]any{"event_id": 2, "order_id": 2, "kind": "y"}, true)},
+	}
+	errs := poisonStream(t, e, "dl-dup", batches, 20*time.Second, fmt.Sprintf("  mysql_address: %s\n", e.MySQLAddr()))
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	d, _ := captures.Load("dl-dup")
+	assert.Equal(t, []string{"dupdelete"}, d.(*fakeDL).txnIDs())
+	rows, err := e.Store().Rows("test", "order_events")
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Equal(t, int64(2), toInt(rows[0]["event_id"]))
+	rows, err = e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	assert.Empty(t, rows, "nothing of the poisoned transaction is visible")
 }

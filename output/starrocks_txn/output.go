@@ -58,6 +58,7 @@ type item struct {
 	table    string
 	body     []byte
 	isRow    bool
+	isDelete bool
 	poison   error
 	t0       time.Time
 	finished bool
@@ -76,18 +77,22 @@ const (
 
 // srcTxn is one source transaction of a partition.
 type srcTxn struct {
-	id        string
-	p         *partition
-	items     []*item
-	db        string
-	rows      map[string][][]byte
-	tables    []string
-	bytes     int64
-	poison    error
-	t0        time.Time
-	endOffset int64
-	hasEnd    bool
-	state     txnState
+	id     string
+	p      *partition
+	items  []*item
+	db     string
+	rows   map[string][][]byte
+	tables []string
+	bytes  int64
+	poison error
+	t0     time.Time
+	// deletes are the tables the transaction deletes from; modelChecked is
+	// set once their key models were checked.
+	deletes      map[string]bool
+	modelChecked bool
+	endOffset    int64
+	hasEnd       bool
+	state        txnState
 	// dropped is set when a fence or a stall takes the transaction out of
 	// every cycle; committing while a commit that contains it is in flight.
 	dropped    bool
@@ -140,6 +145,7 @@ type Output struct {
 	conf   config
 	client txnClient
 	dl     deadLetter
+	models *tableModels
 	log    *service.Logger
 	reg    *registry.Registry
 	m      *metrics
@@ -208,6 +214,9 @@ func (o *Output) Connect(ctx context.Context) error {
 func (o *Output) Close(ctx context.Context) error {
 	o.cancel()
 	o.wg.Wait()
+	if o.models != nil {
+		_ = o.models.close()
+	}
 	if o.dl != nil {
 		return o.dl.Close(ctx)
 	}
@@ -314,7 +323,9 @@ func (o *Output) parseItem(batch service.MessageBatch, i int, c *call, now time.
 	}
 	if err := starrocks.ValidateName("table", it.table); err != nil {
 		it.poison = err
+		return it
 	}
+	it.isDelete = isDelete(trimmed)
 	return it
 }
 
@@ -505,6 +516,12 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 			t.tables = append(t.tables, it.table)
 		}
 		t.rows[it.table] = append(t.rows[it.table], it.body)
+		if it.isDelete {
+			if t.deletes == nil {
+				t.deletes = map[string]bool{}
+			}
+			t.deletes[it.table] = true
+		}
 		t.bytes += int64(len(it.body))
 		o.buffered += int64(len(it.body))
 	}

@@ -37,6 +37,11 @@ func init() {
 				dl = owned
 			}
 			o := newOutput(c, srClient{cl}, dl, mgr)
+			if c.mysqlAddress != "" {
+				if o.models, err = newTableModels(c.mysqlAddress, c.username, c.password); err != nil {
+					return nil, service.BatchPolicy{}, 0, err
+				}
+			}
 			return o, c.batching, c.maxInFlight, nil
 		})
 }

@@ -477,6 +477,7 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 	if c.label == "" {
 		return errors.New("no shared transaction")
 	}
+	w.checkModels(ctx, c)
 	type job struct {
 		table string
 		body  []byte
@@ -561,6 +562,50 @@ func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte
 		if !sleepCtx(ctx, retrySafeDelay) {
 			return ctx.Err()
 		}
+	}
+}
+
+// checkModels poisons the cycle's new transactions that delete from a table
+// without a primary key. New transactions are at the tail of the cycle and
+// not loaded yet, so taking them out leaves the load offsets valid.
+func (w *dbWorker) checkModels(ctx context.Context, c *cycle) {
+	o := w.o
+	first := len(c.txns)
+	for i := len(c.txns) - 1; i >= 0 && !c.txns[i].modelChecked; i-- {
+		first = i
+	}
+	if first == len(c.txns) {
+		return
+	}
+	removed := false
+	for _, t := range c.txns[first:] {
+		t.modelChecked = true
+		if o.models == nil || len(t.deletes) == 0 {
+			continue
+		}
+		for _, tbl := range sortedKeys(t.deletes) {
+			pk, known, err := o.models.primaryKey(ctx, w.db, tbl)
+			if err != nil {
+				o.log.Warnf("starrocks_txn: %v; deletes to %s.%s are not checked", err, w.db, tbl)
+				continue
+			}
+			if known && !pk {
+				o.poisonFromCycle(t, fmt.Errorf("source transaction %q deletes (\"__op\": 1) from %s.%s, which has no primary key: StarRocks would load the delete as an appended row; deletes need a PRIMARY KEY table", t.id, w.db, tbl))
+				removed = true
+				break
+			}
+		}
+	}
+	if removed {
+		keep := c.txns[:first]
+		o.mu.Lock()
+		for _, t := range c.txns[first:] {
+			if !t.dropped && t.state != txnDone {
+				keep = append(keep, t)
+			}
+		}
+		o.mu.Unlock()
+		c.txns = keep
 	}
 }
 
