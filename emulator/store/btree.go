@@ -82,13 +82,13 @@ func (t *btree) get(key string) ([]any, bool) {
 // set stores val under key, reporting whether it replaced an existing value.
 func (t *btree) set(key string, val []any) bool {
 	t.root = t.mutable(t.root)
-	replaced := t.insert(t.root, key, val)
+	replaced, atEnd := t.insert(t.root, key, val)
 	if !replaced {
 		t.len++
 	}
 	if t.overfull(t.root) {
 		left := t.root
-		right := t.split(left)
+		right := t.split(left, atEnd)
 		t.root = &bnode{owner: t.owner, keys: []string{left.keys[0], right.keys[0]}, kids: []*bnode{left, right}}
 	}
 	return replaced
@@ -101,9 +101,14 @@ func (t *btree) overfull(n *bnode) bool {
 	return len(n.kids) > maxInner
 }
 
-// split moves the upper half of owned node n into a new node and returns it.
-func (t *btree) split(n *bnode) *bnode {
+// split moves the upper half of owned node n into a new node and returns it. A node that
+// overflowed by an append at its right end (ascending keys, DUPLICATE KEY tables) keeps all
+// but one entry, so append-only tables fill their nodes instead of leaving them half empty.
+func (t *btree) split(n *bnode, atEnd bool) *bnode {
 	at := len(n.keys) / 2
+	if atEnd {
+		at = len(n.keys) - 1
+	}
 	r := &bnode{owner: t.owner}
 	r.keys = append(make([]string, 0, maxLeaf+1), n.keys[at:]...)
 	clear(n.keys[at:])
@@ -120,12 +125,14 @@ func (t *btree) split(n *bnode) *bnode {
 	return r
 }
 
-func (t *btree) insert(n *bnode, key string, val []any) bool {
+// insert puts key into the subtree of owned node n; atEnd reports that it went to the
+// subtree's right end.
+func (t *btree) insert(n *bnode, key string, val []any) (replaced, atEnd bool) {
 	if n.leaf() {
 		i, found := leafIndex(n, key)
 		if found {
 			n.vals[i] = val
-			return true
+			return true, false
 		}
 		n.keys = append(n.keys, "")
 		copy(n.keys[i+1:], n.keys[i:])
@@ -133,17 +140,18 @@ func (t *btree) insert(n *bnode, key string, val []any) bool {
 		n.vals = append(n.vals, nil)
 		copy(n.vals[i+1:], n.vals[i:])
 		n.vals[i] = val
-		return false
+		return false, i == len(n.keys)-1
 	}
 	i := childIndex(n, key)
 	c := t.mutable(n.kids[i])
 	n.kids[i] = c
-	replaced := t.insert(c, key, val)
+	replaced, atEnd = t.insert(c, key, val)
+	atEnd = atEnd && i == len(n.kids)-1
 	if i == 0 && key < n.keys[0] {
 		n.keys[0] = key
 	}
 	if t.overfull(c) {
-		r := t.split(c)
+		r := t.split(c, atEnd)
 		n.keys = append(n.keys, "")
 		copy(n.keys[i+2:], n.keys[i+1:])
 		n.keys[i+1] = r.keys[0]
@@ -151,7 +159,7 @@ func (t *btree) insert(n *bnode, key string, val []any) bool {
 		copy(n.kids[i+2:], n.kids[i+1:])
 		n.kids[i+1] = r
 	}
-	return replaced
+	return replaced, atEnd
 }
 
 // delete removes key, reporting whether it was present. Empty nodes are unlinked; nodes are

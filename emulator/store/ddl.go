@@ -32,11 +32,14 @@ type dropDatabaseStmt struct {
 
 type useStmt struct{ name string }
 
+type truncateTableStmt struct{ db, name string }
+
 func (createDatabaseStmt) ddl() {}
 func (createTableStmt) ddl()    {}
 func (dropTableStmt) ddl()      {}
 func (dropDatabaseStmt) ddl()   {}
 func (useStmt) ddl()            {}
+func (truncateTableStmt) ddl()  {}
 
 // parser walks the tokens of one statement.
 type parser struct {
@@ -183,6 +186,13 @@ func parseDDL(toks []token) (ddlStmt, error) {
 		default:
 			return nil, p.errAt(k, "DATABASE or TABLE")
 		}
+	case t.is("truncate"):
+		p.accept("table")
+		db, name, err := p.qualifiedName("a table name")
+		if err != nil {
+			return nil, err
+		}
+		return truncateTableStmt{db: db, name: name}, p.done()
 	case t.is("use"):
 		name, err := p.ident("a database name")
 		if err != nil {
@@ -190,7 +200,7 @@ func parseDDL(toks []token) (ddlStmt, error) {
 		}
 		return useStmt{name: name}, p.done()
 	default:
-		return nil, p.errAt(t, "CREATE DATABASE, CREATE TABLE, DROP TABLE, DROP DATABASE or USE")
+		return nil, p.errAt(t, "CREATE DATABASE, CREATE TABLE, DROP TABLE, DROP DATABASE, TRUNCATE TABLE or USE")
 	}
 }
 

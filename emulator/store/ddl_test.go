@@ -221,6 +221,13 @@ func TestDDLUseDropAndLookupErrors(t *testing.T) {
 	id2, _ := s.DatabaseID("d2")
 	assert.NotEqual(t, id1, id2)
 
+	require.NoError(t, s.Apply([]TableChange{{DB: "d1", Table: "t", Rows: []Row{{Values: []any{int32(1)}}}}}))
+	require.NoError(t, s.ExecDDL("TRUNCATE TABLE d1.t"))
+	rows, err := s.Rows("d1", "t")
+	require.NoError(t, err)
+	assert.Empty(t, rows)
+	require.ErrorIs(t, s.ExecDDL("TRUNCATE TABLE d1.nope"), ErrUnknownTable)
+
 	require.NoError(t, s.ExecDDL("DROP TABLE t")) // USE d1 persists across calls
 	_, err = s.Table("d1", "t")
 	require.ErrorIs(t, err, ErrUnknownTable)

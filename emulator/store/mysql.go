@@ -135,18 +135,22 @@ func (h *ddlHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare 
 	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
 }
 
-// interceptable reports whether query starts with CREATE/DROP DATABASE/SCHEMA/TABLE.
+// interceptable reports whether query starts with CREATE/DROP DATABASE/SCHEMA/TABLE or
+// TRUNCATE.
 func (h *ddlHandler) interceptable(query string) ([]token, bool) {
 	q := strings.TrimLeft(query, " \t\r\n")
 	if len(q) < 4 {
 		return nil, false
 	}
-	if w := strings.ToLower(q[:4]); w != "crea" && w != "drop" && !strings.HasPrefix(q, "/*") && !strings.HasPrefix(q, "--") && !strings.HasPrefix(q, "#") {
+	if w := strings.ToLower(q[:4]); w != "crea" && w != "drop" && w != "trun" && !strings.HasPrefix(q, "/*") && !strings.HasPrefix(q, "--") && !strings.HasPrefix(q, "#") {
 		return nil, false
 	}
 	toks, err := lexScript(query)
 	if err != nil || len(toks) < 2 {
 		return nil, false
+	}
+	if toks[0].is("truncate") {
+		return toks, true
 	}
 	if !(toks[0].is("create") || toks[0].is("drop")) {
 		return nil, false

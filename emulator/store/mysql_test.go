@@ -231,6 +231,15 @@ func TestMySQLStarRocksDDL(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"orders", "t1", "t2"}, queryStrings(t, db, "SHOW TABLES FROM test"))
 
+	require.NoError(t, s.Apply([]TableChange{{DB: "test", Table: "t2", Rows: []Row{{Values: []any{int32(1)}}}}}))
+	var n int
+	require.NoError(t, conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM t2").Scan(&n))
+	assert.Equal(t, 1, n)
+	_, err = conn.ExecContext(ctx, "TRUNCATE TABLE t2")
+	require.NoError(t, err)
+	require.NoError(t, conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM t2").Scan(&n))
+	assert.Equal(t, 0, n)
+
 	_, err = conn.ExecContext(ctx, "DROP TABLE t1")
 	require.NoError(t, err)
 	_, err = s.Table("test", "t1")

@@ -118,7 +118,8 @@ func (s *Store) Table(db, table string) (*TableSchema, error) {
 	return t.schema, nil
 }
 
-// ExecDDL runs one DDL statement (CREATE/DROP DATABASE, CREATE/DROP TABLE, USE).
+// ExecDDL runs one DDL statement (CREATE/DROP DATABASE, CREATE/DROP TABLE, TRUNCATE TABLE,
+// USE).
 func (s *Store) ExecDDL(stmt string) error {
 	toks, err := lexScript(stmt)
 	if err != nil {
@@ -266,6 +267,23 @@ func (s *Store) execLocked(toks []token, curDB *string) error {
 		}
 		nd := d.withTable(t.schema.Name, nil)
 		next.dbs[d.name] = nd
+	case truncateTableStmt:
+		dbName := st.db
+		if dbName == "" {
+			dbName = *curDB
+		}
+		if dbName == "" {
+			return fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", st.name)
+		}
+		d, ok := old.db(dbName)
+		if !ok {
+			return unknownDatabase(dbName)
+		}
+		t, ok := d.table(st.name)
+		if !ok {
+			return unknownTable(d.name, st.name)
+		}
+		next.dbs[d.name] = d.withTable(t.schema.Name, &tableState{schema: t.schema, rows: newBtree()})
 	default:
 		return fmt.Errorf("unsupported statement %T", st)
 	}

@@ -175,6 +175,27 @@ func (s *Store) snapshotRows(db, t1, t2 string) ([][]any, [][]any, error) {
 	return out[0], out[1], nil
 }
 
+func TestBtreeAppendsFillNodes(t *testing.T) {
+	tr := newBtree()
+	const n = 64 * 100
+	for i := 0; i < n; i++ {
+		tr.set(string(appendSeqKey(nil, uint64(i))), []any{i})
+	}
+	leaves := 0
+	var walk func(*bnode)
+	walk = func(b *bnode) {
+		if b.leaf() {
+			leaves++
+			return
+		}
+		for _, k := range b.kids {
+			walk(k)
+		}
+	}
+	walk(tr.root)
+	assert.LessOrEqual(t, leaves, n/maxLeaf+2, "append-only inserts keep leaves full")
+}
+
 // TestBtreeModel checks the copy-on-write B+tree against a map, including that a clone taken
 // earlier never changes (what snapshot readers rely on).
 func TestBtreeModel(t *testing.T) {
@@ -191,6 +212,10 @@ func TestBtreeModel(t *testing.T) {
 				_, had := model[k]
 				assert.Equal(rt, had, tr.delete(k))
 				delete(model, k)
+			case 4:
+				k = fmt.Sprintf("z%06d", i) // ascending: appends at the right end
+				assert.False(rt, tr.set(k, []any{i}))
+				model[k] = i
 			case 3:
 				frozen = append(frozen, tr)
 				cp := map[string]int{}
