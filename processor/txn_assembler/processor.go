@@ -249,6 +249,7 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 	for i := range batch {
 		p.processOne(w, batch, i)
 	}
+	w.logFlagged()
 	if len(w.out) == 0 {
 		return nil, nil
 	}
@@ -259,6 +260,10 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 type writer struct {
 	p   *Processor
 	out service.MessageBatch
+	// flagged counts the flagged messages per reason; firstErr keeps the
+	// first error of each reason for the log.
+	flagged  map[string]int
+	firstErr map[string]error
 }
 
 // emission is one message to emit: src's copy with the given body and
@@ -290,9 +295,28 @@ func (w *writer) emit(src *service.Message, e emission) {
 	if e.err != nil {
 		msg.SetError(e.err)
 		p.m.errored.Incr(1, e.reason)
-		p.log.Warnf("%v", e.err)
+		if w.flagged == nil {
+			w.flagged = map[string]int{}
+			w.firstErr = map[string]error{}
+		}
+		if w.flagged[e.reason] == 0 {
+			w.firstErr[e.reason] = e.err
+		}
+		w.flagged[e.reason]++
 	}
 	w.out = append(w.out, msg)
+}
+
+// logFlagged logs one line per kind of problem in the batch rather than one
+// per message, so that a replayed batch does not flood the log.
+func (w *writer) logFlagged() {
+	for reason, n := range w.flagged {
+		if n == 1 {
+			w.p.log.Warnf("%v", w.firstErr[reason])
+			continue
+		}
+		w.p.log.Warnf("%d messages flagged (%s), the first: %v", n, reason, w.firstErr[reason])
+	}
 }
 
 // flagErr builds the error of a flagged message: it names the partition, the
@@ -320,7 +344,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 		if txn == "" {
 			txn = "unknown"
 		}
-		off, hasOff, _ := p.resolveOffset(batch, i, nil)
+		off, hasOff, _ := p.resolveOffset(batch, i)
 		w.emit(msg, emission{
 			meta:     contract.Meta{TxnID: txn, TxnEnd: true, HasOffset: hasOff, SourceOffset: off},
 			keepBody: true,
@@ -331,7 +355,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	}
 	ps := p.state(partition)
 
-	off, hasOff, err := p.resolveOffset(batch, i, ps)
+	off, hasOff, err := p.resolveOffset(batch, i)
 	if err != nil {
 		p.bad(w, ps, msg, partition, ev, 0, false, err, "offset")
 		return
@@ -650,7 +674,7 @@ func (p *Processor) resolvePartition(batch service.MessageBatch, i int, ev event
 
 // resolveOffset finds the source offset of a message; ok is false when the
 // source has none (the caller then uses the arrival counter).
-func (p *Processor) resolveOffset(batch service.MessageBatch, i int, ps *partState) (int64, bool, error) {
+func (p *Processor) resolveOffset(batch service.MessageBatch, i int) (int64, bool, error) {
 	if p.sourceOffset != nil {
 		s, err := batch.TryInterpolatedString(i, p.sourceOffset)
 		if err != nil {
