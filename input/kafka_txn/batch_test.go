@@ -38,7 +38,7 @@ func TestSourceTransactionSpanningBatchesCompletes(t *testing.T) {
 	in := newTestInput(t, res, testYAML(c, "g-big", `checkpoint_limit: 60
 batching:
   count: 8
-  period: 50ms
+  period: 1s
   check: this.end == true
 `))
 	connect(t, in)
@@ -74,10 +74,12 @@ func TestCheckpointLimitPausesAndReportsStall(t *testing.T) {
 	produce(t, p, 0, seq("p0-", 25)...)
 
 	res, logs := newResources()
+	// The period is long so that batch sizes do not depend on how the
+	// records were split over fetches.
 	in := newTestInput(t, res, testYAML(c, "g-limit", `checkpoint_limit: 10
 batching:
   count: 4
-  period: 20ms
+  period: 1s
 `))
 	connect(t, in)
 

@@ -119,7 +119,7 @@ func TestNackStopsPartitionAndCommitsNothingPastIt(t *testing.T) {
 	const group = "g-nack"
 
 	res, logs := newResources()
-	in := newTestInput(t, res, testYAML(c, group, "batching:\n  count: 2\n  period: 50ms\n"))
+	in := newTestInput(t, res, testYAML(c, group, "batching:\n  count: 2\n  period: 1s\n"))
 	connect(t, in)
 
 	type held struct {
@@ -335,4 +335,91 @@ func TestStartsAfterOutputProgress(t *testing.T) {
 	}
 	assert.Equal(t, rec{value: "c0", partition: 0, offset: 8}, first[0])
 	assert.Equal(t, rec{value: "a0", partition: 1, offset: 0}, first[1])
+}
+
+// TestRevokeCommitsWhatTheFenceCommitted: the output's commit that is in
+// flight when the partition is revoked finishes inside fence and publishes
+// its END; the revoke commits exactly that boundary, and the new owner
+// starts at the next transaction.
+func TestRevokeCommitsWhatTheFenceCommitted(t *testing.T) {
+	c := newCluster(t, 2)
+	p := producer(t, c, "revoke-commit")
+	for part := int32(0); part < 2; part++ {
+		produceTxn(t, p, part, true, "a0", "a1", "a2") // 0..2, marker 3
+		produceTxn(t, p, part, true, "b0", "b1", "b2") // 4..6, marker 7
+		produceTxn(t, p, part, true, "c0", "c1", "c2") // 8..10, marker 11
+	}
+	const group = "g-revoke-commit"
+
+	resA, _ := newResources()
+	regA := registry.Get(resA)
+	regA.EnableTracking()
+	var fencedMu sync.Mutex
+	var fenced []string
+	regA.AddFencer(func(_ context.Context, partition string) error {
+		// The in-flight StarRocks commit that held A and B completes.
+		regA.PublishCommitted(partition, 6)
+		fencedMu.Lock()
+		fenced = append(fenced, partition)
+		fencedMu.Unlock()
+		return nil
+	})
+	a := newTestInput(t, resA, testYAML(c, group, ""))
+	connect(t, a)
+	var heldA []service.AckFunc
+	for n := 0; n < 18; {
+		b, ack := readBatch(t, a, 10*time.Second)
+		n += len(b)
+		heldA = append(heldA, ack)
+	}
+
+	resB, _ := newResources()
+	registry.Get(resB).EnableTracking()
+	b := newTestInput(t, resB, testYAML(c, group, ""))
+	connect(t, b)
+	batch, ack := readBatch(t, b, 15*time.Second)
+	rs := toRecs(t, batch)
+	require.NoError(t, ack(context.Background(), nil))
+	assert.Equal(t, "c0", rs[0].value, "the new owner starts after the fenced commit's boundary")
+	assert.Equal(t, int64(8), rs[0].offset)
+
+	fencedMu.Lock()
+	require.Len(t, fenced, 1)
+	moved := partitionOf(t, fenced[0])
+	fencedMu.Unlock()
+	assert.Equal(t, moved, rs[0].partition)
+	assert.Equal(t, int64(7), committedOffsets(t, c, group)[moved])
+
+	// A's late acknowledgements mark nothing, and A never committed its own
+	// partition: its output published nothing for it.
+	for _, h := range heldA {
+		require.NoError(t, h(context.Background(), nil))
+	}
+	time.Sleep(200 * time.Millisecond)
+	_, committedOther := committedOffsets(t, c, group)[1-moved]
+	assert.False(t, committedOther)
+}
+
+// TestLostPartitionsAreFencedNotCommitted drives the loss callback directly:
+// kfake cannot be made to expire one member's session on demand.
+func TestLostPartitionsAreFencedNotCommitted(t *testing.T) {
+	c := newCluster(t, 1)
+	p := producer(t, c, "")
+	produce(t, p, 0, seq("v", 5)...)
+	const group = "g-lost"
+
+	res, logs := newResources()
+	fencer := &fakeFencer{}
+	registry.Get(res).AddFencer(fencer.fence)
+	in := newTestInput(t, res, testYAML(c, group, "commit_period: 1h\n"))
+	connect(t, in)
+	b, ack := readBatch(t, in, 10*time.Second)
+	require.Len(t, b, 5)
+	require.NoError(t, ack(context.Background(), nil))
+
+	in.onLost(context.Background(), in.cl, map[string][]int32{testTopic: {0}})
+	assert.Equal(t, []string{"cdc/0"}, fencer.fenced())
+	assert.Empty(t, in.assigned())
+	assert.Empty(t, committedOffsets(t, c, group), "a lost partition is not committed")
+	assert.Contains(t, logs.String(), "Lost partitions [cdc/0] (fenced, not committed)")
 }

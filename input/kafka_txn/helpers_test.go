@@ -24,7 +24,7 @@ const testTopic = "cdc"
 
 // newCluster starts an in-process kfake cluster whose groups accept the short
 // session timeouts the tests use.
-func newCluster(t *testing.T, partitions int32, opts ...kfake.Opt) *kfake.Cluster {
+func newCluster(t testing.TB, partitions int32, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
 	opts = append([]kfake.Opt{
 		kfake.NumBrokers(1),
