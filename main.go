@@ -1,19 +1,36 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
 // output and the kafka_txn input. It adds two subcommands: `emulator`, a
-// StarRocks-compatible server for local work and tests, and `demo`.
+// StarRocks-compatible server for local work and tests, and `demo`, which runs
+// the whole pipeline on this machine and verifies the result.
 package main
 
 import (
 	"context"
+	_ "embed"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/demo"
+
+	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+)
+
+var (
+	//go:embed examples/demo.yaml
+	demoPipeline string
+	//go:embed examples/schema.sql
+	demoSchema string
 )
 
 func main() {
-	service.RunCLI(context.Background(), service.CLIOptAddCommand(emulator.Command()))
+	service.RunCLI(context.Background(),
+		service.CLIOptAddCommand(emulator.Command()),
+		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
+	)
 }

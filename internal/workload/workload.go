@@ -69,6 +69,10 @@ type Generator struct {
 	live   [][]int64 // per partition: order ids that exist at the source
 	txnSeq []int64
 	event  int64
+	// orders holds each live order's current row: a delete carries the whole
+	// row, as CDC sources send it (StarRocks validates delete rows like
+	// upserts, so a key-only delete would be filtered on NOT NULL columns).
+	orders map[int64]Row
 }
 
 // NewGenerator returns a generator; zero options get sensible defaults.
@@ -85,6 +89,7 @@ func NewGenerator(opts Options) *Generator {
 		nextID: make([]int64, opts.Partitions),
 		live:   make([][]int64, opts.Partitions),
 		txnSeq: make([]int64, opts.Partitions),
+		orders: map[int64]Row{},
 	}
 	return g
 }
@@ -105,7 +110,12 @@ func (g *Generator) Next(p int32) Txn {
 		i := g.rng.IntN(len(live))
 		id := live[i]
 		g.live[p] = append(live[:i], live[i+1:]...)
-		t.Changes = append(t.Changes, Change{Table: TableOrders, Row: Row{"order_id": id, "__op": 1}, Delete: true})
+		del := Row{"__op": 1}
+		for k, v := range g.orders[id] {
+			del[k] = v
+		}
+		delete(g.orders, id)
+		t.Changes = append(t.Changes, Change{Table: TableOrders, Row: del, Delete: true})
 		for item := 1; item <= maxItems; item++ {
 			// Deleting a key that does not exist is a no-op, so the
 			// transaction removes every item the order could have.
@@ -155,6 +165,7 @@ func (g *Generator) writeOrder(t *Txn, id int64, status string, update bool) {
 		"order_id": id, "customer_id": 1000 + g.rng.IntN(9000), "total_amount": centsString(totalCents),
 		"order_status": status, "updated_at": "2026-11-29 12:00:00",
 	}}
+	g.orders[id] = order.Row
 	// Half the transactions write the items first, so a transaction's END is
 	// not always on the table its first row went to.
 	if g.rng.IntN(2) == 0 {

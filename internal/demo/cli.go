@@ -1,0 +1,136 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
+)
+
+// Command is the `demo` subcommand. pipeline and schema are the embedded
+// examples/demo.yaml and examples/schema.sql; --config and --schema replace
+// them.
+func Command(pipeline, schema string) *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "Run the whole pipeline on this machine: emulator, in-process Kafka, CDC producer, kafka_txn → txn_assembler → starrocks_txn, then verify through SQL",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "partitions", Value: 4, Usage: "Kafka partitions (source streams)"},
+			&cli.Float64Flag{Name: "rate", Value: 200, Usage: "source transactions per second over all partitions"},
+			&cli.DurationFlag{Name: "duration", Value: 15 * time.Second, Usage: "how long to produce (Ctrl-C ends earlier)"},
+			&cli.Float64Flag{Name: "abort-ratio", Value: 0.1, Usage: "share of producer transactions aborted (never visible)"},
+			&cli.BoolFlag{Name: "keep", Usage: "leave the emulator running after the summary and print the mysql command"},
+			&cli.StringFlag{Name: "mysql", Value: "127.0.0.1:9030", Usage: "emulator MySQL address (127.0.0.1:0 for a free port)"},
+			&cli.StringFlag{Name: "http", Value: "127.0.0.1:0", Usage: "emulator FE HTTP address"},
+			&cli.StringFlag{Name: "config", Usage: "pipeline YAML instead of the embedded examples/demo.yaml"},
+			&cli.StringFlag{Name: "schema", Usage: "DDL file instead of the embedded examples/schema.sql"},
+		},
+		Action: func(c *cli.Context) error {
+			out := c.App.Writer
+			if out == nil {
+				out = os.Stdout
+			}
+			p, s := pipeline, schema
+			if path := c.String("config"); path != "" {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("reading the pipeline config %s: %w", path, err)
+				}
+				p = string(b)
+			}
+			if path := c.String("schema"); path != "" {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("reading the schema %s: %w", path, err)
+				}
+				s = string(b)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts := Options{
+				Partitions: int32(c.Int("partitions")), Rate: c.Float64("rate"), Duration: c.Duration("duration"),
+				AbortRatio: c.Float64("abort-ratio"), Pipeline: p, Schema: s,
+				HTTPAddr: c.String("http"), MySQLAddr: c.String("mysql"), Out: out, Live: true, Seed: uint64(time.Now().UnixNano()),
+			}
+			fmt.Fprintf(out, "demo: %d partitions, %.0f source txns/s for %s, %.0f%% of producer transactions aborted\n",
+				opts.Partitions, opts.Rate, opts.Duration, opts.AbortRatio*100)
+			r, err := Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			sum, err := r.Run(ctx)
+			if sum != nil {
+				PrintSummary(out, sum)
+			}
+			if err != nil {
+				return err
+			}
+			if !sum.TablesMatch || sum.TornReads > 0 || sum.ConsistencyError != "" {
+				return fmt.Errorf("verification failed")
+			}
+			if c.Bool("keep") {
+				host, port, _ := strings.Cut(r.MySQLAddr(), ":")
+				fmt.Fprintf(out, "\nThe emulator keeps running. Look at the data with:\n  mysql -h %s -P %s -u root test -e 'SELECT * FROM orders LIMIT 10'\nCtrl-C stops it.\n", host, port)
+				keep, stopKeep := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+				defer stopKeep()
+				<-keep.Done()
+			}
+			return nil
+		},
+	}
+}
+
+// PrintSummary writes the verified summary and a latency histogram.
+func PrintSummary(w io.Writer, s *Summary) {
+	fmt.Fprintf(w, "\nsummary after %s\n", s.Elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  producer: %d source transactions committed, %d aborted (%d Kafka records)\n", s.SourceCommitted, s.SourceAborted, s.Records)
+	fmt.Fprintf(w, "  loaded:   %d source transactions, %d rows, in %d StarRocks commits and %d HTTP loads\n", s.TxnsLoaded, s.RowsLoaded, s.Commits, s.Loads)
+	if s.TxnsLoaded > 0 && s.Commits > 0 {
+		fmt.Fprintf(w, "            %.1f source transactions per StarRocks transaction\n", float64(s.TxnsLoaded)/float64(s.Commits))
+	}
+	verdict := "OK: tables equal what the producer committed; no aborted transaction visible"
+	if !s.TablesMatch {
+		verdict = "FAILED: tables differ from what the producer committed: " + s.Mismatch
+	}
+	fmt.Fprintf(w, "  tables:   %s\n", verdict)
+	cons := fmt.Sprintf("OK: %d consistency queries while loading, none saw half a source transaction", s.Checks)
+	if s.TornReads > 0 || s.ConsistencyError != "" {
+		cons = fmt.Sprintf("FAILED: %d of %d queries saw half a source transaction: %s", s.TornReads, s.Checks, s.ConsistencyError)
+	}
+	fmt.Fprintf(w, "  readers:  %s\n", cons)
+	if len(s.Latencies) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  visibility latency (Kafka record time → StarRocks commit), %d source transactions: p50 %s, p99 %s, max %s\n",
+		len(s.Latencies), metricscap.Quantile(s.Latencies, 0.5).Round(time.Millisecond),
+		metricscap.Quantile(s.Latencies, 0.99).Round(time.Millisecond), metricscap.Quantile(s.Latencies, 1).Round(time.Millisecond))
+	bounds := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond, time.Second,
+		1500 * time.Millisecond, 2 * time.Second, 3 * time.Second, 5 * time.Second}
+	counts := make([]int, len(bounds)+1)
+	for _, d := range s.Latencies {
+		i := 0
+		for i < len(bounds) && d > bounds[i] {
+			i++
+		}
+		counts[i]++
+	}
+	peak := 1
+	for _, n := range counts {
+		peak = max(peak, n)
+	}
+	for i, n := range counts {
+		label := "  > " + bounds[len(bounds)-1].String()
+		if i < len(bounds) {
+			label = "<= " + bounds[i].String()
+		}
+		fmt.Fprintf(w, "    %8s %-40s %d\n", label, strings.Repeat("#", n*40/peak), n)
+	}
+}

@@ -1,0 +1,395 @@
+// Package demo runs the whole product on one machine: the StarRocks emulator,
+// an in-process Kafka cluster, a producer of transactional CDC traffic and the
+// real pipeline (kafka_txn → txn_assembler → starrocks_txn) from a YAML file,
+// then proves through SQL that every committed source transaction arrived
+// whole and that the tables equal what the producer committed.
+package demo
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
+	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+
+	// The plugins the pipeline uses.
+	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+)
+
+// Options configure a demo run.
+type Options struct {
+	Partitions int32
+	// Rate is source transactions per second over all partitions.
+	Rate       float64
+	Duration   time.Duration
+	AbortRatio float64
+	// Pipeline is the pipeline YAML (examples/demo.yaml); Schema the DDL.
+	Pipeline string
+	Schema   string
+	// HTTPAddr and MySQLAddr of the emulator ("127.0.0.1:0": free ports).
+	HTTPAddr  string
+	MySQLAddr string
+	// Out receives the status line and the summary.
+	Out io.Writer
+	// Live prints a status line every second.
+	Live bool
+	// Seed makes the traffic reproducible.
+	Seed uint64
+}
+
+// Summary is the outcome of a run.
+type Summary struct {
+	Elapsed          time.Duration
+	SourceCommitted  int64 // source transactions the producer committed
+	SourceAborted    int64 // source transactions the producer aborted
+	Records          int64 // Kafka records of committed transactions
+	TxnsLoaded       int64 // source transactions the output committed
+	RowsLoaded       int64
+	Commits          int64 // StarRocks transactions committed
+	Loads            int64 // HTTP loads
+	Checks           int64 // consistency queries run while loading
+	TornReads        int64 // of those, the ones that saw half a transaction
+	TablesMatch      bool
+	Latencies        []time.Duration
+	MySQLAddr        string
+	Mismatch         string
+	ConsistencyError string
+}
+
+// Running is a started demo: Wait for its summary, then Close.
+type Running struct {
+	em      *emulator.Emulator
+	kafka   *kfake.Cluster
+	prod    *workload.Producer
+	model   *workload.Model
+	stream  *service.Stream
+	metrics *metricscap.Capture
+	db      *sql.DB
+	opts    Options
+	start   time.Time
+
+	checks, torn atomic.Int64
+	consErr      atomic.Value
+}
+
+// Start brings every part up and starts producing and loading.
+func Start(ctx context.Context, o Options) (r *Running, err error) {
+	if o.Partitions <= 0 {
+		o.Partitions = 4
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = "127.0.0.1:0"
+	}
+	if o.MySQLAddr == "" {
+		o.MySQLAddr = "127.0.0.1:0"
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	r = &Running{opts: o, model: workload.NewModel()}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+
+	if r.em, err = emulator.Start(emulator.Config{HTTPAddr: o.HTTPAddr, MySQLAddr: o.MySQLAddr, Schema: o.Schema}); err != nil {
+		return nil, fmt.Errorf("starting the emulator: %w", err)
+	}
+	const topic = "cdc"
+	if r.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(o.Partitions, topic)); err != nil {
+		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
+	}
+	brokers := r.kafka.ListenAddrs()
+
+	gen := workload.NewGenerator(workload.Options{Partitions: o.Partitions, Seed: o.Seed, Events: true})
+	if r.prod, err = workload.NewProducer(workload.ProducerOptions{
+		Brokers: brokers, Topic: topic, AbortRatio: o.AbortRatio, Rate: o.Rate,
+	}, gen, r.model); err != nil {
+		return nil, err
+	}
+
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", r.em.MySQLAddr()
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the MySQL client: %w", err)
+	}
+	r.db = sql.OpenDB(connector)
+
+	env := service.GlobalEnvironment().Clone()
+	if r.metrics, err = metricscap.Register(env, "demo_metrics"); err != nil {
+		return nil, fmt.Errorf("registering the demo's metrics: %w", err)
+	}
+	b := env.NewStreamBuilder()
+	vars := map[string]string{
+		"KAFKA_BROKERS":      strings.Join(brokers, ","),
+		"KAFKA_TOPIC":        topic,
+		"KAFKA_GROUP":        "starrocks-demo",
+		"STARROCKS_LOAD_URL": r.em.FEURL(),
+		"STARROCKS_USER":     "root",
+		"STARROCKS_PASSWORD": "",
+	}
+	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err = b.SetYAML(o.Pipeline); err != nil {
+		return nil, fmt.Errorf("reading the pipeline config: %w", err)
+	}
+	if err = b.SetMetricsYAML("demo_metrics: {}"); err != nil {
+		return nil, fmt.Errorf("setting the demo's metrics: %w", err)
+	}
+	if r.stream, err = b.Build(); err != nil {
+		return nil, fmt.Errorf("building the pipeline: %w", err)
+	}
+	r.start = time.Now()
+	return r, nil
+}
+
+// MySQLAddr is the emulator's MySQL address.
+func (r *Running) MySQLAddr() string { return r.em.MySQLAddr() }
+
+// Run produces for o.Duration (or until ctx ends), lets the pipeline drain,
+// verifies the target and returns the summary. The emulator keeps running
+// until Close.
+func (r *Running) Run(ctx context.Context) (*Summary, error) {
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	streamErr := make(chan error, 1)
+	go func() { streamErr <- r.stream.Run(runCtx) }()
+
+	prodCtx, stopProducing := context.WithCancel(ctx)
+	if r.opts.Duration > 0 {
+		prodCtx, stopProducing = context.WithTimeout(ctx, r.opts.Duration)
+	}
+	defer stopProducing()
+	prodErr := make(chan error, 1)
+	go func() { prodErr <- r.prod.Produce(prodCtx, 0) }()
+
+	var wg sync.WaitGroup
+	checkCtx, stopChecks := context.WithCancel(context.Background())
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.checkLoop(checkCtx)
+	}()
+	if r.opts.Live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.statusLoop(checkCtx)
+		}()
+	}
+
+	var runErr error
+	select {
+	case err := <-prodErr:
+		runErr = err
+	case err := <-streamErr:
+		stopProducing()
+		<-prodErr
+		if err == nil {
+			err = errors.New("the pipeline stopped before the demo ended")
+		}
+		runErr = err
+	}
+	if runErr == nil {
+		runErr = r.drain(ctx)
+	}
+	stopChecks()
+	wg.Wait()
+	if r.opts.Live {
+		fmt.Fprintln(r.opts.Out)
+	}
+
+	if err := r.stream.StopWithin(15 * time.Second); err != nil && runErr == nil {
+		runErr = fmt.Errorf("stopping the pipeline: %w", err)
+	}
+	cancelRun()
+
+	s := r.summary()
+	verifyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := r.model.Snapshot()
+	got, err := workload.ReadTarget(verifyCtx, r.db, true)
+	if err != nil {
+		return s, err
+	}
+	s.TablesMatch = snapshotsEqual(want, got)
+	if !s.TablesMatch {
+		s.Mismatch = describeMismatch(want, got)
+	}
+	torn, orphans, err := workload.CheckConsistency(verifyCtx, r.db)
+	if err != nil {
+		return s, err
+	}
+	if torn+orphans > 0 {
+		s.TornReads++
+		s.ConsistencyError = fmt.Sprintf("final state: %d orders differ from their items, %d items without order", torn, orphans)
+	}
+	if v, ok := r.consErr.Load().(string); ok && s.ConsistencyError == "" {
+		s.ConsistencyError = v
+	}
+	return s, runErr
+}
+
+// drain waits until every committed source transaction is visible.
+func (r *Running) drain(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	want := r.model.Snapshot()
+	for {
+		got, err := workload.ReadTarget(ctx, r.db, true)
+		if err == nil && snapshotsEqual(want, got) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the target did not reach the committed source state within 60s (%d of %d source transactions loaded)",
+				r.metrics.Counter("starrocks_txn_source_txns_committed"), r.prod.Stats.Committed.Load())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the pipeline to drain: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// checkLoop queries the consistency invariant continuously: a reader must
+// never see an order without all its items.
+func (r *Running) checkLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		torn, orphans, err := workload.CheckConsistency(ctx, r.db)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.consErr.Store(err.Error())
+				time.Sleep(100 * time.Millisecond)
+			}
+			continue
+		}
+		r.checks.Add(1)
+		if torn+orphans > 0 {
+			r.torn.Add(1)
+			r.consErr.Store(fmt.Sprintf("a reader saw %d orders that differ from their items and %d items without order", torn, orphans))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *Running) statusLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var lastTxns, lastRows int64
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			txns := r.metrics.Counter("starrocks_txn_source_txns_committed")
+			rows := r.metrics.Counter("starrocks_txn_rows_committed")
+			secs := now.Sub(last).Seconds()
+			lat := r.metrics.Timings("starrocks_txn_visibility_latency_ns")
+			fmt.Fprintf(r.opts.Out, "\r%5.0fs  source txns/s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d   ",
+				now.Sub(r.start).Seconds(), float64(txns-lastTxns)/secs, float64(rows-lastRows)/secs,
+				r.metrics.Counter("starrocks_txn_commits"),
+				metricscap.Quantile(lat, 0.5).Round(time.Millisecond), metricscap.Quantile(lat, 0.99).Round(time.Millisecond),
+				r.torn.Load())
+			lastTxns, lastRows, last = txns, rows, now
+		}
+	}
+}
+
+func (r *Running) summary() *Summary {
+	return &Summary{
+		Elapsed:         time.Since(r.start),
+		SourceCommitted: r.prod.Stats.Committed.Load(),
+		SourceAborted:   r.prod.Stats.Aborted.Load(),
+		Records:         r.prod.Stats.Records.Load(),
+		TxnsLoaded:      r.metrics.Counter("starrocks_txn_source_txns_committed"),
+		RowsLoaded:      r.metrics.Counter("starrocks_txn_rows_committed"),
+		Commits:         r.metrics.Counter("starrocks_txn_commits"),
+		Loads:           r.metrics.Counter("starrocks_txn_loads"),
+		Checks:          r.checks.Load(),
+		TornReads:       r.torn.Load(),
+		Latencies:       r.metrics.Timings("starrocks_txn_visibility_latency_ns"),
+		MySQLAddr:       r.em.MySQLAddr(),
+	}
+}
+
+// Close stops everything that is still running.
+func (r *Running) Close() {
+	if r.stream != nil {
+		_ = r.stream.StopWithin(5 * time.Second)
+	}
+	if r.prod != nil {
+		r.prod.Close()
+	}
+	if r.kafka != nil {
+		r.kafka.Close()
+	}
+	if r.db != nil {
+		r.db.Close()
+	}
+	if r.em != nil {
+		_ = r.em.Close()
+	}
+}
+
+func snapshotsEqual(a, b workload.Snapshot) bool {
+	return strings.Join(a.Orders, "\n") == strings.Join(b.Orders, "\n") &&
+		strings.Join(a.Items, "\n") == strings.Join(b.Items, "\n") &&
+		strings.Join(a.Events, "\n") == strings.Join(b.Events, "\n")
+}
+
+func describeMismatch(want, got workload.Snapshot) string {
+	var parts []string
+	for _, t := range []struct {
+		name      string
+		want, got []string
+	}{{"orders", want.Orders, got.Orders}, {"order_items", want.Items, got.Items}, {"order_events", want.Events, got.Events}} {
+		missing, extra := diff(t.want, t.got)
+		if len(missing)+len(extra) > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d rows missing (e.g. %s), %d unexpected (e.g. %s)",
+				t.name, len(missing), first(missing), len(extra), first(extra)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func diff(want, got []string) (missing, extra []string) {
+	count := map[string]int{}
+	for _, w := range want {
+		count[w]++
+	}
+	for _, g := range got {
+		count[g]--
+	}
+	for k, n := range count {
+		for ; n > 0; n-- {
+			missing = append(missing, k)
+		}
+		for ; n < 0; n++ {
+			extra = append(extra, k)
+		}
+	}
+	return missing, extra
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return s[0]
+}
