@@ -132,18 +132,6 @@ func idString(v any) (string, bool) {
 	return "", false
 }
 
-func stringField(obj map[string]any, key string) (string, *inputError) {
-	v, exists := obj[key]
-	if !exists || v == nil {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", badField(key, "must be a string, got %s", typeName(v))
-	}
-	return s, nil
-}
-
 // rowObject accepts a row given as an object or as a JSON string of one.
 func rowObject(field string, v any) (map[string]any, *inputError) {
 	switch x := v.(type) {
