@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
 // txnValues returns the JSON rows of one source transaction of n rows; the
@@ -194,4 +197,25 @@ func (in *Input) partitionFetchState(id string) (paused bool, queued int) {
 		return false, 0
 	}
 	return ps.paused, len(ps.queue)
+}
+
+func TestStallReportNamesOpenTransactionSpan(t *testing.T) {
+	c := newCluster(t, 1)
+	p := producer(t, c, "")
+	produce(t, p, 0, seq("v", 8)...)
+	res, logs := newResources()
+	reg := registry.Get(res)
+	reg.EnableTracking()
+	in := newTestInput(t, res, testYAML(c, "g-stall-span", "checkpoint_limit: 5\n"))
+	connect(t, in)
+	var got []rec
+	for len(got) < 5 {
+		b, _ := readBatch(t, in, 10*time.Second)
+		got = append(got, toRecs(t, b)...)
+	}
+	reg.PublishCommitted(contract.KafkaPartition(testTopic, 0), 1)
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "the output has committed through offset 1, so the open source transaction spans up to 3 offsets (2-4)")
+	}, 5*time.Second, 20*time.Millisecond, logs.String())
+	waitCommittedOffsets(t, c, "g-stall-span", map[int32]int64{0: 2})
 }

@@ -808,8 +808,13 @@ func (in *Input) stallLoop(ctx context.Context) {
 			if len(ps.pending) > 0 {
 				first = ps.pending[0].first
 			}
-			in.log.Errorf("Partition %s has sat at checkpoint_limit (%d unacknowledged messages, offsets %d-%d) for %s with no acknowledgement: a source transaction of at least that many messages cannot complete while the output holds its acknowledgements; raise checkpoint_limit above the largest source transaction size (in messages)",
-				ps.id, ps.unacked, first, ps.deliveredNext-1, now.Sub(since).Round(time.Millisecond))
+			open := ""
+			if ps.committedThru >= ps.firstOffset && ps.firstOffset >= 0 {
+				open = fmt.Sprintf("; the output has committed through offset %d, so the open source transaction spans up to %d offsets (%d-%d)",
+					ps.committedThru, ps.deliveredNext-1-ps.committedThru, ps.committedThru+1, ps.deliveredNext-1)
+			}
+			in.log.Errorf("Partition %s has sat at checkpoint_limit (%d unacknowledged messages, offsets %d-%d) for %s with no acknowledgement%s: a source transaction larger than checkpoint_limit cannot complete while the output holds its acknowledgements until it commits; raise checkpoint_limit above the largest source transaction size (in messages)",
+				ps.id, ps.unacked, first, ps.deliveredNext-1, now.Sub(since).Round(time.Millisecond), open)
 		}
 		in.mu.Unlock()
 	}
