@@ -58,7 +58,10 @@ type metrics struct {
 
 // Processor is the txn_assembler batch processor.
 type Processor struct {
-	decode       decoder
+	decode decoder
+	// txnField names the event field holding the transaction id, for
+	// error messages.
+	txnField     string
 	partition    *service.InterpolatedString
 	sourceOffset *service.InterpolatedString
 	tableMapping map[string]string
@@ -104,15 +107,15 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 	}
 	switch format {
 	case formatEnvelope:
-		p.decode = decodeEnvelope
+		p.decode, p.txnField = decodeEnvelope, "txnId"
 	case formatMaxwell:
-		p.decode = decodeMaxwell
+		p.decode, p.txnField = decodeMaxwell, "xid"
 	case formatCustom:
 		c, err := customFromConfig(conf.Namespace(fieldCustom))
 		if err != nil {
 			return nil, err
 		}
-		p.decode = c.decode
+		p.decode, p.txnField = c.decode, "custom.txn_id"
 	default:
 		return nil, fmt.Errorf("format must be envelope, maxwell or custom, got %q", format)
 	}
@@ -498,14 +501,14 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		// incomplete.
 		reason := fmt.Sprintf("row of transaction %q arrived while transaction %q is open: two writers interleave in this partition (contract violation); both transactions are incomplete and must be dead-lettered", ev.txnID, open.id)
 		ps.poison(ev.txnID, reason)
-		e.err = flagErr(partition, open.id, "%s%s", reason, suffix(dataErr))
+		e.err = flagErr(partition, open.id, "field %q: %s%s", p.txnField, reason, suffix(dataErr))
 		e.reason = "violation"
 		p.m.violations.Incr(1)
 		w.emit(msg, e)
 		return
 	}
 	if open.poison != "" && e.err == nil {
-		e.err = flagErr(partition, open.id, "transaction is incomplete: %s", open.poison)
+		e.err = flagErr(partition, open.id, "field %q: transaction is incomplete: %s", p.txnField, open.poison)
 		e.reason = "incomplete"
 	}
 	if isEnd {
@@ -542,7 +545,7 @@ func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partitio
 			HasOffset: true, SourceOffset: off,
 		}}
 		if open.poison != "" {
-			e.err = flagErr(partition, open.id, "transaction is incomplete: %s", open.poison)
+			e.err = flagErr(partition, open.id, "field %q: transaction is incomplete: %s", p.txnField, open.poison)
 			e.reason = "incomplete"
 		}
 		ps.unpoison(open.id)
@@ -641,8 +644,16 @@ func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, parti
 			e.meta.Marker = true
 		}
 	}
-	e.err = flagErr(partition, txn, "source offset %d is at or below offset %d that this partition already passed: a replay (a nacked batch re-processed) or a reorder; it is not applied", off, ps.hwm)
+	e.err = flagErr(partition, txn, "field %q: source offset %d is at or below offset %d that this partition already passed: a replay (a nacked batch re-processed) or a reorder; it is not applied", p.offsetField(), off, ps.hwm)
 	w.emit(msg, e)
+}
+
+// offsetField names where source offsets come from, for error messages.
+func (p *Processor) offsetField() string {
+	if p.sourceOffset != nil {
+		return fieldSourceOffset
+	}
+	return "kafka_offset"
 }
 
 // resolvePartition finds the source stream of a message.

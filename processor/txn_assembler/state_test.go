@@ -149,7 +149,7 @@ func TestInterleavedWritersAreFlaggedNeverMerged(t *testing.T) {
 	assert.Equal(t, "A", v.TxnID, "stamped with the open transaction so the output dead-letters it")
 	assert.Contains(t, v.Err.Error(), `partition "t/4"`)
 	assert.Contains(t, v.Err.Error(), `transaction "A"`)
-	assert.Contains(t, v.Err.Error(), `row of transaction "B" arrived while transaction "A" is open`)
+	assert.Contains(t, v.Err.Error(), `field "txnId": row of transaction "B" arrived while transaction "A" is open`)
 
 	assert.NoError(t, got[2].Err)
 	assert.True(t, got[3].TxnEnd)
@@ -258,6 +258,7 @@ func TestReplayedOffsetsAreFlaggedAndChangeNoState(t *testing.T) {
 	require.Len(t, replayed, 2, "the replayed BEGIN is dropped")
 	for i, g := range replayed {
 		require.Error(t, g.Err)
+		assert.Contains(t, g.Err.Error(), `field "kafka_offset": source offset`)
 		assert.Contains(t, g.Err.Error(), "at or below offset 2")
 		assert.Contains(t, g.Err.Error(), "replay")
 		assert.Equal(t, "A", g.TxnID)
