@@ -104,7 +104,7 @@ func (e *Emulator) ingest(q *req) {
 	limit := int64(e.cfg.StreamingLoadMaxMB)*mb - t.bytes + 1
 	e.mu.Unlock()
 
-	body, err := io.ReadAll(io.LimitReader(q.r.Body, limit))
+	body, err := readBody(q.r, limit)
 	if err != nil {
 		e.mu.Lock()
 		tl.busy = false
@@ -164,6 +164,23 @@ func (e *Emulator) ingest(q *req) {
 	e.mu.Unlock()
 	e.ctr.rowsReceived.Add(parsedRows)
 	writeJSON(q.w, http.StatusOK, res)
+}
+
+// readBody reads at most limit bytes of the body, in one allocation when
+// the length is known.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n < limit {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return nil, fmt.Errorf("reading the load body: %w", err)
+		}
+		return buf, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit))
+	if err != nil {
+		return nil, fmt.Errorf("reading the load body: %w", err)
+	}
+	return b, nil
 }
 
 func loadable(t *txn) bool {
@@ -279,7 +296,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 			return
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(q.r.Body, int64(e.cfg.StreamingLoadMaxMB)*mb+1))
+	body, err := readBody(q.r, int64(e.cfg.StreamingLoadMaxMB)*mb+1)
 	if err != nil {
 		e.mu.Lock()
 		e.abortLocked(t, "reading the body failed: "+err.Error())
