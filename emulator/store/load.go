@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // maxErrors is how many row errors Parsed.Errors keeps.
@@ -521,6 +522,13 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 	}
 	switch k {
 	case jString:
+		if !esc && c.Type != TypeChar && c.Type != TypeVarchar && c.Type != TypeString {
+			// Numbers, dates and booleans are parsed, never retained: read them in place.
+			s := unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2)
+			v, err := convertText(c, s, true)
+			b.setValue(ci, v, err, func() string { return strings.Clone(s) })
+			return
+		}
 		s, err := unquote(raw, esc)
 		if err != nil {
 			b.setValue(ci, nil, err, rawText)

@@ -308,8 +308,10 @@ func (d *dbState) withTable(name string, t *tableState) *dbState {
 // Apply makes all changes visible atomically, in one new snapshot. Within a table rows apply
 // in order: PRIMARY KEY upsert/delete by key (later wins, deleting a missing key is a no-op),
 // UNIQUE KEY replace by key, DUPLICATE KEY append. Nothing is applied if any table is unknown
-// or a row does not fit its table. Apply keeps the rows' Values slices (no copy): callers must
-// not modify them afterwards.
+// or a row does not fit its table (wrong value count, NULL in a NOT NULL column, a value that
+// does not convert to the column type). Apply keeps the rows' Values slices (no copy) and may
+// normalise their elements to the storage types in place: callers must not modify them
+// afterwards.
 func (s *Store) Apply(changes []TableChange) error {
 	if len(changes) == 0 {
 		return nil
@@ -366,6 +368,16 @@ func (t *tableState) apply(rows []Row) error {
 		r := &rows[i]
 		if len(r.Values) != len(sc.Columns) {
 			return fmt.Errorf("row %d has %d values, table has %d columns", i, len(r.Values), len(sc.Columns))
+		}
+		for c := range r.Values {
+			if r.Set != nil && c < len(r.Set) && !r.Set[c] && r.Values[c] == nil {
+				continue // a partial-update column the row does not set
+			}
+			v, err := normalizeValue(&sc.Columns[c], r.Values[c])
+			if err != nil {
+				return fmt.Errorf("row %d: %w", i, err)
+			}
+			r.Values[c] = v
 		}
 		if sc.KeyType == DuplicateKey {
 			t.seq++

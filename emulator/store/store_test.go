@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -276,4 +279,63 @@ func TestBtreeModel(t *testing.T) {
 			check(frozen[i], frozenModels[i])
 		}
 	})
+}
+
+func TestApplyNormalizesGoValues(t *testing.T) {
+	s := convStore(t)
+	sc, _ := s.Table("db", "conv")
+	vals := make([]any, len(sc.Columns))
+	set := func(col string, v any) { vals[sc.ColumnIndex(col)] = v }
+	set("id", 1) // int -> int64
+	set("ti", int64(-5))
+	set("si", uint8(7))
+	set("i", int64(9))
+	set("l", 12)
+	set("d", "1.234") // rounded to the scale
+	set("f", 1.5)
+	set("g", float32(2.5))
+	set("bo", 1)
+	set("v", []byte("ab"))
+	set("dt", time.Date(2024, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)))
+	set("ts", "2024-01-02 03:04:05")
+	set("j", map[string]any{"a": 1})
+	require.NoError(t, s.Apply([]TableChange{{DB: "db", Table: "conv", Rows: []Row{{Values: vals}}}}))
+	rows, err := s.Rows("db", "conv")
+	require.NoError(t, err)
+	r := rows[0]
+	assert.Equal(t, int64(1), r["id"])
+	assert.Equal(t, int8(-5), r["ti"])
+	assert.Equal(t, int16(7), r["si"])
+	assert.Equal(t, int32(9), r["i"])
+	assert.True(t, decimal.NewFromInt(12).Equal(r["l"].(decimal.Decimal)))
+	assert.Equal(t, "1.23", r["d"].(decimal.Decimal).StringFixed(2))
+	assert.Equal(t, float32(1.5), r["f"])
+	assert.Equal(t, 2.5, r["g"])
+	assert.Equal(t, true, r["bo"])
+	assert.Equal(t, "ab", r["v"])
+	assert.Equal(t, time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC), r["dt"])
+	assert.Equal(t, time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC), r["ts"])
+	assert.Equal(t, `{"a":1}`, r["j"])
+
+	bad := []struct {
+		col  string
+		v    any
+		want string
+	}{
+		{"ti", 300, "value 300 is out of range for TINYINT"},
+		{"v", "abcde", "longer than VARCHAR(4)"},
+		{"i", 1.5, "a float64 value does not fit INT"},
+		{"d", "12345", `value "12345" does not fit DECIMAL(5,2)`},
+		{"id", nil, "NULL value in non-nullable column 'id'"},
+		{"j", "{", "does not fit JSON"},
+	}
+	for _, c := range bad {
+		vals := make([]any, len(sc.Columns))
+		vals[0] = int64(2)
+		vals[sc.ColumnIndex(c.col)] = c.v
+		err := s.Apply([]TableChange{{DB: "db", Table: "conv", Rows: []Row{{Values: vals}}}})
+		require.Error(t, err, c.col)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	assert.Len(t, rowsOf(t, s, "db", "conv", "id"), 1, "failed Applies changed nothing")
 }
