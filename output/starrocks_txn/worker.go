@@ -315,6 +315,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		}
 		start := o.now()
 		err := o.client.Commit(ctx, w.txn(c.label))
+		o.log.Debugf("starrocks_txn: database %s: commit of label %s with %d source transactions took %v (err %v)", w.db, c.label, len(c.txns), o.now().Sub(start), err)
 		committed := err == nil
 		if err != nil {
 			if ctx.Err() != nil {
@@ -521,6 +522,7 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		return nil
 	}
 	errs := make([]error, len(jobs))
+	loadStart := time.Now()
 	var wg sync.WaitGroup
 	for i := range jobs {
 		wg.Add(1)
@@ -530,6 +532,7 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		}(i)
 	}
 	wg.Wait()
+	w.o.log.Debugf("starrocks_txn: database %s: %d loads under %s took %v", w.db, len(jobs), c.label, time.Since(loadStart))
 	var first error
 	for i, j := range jobs {
 		if errs[i] != nil {
