@@ -72,7 +72,7 @@ func benchBatches(rows, size int) ([]service.MessageBatch, int) {
 func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emulator, producers int) benchResult {
 	batches, n := benchBatches(rows, envInt(t, benchEnv+"_BATCH", 100))
 	sb := service.NewStreamBuilder()
-	require.NoError(t, sb.SetLoggerYAML("level: " + benchLogLevel()))
+	require.NoError(t, sb.SetLoggerYAML("level: "+benchLogLevel()))
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(outputYAML))
