@@ -4,6 +4,23 @@
 // protocol reference lists them, an optional BE listener reached by 307
 // redirects, a MySQL-protocol port over the committed data, and fault
 // injection for every failure a client must survive.
+//
+// In process, use Start and Emulator.Faults. Out of process (the `emulator`
+// subcommand), the FE port also serves a control API:
+//
+//	POST   /_emulator/faults    {"op":"commit","action":"commit_late","count":1,"delay":"2s"}
+//	                            (or an array of such objects); optional "db", "table",
+//	                            "http_code", "message", "delay_ms"
+//	GET    /_emulator/faults    the pending faults with their remaining counts
+//	DELETE /_emulator/faults    drop every pending fault
+//	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
+//	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
+//
+// ops: begin, load, prepare, commit, rollback, get_load_state, stream_load,
+// cancel. actions: txn_in_processing, internal_error, txn_not_exists,
+// running_txn_limit, label_already_exists, http_error, reset, delay (any op);
+// commit_report_failure, commit_reset, commit_no_answer, commit_late,
+// commit_abort (commit); abort_pending (rollback). See Action.
 package emulator
 
 import (

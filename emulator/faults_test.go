@@ -66,6 +66,18 @@ func TestFaultStatusReplies(t *testing.T) {
 		requireStatus(t, c.commit(multiH("test", "f2")), "OK", "")
 		assert.Equal(t, 1, countRows(t, e, "orders"))
 	})
+	t.Run("load faults use the FE shape in multi mode, the BE shape in classic mode", func(t *testing.T) {
+		c.multiTxn("f4", [2]string{"orders", orderRows(1, 1)})
+		require.NoError(t, e.Faults().Add(Fault{Op: OpLoad, Action: ActRunningTxnLimit}))
+		requireStatus(t, c.load(jsonLoadH("test", "f4", "orders"), orderRows(2, 1)), "FAILED", pfx+runningLimitMsg(dbID, 1000, 1000))
+		requireStatus(t, c.rollback(multiH("test", "f4")), "OK", "stream load f4 abort")
+		requireStatus(t, c.begin(ctlH("f5")), "OK", "")
+		require.NoError(t, e.Faults().Add(Fault{Op: OpLoad, Action: ActRunningTxnLimit}))
+		requireStatus(t, c.load(classicH("f5"), orderRows(2, 1)), "ANALYSIS_ERROR", runningLimitMsg(dbID, 1000, 1000))
+		require.NoError(t, e.Faults().Add(Fault{Op: OpLoad, Action: ActTxnInProcessing}))
+		r := c.load(classicH("f5"), orderRows(2, 1))
+		assert.Equal(t, `{"Status":"TXN_IN_PROCESSING","Label":"f5","Message":"Transaction is in processing"}`, r.raw)
+	})
 	t.Run("get_load_state and stream_load", func(t *testing.T) {
 		require.NoError(t, e.Faults().Add(Fault{Op: OpGetLoadState, Action: ActInternalError, DB: "test"}))
 		r := c.do("GET", "/api/test/get_load_state?label=f2", nil, "")

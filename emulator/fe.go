@@ -38,6 +38,17 @@ func (e *Emulator) feTransaction(q *req, opStr string) {
 		writeJSON(q.w, http.StatusOK, feFailed("Empty label."))
 		return
 	}
+	switch chID, chNum := q.header("channel_id"), q.header("channel_num"); {
+	case chID == "" && chNum != "":
+		writeJSON(q.w, http.StatusOK, feFailed("Must provide channel_id when stream load begin."))
+		return
+	case chID != "" && chNum == "":
+		writeJSON(q.w, http.StatusOK, feFailed("Must provide channel_num when stream load begin."))
+		return
+	case chID != "":
+		writeJSON(q.w, http.StatusOK, feFailed("Parallel transaction stream load (channel_id/channel_num) is not supported by the emulator"))
+		return
+	}
 	if op != "load" {
 		body, err := io.ReadAll(io.LimitReader(q.r.Body, maxControlBody))
 		if err != nil {

@@ -372,7 +372,7 @@ func beShape(q *req) func(status, msg string) reply {
 	return func(status, msg string) reply {
 		switch status {
 		case "RUNNING_TXN_LIMIT":
-			return beReply("INTERNAL_ERROR", msg, q.label)
+			return beReply("ANALYSIS_ERROR", msg, q.label)
 		case "LABEL_ALREADY_EXISTS":
 			return reply{{"Status", status}, {"ExistingJobStatus", "RUNNING"}, {"Message", msg}}
 		}

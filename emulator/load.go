@@ -33,6 +33,10 @@ func (e *Emulator) ingest(q *req) {
 	q.op = "load"
 	e.ctr.loads.Add(1)
 	shape := beShape(q)
+	if q.multi {
+		// Multi loads are checked by the FE first: its error shapes.
+		shape = feShape(q)
+	}
 	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
 	if q.label == "" {
 		fail("INVALID_ARGUMENT", "Invalid label ")

@@ -83,6 +83,8 @@ func TestFERequestChecks(t *testing.T) {
 		{"bad label", "POST", "/api/transaction/begin", multiH("test", "a.b"), "", 200, "FAILED", pfx + `Label format error. regex: ^[-\w]{1,128}$, label: a.b`},
 		{"long label", "POST", "/api/transaction/begin", multiH("test", strings.Repeat("x", 129)), "", 200, "FAILED", pfx + `Label format error. regex: ^[-\w]{1,128}$, label: ` + strings.Repeat("x", 129)},
 		{"128 label", "POST", "/api/transaction/begin", multiH("test", strings.Repeat("y", 128)), "", 200, "OK", ""},
+		{"channel_id without channel_num", "POST", "/api/transaction/begin", multiH("test", "x", "channel_id", "0"), "", 200, "FAILED", pfx + "Must provide channel_num when stream load begin."},
+		{"channel_num without channel_id", "POST", "/api/transaction/begin", multiH("test", "x", "channel_num", "2"), "", 200, "FAILED", pfx + "Must provide channel_id when stream load begin."},
 		{"unknown label classic commit", "POST", "/api/transaction/commit", hdrs{"db": "test", "label": "nolabel"}, "", 200, "FAILED", pfx + "No transaction found with db[test] and label[nolabel]"},
 	}
 	for _, tc := range cases {
