@@ -343,7 +343,7 @@ func sqlType(c *Column) sql.Type {
 		}
 		return types.LongText
 	case TypeString:
-		return types.MustCreateStringWithDefaults(sqltypes.VarChar, 16383)
+		return types.Text
 	case TypeDate:
 		return types.Date
 	case TypeDatetime:

@@ -1,6 +1,3 @@
-// Package store is the StarRocks emulator's table model: a parser for the StarRocks DDL subset,
-// the stream-load row conversion rules (JSON and CSV), multi-version storage with atomic
-// multi-table commits, and a MySQL-protocol server (go-mysql-server) over the committed data.
 package store
 
 import (

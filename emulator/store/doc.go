@@ -1,0 +1,82 @@
+// Package store is the StarRocks emulator's table model: a parser for the StarRocks DDL
+// subset, the stream-load row conversion rules (JSON and CSV), multi-version storage with
+// atomic multi-table commits, and a MySQL-protocol server (go-mysql-server) over the
+// committed data. The HTTP transaction protocol lives in package emulator and calls this
+// package: ParseLoadParams and Parse for every load, Apply once per commit.
+//
+// # DDL
+//
+// ExecScript/ExecDDL accept CREATE DATABASE [IF NOT EXISTS], CREATE TABLE [IF NOT EXISTS]
+// in StarRocks syntax (ENGINE=OLAP, PRIMARY|DUPLICATE|UNIQUE KEY, COMMENT, PARTITION BY,
+// DISTRIBUTED BY, ORDER BY, PROPERTIES; the physical clauses are validated for syntax and
+// otherwise ignored), DROP TABLE / DROP DATABASE [IF EXISTS] [FORCE], TRUNCATE TABLE and
+// USE. Key columns must lead the column list in key order (StarRocks' rule, with its error
+// text); PRIMARY KEY columns must be NOT NULL; FLOAT/DOUBLE/JSON cannot be key columns.
+// AGGREGATE KEY tables are rejected. Errors name the statement (number, line, text) and the
+// offending token (line and column).
+//
+// # Storage types
+//
+// Row values are stored as: int8/int16/int32/int64 (TINYINT…BIGINT), decimal.Decimal
+// (LARGEINT, DECIMAL), float32/float64, bool, string (CHAR/VARCHAR/STRING), time.Time in UTC
+// holding the wall clock (DATE, DATETIME; microseconds) and the compact JSON text as a string
+// (JSON). Rows returns these types.
+//
+// # Load semantics (protocol doc §9)
+//
+//   - JSON keys map to columns case-insensitively; unknown keys are skipped; of duplicate keys
+//     the first wins; missing keys take the DEFAULT (CURRENT_TIMESTAMP = load time, wall clock
+//     of the `timezone` header or the local zone) or NULL.
+//   - A value that fails conversion is NULL with strict_mode off (the row is then filtered
+//     only if the column is NOT NULL) and filters the row with strict_mode on. JSON null and
+//     CSV \N are NULL in both modes. NULL in a NOT NULL column filters the row.
+//   - DECIMAL values are rounded half away from zero to the column's scale (like a StarRocks
+//     cast); a value whose integer part needs more than precision-scale digits fails.
+//     VARCHAR/CHAR lengths are bytes. DATE/DATETIME accept "2024-01-02", "20240102",
+//     "2024-01-02 03:04:05[.ffffff]" and the same with 'T'; a DATE keeps the day only.
+//     BOOLEAN accepts true/false (any case) and 0/1. A JSON column takes any JSON value;
+//     a string column takes the text of a JSON object/array; numbers, booleans and strings
+//     convert to numeric columns when their text parses.
+//   - strip_outer_array=true: each element of a top-level array is a row; false: each
+//     top-level document is one row, and several documents may follow each other in one body.
+//     A top-level array with strip_outer_array=false is judged like the BE's JSON reader: one
+//     filtered row "JSON data is an array, strip_outer_array must be set true" (and an object
+//     with strip_outer_array=true the converse message). A body that is not valid JSON at all
+//     is a Parse error, not a filtered row.
+//   - `__op` (0/1, number or string) is read only for PRIMARY KEY tables; on other tables it is
+//     an unknown key and the row is appended/replaced like any other. A delete row is
+//     validated like an upsert (so a NOT NULL column without default must be present) and
+//     counts as loaded. An __op other than 0/1 filters the row.
+//   - partial_update (PRIMARY KEY only, else "Only primary key table support partial update"):
+//     the columns header (or, without it, the keys present in each row) are the updated
+//     columns; every key column must be present; existing rows keep the other columns; a new
+//     row takes DEFAULT, NULL, or the type's zero value for NOT NULL columns without default.
+//   - CSV: fields in table column order or in `columns` order (a name that is no column skips
+//     its field, `__op` gives the operation on PRIMARY KEY tables); `\N` is NULL; a wrong field
+//     count filters the row ("Value count does not match column count…"). Every body must end
+//     with the row delimiter: otherwise Parse fails with "CSV body does not end with the row
+//     delimiter …" (a real BE would glue the last row to the next load's first row).
+//   - jsonpaths map to the `columns` entries (or to the table columns in order) and json_root
+//     selects the node the rows are read from; paths support $.a.b, $.a[0] and $['a'].
+//   - Not supported, with a clear error: `columns` expressions, `where`, merge_condition and
+//     the compressed CSV formats (decompress before calling Parse).
+//
+// # Visibility
+//
+// The catalog and all rows form one immutable snapshot behind an atomic pointer, with a
+// global version. Apply builds the next snapshot from copy-on-write B+trees (cost
+// proportional to the rows written) and publishes it with one atomic store after every table
+// is in place, so no reader sees part of a commit. A Rows call, and every query on the MySQL
+// port (pinned per connection when the query arrives, covering every table it touches, joins
+// and sub-queries included), reads exactly one snapshot. Snapshots nobody reads are garbage
+// collected, which keeps memory bounded.
+//
+// # MySQL port
+//
+// ServeMySQL serves SELECT, SHOW, DESCRIBE, USE and the rest of go-mysql-server's read
+// statements. Statements starting with CREATE/DROP DATABASE|SCHEMA|TABLE or TRUNCATE are
+// intercepted by a handler wrapper before go-mysql-server parses them and run through the
+// DDL parser above (with the session's current database). Types map as BIGINT→bigint,
+// DECIMAL(p,s)→decimal(p,s), LARGEINT→decimal(39,0), BOOLEAN→tinyint(1),
+// DATETIME→datetime(6), STRING→text, JSON→json.
+package store
