@@ -48,7 +48,12 @@ func (e *Emulator) feClassic(q *req) {
 	e.mu.Lock()
 	t := e.latestLocked(q.db, q.label)
 	if t == nil {
+		outcome, cached := e.outcomes[outcomeKey(q.db, q.label)]
 		e.mu.Unlock()
+		if cached && q.op != "prepare" {
+			writeJSON(q.w, http.StatusOK, cachedOutcomeReply(q.op, outcome, q.label))
+			return
+		}
 		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("No transaction found with db[%s] and label[%s]", q.db, q.label)))
 		return
 	}
@@ -118,6 +123,21 @@ func (e *Emulator) feClassic(q *req) {
 	}
 	e.mu.Unlock()
 	writeJSON(q.w, http.StatusOK, res)
+}
+
+// cachedOutcomeReply answers commit/rollback of an evicted transaction from
+// its cached final state.
+func cachedOutcomeReply(op, state, label string) reply {
+	committed := state == statusCommitted || state == statusVisible
+	switch {
+	case op == "commit" && committed:
+		return txnResult("OK", "Transaction has already committed, label is "+label)
+	case op == "commit":
+		return txnResult("FAILED", "Can not commit ABORTED transaction, label is "+label)
+	case committed:
+		return txnResult("FAILED", "Can not abort COMMITTED transaction, label is "+label)
+	}
+	return txnResult("OK", "Transaction has already aborted, label is "+label)
 }
 
 // beTransaction handles /api/transaction/{op} on the BE listener.
@@ -206,6 +226,7 @@ func (e *Emulator) newClassicLocked(label, db, table string, dbID int64, timeout
 	}
 	tl := &tableLoad{name: table, subID: t.id}
 	t.tables = []*tableLoad{tl}
+	delete(e.outcomes, outcomeKey(db, label))
 	t.byTable[table] = tl
 	e.registerLocked(t)
 	return t

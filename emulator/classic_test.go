@@ -284,3 +284,36 @@ func TestBERedirect(t *testing.T) {
 	assert.Equal(t, e.BEURL()+"/api/test/orders/_stream_load", r.hdr.Get("Location"))
 	assert.Positive(t, e.Counters().Redirects)
 }
+
+// TestClassicEvictedOutcome is the last row of §4.4: after label eviction
+// commit/rollback answer from the cached outcome.
+func TestClassicEvictedOutcome(t *testing.T) {
+	e := startEmu(t, func(c *Config) { c.LabelKeepMax = 1 })
+	c := newClient(t, e)
+	for _, l := range []string{"v1", "v2", "v3"} {
+		requireStatus(t, c.begin(ctlH(l)), "OK", "")
+		requireStatus(t, c.load(classicH(l), orderRows(1, 1)), "OK", "")
+	}
+	requireStatus(t, c.commit(ctlH("v1")), "OK", "")
+	requireStatus(t, c.rollback(ctlH("v2")), "OK", "")
+	requireStatus(t, c.commit(ctlH("v3")), "OK", "")
+	assert.Equal(t, "UNKNOWN", c.state("test", "v1"))
+	assert.Equal(t, "UNKNOWN", c.state("test", "v2"))
+	assert.Equal(t, "VISIBLE", c.state("test", "v3"))
+	requireStatus(t, c.commit(ctlH("v1")), "OK", "Transaction has already committed, label is v1")
+	requireStatus(t, c.rollback(ctlH("v1")), "FAILED", "Can not abort COMMITTED transaction, label is v1")
+	requireStatus(t, c.commit(ctlH("v2")), "FAILED", "Can not commit ABORTED transaction, label is v2")
+	requireStatus(t, c.rollback(ctlH("v2")), "OK", "Transaction has already aborted, label is v2")
+	t.Log("an evicted label can be used again")
+	requireStatus(t, c.begin(ctlH("v1")), "OK", "")
+	requireStatus(t, c.commit(ctlH("v1")), "INTERNAL_ERROR", fmt.Sprintf("transaction %d hasn't send any data yet", txnIDClassic(t, e, "v1")))
+}
+
+func txnIDClassic(t testing.TB, e *Emulator, label string) int64 {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tx := e.latestLocked("test", label)
+	require.NotNil(t, tx)
+	return tx.id
+}

@@ -169,6 +169,10 @@ type Emulator struct {
 	finished   []*txn             // finished transactions in finish order, for retention
 	errorLogs  map[string][]string
 	errorOrder []string
+	// outcomes caches the final state of evicted classic transactions by
+	// db and label, so commit/rollback still answer idempotently.
+	outcomes     map[string]string
+	outcomeOrder []string
 
 	stop     chan struct{}
 	bg       sync.WaitGroup
@@ -197,6 +201,7 @@ func Start(cfg Config) (*Emulator, error) {
 		dbs:        map[string]*dbTxns{},
 		beContexts: map[string]*txn{},
 		errorLogs:  map[string][]string{},
+		outcomes:   map[string]string{},
 		stop:       make(chan struct{}),
 	}
 	if cfg.Schema != "" {

@@ -233,6 +233,9 @@ func (e *Emulator) evictLocked(now time.Time) {
 		if e.multi[t.label] == t {
 			delete(e.multi, t.label)
 		}
+		if !t.multi {
+			e.cacheOutcomeLocked(t)
+		}
 		if d := e.dbs[t.db]; d != nil {
 			ts := d.labels[t.label]
 			for i, x := range ts {
@@ -251,6 +254,29 @@ func (e *Emulator) evictLocked(now time.Time) {
 	}
 	if n > 0 {
 		e.finished = append(e.finished[:0:0], e.finished[n:]...)
+	}
+}
+
+// outcomeKeepFactor bounds the outcome cache at this many times
+// LabelKeepMax entries.
+const outcomeKeepFactor = 10
+
+func outcomeKey(db, label string) string { return db + "\x00" + label }
+
+// cacheOutcomeLocked remembers the final state of an evicted classic
+// transaction.
+func (e *Emulator) cacheOutcomeLocked(t *txn) {
+	k := outcomeKey(t.db, t.label)
+	if _, ok := e.outcomes[k]; !ok {
+		e.outcomeOrder = append(e.outcomeOrder, k)
+	}
+	e.outcomes[k] = t.labelState()
+	if keep := e.cfg.LabelKeepMax * outcomeKeepFactor; len(e.outcomeOrder) > keep {
+		drop := len(e.outcomeOrder) - keep
+		for _, old := range e.outcomeOrder[:drop] {
+			delete(e.outcomes, old)
+		}
+		e.outcomeOrder = append(e.outcomeOrder[:0:0], e.outcomeOrder[drop:]...)
 	}
 }
 
