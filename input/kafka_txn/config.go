@@ -102,7 +102,8 @@ fenced without committing.
 
 ### Metadata
 
-Every message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`"+`
+Every message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`, `kafka_lag`"+`
+(records behind the partition's high watermark when the record was fetched)
 and every record header as a string.
 
 ### Metrics

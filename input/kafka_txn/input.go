@@ -39,6 +39,7 @@ const (
 	MetaTimestampSec = "kafka_timestamp_unix"
 	MetaTimestampMs  = "kafka_timestamp_ms"
 	MetaTombstone    = "kafka_tombstone_message"
+	MetaLag          = "kafka_lag"
 )
 
 const (
@@ -559,6 +560,9 @@ func (in *Input) fillLocked(ps *partState) bool {
 		ps.queue[0] = nil
 		ps.queue = ps.queue[1:]
 		msg := recordToMessage(rec)
+		if ps.hwm >= 0 {
+			msg.MetaSetMut(MetaLag, max(ps.hwm-rec.Offset-1, 0))
+		}
 		ps.batching = append(ps.batching, rec)
 		room--
 		if ps.batcher == nil {

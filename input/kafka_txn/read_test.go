@@ -144,6 +144,7 @@ func TestMetadata(t *testing.T) {
 	assert.Equal(t, "1700000000123", get(MetaTimestampMs))
 	assert.Equal(t, "false", get(MetaTombstone))
 	assert.Equal(t, "abc", get("trace"))
+	assert.Equal(t, "1", get(MetaLag), "one record behind the high watermark")
 	raw, err := m.AsBytes()
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":1}`, string(raw))
@@ -152,6 +153,7 @@ func TestMetadata(t *testing.T) {
 	assert.Equal(t, "k2", get(MetaKey))
 	assert.Equal(t, "1", get(MetaOffset))
 	assert.Equal(t, "true", get(MetaTombstone))
+	assert.Equal(t, "0", get(MetaLag))
 }
 
 func TestConnectErrors(t *testing.T) {
