@@ -100,7 +100,7 @@ func (e *Emulator) feClassic(q *req) {
 			}
 			e.abortLocked(t, msg)
 			e.mu.Unlock()
-			writeJSON(q.w, http.StatusOK, withID(txnResult("FAILED", msg)))
+			writeJSON(q.w, http.StatusOK, withID(txnResult("FAILED", msg)).withStatus(f.Status))
 			return
 		}
 		t.status = statusCommitted
@@ -278,9 +278,10 @@ func (e *Emulator) beOp(q *req) {
 		writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label))
 		return
 	}
+	abortStatus := "INTERNAL_ERROR"
 	abort := func(msg string, withURL bool) {
 		e.abortLocked(t, msg)
-		r := beReply("INTERNAL_ERROR", msg, q.label)
+		r := beReply(abortStatus, msg, q.label)
 		if withURL {
 			r = r.with("ErrorURL", e.errorURL(e.recordErrorsLocked(t, tl, nil)))
 		}
@@ -305,6 +306,9 @@ func (e *Emulator) beOp(q *req) {
 		msg := f.Message
 		if msg == "" {
 			msg = fmt.Sprintf("transaction %d commit failed and was aborted (injected fault)", t.id)
+		}
+		if f.Status != "" {
+			abortStatus = f.Status
 		}
 		abort(msg, false)
 		return

@@ -46,6 +46,9 @@ const (
 	ActReset Action = "reset"
 	// ActDelay waits Delay, then handles the request normally.
 	ActDelay Action = "delay"
+	// ActRedirect answers 307 to the same URL on the same node, as a
+	// follower FE redirecting to the leader does; nothing else happens.
+	ActRedirect Action = "redirect"
 
 	// ActCommitReportFailure commits, then answers FAILED (Message).
 	ActCommitReportFailure Action = "commit_report_failure"
@@ -67,7 +70,7 @@ const (
 
 var validActions = map[Action][]Op{
 	ActTxnInProcessing: nil, ActInternalError: nil, ActTxnNotExists: nil, ActRunningTxnLimit: nil,
-	ActLabelAlreadyExists: nil, ActHTTPError: nil, ActReset: nil, ActDelay: nil,
+	ActLabelAlreadyExists: nil, ActHTTPError: nil, ActReset: nil, ActDelay: nil, ActRedirect: nil,
 	ActCommitReportFailure: {OpCommit}, ActCommitReset: {OpCommit}, ActCommitNoAnswer: {OpCommit},
 	ActCommitLate: {OpCommit}, ActCommitAbort: {OpCommit}, ActAbortPending: {OpRollback},
 }
@@ -93,6 +96,9 @@ type Fault struct {
 	HTTPCode int `json:"http_code,omitempty"`
 	// Message overrides the reply message of status and commit actions.
 	Message string `json:"message,omitempty"`
+	// Status overrides the reply Status of ActCommitReportFailure,
+	// ActCommitLate and ActCommitAbort (e.g. "PUBLISH_TIMEOUT").
+	Status string `json:"status,omitempty"`
 }
 
 // MarshalJSON writes Delay as a duration string.

@@ -124,6 +124,13 @@ func TestFaultTransport(t *testing.T) {
 		require.Error(t, err, "the connection is reset")
 		requireStatus(t, c.load(jsonLoadH("test", "tp", "orders"), orderRows(5000, 1)), "OK", "")
 	})
+	t.Run("redirect to the same FE, as a follower does", func(t *testing.T) {
+		require.NoError(t, e.Faults().Add(Fault{Op: OpCommit, Action: ActRedirect}))
+		r := c.commit(multiH("test", "tp"))
+		assert.Equal(t, http.StatusTemporaryRedirect, r.code)
+		assert.Equal(t, e.FEURL()+"/api/transaction/commit", r.hdr.Get("Location"))
+		assert.Equal(t, "PREPARE", c.state("test", "tp"))
+	})
 	t.Run("delay", func(t *testing.T) {
 		require.NoError(t, e.Faults().Add(Fault{Op: OpGetLoadState, Action: ActDelay, Delay: 300 * time.Millisecond}))
 		start := time.Now()
@@ -193,9 +200,9 @@ func TestFaultCommit(t *testing.T) {
 		requireStatus(t, c.begin(ctlH("k6")), "OK", "")
 		requireStatus(t, c.load(classicH("k6"), orderRows(6, 1)), "OK", "")
 		requireStatus(t, c.prepare(ctlH("k6")), "OK", "")
-		require.NoError(t, e.Faults().Add(Fault{Op: OpCommit, Action: ActCommitReportFailure}))
+		require.NoError(t, e.Faults().Add(Fault{Op: OpCommit, Action: ActCommitReportFailure, Status: "PUBLISH_TIMEOUT"}))
 		r := c.commit(ctlH("k6"))
-		assert.Equal(t, "FAILED", r.str("Status"))
+		assert.Equal(t, "PUBLISH_TIMEOUT", r.str("Status"), r.raw)
 		assert.Equal(t, "VISIBLE", c.state("test", "k6"))
 	})
 }

@@ -108,11 +108,9 @@ func (e *Emulator) takeFault(q *req, shape func(status, msg string) reply) (*Fau
 }
 
 func (e *Emulator) multiBegin(q *req) {
-	f, done := e.takeFault(q, feShape(q))
-	if done {
+	if _, done := e.takeFault(q, feShape(q)); done {
 		return
 	}
-	_ = f
 	dbID, ok := e.store.DatabaseID(q.db)
 	if !ok {
 		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Database[%s] does not exist", q.db)))
@@ -283,7 +281,7 @@ func (e *Emulator) multiCommit(q *req) {
 		}
 		e.abortLocked(t, msg)
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, multiCommitReply("FAILED", msg, t))
+		writeJSON(q.w, http.StatusOK, multiCommitReply("FAILED", msg, t).withStatus(f.Status))
 		return
 	}
 	t.state = stateCommitting
@@ -336,7 +334,7 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 		if delay <= 0 {
 			delay = defaultLateCommitDelay
 		}
-		writeJSON(q.w, http.StatusOK, failed(msg))
+		writeJSON(q.w, http.StatusOK, failed(msg).withStatus(f.Status))
 		e.bg.Add(1)
 		go func() {
 			defer e.bg.Done()
@@ -357,7 +355,7 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 		if msg == "" {
 			msg = fmt.Sprintf("Transaction %d commit failed: publish timeout (injected fault), label is %s", t.id, t.label)
 		}
-		writeJSON(q.w, http.StatusOK, failed(msg))
+		writeJSON(q.w, http.StatusOK, failed(msg).withStatus(f.Status))
 	case ActCommitReset:
 		hijackReset(q.w)
 	case ActCommitNoAnswer:

@@ -41,6 +41,20 @@ type reply []kv
 
 func (r reply) with(k string, v any) reply { return append(r, kv{k, v}) }
 
+// withStatus replaces the Status entry (when status is not empty).
+func (r reply) withStatus(status string) reply {
+	if status == "" {
+		return r
+	}
+	out := append(reply(nil), r...)
+	for i := range out {
+		if out[i].k == "Status" {
+			out[i].v = status
+		}
+	}
+	return out
+}
+
 func (r reply) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -296,6 +310,19 @@ func (e *Emulator) fire(q *req, f *Fault, shape func(status, msg string) reply) 
 	case ActDelay:
 		e.sleep(q.r.Context(), f.Delay)
 		return false
+	case ActRedirect:
+		base := e.FEURL()
+		if q.node == "be" {
+			base = e.BEURL()
+		}
+		loc := base + q.r.URL.Path
+		if q.r.URL.RawQuery != "" {
+			loc += "?" + q.r.URL.RawQuery
+		}
+		e.ctr.redirects.Add(1)
+		q.w.Header().Set("Location", loc)
+		q.w.WriteHeader(http.StatusTemporaryRedirect)
+		return true
 	case ActHTTPError:
 		code := f.HTTPCode
 		if code == 0 {
