@@ -12,6 +12,8 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/server"
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
@@ -253,7 +255,7 @@ func (d *sqlDatabase) GetTableInsensitive(ctx *sql.Context, tblName string) (sql
 	if !ok {
 		return nil, false, nil
 	}
-	return newSQLTable(t), true, nil
+	return newSQLTable(d.bridge.store, t), true, nil
 }
 
 func (d *sqlDatabase) GetTableNames(ctx *sql.Context) ([]string, error) {
@@ -288,15 +290,31 @@ func (d *sqlDatabase) GetViewDefinition(*sql.Context, string) (sql.ViewDefinitio
 // AllViews implements sql.ViewDatabase.
 func (d *sqlDatabase) AllViews(*sql.Context) ([]sql.ViewDefinition, error) { return nil, nil }
 
+var _ sql.TriggerDatabase = (*sqlDatabase)(nil)
+
+// GetTriggers implements sql.TriggerDatabase: the emulator has no triggers.
+func (d *sqlDatabase) GetTriggers(*sql.Context) ([]sql.TriggerDefinition, error) { return nil, nil }
+
+// CreateTrigger implements sql.TriggerDatabase.
+func (d *sqlDatabase) CreateTrigger(*sql.Context, sql.TriggerDefinition) error {
+	return fmt.Errorf("triggers are not supported by the StarRocks emulator")
+}
+
+// DropTrigger implements sql.TriggerDatabase.
+func (d *sqlDatabase) DropTrigger(_ *sql.Context, name string) error {
+	return sql.ErrTriggerDoesNotExist.New(name)
+}
+
 // sqlTable is one table at one snapshot.
 type sqlTable struct {
+	store  *Store
 	state  *tableState
 	schema sql.Schema
 }
 
 var _ sql.Table = (*sqlTable)(nil)
 
-func newSQLTable(t *tableState) *sqlTable {
+func newSQLTable(s *Store, t *tableState) *sqlTable {
 	sc := t.schema
 	out := make(sql.Schema, len(sc.Columns))
 	for i := range sc.Columns {
@@ -310,9 +328,32 @@ func newSQLTable(t *tableState) *sqlTable {
 			PrimaryKey:     i < len(sc.keyIdx) && sc.KeyType != DuplicateKey,
 			Comment:        c.Comment,
 		}
+		col.Default = sqlDefault(c, col.Type)
 		out[i] = col
 	}
-	return &sqlTable{state: t, schema: out}
+	return &sqlTable{store: s, state: t, schema: out}
+}
+
+// sqlDefault renders a column's DEFAULT for go-mysql-server (INSERT, DESCRIBE).
+func sqlDefault(c *Column, typ sql.Type) *sql.ColumnDefaultValue {
+	var expr sql.Expression
+	switch {
+	case c.DefaultCurrentTimestamp:
+		now, err := function.NewNow()
+		if err != nil {
+			return nil
+		}
+		expr = now
+	case c.Default != nil:
+		expr = expression.NewLiteral(toSQLValue(c, c.defaultValue), typ)
+	default:
+		return nil
+	}
+	d, err := sql.NewColumnDefaultValue(expr, typ, !c.DefaultCurrentTimestamp, false, c.Nullable)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 func sqlType(c *Column) sql.Type {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -311,4 +312,46 @@ func TestMySQLAtomicVisibility(t *testing.T) {
 	require.NoError(t, db.QueryRow(queries[0]).Scan(&x, &y))
 	assert.Equal(t, int64(c*perCommit), x)
 	assert.Equal(t, x, y)
+}
+
+func TestMySQLWrites(t *testing.T) {
+	s := convStore(t)
+	srv := serve(t, s, "root", "")
+	db := openDB(t, srv, "root", "", "db", "")
+	exec := func(q string, args ...any) {
+		t.Helper()
+		_, err := db.Exec(q, args...)
+		require.NoError(t, err, q)
+	}
+	exec("INSERT INTO nn (id, req, opt) VALUES (1, 10, 100), (2, 20, NULL)")
+	exec("INSERT INTO nn (id, req) VALUES (1, 11)") // PRIMARY KEY insert = upsert (defaults for the rest)
+	assert.Equal(t, [][]any{{int64(1), int32(11), int32(7), nil}, {int64(2), int32(20), int32(7), nil}}, rowsOf(t, s, "db", "nn", "id", "req", "dflt", "opt"))
+
+	exec("UPDATE nn SET opt = req * 2 WHERE id = 2")
+	exec("UPDATE nn SET id = 3 WHERE id = 1") // key change: delete + upsert
+	assert.Equal(t, [][]any{{int64(2), int32(40)}, {int64(3), nil}}, rowsOf(t, s, "db", "nn", "id", "opt"))
+	exec("DELETE FROM nn WHERE id = 3")
+	assert.Equal(t, [][]any{{int64(2)}}, rowsOf(t, s, "db", "nn", "id"))
+
+	exec("INSERT INTO dup VALUES (1, 'a'), (1, 'a')")
+	assert.Len(t, rowsOf(t, s, "db", "dup", "id"), 2)
+	_, err := db.Exec("DELETE FROM dup WHERE id = 1")
+	require.ErrorContains(t, err, "DELETE is only supported on PRIMARY KEY tables")
+	_, err = db.Exec("UPDATE dup SET v = 'b'")
+	require.ErrorContains(t, err, "UPDATE is only supported on PRIMARY KEY tables")
+	assert.Len(t, rowsOf(t, s, "db", "dup", "id"), 2, "a failed statement changes nothing")
+
+	exec(`INSERT INTO conv (id, bo, d, ts, j, l) VALUES (1, true, 1.239, '2024-01-02 03:04:05.5', '{"k": [1, 2]}', 5)`)
+	rows, err := s.Rows("db", "conv")
+	require.NoError(t, err)
+	assert.Equal(t, true, rows[0]["bo"])
+	assert.Equal(t, "1.24", rows[0]["d"].(decimal.Decimal).StringFixed(2))
+	assert.Equal(t, time.Date(2024, 1, 2, 3, 4, 5, 500000000, time.UTC), rows[0]["ts"])
+	assert.Equal(t, `{"k":[1,2]}`, rows[0]["j"])
+	var j string
+	require.NoError(t, db.QueryRow("SELECT j FROM conv").Scan(&j))
+	assert.JSONEq(t, `{"k":[1,2]}`, j)
+
+	_, err = db.Exec("INSERT INTO conv (id, v) VALUES (2, 'too long')")
+	require.Error(t, err)
 }
