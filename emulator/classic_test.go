@@ -317,3 +317,69 @@ func txnIDClassic(t testing.TB, e *Emulator, label string) int64 {
 	require.NotNil(t, tx)
 	return tx.id
 }
+
+func TestClassicBEChecks(t *testing.T) {
+	e := startEmu(t, nil)
+	c := newClient(t, e)
+	requireStatus(t, c.begin(ctlH("b1")), "OK", "")
+	requireStatus(t, c.commit(hdrs{"db": "test", "label": "b1x"}), "FAILED", pfx+"No transaction found with db[test] and label[b1x]")
+	requireStatus(t, c.prepare(hdrs{"db": "test", "label": "b1x"}), "FAILED", pfx+"No transaction found with db[test] and label[b1x]")
+
+	t.Log("all rows filtered but within the ratio: no rows imported")
+	requireStatus(t, c.load(classicH("b1", "max_filter_ratio", "1"), badOrderRows(1, 2)), "OK", "")
+	requireStatus(t, c.commit(ctlH("b1")), "INTERNAL_ERROR", errNoRowsImported)
+	assert.Equal(t, "ABORTED", c.state("test", "b1"))
+
+	t.Log("a malformed document fails the commit")
+	requireStatus(t, c.begin(ctlH("b2")), "OK", "")
+	requireStatus(t, c.load(classicH("b2"), orderRows(1, 1)), "OK", "")
+	requireStatus(t, c.load(classicH("b2"), `[{"order_id":`), "OK", "")
+	r := c.commit(ctlH("b2"))
+	assert.Equal(t, "INTERNAL_ERROR", r.str("Status"), r.raw)
+	assert.NotEmpty(t, r.str("Message"))
+	assert.Equal(t, "ABORTED", c.state("test", "b2"))
+
+	t.Log("a body of unknown length (chunked) is read whole")
+	requireStatus(t, c.begin(ctlH("b3")), "OK", "")
+	req, err := http.NewRequest(http.MethodPut, e.FEURL()+"/api/transaction/load", io.MultiReader(strings.NewReader(orderRows(1, 50))))
+	require.NoError(t, err)
+	req.ContentLength = -1
+	req.SetBasicAuth("root", "")
+	for k, v := range classicH("b3") {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	assert.Contains(t, string(b), `"Status":"OK"`)
+	r = c.commit(ctlH("b3"))
+	requireStatus(t, r, "OK", "")
+	assert.Equal(t, int64(50), r.num("NumberLoadedRows"))
+	assert.Equal(t, 50, countRows(t, e, "orders"))
+}
+
+// TestBEFollowRedirects drives the redirect path like the project's client:
+// follow the 307 by hand, re-sending method, headers and body.
+func TestBEFollowRedirects(t *testing.T) {
+	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	follow := func(method, path string, h hdrs, body string) resp {
+		r := c.do(method, path, h, body)
+		for i := 0; i < 3 && r.code == http.StatusTemporaryRedirect; i++ {
+			r = c.do(method, r.hdr.Get("Location"), h, body)
+		}
+		return r
+	}
+	requireStatus(t, follow("POST", "/api/transaction/begin", multiH("test", "fr"), ""), "OK", "")
+	requireStatus(t, follow("PUT", "/api/transaction/load", jsonLoadH("test", "fr", "orders"), orderRows(1, 2)), "OK", "")
+	requireStatus(t, follow("PUT", "/api/transaction/load", jsonLoadH("test", "fr", "order_items"), itemRows(1, 2)), "OK", "")
+	requireStatus(t, follow("POST", "/api/transaction/commit", multiH("test", "fr"), ""), "OK", "")
+	r := follow("PUT", "/api/test/order_events/_stream_load", hdrs{"format": "json", "label": "ev1"}, `{"event_id":1,"order_id":1,"kind":"created"}`)
+	assert.Equal(t, "Success", r.str("Status"), r.raw)
+	assert.Equal(t, 2, countRows(t, e, "orders"))
+	assert.Equal(t, 2, countRows(t, e, "order_items"))
+	assert.Equal(t, 1, countRows(t, e, "order_events"))
+	t.Log("a load sent to the BE for a table the FE never planned is unknown there")
+	requireStatus(t, c.do("PUT", e.BEURL()+"/api/transaction/load", jsonLoadH("test", "fr", "order_events"), "{}"), "TXN_NOT_EXISTS", "Transaction with label fr not exists")
+}

@@ -18,7 +18,8 @@
 //
 // ops: begin, load, prepare, commit, rollback, get_load_state, stream_load,
 // cancel. actions: txn_in_processing, internal_error, txn_not_exists,
-// running_txn_limit, label_already_exists, http_error, reset, delay (any op);
+// running_txn_limit, label_already_exists, http_error, reset, delay, redirect
+// (any op);
 // commit_report_failure, commit_reset, commit_no_answer, commit_late,
 // commit_abort (commit); abort_pending (rollback). See Action.
 package emulator
