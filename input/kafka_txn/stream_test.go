@@ -2,6 +2,7 @@ package kafka_txn
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +219,38 @@ func TestConfigLintAndValidation(t *testing.T) {
 			assert.Equal(t, want, got, in)
 		}
 	})
+}
+
+// TestReadmeDocumentsEveryField lints the README's full configuration block
+// and checks that the field table names every field of the spec.
+func TestReadmeDocumentsEveryField(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+
+	start := strings.Index(readme, "## Configuration\n\n```yaml\n")
+	require.GreaterOrEqual(t, start, 0)
+	block := readme[start+len("## Configuration\n\n```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	block = strings.TrimPrefix(block, "input:\n")
+	var unindented []string
+	for _, l := range strings.Split(block, "\n") {
+		unindented = append(unindented, strings.TrimPrefix(l, "  "))
+	}
+	lints, err := service.NewEnvironment().NewComponentConfigLinter().LintInputYAML([]byte(strings.Join(unindented, "\n")))
+	require.NoError(t, err)
+	assert.Empty(t, lints)
+
+	spec, ok := service.NewEnvironment().GetInputConfig(Name)
+	require.True(t, ok)
+	data, err := spec.TemplateData()
+	require.NoError(t, err)
+	require.NotEmpty(t, data.Fields)
+	for _, f := range data.Fields {
+		if strings.Count(f.FullName, ".") > 0 {
+			continue
+		}
+		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
+		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
+	}
 }
