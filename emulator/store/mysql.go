@@ -62,7 +62,8 @@ func (s *Store) ServeMySQL(addr, user, password string) (MySQLServer, error) {
 		return nil, fmt.Errorf("mysql server: %w", err)
 	}
 	h.sm = srv.SessionManager()
-	go func() { _ = srv.Start() }()
+	// Listener.Accept is what Server.Start runs, minus its start-up log lines.
+	go srv.Listener.Accept()
 	return &mysqlServer{srv: srv, addr: ln.Addr().String()}, nil
 }
 

@@ -406,6 +406,20 @@ func (t *tableState) apply(rows []Row) error {
 				continue
 			}
 		}
+		if r.Set != nil {
+			// a partial-update row for a new key: unset columns take their defaults
+			for c := range vals {
+				if c < len(r.Set) && !r.Set[c] && vals[c] == nil {
+					col := &sc.Columns[c]
+					switch {
+					case col.Default != nil && !col.DefaultCurrentTimestamp:
+						vals[c] = col.defaultValue
+					case !col.Nullable:
+						vals[c] = zeroValue(col)
+					}
+				}
+			}
+		}
 		t.rows.set(key, vals)
 	}
 	return nil

@@ -107,6 +107,11 @@ func TestPartialUpdate(t *testing.T) {
 	load(t, s, "db", "nn", `[{"id":1,"st":"new"},{"id":2,"__op":1}]`, p)
 	assert.Equal(t, [][]any{{int64(1), int32(1), int32(2), int32(30), "new"}}, rowsOf(t, s, "db", "nn", "id", "req", "dflt", "opt", "st"))
 
+	// Go callers may leave unset columns nil: a new row still gets defaults / zero values
+	require.NoError(t, s.Apply([]TableChange{{DB: "db", Table: "nn", Rows: []Row{
+		{Values: []any{int64(5), nil, nil, int32(1), nil, nil}, Set: []bool{true, false, false, true, false, false}}}}}))
+	assert.Equal(t, []any{int64(5), int32(0), int32(7), int32(1), "x"}, rowsOf(t, s, "db", "nn", "id", "req", "dflt", "opt", "st")[1])
+
 	res, err := s.Parse("db", "nn", []byte(`[{"st":"no key"}]`), p)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), res.Filtered)
