@@ -29,6 +29,68 @@ import (
 // STARROCKS_TXN_BENCH_BATCH the messages per input batch (default 100).
 const benchEnv = "STARROCKS_TXN_BENCH"
 
+// benchMetrics captures the output's own metrics during a benchmark run:
+// the peak of starrocks_txn_buffered_bytes and the visibility latencies.
+var benchMetrics struct {
+	mu         sync.Mutex
+	peakBuffer int64
+	visibility []time.Duration
+	commits    int64
+}
+
+func init() {
+	service.MustRegisterMetricsExporter("starrocks_txn_bench_capture", service.NewConfigSpec(),
+		func(conf *service.ParsedConfig, log *service.Logger) (service.MetricsExporter, error) {
+			return benchExporter{}, nil
+		})
+}
+
+type benchExporter struct{}
+
+type benchCounter struct{ name string }
+
+func (c benchCounter) Incr(n int64) {
+	if c.name == "starrocks_txn_commits" {
+		benchMetrics.mu.Lock()
+		benchMetrics.commits += n
+		benchMetrics.mu.Unlock()
+	}
+}
+
+type benchTimer struct{ name string }
+
+func (tm benchTimer) Timing(d int64) {
+	if tm.name == "starrocks_txn_visibility_latency_ns" {
+		benchMetrics.mu.Lock()
+		benchMetrics.visibility = append(benchMetrics.visibility, time.Duration(d))
+		benchMetrics.mu.Unlock()
+	}
+}
+
+type benchGauge struct{ name string }
+
+func (g benchGauge) Set(v int64) {
+	if g.name == "starrocks_txn_buffered_bytes" {
+		benchMetrics.mu.Lock()
+		benchMetrics.peakBuffer = max(benchMetrics.peakBuffer, v)
+		benchMetrics.mu.Unlock()
+	}
+}
+
+func (benchExporter) NewCounterCtor(name string, _ ...string) service.MetricsExporterCounterCtor {
+	return func(...string) service.MetricsExporterCounter { return benchCounter{name} }
+}
+
+func (benchExporter) NewTimerCtor(name string, _ ...string) service.MetricsExporterTimerCtor {
+	return func(...string) service.MetricsExporterTimer { return benchTimer{name} }
+}
+
+func (benchExporter) NewGaugeCtor(name string, _ ...string) service.MetricsExporterGaugeCtor {
+	return func(...string) service.MetricsExporterGauge { return benchGauge{name} }
+}
+
+func (benchExporter) Close(context.Context) error { return nil }
+
 type benchResult struct {
 	name      string
 	rows      int
@@ -37,6 +99,10 @@ type benchResult struct {
 	loads     int64
 	peakHeap  uint64
 	committed int
+	// From the output's own metrics (starrocks_txn only).
+	peakBuffer     int64
+	visP50, visP99 time.Duration
+	outputCommits  int64
 }
 
 // benchBatches builds the same stream for every contender: source
@@ -73,6 +139,10 @@ func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emula
 	batches, n := benchBatches(rows, envInt(t, benchEnv+"_BATCH", 100))
 	sb := service.NewStreamBuilder()
 	require.NoError(t, sb.SetLoggerYAML("level: "+benchLogLevel()))
+	require.NoError(t, sb.SetMetricsYAML("starrocks_txn_bench_capture: {}"))
+	benchMetrics.mu.Lock()
+	benchMetrics.peakBuffer, benchMetrics.visibility, benchMetrics.commits = 0, nil, 0
+	benchMetrics.mu.Unlock()
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(outputYAML))
@@ -128,6 +198,13 @@ func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emula
 	require.NoError(t, stream.StopWithin(10*time.Second))
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := benchResult{name: name, rows: n, elapsed: elapsed, p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], peakHeap: peak.Load()}
+	benchMetrics.mu.Lock()
+	r.peakBuffer, r.outputCommits = benchMetrics.peakBuffer, benchMetrics.commits
+	if vis := benchMetrics.visibility; len(vis) > 0 {
+		sort.Slice(vis, func(i, j int) bool { return vis[i] < vis[j] })
+		r.visP50, r.visP99 = vis[len(vis)/2], vis[len(vis)*99/100]
+	}
+	benchMetrics.mu.Unlock()
 	if e != nil {
 		after := e.Counters()
 		r.loads = (after.Loads + after.StreamLoads) - (before.Loads + before.StreamLoads)
@@ -183,7 +260,10 @@ http_client:
 		t.Logf("| %s | %d | %.0f | %v | %v | %.1f | %.0f |", r.name, r.rows, float64(r.rows)/r.elapsed.Seconds(),
 			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), float64(r.loads)/r.elapsed.Seconds(), float64(r.peakHeap)/(1<<20))
 	}
-	t.Logf("buffer_size %d MiB; starrocks_txn: %d commits, %d begins; the emulator runs in the same process and its heap is included", bufferSize>>20, e1c.Commits, e1c.Begins)
+	st := results[1]
+	t.Logf("starrocks_txn own metrics: %d commits (%.2f/s), %d begins; visibility latency per source transaction p50 %v p99 %v; peak buffered %.1f MiB of buffer_size %d MiB",
+		st.outputCommits, float64(st.outputCommits)/st.elapsed.Seconds(), e1c.Begins, st.visP50.Round(time.Millisecond), st.visP99.Round(time.Millisecond), float64(st.peakBuffer)/(1<<20), bufferSize>>20)
+	t.Logf("p50/p99 columns: batch creation to acknowledgement (= visible in StarRocks for both loaders); peak heap is the whole test process, emulator and pre-built input included")
 	require.Equal(t, rows/3, results[1].committed, "starrocks_txn committed every event")
 }
 
