@@ -58,8 +58,11 @@
 //     delimiter …" (a real BE would glue the last row to the next load's first row).
 //   - jsonpaths map to the `columns` entries (or to the table columns in order) and json_root
 //     selects the node the rows are read from; paths support $.a.b, $.a[0] and $['a'].
-//   - Not supported, with a clear error: `columns` expressions, `where`, merge_condition and
-//     the compressed CSV formats (decompress before calling Parse).
+//   - merge_condition (PRIMARY KEY tables, a non-key column): an upsert of an existing key
+//     applies only if its value in that column is >= the stored one (NULL is smallest); deletes
+//     and new keys always apply.
+//   - Not supported, with a clear error: `columns` expressions, `where` and the compressed CSV
+//     formats (decompress before calling Parse).
 //
 // # Visibility
 //

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/big"
@@ -100,4 +101,45 @@ func appendDecimal(b []byte, d decimal.Decimal) []byte {
 		}
 		return b
 	}
+}
+
+// compareValues orders two values of one column; NULL sorts first.
+func compareValues(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	switch x := a.(type) {
+	case decimal.Decimal:
+		if y, ok := b.(decimal.Decimal); ok {
+			return x.Cmp(y)
+		}
+	case float32:
+		if y, ok := b.(float32); ok {
+			return cmpOrdered(x, y)
+		}
+	case float64:
+		if y, ok := b.(float64); ok {
+			return cmpOrdered(x, y)
+		}
+	case time.Time:
+		if y, ok := b.(time.Time); ok {
+			return x.Compare(y)
+		}
+	}
+	return bytes.Compare(appendKeyValue(nil, a), appendKeyValue(nil, b))
+}
+
+func cmpOrdered[T int64 | float32 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

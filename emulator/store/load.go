@@ -60,7 +60,14 @@ func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, err
 		if ci < 0 {
 			return nil, fmt.Errorf("Unknown column '%s' in merge_condition", p.MergeCondition)
 		}
-		return nil, fmt.Errorf("merge_condition is not supported by the emulator")
+		for _, k := range sc.keyIdx {
+			if k == ci {
+				return nil, fmt.Errorf("merge_condition column '%s' must not be a primary key column", p.MergeCondition)
+			}
+		}
+		if t := sc.Columns[ci].Type; t == TypeJSON {
+			return nil, fmt.Errorf("merge_condition column '%s' has type %s, which cannot be compared", p.MergeCondition, t)
+		}
 	}
 	b, err := newRowBuilder(sc, p)
 	if err != nil {
@@ -78,16 +85,17 @@ func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, err
 
 // rowBuilder converts rows of one body.
 type rowBuilder struct {
-	sc      *TableSchema
-	p       LoadParams
-	isPK    bool
-	opCol   bool   // __op is recognised (PRIMARY KEY table without a column named __op)
-	allowed []bool // columns the `columns` header selects (nil: all)
-	targets []int  // CSV/jsonpaths: field i -> column index (-1 skip, -2 __op)
-	paths   [][]pathElem
-	misses  map[string]int // JSON keys not matched exactly -> column index or -1
-	now     time.Time
-	res     *Parsed
+	sc       *TableSchema
+	p        LoadParams
+	isPK     bool
+	opCol    bool   // __op is recognised (PRIMARY KEY table without a column named __op)
+	allowed  []bool // columns the `columns` header selects (nil: all)
+	targets  []int  // CSV/jsonpaths: field i -> column index (-1 skip, -2 __op)
+	paths    [][]pathElem
+	misses   map[string]int // JSON keys not matched exactly -> column index or -1
+	mergeCol int            // Row.MergeCol
+	now      time.Time
+	res      *Parsed
 
 	// per row
 	vals    []any
@@ -105,6 +113,9 @@ const (
 func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 	b := &rowBuilder{sc: sc, p: p, isPK: sc.KeyType == PrimaryKey, misses: map[string]int{}, res: &Parsed{}}
 	b.opCol = b.isPK && sc.ColumnIndex("__op") < 0
+	if p.MergeCondition != "" {
+		b.mergeCol = sc.ColumnIndex(p.MergeCondition) + 1
+	}
 	b.now = time.Now()
 	if p.Timezone != "" {
 		if loc, err := time.LoadLocation(p.Timezone); err == nil {
@@ -242,7 +253,7 @@ func (b *rowBuilder) finishRow(rowText func() string) {
 		b.res.addError(fmt.Sprintf("Error: %s. Row: %s", b.bad, truncate(rowText(), 200)))
 		return
 	}
-	b.res.Rows = append(b.res.Rows, Row{Op: b.op, Values: b.vals, Set: set})
+	b.res.Rows = append(b.res.Rows, Row{Op: b.op, Values: b.vals, Set: set, MergeCol: b.mergeCol})
 	b.res.Loaded++
 }
 

@@ -392,6 +392,15 @@ func (t *tableState) apply(rows []Row) error {
 			continue
 		}
 		vals := r.Values
+		if r.MergeCol > 0 && r.MergeCol <= len(vals) && sc.KeyType == PrimaryKey {
+			if prev, ok := t.rows.get(key); ok {
+				mc := r.MergeCol - 1
+				condSet := r.Set == nil || mc < len(r.Set) && r.Set[mc]
+				if condSet && compareValues(vals[mc], prev[mc]) < 0 {
+					continue // merge_condition: a smaller value does not replace the stored row
+				}
+			}
+		}
 		if r.Set != nil && sc.KeyType == PrimaryKey {
 			if prev, ok := t.rows.get(key); ok {
 				merged := make([]any, len(vals))

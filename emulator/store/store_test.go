@@ -350,3 +350,30 @@ func TestApplyNormalizesGoValues(t *testing.T) {
 	}
 	assert.Len(t, rowsOf(t, s, "db", "conv", "id"), 1, "failed Applies changed nothing")
 }
+
+func TestMergeCondition(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+		CREATE TABLE db.m (id BIGINT NOT NULL, ver INT, ts DATETIME, v VARCHAR(10)) PRIMARY KEY(id);
+		CREATE TABLE db.d (id BIGINT NOT NULL, ver INT) DUPLICATE KEY(id)`))
+	p := jsonParams(map[string]string{"merge_condition": "ver"})
+	load(t, s, "db", "m", `[{"id":1,"ver":5,"v":"a"},{"id":2,"ver":null,"v":"n"}]`, p)
+	load(t, s, "db", "m", `[{"id":1,"ver":4,"v":"older"},{"id":1,"ver":5,"v":"same"},{"id":2,"ver":1,"v":"over null"},{"id":3,"ver":0,"v":"new"}]`, p)
+	assert.Equal(t, [][]any{{int64(1), int32(5), "same"}, {int64(2), int32(1), "over null"}, {int64(3), int32(0), "new"}}, rowsOf(t, s, "db", "m", "id", "ver", "v"))
+	load(t, s, "db", "m", `[{"id":1,"ver":0,"__op":1}]`, p)
+	assert.Len(t, rowsOf(t, s, "db", "m", "id"), 2, "deletes ignore merge_condition")
+
+	pt := jsonParams(map[string]string{"merge_condition": "ts"})
+	load(t, s, "db", "m", `[{"id":3,"ts":"2024-01-02 00:00:00","v":"t1"}]`, pt)
+	load(t, s, "db", "m", `[{"id":3,"ts":"2024-01-01 23:59:59","v":"t0"}]`, pt)
+	assert.Equal(t, "t1", rowsOf(t, s, "db", "m", "v")[1][0])
+
+	for _, c := range []struct{ table, col, want string }{
+		{"m", "id", "must not be a primary key column"},
+		{"m", "nope", "Unknown column 'nope' in merge_condition"},
+		{"d", "ver", "merge_condition is only supported by PRIMARY KEY tables"},
+	} {
+		_, err := s.Parse("db", c.table, []byte(`[]`), jsonParams(map[string]string{"merge_condition": c.col}))
+		require.ErrorContains(t, err, c.want)
+	}
+}

@@ -163,11 +163,14 @@ const (
 )
 
 // Row is one converted row. Values has one entry per table column (defaults applied); for a
-// partial-update row Set marks the columns the load supplied (nil for full rows).
+// partial-update row Set marks the columns the load supplied (nil for full rows). MergeCol,
+// when > 0, is 1 + the index of the merge_condition column: an upsert of an existing key then
+// applies only if its value in that column is >= the stored one (PRIMARY KEY tables).
 type Row struct {
-	Op     Op
-	Values []any
-	Set    []bool
+	Op       Op
+	Values   []any
+	Set      []bool
+	MergeCol int
 }
 
 // TableChange is a list of rows for one table, applied in order.
