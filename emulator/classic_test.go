@@ -37,6 +37,7 @@ func keysOf(r resp) []string {
 // TestClassicFlow is §4: begin, load, prepare, commit with the BE reply
 // shapes, and the FE commit/rollback table §4.4.
 func TestClassicFlow(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 
@@ -116,6 +117,7 @@ func TestClassicFlow(t *testing.T) {
 }
 
 func TestClassicErrors(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 
@@ -169,6 +171,7 @@ func TestClassicErrors(t *testing.T) {
 
 // TestStreamLoad is the plain stream load (§3.3).
 func TestStreamLoad(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	h := hdrs{"format": "json", "strip_outer_array": "true", "label": "sl1"}
@@ -221,6 +224,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // BE accepts loads only as PUT; classic begin/prepare/commit of PREPARE go to
 // the BE; the FE commits PREPARED itself.
 func TestBERedirect(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
 	require.NotEmpty(t, e.BEURL())
 	c := newClient(t, e)
@@ -288,6 +292,7 @@ func TestBERedirect(t *testing.T) {
 // TestClassicEvictedOutcome is the last row of §4.4: after label eviction
 // commit/rollback answer from the cached outcome.
 func TestClassicEvictedOutcome(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.LabelKeepMax = 1 })
 	c := newClient(t, e)
 	for _, l := range []string{"v1", "v2", "v3"} {
@@ -319,6 +324,7 @@ func txnIDClassic(t testing.TB, e *Emulator, label string) int64 {
 }
 
 func TestClassicBEChecks(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	requireStatus(t, c.begin(ctlH("b1")), "OK", "")
@@ -362,6 +368,7 @@ func TestClassicBEChecks(t *testing.T) {
 // TestBEFollowRedirects drives the redirect path like the project's client:
 // follow the 307 by hand, re-sending method, headers and body.
 func TestBEFollowRedirects(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
 	follow := func(method, path string, h hdrs, body string) resp {

@@ -21,6 +21,7 @@ import (
 // commits never see a partial transaction. Every transaction writes one
 // order and two items per order, so items = 2 × orders in every snapshot.
 func TestAtomicVisibility(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	db := openMySQL(t, e)
 	const writers, perWriter, ordersPerTxn = 4, 15, 3
@@ -106,6 +107,7 @@ func TestAtomicVisibility(t *testing.T) {
 // TestOrderWithinTransaction: rows of one table apply in arrival order,
 // across loads (upsert then delete then re-upsert of one key).
 func TestOrderWithinTransaction(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	c.multiTxn("ord",
@@ -122,6 +124,7 @@ func TestOrderWithinTransaction(t *testing.T) {
 
 // TestCompressedLoad: lz4_frame and gzip bodies are decoded.
 func TestCompressedLoad(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	c.multiTxn("cz")
@@ -147,6 +150,7 @@ func TestCompressedLoad(t *testing.T) {
 
 // TestBodySizeLimits: the JSON limit is cumulative per transaction.
 func TestBodySizeLimits(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.JSONMaxBatchMB = 1 })
 	c := newClient(t, e)
 	c.multiTxn("sz")
@@ -161,6 +165,7 @@ func TestBodySizeLimits(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	schema := dir + "/schema.sql"
 	require.NoError(t, os.WriteFile(schema, []byte(schemaSQL(t)), 0o600))

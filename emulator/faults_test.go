@@ -17,6 +17,7 @@ import (
 // TestFaultStatusReplies: each status fault answers its status once, has no
 // side effect, and the next request behaves normally.
 func TestFaultStatusReplies(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	dbID, _ := e.Store().DatabaseID("test")
@@ -98,6 +99,7 @@ func TestFaultStatusReplies(t *testing.T) {
 }
 
 func TestFaultTransport(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	c.multiTxn("tp", [2]string{"orders", orderRows(1, 1)})
@@ -144,6 +146,7 @@ func TestFaultTransport(t *testing.T) {
 // TestFaultCommit: commits that commit but report failure, never answer or
 // reset; one that completes late; one that truly aborts.
 func TestFaultCommit(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 
@@ -180,7 +183,7 @@ func TestFaultCommit(t *testing.T) {
 	})
 	t.Run("late: PREPARE meanwhile, then VISIBLE", func(t *testing.T) {
 		c.multiTxn("k4", [2]string{"orders", orderRows(4, 1)})
-		require.NoError(t, e.Faults().Add(Fault{Op: OpCommit, Action: ActCommitLate, Delay: 400 * time.Millisecond}))
+		require.NoError(t, e.Faults().Add(Fault{Op: OpCommit, Action: ActCommitLate, Delay: 1500 * time.Millisecond}))
 		r := c.commit(multiH("test", "k4"))
 		assert.Equal(t, "FAILED", r.str("Status"))
 		assert.Equal(t, "PREPARE", c.state("test", "k4"))
@@ -208,6 +211,7 @@ func TestFaultCommit(t *testing.T) {
 }
 
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	c.multiTxn("done", [2]string{"orders", orderRows(1, 1)})
@@ -229,6 +233,7 @@ func TestRestart(t *testing.T) {
 
 // TestFaultCountIsExact: N faults affect exactly N concurrent requests.
 func TestFaultCountIsExact(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	require.NoError(t, e.Faults().Add(Fault{Op: OpGetLoadState, Action: ActInternalError, Count: 7}))
 	var failed atomic.Int64
@@ -253,6 +258,7 @@ func TestFaultCountIsExact(t *testing.T) {
 
 // TestAdminAPI drives faults and counters over HTTP.
 func TestAdminAPI(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 	r := c.do("POST", "/_emulator/faults", nil, `[{"op":"begin","action":"txn_in_processing","count":2},{"op":"get_load_state","action":"delay","delay":"10ms"}]`)
