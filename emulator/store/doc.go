@@ -56,6 +56,8 @@
 //     count filters the row ("Value count does not match column count…"). Every body must end
 //     with the row delimiter: otherwise Parse fails with "CSV body does not end with the row
 //     delimiter …" (a real BE would glue the last row to the next load's first row).
+//     skip_header (lines per body), trim_space, enclose (a quoted field may hold separators
+//     and delimiters; a doubled quote is one quote; a quoted \N is text) and escape work.
 //   - jsonpaths map to the `columns` entries (or to the table columns in order) and json_root
 //     selects the node the rows are read from; paths support $.a.b, $.a[0] and $['a'].
 //   - merge_condition (PRIMARY KEY tables, a non-key column): an upsert of an existing key

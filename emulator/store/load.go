@@ -759,7 +759,13 @@ func (b *rowBuilder) parseCSV(body []byte) (*Parsed, error) {
 	if !bytes.HasSuffix(body, rd) {
 		return nil, fmt.Errorf("CSV body does not end with the row delimiter %q: every load body must end with it (the stream would join its last row with the next body's first row)", string(rd))
 	}
+	if b.p.Enclose != 0 || b.p.Escape != 0 {
+		return b.parseCSVQuoted(body, rd, sep)
+	}
 	rest := body
+	for skip := b.p.SkipHeader; skip > 0 && len(rest) > 0; skip-- {
+		rest = rest[bytes.Index(rest, rd)+len(rd):]
+	}
 	for len(rest) > 0 {
 		i := bytes.Index(rest, rd)
 		line := rest[:i]
@@ -769,30 +775,101 @@ func (b *rowBuilder) parseCSV(body []byte) (*Parsed, error) {
 	return b.res, nil
 }
 
+// parseCSVQuoted splits records and fields honouring the enclose and escape characters: an
+// enclosed field may hold separators and row delimiters, a doubled enclose character inside
+// it is one literal character, and the escape character makes the next byte literal.
+func (b *rowBuilder) parseCSVQuoted(body, rd, sep []byte) (*Parsed, error) {
+	enc, esc := b.p.Enclose, b.p.Escape
+	var fields [][]byte
+	var field []byte
+	var quotedField []bool
+	inQuote, wasQuoted := false, false
+	start := 0
+	skip := b.p.SkipHeader
+	endField := func() {
+		fields = append(fields, field)
+		quotedField = append(quotedField, wasQuoted)
+		field, wasQuoted = nil, false
+	}
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case esc != 0 && c == esc && i+1 < len(body):
+			field = append(field, body[i+1])
+			i += 2
+			continue
+		case enc != 0 && c == enc:
+			if inQuote && i+1 < len(body) && body[i+1] == enc {
+				field = append(field, enc)
+				i += 2
+				continue
+			}
+			if !inQuote && len(bytes.TrimSpace(field)) == 0 {
+				field = field[:0]
+				inQuote, wasQuoted = true, true
+				i++
+				continue
+			}
+			if inQuote {
+				inQuote = false
+				i++
+				// blanks between the closing quote and the separator are not part of the field
+				for i < len(body) && (body[i] == ' ' || body[i] == '\t') && !bytes.HasPrefix(body[i:], sep) {
+					i++
+				}
+				continue
+			}
+		case !inQuote && bytes.HasPrefix(body[i:], sep):
+			endField()
+			i += len(sep)
+			continue
+		case !inQuote && bytes.HasPrefix(body[i:], rd):
+			endField()
+			line := body[start:i]
+			i += len(rd)
+			start = i
+			if skip > 0 {
+				skip--
+			} else {
+				b.csvFields(line, fields, quotedField)
+			}
+			fields, quotedField = fields[:0], quotedField[:0]
+			continue
+		}
+		field = append(field, c)
+		i++
+	}
+	if inQuote {
+		return nil, fmt.Errorf("CSV body ends inside an enclosed field: the enclose character %q is not closed", string(enc))
+	}
+	return b.res, nil
+}
+
 func (b *rowBuilder) csvRow(line, sep []byte) {
+	fields := bytes.Split(line, sep)
+	b.csvFields(line, fields, nil)
+}
+
+// csvFields converts one record's fields; quoted marks enclosed fields (never trimmed, never \N).
+func (b *rowBuilder) csvFields(line []byte, fields [][]byte, quoted []bool) {
 	b.startRow()
 	rowText := func() string { return string(line) }
-	n := bytes.Count(line, sep) + 1
-	if n != len(b.targets) {
-		b.rowError("Value count does not match column count. Expect %d, but got %d", len(b.targets), n)
+	if len(fields) != len(b.targets) {
+		b.rowError("Value count does not match column count. Expect %d, but got %d", len(b.targets), len(fields))
 		b.finishRow(rowText)
 		return
 	}
-	rest := line
-	for f := 0; f < n; f++ {
-		var field []byte
-		if f == n-1 {
-			field = rest
-		} else {
-			i := bytes.Index(rest, sep)
-			field, rest = rest[:i], rest[i+len(sep):]
+	for f, field := range fields {
+		isQuoted := quoted != nil && quoted[f]
+		if b.p.TrimSpace && !isQuoted {
+			field = bytes.TrimSpace(field)
 		}
 		t := b.targets[f]
 		switch {
 		case t == targetSkip:
 		case t == targetOp:
 			b.setOp(string(field))
-		case string(field) == `\N`:
+		case !isQuoted && string(field) == `\N`:
 			b.setValue(t, nil, nil, nil)
 		default:
 			c := &b.sc.Columns[t]

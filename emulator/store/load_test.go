@@ -276,6 +276,13 @@ func TestCSV(t *testing.T) {
 		{"conversion failure in strict mode", map[string]string{"columns": "id,req,opt", "strict_mode": "true"}, "1\t2\tx\n", "nn", nil, 1, ""},
 		{"missing final row delimiter", map[string]string{"columns": "id,req"}, "1\t2\n3\t4", "nn", nil, 0, "CSV body does not end with the row delimiter"},
 		{"empty body", nil, "", "nn", nil, 0, ""},
+		{"skip_header", map[string]string{"columns": "id,req", "column_separator": ",", "skip_header": "2"}, "id,req\nx,y\n1,2\n", "nn", [][]any{{int64(1), int32(2)}}, 0, ""},
+		{"trim_space", map[string]string{"columns": "id,req,st", "column_separator": ",", "trim_space": "true"}, " 1 , 2 ,  a b \n", "nn", [][]any{{int64(1), int32(2), int32(7), nil, "a b"}}, 0, ""},
+		{"enclose keeps separators, delimiters and spaces", map[string]string{"columns": "id,st,req", "column_separator": ",", "enclose": `"`, "trim_space": "true"},
+			"1,\"a,\nb\",2\n3, \" x \" ,4\n5,\"q\"\"q\",6\n7,\"\\N\",8\n", "nn",
+			[][]any{{int64(1), int32(2), int32(7), nil, "a,\nb"}, {int64(3), int32(4), int32(7), nil, " x "}, {int64(5), int32(6), int32(7), nil, `q"q`}, {int64(7), int32(8), int32(7), nil, `\N`}}, 0, ""},
+		{"escape", map[string]string{"columns": "id,st,req", "column_separator": ",", "escape": `\`}, "1,a\\,b,2\n", "nn", [][]any{{int64(1), int32(2), int32(7), nil, "a,b"}}, 0, ""},
+		{"unclosed enclose", map[string]string{"columns": "id,st", "column_separator": ",", "enclose": `"`}, "1,\"abc\n", "nn", nil, 0, "not closed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -371,6 +378,8 @@ func TestParseLoadParams(t *testing.T) {
 		{map[string]string{"max_filter_ratio": "abc"}, "Invalid max_filter_ratio: abc"},
 		{map[string]string{"columns": "a, b=a+1"}, "expressions are not supported"},
 		{map[string]string{"partial_update_mode": "fast"}, "Invalid partial update mode"},
+		{map[string]string{"skip_header": "-1"}, "Invalid skip_header"},
+		{map[string]string{"enclose": "ab"}, "Invalid enclose"},
 	}
 	for _, e := range errs {
 		_, err := ParseLoadParams(e.h)

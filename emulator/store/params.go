@@ -22,6 +22,10 @@ type LoadParams struct {
 	Timezone        string
 	MergeCondition  string
 	Where           string
+	SkipHeader      int  // csv: lines skipped at the start of each body
+	TrimSpace       bool // csv: trim spaces around fields (outside enclose)
+	Enclose         byte // csv: field quote character (0: none)
+	Escape          byte // csv: escape character inside fields (0: none)
 }
 
 // ParseLoadParams reads the stream-load data headers (names case-insensitive) with the BE's rules
@@ -108,6 +112,28 @@ func ParseLoadParams(h map[string]string) (LoadParams, error) {
 	}
 	if v, ok := get("merge_condition"); ok {
 		p.MergeCondition = strings.TrimSpace(v)
+	}
+	if v, ok := get("skip_header"); ok && strings.TrimSpace(v) != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return p, fmt.Errorf("Invalid skip_header: %s: it must be a non-negative integer", v)
+		}
+		p.SkipHeader = n
+	}
+	if v, ok := get("trim_space"); ok {
+		p.TrimSpace = strings.EqualFold(v, "true")
+	}
+	if v, ok := get("enclose"); ok && v != "" {
+		if len(v) != 1 {
+			return p, fmt.Errorf("Invalid enclose: %q: it must be a single byte", v)
+		}
+		p.Enclose = v[0]
+	}
+	if v, ok := get("escape"); ok && v != "" {
+		if len(v) != 1 {
+			return p, fmt.Errorf("Invalid escape: %q: it must be a single byte", v)
+		}
+		p.Escape = v[0]
 	}
 	if v, ok := get("where"); ok {
 		p.Where = strings.TrimSpace(v)
