@@ -423,3 +423,49 @@ func TestLostPartitionsAreFencedNotCommitted(t *testing.T) {
 	assert.Empty(t, committedOffsets(t, c, group), "a lost partition is not committed")
 	assert.Contains(t, logs.String(), "Lost partitions [cdc/0] (fenced, not committed)")
 }
+
+// TestRevokeLetsJustDeliveredBatchesReachTheOutput: a revoke that follows a
+// delivery closely waits a moment before it fences, so that a batch still on
+// its way to the output is dropped by the fence rather than admitted after
+// it; a partition idle for longer is fenced at once.
+func TestRevokeLetsJustDeliveredBatchesReachTheOutput(t *testing.T) {
+	c := newCluster(t, 2)
+	p := producer(t, c, "")
+	produce(t, p, 0, "a")
+	produce(t, p, 1, "b")
+
+	res, _ := newResources()
+	var mu sync.Mutex
+	fencedAt := map[string]time.Time{}
+	registry.Get(res).AddFencer(func(_ context.Context, partition string) error {
+		mu.Lock()
+		fencedAt[partition] = time.Now()
+		mu.Unlock()
+		return nil
+	})
+	in := newTestInput(t, res, testYAML(c, "g-drain", ""))
+	connect(t, in)
+	delivered := map[int32]time.Time{}
+	for len(delivered) < 2 {
+		b, _ := readBatch(t, in, 10*time.Second)
+		delivered[toRecs(t, b)[0].partition] = time.Now()
+		if len(delivered) == 1 {
+			time.Sleep(2 * maxRevokeDrain)
+		}
+	}
+	var recent, idle int32 = 0, 1
+	if delivered[1].After(delivered[0]) {
+		recent, idle = 1, 0
+	}
+
+	start := time.Now()
+	in.onRevoked(context.Background(), in.cl, map[string][]int32{testTopic: {idle}})
+	mu.Lock()
+	assert.Less(t, fencedAt[contract.KafkaPartition(testTopic, idle)].Sub(start), maxRevokeDrain/2, "an idle partition is fenced at once")
+	mu.Unlock()
+
+	in.onRevoked(context.Background(), in.cl, map[string][]int32{testTopic: {recent}})
+	mu.Lock()
+	defer mu.Unlock()
+	assert.GreaterOrEqual(t, fencedAt[contract.KafkaPartition(testTopic, recent)].Sub(delivered[recent]), maxRevokeDrain-10*time.Millisecond)
+}

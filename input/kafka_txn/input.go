@@ -54,6 +54,10 @@ const (
 	fetchErrorLogInterval = 10 * time.Second
 	// maxStallCheckInterval is the slowest tick of the checkpoint stall check.
 	maxStallCheckInterval = time.Second
+	// maxRevokeDrain bounds how long a revoke waits, after the last batch of
+	// a revoked partition was delivered, before it fences the partition (see
+	// release).
+	maxRevokeDrain = 250 * time.Millisecond
 	// periodDue is how close to its period deadline a partition's batch is
 	// flushed; Batcher.UntilNext reports an elapsed period as 1ns.
 	periodDue = time.Millisecond
@@ -102,6 +106,7 @@ type partState struct {
 
 	revoking        bool
 	paused          bool
+	lastDelivery    time.Time
 	lastAck         time.Time
 	limitSince      time.Time
 	lastStallReport time.Time
@@ -602,6 +607,7 @@ func (in *Input) flushLocked(ctx context.Context, ps *partState) (service.Messag
 	wasAtLimit := ps.unacked >= in.conf.checkpointLimit
 	ps.unacked += pb.n
 	ps.deliveredNext = pb.last + 1
+	ps.lastDelivery = time.Now()
 	if !wasAtLimit && ps.unacked >= in.conf.checkpointLimit {
 		ps.limitSince = time.Now()
 	}
@@ -907,6 +913,7 @@ func (in *Input) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]i
 // loss) and forgets them.
 func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]int32, commit bool) {
 	var ids []string
+	var lastDelivery time.Time
 	in.mu.Lock()
 	for topic, parts := range tps {
 		for _, p := range parts {
@@ -920,6 +927,9 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 			ps.revoking = true
 			ps.queue, ps.batching, ps.batchMsgs = nil, nil, nil
 			ids = append(ids, id)
+			if ps.lastDelivery.After(lastDelivery) {
+				lastDelivery = ps.lastDelivery
+			}
 		}
 	}
 	in.mu.Unlock()
@@ -927,6 +937,18 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 		return
 	}
 	sort.Strings(ids)
+
+	// A batch delivered an instant ago may still be on its way through the
+	// pipeline to the output. If it reached the output after the fence, the
+	// output would take the tail of a source transaction whose head the
+	// fence dropped. Give such batches a moment to arrive so that the fence
+	// drops them too.
+	if wait := time.Until(lastDelivery.Add(min(maxRevokeDrain, in.conf.revokeTimeout/4))); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+	}
 
 	fctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
 	var wg sync.WaitGroup
