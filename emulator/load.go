@@ -354,7 +354,10 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	}
 	e.mu.Unlock()
 	if err := e.completeCommit(t, changes); err != nil {
-		writeJSON(q.w, http.StatusOK, streamLoadReply(t, label, "Fail", err.Error()))
+		e.mu.Lock()
+		r := streamLoadReply(t, label, "Fail", err.Error())
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, r)
 		return
 	}
 	writeJSON(q.w, http.StatusOK, res)
