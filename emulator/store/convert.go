@@ -26,7 +26,7 @@ var (
 // types, decimal.Decimal for LARGEINT and DECIMAL, float32/float64, bool, string for
 // CHAR/VARCHAR/STRING, time.Time (UTC) for DATE/DATETIME and compact JSON text (string)
 // for JSON.
-func convertText(c *Column, s string, fromString bool) (any, error) {
+func convertText(c *Column, s string) (any, error) {
 	switch c.Type {
 	case TypeTinyInt:
 		return parseIntRange(s, math.MinInt8, math.MaxInt8, func(v int64) any { return int8(v) })

@@ -495,7 +495,7 @@ func finishSchema(ts *TableSchema) error {
 		if c.Default == nil || c.DefaultCurrentTimestamp {
 			continue
 		}
-		v, err := convertText(c, *c.Default, true)
+		v, err := convertText(c, *c.Default)
 		if err != nil {
 			return fmt.Errorf("Invalid default value for '%s': %s", c.Name, *c.Default)
 		}

@@ -94,7 +94,6 @@ func (s *jscan) lit(w string) error {
 }
 
 func (s *jscan) number() error {
-	st := s.i
 	if s.b[s.i] == '-' {
 		s.i++
 	}
@@ -126,7 +125,6 @@ func (s *jscan) number() error {
 			return s.fail("invalid number")
 		}
 	}
-	_ = st
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -98,11 +99,25 @@ type rowBuilder struct {
 	res      *Parsed
 
 	// per row
-	vals    []any
-	seen    []bool
-	op      Op
-	bad     string // first error of the row
-	filterd bool
+	vals []any
+	seen []bool
+	op   Op
+	bad  string // first error of the row
+}
+
+var locations sync.Map // time zone name -> *time.Location (nil when unknown)
+
+// loadLocation caches time.LoadLocation, which reads the zone database on every call.
+func loadLocation(name string) *time.Location {
+	if v, ok := locations.Load(name); ok {
+		return v.(*time.Location)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		loc = nil
+	}
+	locations.Store(name, loc)
+	return loc
 }
 
 const (
@@ -118,7 +133,7 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 	}
 	b.now = time.Now()
 	if p.Timezone != "" {
-		if loc, err := time.LoadLocation(p.Timezone); err == nil {
+		if loc := loadLocation(p.Timezone); loc != nil {
 			b.now = b.now.In(loc)
 		}
 	}
@@ -536,7 +551,7 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 		if !esc && c.Type != TypeChar && c.Type != TypeVarchar && c.Type != TypeString {
 			// Numbers, dates and booleans are parsed, never retained: read them in place.
 			s := unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2)
-			v, err := convertText(c, s, true)
+			v, err := convertText(c, s)
 			b.setValue(ci, v, err, func() string { return strings.Clone(s) })
 			return
 		}
@@ -545,7 +560,7 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 			b.setValue(ci, nil, err, rawText)
 			return
 		}
-		v, err := convertText(c, s, true)
+		v, err := convertText(c, s)
 		b.setValue(ci, v, err, func() string { return s })
 	case jNumber:
 		v, err := convertNumber(c, raw)
@@ -557,12 +572,12 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 		case TypeBoolean:
 			v = k == jTrue
 		case TypeChar, TypeVarchar, TypeString:
-			v, err = convertText(c, string(raw), false)
+			v, err = convertText(c, string(raw))
 		default:
 			if k == jTrue {
-				v, err = convertText(c, "1", false)
+				v, err = convertText(c, "1")
 			} else {
-				v, err = convertText(c, "0", false)
+				v, err = convertText(c, "0")
 			}
 		}
 		b.setValue(ci, v, err, rawText)
@@ -571,7 +586,7 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 		err := errConvert
 		switch c.Type {
 		case TypeChar, TypeVarchar, TypeString:
-			v, err = convertText(c, compactJSON(raw), false)
+			v, err = convertText(c, compactJSON(raw))
 		}
 		b.setValue(ci, v, err, rawText)
 	}
@@ -603,7 +618,7 @@ func convertNumber(c *Column, raw []byte) (any, error) {
 	case TypeDate, TypeDatetime:
 		return nil, errConvert
 	}
-	return convertText(c, string(raw), false)
+	return convertText(c, string(raw))
 }
 
 // atoiFast parses a plain decimal integer of at most 18 digits.
@@ -874,7 +889,7 @@ func (b *rowBuilder) csvFields(line []byte, fields [][]byte, quoted []bool) {
 		default:
 			c := &b.sc.Columns[t]
 			s := string(field)
-			v, err := convertText(c, s, true)
+			v, err := convertText(c, s)
 			b.setValue(t, v, err, func() string { return s })
 		}
 	}

@@ -401,3 +401,19 @@ func TestParseTableErrors(t *testing.T) {
 	_, err = s.Parse("db", "nn", []byte(`[]`), jsonParams(map[string]string{"partial_update": "true", "columns": "req"}))
 	require.ErrorContains(t, err, "must list every primary key column, id is missing")
 }
+
+func TestCurrentTimestampFollowsTimezoneHeader(t *testing.T) {
+	s := convStore(t)
+	sc, _ := s.Table("db", "nn")
+	made := sc.ColumnIndex("made")
+	for _, c := range []struct {
+		tz     string
+		offset time.Duration
+	}{{"UTC", 0}, {"Etc/GMT-14", 14 * time.Hour}, {"Etc/GMT+5", -5 * time.Hour}} {
+		res, err := s.Parse("db", "nn", []byte(`[{"id":1,"req":1}]`), jsonParams(map[string]string{"timezone": c.tz}))
+		require.NoError(t, err)
+		got := res.Rows[0].Values[made].(time.Time)
+		assert.WithinDuration(t, time.Now().UTC().Add(c.offset), got, 3*time.Second, c.tz)
+		assert.Equal(t, time.UTC, got.Location())
+	}
+}

@@ -146,7 +146,7 @@ func mismatch(c *Column, v any) error {
 }
 
 func reconvert(c *Column, s string) (any, error) {
-	v, err := convertText(c, s, true)
+	v, err := convertText(c, s)
 	if err != nil {
 		return nil, fmt.Errorf("column '%s': value %s does not fit %s", c.Name, describeValue(s), c.SQLType())
 	}
