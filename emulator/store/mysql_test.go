@@ -76,6 +76,11 @@ func TestMySQLQueries(t *testing.T) {
 		assert.Equal(t, time.Date(2024, 1, 2, 3, 4, 5, 250000000, time.UTC), got[1].ts.Time)
 		assert.Equal(t, "12.50", got[1].amt)
 	})
+	t.Run("prepared statement with arguments", func(t *testing.T) {
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM orders WHERE customer_id = ? AND total_amount > ?", 10, "1").Scan(&n))
+		assert.Equal(t, 2, n)
+	})
 	t.Run("NULL datetime", func(t *testing.T) {
 		var ts sql.NullTime
 		require.NoError(t, db.QueryRow("SELECT updated_at FROM orders WHERE order_id = 3").Scan(&ts))
