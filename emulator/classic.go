@@ -9,6 +9,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
 )
 
+// defaultPreparedTimeout is prepared_transaction_default_timeout_second.
+const defaultPreparedTimeout = 86400 * time.Second
+
 type storeChanges = store.TableChange
 
 type parsedLoad = store.Parsed
@@ -185,6 +188,15 @@ func (e *Emulator) classicBegin(q *req) {
 			timeout = time.Duration(n) * time.Second
 		}
 	}
+	var idle time.Duration
+	if v := q.header("idle_transaction_timeout"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			fail("INVALID_ARGUMENT", "Invalid timeout format")
+			return
+		}
+		idle = time.Duration(n) * time.Second
+	}
 	if !labelRe.MatchString(q.label) {
 		fail("ANALYSIS_ERROR", labelFormatMsg(q.label))
 		return
@@ -215,6 +227,7 @@ func (e *Emulator) classicBegin(q *req) {
 		return
 	}
 	t := e.newClassicLocked(q.label, q.db, q.table, dbID, timeout)
+	t.idleTimeout = idle
 	e.beContexts[q.label] = t
 	writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("BeginTxnTimeMs", 0))
 }
@@ -224,6 +237,7 @@ func (e *Emulator) newClassicLocked(label, db, table string, dbID int64, timeout
 		id: e.newIDLocked(), label: label, db: db, dbID: dbID, table: table, status: statusPrepare,
 		created: time.Now(), timeout: timeout, byTable: map[string]*tableLoad{},
 	}
+	t.lastActive = t.created
 	tl := &tableLoad{name: table, subID: t.id}
 	t.tables = []*tableLoad{tl}
 	delete(e.outcomes, outcomeKey(db, label))
@@ -254,6 +268,15 @@ func (e *Emulator) beOp(q *req) {
 		return
 	}
 	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
+	var preparedTimeout time.Duration
+	if v := q.header("prepared_timeout"); q.op == "prepare" && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			fail("INVALID_ARGUMENT", "Invalid prepared_timeout: "+v)
+			return
+		}
+		preparedTimeout = time.Duration(n) * time.Second
+	}
 	e.mu.Lock()
 	t := e.beContexts[q.label]
 	if t == nil {
@@ -316,6 +339,11 @@ func (e *Emulator) beOp(q *req) {
 	delete(e.beContexts, t.label)
 	if q.op == "prepare" {
 		t.status = statusPrepared
+		t.preparedAt = time.Now()
+		t.preparedTimeout = preparedTimeout
+		if t.preparedTimeout <= 0 {
+			t.preparedTimeout = defaultPreparedTimeout
+		}
 		res := e.countersReply(t)
 		e.mu.Unlock()
 		writeJSON(q.w, http.StatusOK, res)

@@ -390,3 +390,24 @@ func TestBEFollowRedirects(t *testing.T) {
 	t.Log("a load sent to the BE for a table the FE never planned is unknown there")
 	requireStatus(t, c.do("PUT", e.BEURL()+"/api/transaction/load", jsonLoadH("test", "fr", "order_events"), "{}"), "TXN_NOT_EXISTS", "Transaction with label fr not exists")
 }
+
+func TestClassicIdleAndPreparedTimeouts(t *testing.T) {
+	t.Parallel()
+	e := startEmu(t, nil)
+	c := newClient(t, e)
+	requireStatus(t, c.begin(hdrs{"db": "test", "label": "i1", "table": "orders", "idle_transaction_timeout": "x"}), "INVALID_ARGUMENT", "Invalid timeout format")
+	requireStatus(t, c.begin(hdrs{"db": "test", "label": "i1", "table": "orders", "idle_transaction_timeout": "1"}), "OK", "")
+	requireStatus(t, c.load(classicH("i1"), orderRows(1, 1)), "OK", "")
+	require.Eventually(t, func() bool { return c.state("test", "i1") == "ABORTED" }, 3*time.Second, 20*time.Millisecond)
+	e.mu.Lock()
+	reason := e.latestLocked("test", "i1").reason
+	e.mu.Unlock()
+	assert.Equal(t, "transaction is aborted by idle timeout 1 seconds.", reason)
+
+	requireStatus(t, c.begin(ctlH("p1")), "OK", "")
+	requireStatus(t, c.load(classicH("p1"), orderRows(1, 1)), "OK", "")
+	requireStatus(t, c.do("POST", "/api/transaction/prepare", hdrs{"db": "test", "label": "p1", "prepared_timeout": "0"}, ""), "INVALID_ARGUMENT", "Invalid prepared_timeout: 0")
+	requireStatus(t, c.do("POST", "/api/transaction/prepare", hdrs{"db": "test", "label": "p1", "prepared_timeout": "1"}, ""), "OK", "")
+	assert.Equal(t, "PREPARED", c.state("test", "p1"))
+	require.Eventually(t, func() bool { return c.state("test", "p1") == "ABORTED" }, 3*time.Second, 20*time.Millisecond)
+}

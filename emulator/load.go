@@ -163,6 +163,7 @@ func (e *Emulator) ingest(q *req) {
 	t.bytes += n
 	tl.bytes += n
 	tl.loads++
+	t.lastActive = time.Now()
 	res := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("LoadBytes", n).
 		with("StreamLoadPlanTimeMs", 0).with("ReceivedDataTimeMs", 0)
 	e.mu.Unlock()

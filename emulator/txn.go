@@ -54,6 +54,12 @@ type txn struct {
 	// abortingUntil is when an ABORTING task (injected slow abort) becomes
 	// CANCELLED.
 	abortingUntil time.Time
+	// Classic only: idle_transaction_timeout (from the last request) and
+	// prepared_timeout (PREPARED → aborted).
+	idleTimeout     time.Duration
+	lastActive      time.Time
+	preparedTimeout time.Duration
+	preparedAt      time.Time
 
 	tables  []*tableLoad // in first-load order
 	byTable map[string]*tableLoad
@@ -302,13 +308,25 @@ func (e *Emulator) reap(now time.Time) {
 		}
 	}
 	victims = victims[:0]
+	reasons := map[*txn]string{}
 	for _, t := range e.beContexts {
-		if t.status == statusPrepare && t.timeout > 0 && now.Sub(t.created) > t.timeout {
-			victims = append(victims, t)
+		switch {
+		case t.status != statusPrepare || t.tables[0].busy:
+		case t.timeout > 0 && now.Sub(t.created) > t.timeout:
+			reasons[t] = fmt.Sprintf("transaction is aborted by timeout %d seconds.", int64(t.timeout/time.Second))
+		case t.idleTimeout > 0 && now.Sub(t.lastActive) > t.idleTimeout:
+			reasons[t] = fmt.Sprintf("transaction is aborted by idle timeout %d seconds.", int64(t.idleTimeout/time.Second))
 		}
 	}
-	for _, t := range victims {
-		e.abortLocked(t, fmt.Sprintf("transaction is aborted by timeout %d seconds.", int64(t.timeout/time.Second)))
+	for _, d := range e.dbs {
+		for _, t := range d.running {
+			if !t.multi && t.status == statusPrepared && t.preparedTimeout > 0 && now.Sub(t.preparedAt) > t.preparedTimeout {
+				reasons[t] = fmt.Sprintf("prepared transaction is aborted by timeout %d seconds.", int64(t.preparedTimeout/time.Second))
+			}
+		}
+	}
+	for t, why := range reasons {
+		e.abortLocked(t, why)
 	}
 	e.evictLocked(now)
 }
