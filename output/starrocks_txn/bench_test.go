@@ -29,68 +29,6 @@ import (
 // STARROCKS_TXN_BENCH_BATCH the messages per input batch (default 100).
 const benchEnv = "STARROCKS_TXN_BENCH"
 
-// benchMetrics captures the output's own metrics during a benchmark run:
-// the peak of starrocks_txn_buffered_bytes and the visibility latencies.
-var benchMetrics struct {
-	mu         sync.Mutex
-	peakBuffer int64
-	visibility []time.Duration
-	commits    int64
-}
-
-func init() {
-	service.MustRegisterMetricsExporter("starrocks_txn_bench_capture", service.NewConfigSpec(),
-		func(conf *service.ParsedConfig, log *service.Logger) (service.MetricsExporter, error) {
-			return benchExporter{}, nil
-		})
-}
-
-type benchExporter struct{}
-
-type benchCounter struct{ name string }
-
-func (c benchCounter) Incr(n int64) {
-	if c.name == "starrocks_txn_commits" {
-		benchMetrics.mu.Lock()
-		benchMetrics.commits += n
-		benchMetrics.mu.Unlock()
-	}
-}
-
-type benchTimer struct{ name string }
-
-func (tm benchTimer) Timing(d int64) {
-	if tm.name == "starrocks_txn_visibility_latency_ns" {
-		benchMetrics.mu.Lock()
-		benchMetrics.visibility = append(benchMetrics.visibility, time.Duration(d))
-		benchMetrics.mu.Unlock()
-	}
-}
-
-type benchGauge struct{ name string }
-
-func (g benchGauge) Set(v int64) {
-	if g.name == "starrocks_txn_buffered_bytes" {
-		benchMetrics.mu.Lock()
-		benchMetrics.peakBuffer = max(benchMetrics.peakBuffer, v)
-		benchMetrics.mu.Unlock()
-	}
-}
-
-func (benchExporter) NewCounterCtor(name string, _ ...string) service.MetricsExporterCounterCtor {
-	return func(...string) service.MetricsExporterCounter { return benchCounter{name} }
-}
-
-func (benchExporter) NewTimerCtor(name string, _ ...string) service.MetricsExporterTimerCtor {
-	return func(...string) service.MetricsExporterTimer { return benchTimer{name} }
-}
-
-func (benchExporter) NewGaugeCtor(name string, _ ...string) service.MetricsExporterGaugeCtor {
-	return func(...string) service.MetricsExporterGauge { return benchGauge{name} }
-}
-
-func (benchExporter) Close(context.Context) error { return nil }
-
 type benchResult struct {
 	name      string
 	rows      int
@@ -139,10 +77,8 @@ func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emula
 	batches, n := benchBatches(rows, envInt(t, benchEnv+"_BATCH", 100))
 	sb := service.NewStreamBuilder()
 	require.NoError(t, sb.SetLoggerYAML("level: "+benchLogLevel()))
-	require.NoError(t, sb.SetMetricsYAML("starrocks_txn_bench_capture: {}"))
-	benchMetrics.mu.Lock()
-	benchMetrics.peakBuffer, benchMetrics.visibility, benchMetrics.commits = 0, nil, 0
-	benchMetrics.mu.Unlock()
+	require.NoError(t, sb.SetMetricsYAML("starrocks_txn_test_metrics: {}"))
+	captured.reset()
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(outputYAML))
@@ -198,13 +134,12 @@ func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emula
 	require.NoError(t, stream.StopWithin(10*time.Second))
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := benchResult{name: name, rows: n, elapsed: elapsed, p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], peakHeap: peak.Load()}
-	benchMetrics.mu.Lock()
-	r.peakBuffer, r.outputCommits = benchMetrics.peakBuffer, benchMetrics.commits
-	if vis := benchMetrics.visibility; len(vis) > 0 {
+	r.peakBuffer = captured.gauge("starrocks_txn_buffered_bytes")
+	r.outputCommits = captured.counter("starrocks_txn_commits")
+	if vis := captured.timings("starrocks_txn_visibility_latency_ns"); len(vis) > 0 {
 		sort.Slice(vis, func(i, j int) bool { return vis[i] < vis[j] })
 		r.visP50, r.visP99 = vis[len(vis)/2], vis[len(vis)*99/100]
 	}
-	benchMetrics.mu.Unlock()
 	if e != nil {
 		after := e.Counters()
 		r.loads = (after.Loads + after.StreamLoads) - (before.Loads + before.StreamLoads)

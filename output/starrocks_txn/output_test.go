@@ -695,3 +695,75 @@ func indent(s string) string {
 	}
 	return out
 }
+
+func TestIdleTransactionIsRecycled(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 200ms\ntxn_timeout: 1s\n", f, nil)
+	s := newSrc("a1")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})}, 3*time.Second)
+	// The next shared transaction is begun eagerly; unused, it is rolled
+	// back at 80% of txn_timeout instead of expiring on the server.
+	time.Sleep(2 * time.Second)
+	f.mu.Lock()
+	recycled := 0
+	for _, ft := range f.txns {
+		if !ft.loaded && ft.state == starrocks.StateAborted {
+			recycled++
+		}
+	}
+	f.mu.Unlock()
+	assert.Positive(t, recycled, "an idle, empty shared transaction was rolled back before its timeout")
+	// Traffic after the idle period begins a new one and commits.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true)})}, 3*time.Second)
+	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1})
+}
+
+func TestHardCapBlocksOnlyWhileSomethingIsCommittable(t *testing.T) {
+	f := newFakeSR()
+	f.commitGate = make(chan struct{})
+	o, _ := testOutput(t, "commit_interval: 100ms\nbuffer_size: 100\n", f, nil)
+	s := newSrc("a1")
+	pad := "0123456789012345678901234567890123456789012345678901234567890123456789"
+	// Complete transactions whose commit cannot finish fill the buffer past
+	// twice buffer_size.
+	first := writeAsync(o, service.MessageBatch{
+		s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1", "pad": pad}, true),
+		s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2", "pad": pad}, true),
+		s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3", "pad": pad}, true),
+	})
+	time.Sleep(100 * time.Millisecond)
+	second := writeAsync(o, service.MessageBatch{s.row("p1", "t4", "a", map[string]any{"id": 4, "txn": "t4"}, true)})
+	time.Sleep(200 * time.Millisecond)
+	o.mu.Lock()
+	_, admitted := o.parts[pkey{"a1", "p1"}]
+	o.mu.Unlock()
+	assert.False(t, admitted, "admission blocks at twice buffer_size while something buffered is committable")
+	close(f.commitGate)
+	waitAll(t, []chan error{first, second}, 5*time.Second)
+
+	// Only open transactions buffered: admission goes on past the cap.
+	open := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 5, "txn": "big", "pad": pad + pad + pad}, false)})
+	time.Sleep(100 * time.Millisecond)
+	more := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 6, "txn": "big"}, true)})
+	waitAll(t, []chan error{open, more}, 5*time.Second)
+	o.mu.Lock()
+	assert.False(t, o.lastCapErr.IsZero(), "an error named buffer_size")
+	o.mu.Unlock()
+}
+
+func TestMaxInFlightStarvationIsReported(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\nmax_in_flight: 2\n", f, nil)
+	s := newSrc("a1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < 2; i++ {
+		m := s.row("p0", "open", "a", map[string]any{"id": i}, false)
+		go func() { _ = o.WriteBatch(ctx, service.MessageBatch{m}) }()
+	}
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return !o.lastMIFErr.IsZero()
+	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
+}
