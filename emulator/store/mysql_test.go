@@ -81,6 +81,20 @@ func TestMySQLQueries(t *testing.T) {
 		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM orders WHERE customer_id = ? AND total_amount > ?", 10, "1").Scan(&n))
 		assert.Equal(t, 2, n)
 	})
+	t.Run("a prepared statement executed again sees new commits", func(t *testing.T) {
+		stmt, err := db.Prepare("SELECT COUNT(*) FROM orders WHERE customer_id = ?")
+		require.NoError(t, err)
+		defer stmt.Close()
+		var n int
+		require.NoError(t, stmt.QueryRow(30).Scan(&n))
+		assert.Equal(t, 0, n)
+		load(t, s, "test", "orders", `[{"order_id":30,"customer_id":30}]`, jsonParams(nil))
+		require.NoError(t, stmt.QueryRow(30).Scan(&n))
+		assert.Equal(t, 1, n)
+		load(t, s, "test", "orders", `[{"order_id":30,"customer_id":30,"__op":1}]`, jsonParams(nil))
+		require.NoError(t, stmt.QueryRow(30).Scan(&n))
+		assert.Equal(t, 0, n)
+	})
 	t.Run("NULL datetime", func(t *testing.T) {
 		var ts sql.NullTime
 		require.NoError(t, db.QueryRow("SELECT updated_at FROM orders WHERE order_id = 3").Scan(&ts))
