@@ -49,8 +49,8 @@ const (
 	// connectTimeout bounds the reachability and topic checks of Connect when
 	// the caller's context has no deadline.
 	connectTimeout = 30 * time.Second
-	// fetchErrorLogInterval rate-limits the log line of a repeating fetch
-	// error of one partition.
+	// fetchErrorLogInterval rate-limits the log line of a repeating fetch or
+	// commit error.
 	fetchErrorLogInterval = 10 * time.Second
 	// maxStallCheckInterval is the slowest tick of the checkpoint stall check.
 	maxStallCheckInterval = time.Second
@@ -161,15 +161,17 @@ type Input struct {
 	// that is already in flight.
 	commitMu sync.Mutex
 
-	mu        sync.Mutex
-	cl        *kgo.Client
-	cancel    context.CancelFunc
-	loops     sync.WaitGroup
-	closed    bool
-	parts     map[string]*partState
-	order     []string
-	rr        int
-	notify    chan struct{}
+	mu     sync.Mutex
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	loops  sync.WaitGroup
+	closed bool
+	parts  map[string]*partState
+	order  []string
+	rr     int
+	notify chan struct{}
+
+	logMu     sync.Mutex
 	fetchErrs map[string]time.Time
 }
 
@@ -222,7 +224,7 @@ func (in *Input) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(in.conf.seedBrokers...),
 		kgo.ClientID(in.conf.clientID),
-		kgo.WithLogger(kgoLogger{log: in.log}),
+		kgo.WithLogger(kgoLogger{in: in}),
 	}
 	if in.conf.tlsEnabled {
 		opts = append(opts, kgo.DialTLSConfig(in.conf.tlsConf))
@@ -462,17 +464,25 @@ func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
 	}
 }
 
-func (in *Input) reportFetchError(topic string, part int32, err error) {
-	key := contract.KafkaPartition(topic, part) + ":" + err.Error()
-	in.mu.Lock()
+// logDue reports whether a log line with this key is due: the first time,
+// then at most once per fetchErrorLogInterval.
+func (in *Input) logDue(key string) bool {
+	// Its own lock: franz-go may log from a call made under in.mu.
+	in.logMu.Lock()
+	defer in.logMu.Unlock()
 	last, seen := in.fetchErrs[key]
 	now := time.Now()
 	if seen && now.Sub(last) < fetchErrorLogInterval {
-		in.mu.Unlock()
-		return
+		return false
 	}
 	in.fetchErrs[key] = now
-	in.mu.Unlock()
+	return true
+}
+
+func (in *Input) reportFetchError(topic string, part int32, err error) {
+	if !in.logDue("fetch:" + contract.KafkaPartition(topic, part) + ":" + err.Error()) {
+		return
+	}
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		in.log.Errorf("Fetching %s: topic %q does not exist (deleted?): fix topics or recreate it: %v", contract.KafkaPartition(topic, part), topic, err)
@@ -750,6 +760,9 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 		in.m.commitErrors.Incr(1)
 		var errs []error
 		for id, err := range failed {
+			if errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) {
+				err = fmt.Errorf("the topic no longer exists (deleted?), fix topics or recreate it: %w", err)
+			}
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		}
 		return fmt.Errorf("committing offsets of group %q: %w", in.conf.consumerGroup, errors.Join(errs...))
@@ -769,8 +782,8 @@ func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
 		case <-ticker.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, max(in.conf.commitPeriod*5, 10*time.Second))
-		if err := in.commit(cctx, cl, nil); err != nil && ctx.Err() == nil {
-			in.log.Warnf("%v (retried in %s)", err, in.conf.commitPeriod)
+		if err := in.commit(cctx, cl, nil); err != nil && ctx.Err() == nil && in.logDue("commit:"+err.Error()) {
+			in.log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, in.conf.commitPeriod, fetchErrorLogInterval)
 		}
 		cancel()
 	}
@@ -1075,9 +1088,10 @@ func recordToMessage(r *kgo.Record) *service.Message {
 	return msg
 }
 
-// kgoLogger forwards franz-go's warnings and errors to the Benthos logger.
+// kgoLogger forwards franz-go's warnings and errors to the Benthos logger;
+// an identical line is repeated at most once per fetchErrorLogInterval.
 type kgoLogger struct {
-	log *service.Logger
+	in *Input
 }
 
 func (l kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
@@ -1089,12 +1103,16 @@ func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	for i := 0; i+1 < len(keyvals); i += 2 {
 		fmt.Fprintf(&b, " %v=%v", keyvals[i], keyvals[i+1])
 	}
+	line := b.String()
+	if !l.in.logDue("kgo:" + line) {
+		return
+	}
 	switch level {
 	case kgo.LogLevelError:
-		l.log.Error(b.String())
+		l.in.log.Error(line)
 	case kgo.LogLevelWarn:
-		l.log.Warn(b.String())
+		l.in.log.Warn(line)
 	default:
-		l.log.Debug(b.String())
+		l.in.log.Debug(line)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -236,4 +237,28 @@ consumer_group: g
 		got := readUntil(t, in, "hello")
 		assert.Equal(t, []string{"hello"}, values(got))
 	})
+}
+
+func TestDeletedTopicIsNamedOnce(t *testing.T) {
+	c := newCluster(t, 1)
+	p := producer(t, c, "")
+	produce(t, p, 0, "a")
+	res, logs := newResources()
+	in := newTestInput(t, res, testYAML(c, "g-deleted", ""))
+	connect(t, in)
+	_ = readUntil(t, in, "a")
+
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	require.NoError(t, err)
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = kadm.NewClient(adm).DeleteTopics(ctx, testTopic)
+	require.NoError(t, err)
+
+	const want = "cdc/0: the topic no longer exists (deleted?), fix topics or recreate it"
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), want) }, 5*time.Second, 20*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // ten more commit periods
+	assert.Equal(t, 1, strings.Count(logs.String(), want), "a repeating commit error is rate-limited")
+	assert.LessOrEqual(t, strings.Count(logs.String(), "kafka client: unable to commit offset"), 1, "franz-go's repeated lines are rate-limited")
 }
