@@ -73,6 +73,7 @@ func ConfigSpec() *service.ConfigSpec {
 	return service.NewConfigSpec().
 		Beta().
 		Categories("Services").
+		Version("0.1.0").
 		Summary("Consumes a Kafka topic of CDC source transactions with a consumer group, committing offsets only at source-transaction boundaries that the starrocks_txn output has committed.").
 		Description(`
 Built on franz-go. Messages of one partition are delivered in offset order and
