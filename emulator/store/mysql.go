@@ -401,6 +401,19 @@ func (t *sqlTable) String() string             { return t.state.schema.Name }
 func (t *sqlTable) Schema() sql.Schema         { return t.schema }
 func (t *sqlTable) Collation() sql.CollationID { return sql.Collation_Default }
 
+var _ sql.StatisticsTable = (*sqlTable)(nil)
+
+// RowCount implements sql.StatisticsTable: the exact count of the pinned snapshot, which lets
+// go-mysql-server answer COUNT(*) without scanning.
+func (t *sqlTable) RowCount(*sql.Context) (uint64, bool, error) {
+	return uint64(t.state.rows.len), true, nil
+}
+
+// DataLength implements sql.StatisticsTable with a rough estimate.
+func (t *sqlTable) DataLength(*sql.Context) (uint64, error) {
+	return uint64(t.state.rows.len) * uint64(16*len(t.schema)), nil
+}
+
 type onePartition struct{}
 
 func (onePartition) Key() []byte { return []byte("all") }

@@ -95,6 +95,19 @@ func TestMySQLQueries(t *testing.T) {
 		require.NoError(t, stmt.QueryRow(30).Scan(&n))
 		assert.Equal(t, 0, n)
 	})
+	t.Run("a prepared COUNT(*) executed again sees new commits", func(t *testing.T) {
+		stmt, err := db.Prepare("SELECT COUNT(*) FROM orders")
+		require.NoError(t, err)
+		defer stmt.Close()
+		var before, after int
+		require.NoError(t, stmt.QueryRow().Scan(&before))
+		load(t, s, "test", "orders", `[{"order_id":31,"customer_id":31}]`, jsonParams(nil))
+		require.NoError(t, stmt.QueryRow().Scan(&after))
+		assert.Equal(t, before+1, after)
+		load(t, s, "test", "orders", `[{"order_id":31,"customer_id":31,"__op":1}]`, jsonParams(nil))
+		require.NoError(t, stmt.QueryRow().Scan(&after))
+		assert.Equal(t, before, after)
+	})
 	t.Run("NULL datetime", func(t *testing.T) {
 		var ts sql.NullTime
 		require.NoError(t, db.QueryRow("SELECT updated_at FROM orders WHERE order_id = 3").Scan(&ts))
