@@ -1,6 +1,7 @@
 package starrocks_txn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,6 +37,9 @@ type fakeSR struct {
 	loadDelay func() time.Duration
 	// commitGate, when set, blocks every commit until it is closed.
 	commitGate chan struct{}
+	// lastBodyHasBad is set, for the hook, when the load being handled
+	// carries a row with "bad": true.
+	lastBodyHasBad bool
 }
 
 type fakeTxn struct {
@@ -117,6 +121,7 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	if r.Headers["format"] != "json" || r.Headers["strip_outer_array"] != "true" {
 		return srErr("load", starrocks.ClassFatal, "bad headers")
 	}
+	f.lastBodyHasBad = bytes.Contains(r.Body, []byte(`"bad":true`))
 	if f.hook != nil {
 		if err, ok := f.hook("load", ft, r.Table); ok {
 			if starrocks.ClassOf(err) != starrocks.ClassRetrySafe {

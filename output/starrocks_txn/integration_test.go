@@ -339,7 +339,11 @@ func TestIntegrationFaults(t *testing.T) {
 		},
 	}
 	for name, steps := range cases {
-		t.Run(name, func(t *testing.T) { runOrders(t, steps) })
+		t.Run(name, func(t *testing.T) {
+			// Paced and mostly waiting: run a few at once.
+			t.Parallel()
+			runOrders(t, steps)
+		})
 	}
 }
 

@@ -767,3 +767,35 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 		return !o.lastMIFErr.IsZero()
 	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
 }
+
+func TestRowSpecificLoadFailureIsIsolated(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	// The load of a body holding the bad row fails for its data only.
+	f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+		if op == "load" && f.lastBodyHasBad {
+			return srErr("load", starrocks.ClassPerTxn, "primary key size exceed the limit"), true
+		}
+		return nil, false
+	}
+	f.commitGate = make(chan struct{})
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, dl)
+	s := newSrc("a1")
+	var chs []chan error
+	want := map[string]int{}
+	for i := 0; i < 8; i++ {
+		id := fmt.Sprintf("t%d", i)
+		body := map[string]any{"id": i, "txn": id}
+		if i == 5 {
+			body["bad"] = true
+		} else {
+			want[id] = 1
+		}
+		chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", id, "a", body, true)}))
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(f.commitGate)
+	waitAll(t, chs, 10*time.Second)
+	assert.Equal(t, []string{"t5"}, dl.txnIDs())
+	assertAtomic(t, f, want)
+}

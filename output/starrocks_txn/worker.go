@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -253,7 +254,11 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	replay := func(reason string, err error) bool {
 		o.m.retries.Incr(1, w.db, reason)
-		o.log.Warnf("starrocks_txn: database %s: replaying the commit cycle of label %s (%s): %v", w.db, c.label, reason, err)
+		if starrocks.ClassOf(err) == starrocks.ClassFatal {
+			o.log.Errorf("starrocks_txn: database %s: replaying the commit cycle of label %s after an error that needs an operator (%s): %v", w.db, c.label, reason, err)
+		} else {
+			o.log.Warnf("starrocks_txn: database %s: replaying the commit cycle of label %s (%s): %v", w.db, c.label, reason, err)
+		}
 		if c.label != "" {
 			w.rollback(c.label)
 		}
@@ -282,6 +287,14 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		}
 		if err := w.loadPending(ctx, c); err != nil {
 			var le *loadError
+			if errors.As(err, &le) && starrocks.ClassOf(le.err) == starrocks.ClassPerTxn && !tableWide(le.err) {
+				// A failure caused by some rows: find their source
+				// transactions by splitting the cycle.
+				w.rollback(c.label)
+				o.m.rollbacks.Incr(1, w.db)
+				c.label, c.sent, c.loaded = "", nil, false
+				return err
+			}
 			if errors.As(err, &le) && starrocks.ClassOf(le.err) == starrocks.ClassPerTxn {
 				// The table is unusable for every transaction that writes
 				// to it (unknown table, for one): poison exactly those.
@@ -610,6 +623,15 @@ func (w *dbWorker) checkModels(ctx context.Context, c *cycle) {
 		o.mu.Unlock()
 		c.txns = keep
 	}
+}
+
+// tableWideRe matches per-transaction load failures that concern the table
+// itself rather than some of its rows: every source transaction writing to
+// the table fails the same way.
+var tableWideRe = regexp.MustCompile(`(?i)failed to find table|unknown table|unknown database|does not exist|not an olap table|only primary key table support`)
+
+func tableWide(err error) bool {
+	return tableWideRe.MatchString(err.Error())
 }
 
 func reasonOf(err error) string {
