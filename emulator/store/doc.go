@@ -63,8 +63,10 @@
 //   - merge_condition (PRIMARY KEY tables, a non-key column): an upsert of an existing key
 //     applies only if its value in that column is >= the stored one (NULL is smallest); deletes
 //     and new keys always apply.
-//   - Not supported, with a clear error: `columns` expressions, `where` and the compressed CSV
-//     formats (decompress before calling Parse).
+//   - format=gzip|bzip2|deflate|lz4|zstd are CSV bodies Parse inflates first (lz4 = LZ4 frame,
+//     deflate = zlib stream). The separate `compression`/Content-Encoding headers are the HTTP
+//     layer's to undo before Parse.
+//   - Not supported, with a clear error: `columns` expressions and `where`.
 //
 // # Visibility
 //

@@ -50,8 +50,10 @@ func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, err
 	if p.Where != "" {
 		return nil, fmt.Errorf("the where header is not supported by the emulator: filter rows before loading")
 	}
-	if p.Compression != "" {
-		return nil, fmt.Errorf("format %s (compressed CSV) is not supported by the emulator: send format csv or json", p.Compression)
+	if p.CSVCompression != "" {
+		if body, err = decompressCSV(p.CSVCompression, body); err != nil {
+			return nil, err
+		}
 	}
 	if p.MergeCondition != "" {
 		if sc.KeyType != PrimaryKey {

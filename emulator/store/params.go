@@ -9,7 +9,7 @@ import (
 // LoadParams are the stream-load data headers that shape how a body is parsed.
 type LoadParams struct {
 	Format          string // "json" or "csv"
-	Compression     string // gzip, bzip2, lz4, deflate, zstd for the compressed CSV formats (unsupported by Parse)
+	CSVCompression  string // format=gzip|bzip2|lz4|deflate|zstd: compressed CSV, inflated by Parse (not the `compression` header)
 	StripOuterArray bool
 	StrictMode      bool
 	Columns         []string // the `columns` header, if any
@@ -49,7 +49,7 @@ func ParseLoadParams(h map[string]string) (LoadParams, error) {
 			p.Format = f
 		case "gzip", "bzip2", "lz4", "deflate", "zstd":
 			p.Format = "csv"
-			p.Compression = f
+			p.CSVCompression = f
 		default:
 			return p, fmt.Errorf("unknown data format, format=%s", v)
 		}
