@@ -525,6 +525,8 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 	}
 	if ci == targetOp {
 		switch k {
+		case jNull:
+			// a null __op is treated like a missing one: upsert
 		case jNumber:
 			b.setOp(string(raw))
 		case jString:

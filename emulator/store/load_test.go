@@ -236,6 +236,7 @@ func TestOpColumn(t *testing.T) {
 		{"nn", `{"id":1,"req":1,"__op":1}`, OpDelete, false},
 		{"nn", `{"id":1,"req":1,"__op":"1"}`, OpDelete, false},
 		{"nn", `{"id":1,"req":1,"__op":0}`, OpUpsert, false},
+		{"nn", `{"id":1,"req":1,"__op":null}`, OpUpsert, false},
 		{"nn", `{"id":1,"req":1,"__op":"0"}`, OpUpsert, false},
 		{"nn", `{"id":1,"req":1,"__OP":1}`, OpDelete, false},
 		{"nn", `{"id":1,"req":1,"__op":2}`, OpUpsert, true},
