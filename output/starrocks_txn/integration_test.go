@@ -130,6 +130,10 @@ type reader struct {
 	queries    atomic.Int64
 	violations atomic.Int64
 	lastErr    atomic.Value
+	// versions seen per order: a source partition's updates must become
+	// visible in source order, so they never go back.
+	seen      map[int64]int64
+	regressed atomic.Int64
 }
 
 var partialQueries = []string{
@@ -142,7 +146,20 @@ var partialQueries = []string{
 }
 
 func (r *reader) run(ctx context.Context) {
+	r.seen = map[int64]int64{}
 	for ctx.Err() == nil {
+		if rows, err := r.db.QueryContext(ctx, "SELECT order_id, customer_id FROM orders"); err == nil {
+			for rows.Next() {
+				var id, v int64
+				if rows.Scan(&id, &v) == nil {
+					if v < r.seen[id] {
+						r.regressed.Add(1)
+					}
+					r.seen[id] = v
+				}
+			}
+			_ = rows.Close()
+		}
 		for _, q := range partialQueries {
 			var n int
 			if err := r.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
@@ -215,12 +232,18 @@ starrocks_txn:
 
 	work := make(chan service.MessageBatch)
 	var pwg sync.WaitGroup
+	var ackedEarly atomic.Int64
 	for i := 0; i < 32; i++ {
 		pwg.Add(1)
 		go func() {
 			defer pwg.Done()
 			for b := range work {
 				assert.NoError(t, produce(ctx, b))
+				// Acknowledged means committed: the batch's events are
+				// visible now.
+				if !eventsVisible(t, e, b) {
+					ackedEarly.Add(1)
+				}
 			}
 		}()
 	}
@@ -259,6 +282,8 @@ starrocks_txn:
 	assert.Len(t, rows, w.events, "every event exactly once: nothing lost, nothing replayed twice")
 
 	assert.Zero(t, rd.violations.Load(), "a concurrent reader saw a partly visible source transaction")
+	assert.Zero(t, rd.regressed.Load(), "a concurrent reader saw an order go back to an older version")
+	assert.Zero(t, ackedEarly.Load(), "a batch was acknowledged before its rows were visible")
 	assert.Positive(t, rd.queries.Load(), "the reader ran (last error: %v)", rd.lastErr.Load())
 	c := e.Counters()
 	t.Logf("%d batches in %v: begins %d loads %d commits %d rollbacks %d faults fired %d; reader queries %d",
@@ -272,6 +297,38 @@ starrocks_txn:
 	}
 	// One load per table per source transaction would be 3 × txns.
 	assert.Less(t, c.Loads, int64(3*txns), "loads are batched across source transactions")
+}
+
+// eventsVisible reports whether every order_events row of b is committed.
+func eventsVisible(t *testing.T, e *emulator.Emulator, b service.MessageBatch) bool {
+	var want []int64
+	for _, m := range b {
+		if tbl, _ := m.MetaGet(contract.KeyTable); tbl != "order_events" {
+			continue
+		}
+		var row struct {
+			EventID int64 `json:"event_id"`
+		}
+		raw, _ := m.AsBytes()
+		if json.Unmarshal(raw, &row) == nil {
+			want = append(want, row.EventID)
+		}
+	}
+	if len(want) == 0 {
+		return true
+	}
+	rows, err := e.Store().Rows("test", "order_events")
+	require.NoError(t, err)
+	have := map[int64]bool{}
+	for _, r := range rows {
+		have[toInt(r["event_id"])] = true
+	}
+	for _, id := range want {
+		if !have[id] {
+			return false
+		}
+	}
+	return true
 }
 
 func toInt(v any) int64 {
