@@ -66,7 +66,9 @@
 //   - format=gzip|bzip2|deflate|lz4|zstd are CSV bodies Parse inflates first (lz4 = LZ4 frame,
 //     deflate = zlib stream). The separate `compression`/Content-Encoding headers are the HTTP
 //     layer's to undo before Parse.
-//   - Not supported, with a clear error: `columns` expressions and `where`.
+//   - `where` is evaluated by go-mysql-server on each converted row (after the quality checks:
+//     a row is filtered or unselected, never both); rows it rejects count as Unselected.
+//   - Not supported, with a clear error: `columns` expressions.
 //
 // # Visibility
 //

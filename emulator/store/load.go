@@ -19,7 +19,7 @@ type Parsed struct {
 	Rows       []Row // rows that passed validation, in body order (deletes included)
 	Loaded     int64 // len(Rows): delete rows count as loaded
 	Filtered   int64 // rows that failed conversion, NOT NULL or strict mode
-	Unselected int64 // rows removed by a `where` filter (always 0: `where` is rejected)
+	Unselected int64 // rows the `where` header removed
 	Errors     []string
 }
 
@@ -47,9 +47,6 @@ func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, err
 	if p.PartialUpdate && sc.KeyType != PrimaryKey {
 		return nil, fmt.Errorf("Only primary key table support partial update")
 	}
-	if p.Where != "" {
-		return nil, fmt.Errorf("the where header is not supported by the emulator: filter rows before loading")
-	}
 	if p.CSVCompression != "" {
 		if body, err = decompressCSV(p.CSVCompression, body); err != nil {
 			return nil, err
@@ -76,6 +73,11 @@ func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, err
 	if err != nil {
 		return nil, err
 	}
+	if p.Where != "" {
+		if b.where, err = s.compileWhere(sc, p.Where); err != nil {
+			return nil, err
+		}
+	}
 	switch p.Format {
 	case "json":
 		return b.parseJSON(body)
@@ -97,6 +99,7 @@ type rowBuilder struct {
 	paths    [][]pathElem
 	misses   map[string]int // JSON keys not matched exactly -> column index or -1
 	mergeCol int            // Row.MergeCol
+	where    whereFunc      // the `where` header, nil when absent
 	now      time.Time
 	res      *Parsed
 
@@ -269,6 +272,17 @@ func (b *rowBuilder) finishRow(rowText func() string) {
 	if b.bad != "" {
 		b.res.addError(fmt.Sprintf("Error: %s. Row: %s", b.bad, truncate(rowText(), 200)))
 		return
+	}
+	if b.where != nil {
+		ok, err := b.where(b.vals)
+		if err != nil {
+			b.res.addError(fmt.Sprintf("Error: evaluating the where condition: %s. Row: %s", err, truncate(rowText(), 200)))
+			return
+		}
+		if !ok {
+			b.res.Unselected++
+			return
+		}
 	}
 	b.res.Rows = append(b.res.Rows, Row{Op: b.op, Values: b.vals, Set: set, MergeCol: b.mergeCol})
 	b.res.Loaded++

@@ -402,8 +402,6 @@ func TestParseTableErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownTable)
 	_, err = s.Parse("db", "dup", []byte(`[]`), jsonParams(map[string]string{"partial_update": "true"}))
 	require.EqualError(t, err, "Only primary key table support partial update")
-	_, err = s.Parse("db", "nn", []byte(`[]`), jsonParams(map[string]string{"where": "id > 1"}))
-	require.ErrorContains(t, err, "where header is not supported")
 	_, err = s.Parse("db", "nn", []byte(`[]`), jsonParams(map[string]string{"partial_update": "true", "columns": "req"}))
 	require.ErrorContains(t, err, "must list every primary key column, id is missing")
 }
@@ -478,4 +476,37 @@ func TestCompressedCSVFormats(t *testing.T) {
 	assert.Equal(t, []any{int64(1), int32(2)}, res.Rows[0].Values[:2])
 	_, err = s.Parse("db", "nn", bz[:20], p)
 	require.ErrorContains(t, err, "decompressing the format=bzip2 body")
+}
+
+func TestWhereHeader(t *testing.T) {
+	s := convStore(t)
+	body := `[{"id":1,"req":1,"st":"a"},{"id":2,"req":2,"st":"b","opt":5},{"id":3,"req":3,"st":"b"},{"id":4},{"id":5,"req":5,"made":"2024-01-01 00:00:00"}]`
+	cases := []struct {
+		where           string
+		ids             []int64
+		unsel, filtered int64
+	}{
+		{"req > 1 AND st = 'b'", []int64{2, 3}, 2, 1},
+		{"opt IS NULL", []int64{1, 3, 5}, 1, 1},
+		{"id IN (1, 5) OR opt = 5", []int64{1, 2, 5}, 1, 1},
+		{"made < '2025-01-01'", []int64{5}, 3, 1},
+		{"1 = 0", nil, 4, 1},
+		{"1 = 1", []int64{1, 2, 3, 5}, 0, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.where, func(t *testing.T) {
+			res, err := s.Parse("db", "nn", []byte(body), jsonParams(map[string]string{"where": c.where}))
+			require.NoError(t, err)
+			var ids []int64
+			for _, r := range res.Rows {
+				ids = append(ids, r.Values[0].(int64))
+			}
+			assert.Equal(t, c.ids, ids)
+			assert.Equal(t, c.unsel, res.Unselected)
+			assert.Equal(t, c.filtered, res.Filtered, "row 4 misses NOT NULL req: filtered before where")
+			assert.Equal(t, int64(len(ids)), res.Loaded)
+		})
+	}
+	_, err := s.Parse("db", "nn", []byte(body), jsonParams(map[string]string{"where": "nope > 1"}))
+	require.ErrorContains(t, err, "invalid where header")
 }
