@@ -31,12 +31,16 @@ func exampleSchema(t testing.TB) string {
 	return string(b)
 }
 
-func startEmulator(t testing.TB) *emulator.Emulator {
+func startEmulator(t testing.TB, mods ...func(*emulator.Config)) *emulator.Emulator {
 	t.Helper()
-	e, err := emulator.Start(emulator.Config{
+	cfg := emulator.Config{
 		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: exampleSchema(t),
 		ReaperInterval: 50 * time.Millisecond,
-	})
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	e, err := emulator.Start(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e
@@ -184,8 +188,8 @@ type faultStep struct {
 
 // runOrders drives the workload through a real Benthos stream into the
 // emulator, injecting steps, and checks the result against the model.
-func runOrders(t *testing.T, steps []faultStep) {
-	e := startEmulator(t)
+func runOrders(t *testing.T, steps []faultStep, mods ...func(*emulator.Config)) emulator.Counters {
+	e := startEmulator(t, mods...)
 	w := newOrderWorkload(time.Now().UnixNano()%1000, 4, 15)
 
 	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/test")
@@ -297,6 +301,7 @@ starrocks_txn:
 	}
 	// One load per table per source transaction would be 3 × txns.
 	assert.Less(t, c.Loads, int64(3*txns), "loads are batched across source transactions")
+	return c
 }
 
 // eventsVisible reports whether every order_events row of b is committed.
@@ -355,6 +360,12 @@ func toInt(v any) int64 {
 
 func TestIntegrationHappyPath(t *testing.T) {
 	runOrders(t, nil)
+}
+
+func TestIntegrationThroughBERedirects(t *testing.T) {
+	// Loads are answered by the FE with a 307 to a BE, as in a cluster.
+	c := runOrders(t, nil, func(c *emulator.Config) { c.BEAddr = "127.0.0.1:0" })
+	assert.Positive(t, c.Redirects, "loads went through FE → BE redirects")
 }
 
 func TestIntegrationFaults(t *testing.T) {
