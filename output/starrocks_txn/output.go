@@ -123,7 +123,10 @@ type partition struct {
 	lastSwitch   time.Time
 	lastActivity time.Time
 	stalled      error
-	fenced       bool
+	stalledTxn   string
+	// held are messages admitted after the partition stalled.
+	held   []*item
+	fenced bool
 }
 
 // sequencer restores the emission order of one assembler instance.
@@ -465,6 +468,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	p.lastActivity = now
 	if p.stalled != nil {
 		// Held until the partition is fenced or the output stops.
+		p.held = append(p.held, it)
 		return
 	}
 	noContract := it.pk.partition == noContractPartition
@@ -473,6 +477,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 			o.log.Errorf("starrocks_txn: partition %s: starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied", it.pk, it.meta.SourceOffset, p.hwm)
 			t := &srcTxn{id: it.meta.TxnID, p: p, items: []*item{it}, rows: map[string][][]byte{}, t0: it.t0,
 				poison: fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)}
+			p.order = append(p.order, t)
 			o.poisonLocked(t)
 			return
 		}
@@ -673,7 +678,7 @@ func (o *Output) stallLocked(p *partition, t *srcTxn) {
 	if p.stalled != nil {
 		return
 	}
-	p.stalled = t.poison
+	p.stalled, p.stalledTxn = t.poison, t.id
 	o.log.Errorf("starrocks_txn: partition %s stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", p.key, t.id, t.poison)
 	o.m.stalled.Set(1, p.key.String(), t.id)
 	o.m.stalledCount.Incr(1)
@@ -874,21 +879,21 @@ func (o *Output) fence(ctx context.Context, partition string) error {
 			continue
 		}
 		p.fenced = true
-		for _, t := range p.order {
-			txns = append(txns, t)
-		}
+		mine := append([]*srcTxn{}, p.order...)
 		if p.open != nil {
-			txns = append(txns, p.open)
+			mine = append(mine, p.open)
 		}
-		for _, t := range txns {
+		txns = append(txns, mine...)
+		for _, t := range mine {
 			if !t.dropped && t.state != txnDone {
 				o.buffered -= t.bytes
 				t.dropped = true
 			}
 		}
 		delete(o.parts, k)
+		held = append(held, p.held...)
 		if p.stalled != nil {
-			o.m.stalled.Set(0, k.String(), "")
+			o.m.stalled.Set(0, k.String(), p.stalledTxn)
 		}
 	}
 	// Messages of the partition still waiting for a sequence gap.

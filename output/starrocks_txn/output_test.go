@@ -799,3 +799,30 @@ func TestRowSpecificLoadFailureIsIsolated(t *testing.T) {
 	assert.Equal(t, []string{"t5"}, dl.txnIDs())
 	assertAtomic(t, f, want)
 }
+
+func TestFenceReleasesAStalledPartition(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("a1")
+	chs := []chan error{
+		writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1}, true)}),
+	}
+	time.Sleep(300 * time.Millisecond)
+	// Admitted after the stall: held with it.
+	chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2}, true)}))
+	time.Sleep(100 * time.Millisecond)
+	for _, ch := range chs {
+		select {
+		case <-ch:
+			t.Fatal("a stalled partition's batch returned before the fence")
+		default:
+		}
+	}
+	require.NoError(t, registry.Get(res).Fence(context.Background(), "p0"))
+	waitAll(t, chs, time.Second)
+	assert.Empty(t, f.rows("a"), "nothing of the fenced partition was committed")
+	o.mu.Lock()
+	assert.Empty(t, o.parts, "the partition's state is gone; a new owner starts fresh")
+	o.mu.Unlock()
+}
