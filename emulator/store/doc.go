@@ -68,7 +68,11 @@
 //     layer's to undo before Parse.
 //   - `where` is evaluated by go-mysql-server on each converted row (after the quality checks:
 //     a row is filtered or unselected, never both); rows it rejects count as Unselected.
-//   - Not supported, with a clear error: `columns` expressions.
+//   - `columns` mapping expressions "col = expr" with expr a quoted constant, a number, NULL
+//     or (CSV, jsonpaths) the name of a source field listed in the header; `__op = 'delete'`
+//     ('upsert', 0, 1) sets the operation of every row. When the header lists no plain names
+//     the source fields are the table's columns in order (the documented delete-load form
+//     `columns: __op='delete'`). Other expressions are rejected with a clear error.
 //
 // # Visibility
 //

@@ -100,6 +100,7 @@ type rowBuilder struct {
 	misses   map[string]int // JSON keys not matched exactly -> column index or -1
 	mergeCol int            // Row.MergeCol
 	where    whereFunc      // the `where` header, nil when absent
+	derived  []derivedCol   // mapping expressions of the columns header
 	now      time.Time
 	res      *Parsed
 
@@ -125,6 +126,90 @@ func loadLocation(name string) *time.Location {
 	return loc
 }
 
+// derivedCol is a `columns` entry "target = expr" with expr a constant or a source field.
+type derivedCol struct {
+	name, expr string
+	target     int    // column index or targetOp
+	isConst    bool   // constant text in value
+	value      string // the constant
+	source     int    // index of the referenced source field (plain entries), when !isConst
+}
+
+// derivedColumn parses one mapping expression. Supported: a quoted string, a number, NULL, or
+// the name of a source field listed as a plain entry; anything else is rejected clearly.
+func (b *rowBuilder) derivedColumn(name, expr string, entries []string) (derivedCol, error) {
+	d := derivedCol{name: name, expr: expr, target: b.sc.ColumnIndex(name), source: -1}
+	if d.target < 0 {
+		if !(b.opCol && strings.EqualFold(name, "__op")) {
+			return d, fmt.Errorf("columns header: Unknown column '%s' in '%s'", name, b.sc.Name)
+		}
+		d.target = targetOp
+	}
+	switch {
+	case len(expr) >= 2 && (expr[0] == '\'' || expr[0] == '"') && expr[len(expr)-1] == expr[0]:
+		d.isConst, d.value = true, expr[1:len(expr)-1]
+	case expr != "" && (expr[0] == '-' || expr[0] >= '0' && expr[0] <= '9'):
+		if _, err := strconv.ParseFloat(expr, 64); err != nil {
+			return d, fmt.Errorf("columns header: %s = %s is not supported by the emulator (only constants and source field names)", name, expr)
+		}
+		d.isConst, d.value = true, expr
+	case strings.EqualFold(expr, "null"):
+		d.isConst, d.value = true, `\N`
+	default:
+		ref := strings.Trim(expr, "`")
+		n := 0
+		for _, e := range entries {
+			if strings.Contains(e, "=") {
+				continue
+			}
+			if strings.EqualFold(e, ref) {
+				d.source = n
+				return d, nil
+			}
+			n++
+		}
+		return d, fmt.Errorf("columns header: %s = %s is not supported by the emulator (only constants and source field names listed in the header)", name, expr)
+	}
+	if d.target == targetOp {
+		switch strings.ToLower(d.value) {
+		case "delete", "1":
+			d.value = "1"
+		case "upsert", "0":
+			d.value = "0"
+		default:
+			return d, fmt.Errorf("columns header: __op = %s: use 'upsert', 'delete', 0 or 1", expr)
+		}
+	}
+	return d, nil
+}
+
+// applyDerived sets the columns computed by mapping expressions; field returns a source
+// field's text (nil for JSON, which allows constants only).
+func (b *rowBuilder) applyDerived(field func(i int) (string, bool)) {
+	for _, d := range b.derived {
+		text := d.value
+		if !d.isConst {
+			t, ok := field(d.source)
+			if !ok {
+				continue
+			}
+			text = t
+		}
+		if d.target == targetOp {
+			b.setOp(text)
+			continue
+		}
+		b.seen[d.target] = false // the expression wins over a source field of the same name
+		if text == `\N` {
+			b.setValue(d.target, nil, nil, nil)
+			continue
+		}
+		c := &b.sc.Columns[d.target]
+		v, err := convertText(c, text)
+		b.setValue(d.target, v, err, func() string { return text })
+	}
+}
+
 const (
 	targetSkip = -1
 	targetOp   = -2
@@ -143,9 +228,21 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 		}
 	}
 	b.now = time.Date(b.now.Year(), b.now.Month(), b.now.Day(), b.now.Hour(), b.now.Minute(), b.now.Second(), 0, time.UTC)
-	if len(p.Columns) > 0 {
+	var plain []string
+	for _, entry := range p.Columns {
+		if target, expr, ok := strings.Cut(entry, "="); ok {
+			d, err := b.derivedColumn(strings.Trim(strings.TrimSpace(target), "`"), strings.TrimSpace(expr), p.Columns)
+			if err != nil {
+				return nil, err
+			}
+			b.derived = append(b.derived, d)
+			continue
+		}
+		plain = append(plain, entry)
+	}
+	if len(plain) > 0 {
 		b.allowed = make([]bool, len(sc.Columns))
-		for _, name := range p.Columns {
+		for _, name := range plain {
 			ci := sc.ColumnIndex(name)
 			switch {
 			case ci >= 0:
@@ -159,9 +256,28 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 				b.targets = append(b.targets, targetSkip)
 			}
 		}
+		for _, d := range b.derived {
+			if d.target >= 0 {
+				b.allowed[d.target] = true
+			}
+		}
 	} else {
+		// No plain names (none, or only mapping expressions): the source fields are the
+		// table's columns in order, as StarRocks does.
 		for i := range sc.Columns {
 			b.targets = append(b.targets, i)
+		}
+	}
+	for _, d := range b.derived {
+		if d.source >= len(plain) {
+			return nil, fmt.Errorf("columns header: %s = %s refers to a source field that is not listed as a plain name", d.name, d.expr)
+		}
+	}
+	if p.Format == "json" && len(p.JSONPaths) == 0 {
+		for _, d := range b.derived {
+			if !d.isConst {
+				return nil, fmt.Errorf("columns header: %s = %s: in JSON loads the emulator evaluates constant expressions only", d.name, d.expr)
+			}
 		}
 	}
 	if p.PartialUpdate {
@@ -172,10 +288,10 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 		}
 	}
 	if len(p.JSONPaths) > 0 {
-		if len(p.Columns) > 0 && len(p.Columns) != len(p.JSONPaths) {
-			return nil, fmt.Errorf("jsonpaths has %d paths but the columns header lists %d columns: they must match one to one", len(p.JSONPaths), len(p.Columns))
+		if len(plain) > 0 && len(plain) != len(p.JSONPaths) {
+			return nil, fmt.Errorf("jsonpaths has %d paths but the columns header lists %d columns: they must match one to one", len(p.JSONPaths), len(plain))
 		}
-		if len(p.Columns) == 0 && len(p.JSONPaths) > len(sc.Columns) {
+		if len(plain) == 0 && len(p.JSONPaths) > len(sc.Columns) {
 			return nil, fmt.Errorf("jsonpaths has %d paths but table %s has %d columns", len(p.JSONPaths), sc.Name, len(sc.Columns))
 		}
 		for _, jp := range p.JSONPaths {
@@ -439,6 +555,9 @@ func (b *rowBuilder) streamObject(s *jscan) error {
 		}
 	}
 	end := s.i
+	if b.derived != nil {
+		b.applyDerived(nil)
+	}
 	b.finishRow(func() string { return string(s.b[st:end]) })
 	return nil
 }
@@ -485,6 +604,26 @@ func (b *rowBuilder) jsonRow(k jkind, raw []byte) {
 			}
 			b.jsonValue(b.targets[i], vk, raw[vs:ve], bytes.IndexByte(raw[vs:ve], '\\') >= 0)
 		}
+		if b.derived != nil {
+			b.applyDerived(func(i int) (string, bool) {
+				if i < 0 || i >= len(b.paths) {
+					return "", false
+				}
+				vk, vs, ve, ok := lookupPath(raw, jObject, b.paths[i])
+				if !ok {
+					return "", false
+				}
+				v := raw[vs:ve]
+				switch vk {
+				case jNull:
+					return `\N`, true
+				case jString:
+					s, err := unquote(v, bytes.IndexByte(v, '\\') >= 0)
+					return s, err == nil
+				}
+				return string(v), true
+			})
+		}
 		b.finishRow(rowText)
 		return
 	}
@@ -499,6 +638,9 @@ func (b *rowBuilder) jsonRow(k jkind, raw []byte) {
 			continue
 		}
 		b.jsonValue(ci, vk, raw[vs:ve], vesc)
+	}
+	if b.derived != nil {
+		b.applyDerived(nil)
 	}
 	b.finishRow(rowText)
 }
@@ -910,6 +1052,14 @@ func (b *rowBuilder) csvFields(line []byte, fields [][]byte, quoted []bool) {
 			v, err := convertText(c, s)
 			b.setValue(t, v, err, func() string { return s })
 		}
+	}
+	if b.derived != nil {
+		b.applyDerived(func(i int) (string, bool) {
+			if i < 0 || i >= len(fields) {
+				return "", false
+			}
+			return string(fields[i]), true
+		})
 	}
 	b.finishRow(rowText)
 }

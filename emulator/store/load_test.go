@@ -382,7 +382,7 @@ func TestParseLoadParams(t *testing.T) {
 		{map[string]string{"format": "parquet"}, "unknown data format, format=parquet"},
 		{map[string]string{"strict_mode": "yes"}, "Invalid strict mode format. Must be bool type"},
 		{map[string]string{"max_filter_ratio": "abc"}, "Invalid max_filter_ratio: abc"},
-		{map[string]string{"columns": "a, b=a+1"}, "expressions are not supported"},
+		{map[string]string{"columns": "a, 'b"}, "unbalanced quotes"},
 		{map[string]string{"partial_update_mode": "fast"}, "Invalid partial update mode"},
 		{map[string]string{"skip_header": "-1"}, "Invalid skip_header"},
 		{map[string]string{"enclose": "ab"}, "Invalid enclose"},
@@ -509,4 +509,58 @@ func TestWhereHeader(t *testing.T) {
 	}
 	_, err := s.Parse("db", "nn", []byte(body), jsonParams(map[string]string{"where": "nope > 1"}))
 	require.ErrorContains(t, err, "invalid where header")
+}
+
+func TestColumnsMappingExpressions(t *testing.T) {
+	s := convStore(t)
+	load(t, s, "db", "nn", `[{"id":1,"req":1},{"id":2,"req":2},{"id":3,"req":3}]`, jsonParams(nil))
+
+	// the documented delete load: only an __op expression, fields map to the table columns
+	p, err := ParseLoadParams(map[string]string{"column_separator": ",", "columns": "__op='delete'"})
+	require.NoError(t, err)
+	res, err := s.Parse("db", "nn", []byte("1,1,7,\\N,x,\\N\n"), p)
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1, res.Errors)
+	assert.Equal(t, OpDelete, res.Rows[0].Op)
+
+	// JSON with a constant __op and a constant column
+	res, err = s.Parse("db", "nn", []byte(`[{"id":2,"req":2}]`), jsonParams(map[string]string{"columns": "__op = 'delete'"}))
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1)
+	assert.Equal(t, OpDelete, res.Rows[0].Op)
+	res, err = s.Parse("db", "nn", []byte(`[{"id":2,"req":2,"st":"json"}]`), jsonParams(map[string]string{"columns": "st = 'const', opt = 9"}))
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1)
+	assert.Equal(t, []any{int64(2), int32(2), int32(7), int32(9), "const"}, res.Rows[0].Values[:5])
+
+	// CSV: a source field feeding two columns, a temporary field, NULL and numeric constants
+	p, err = ParseLoadParams(map[string]string{"column_separator": ",", "columns": "id, tmp, req, opt = tmp, st = NULL, dflt = -3, __op = op_src, op_src"})
+	require.NoError(t, err)
+	res, err = s.Parse("db", "nn", []byte("5,42,6,0\n3,1,1,1\n"), p)
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 2, res.Errors)
+	assert.Equal(t, []any{int64(5), int32(6), int32(-3), int32(42), nil}, res.Rows[0].Values[:5])
+	assert.Equal(t, OpUpsert, res.Rows[0].Op)
+	assert.Equal(t, OpDelete, res.Rows[1].Op)
+
+	// jsonpaths with a derived column reading a path
+	res, err = s.Parse("db", "nn", []byte(`[{"a":7,"b":"8"}]`), jsonParams(map[string]string{"jsonpaths": `["$.a","$.b"]`, "columns": "id, x, req = x, opt = x"}))
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1, res.Errors)
+	assert.Equal(t, []any{int64(7), int32(8), int32(7), int32(8)}, res.Rows[0].Values[:4])
+
+	for _, c := range []struct {
+		h    map[string]string
+		want string
+	}{
+		{map[string]string{"format": "csv", "columns": "id, opt = id + 1"}, "not supported by the emulator"},
+		{map[string]string{"format": "csv", "columns": "id, nope = 1"}, "Unknown column 'nope' in 'nn'"},
+		{map[string]string{"format": "csv", "columns": "id, __op = 'merge'"}, "use 'upsert', 'delete', 0 or 1"},
+		{map[string]string{"format": "json", "columns": "id, opt = id"}, "constant expressions only"},
+	} {
+		p, err := ParseLoadParams(c.h)
+		require.NoError(t, err)
+		_, err = s.Parse("db", "nn", []byte(""), p)
+		require.ErrorContains(t, err, c.want)
+	}
 }

@@ -141,20 +141,50 @@ func ParseLoadParams(h map[string]string) (LoadParams, error) {
 	return p, nil
 }
 
-// splitColumnsHeader splits the `columns` header into plain column names. Expressions
-// (`col = expr`) are rejected: the emulator does not evaluate them.
+// splitColumnsHeader splits the `columns` header at commas outside quotes and parentheses.
+// Entries are plain names (backquotes removed) or mapping expressions "target = expr" kept
+// as written; newRowBuilder decides which expressions it can evaluate.
 func splitColumnsHeader(v string) ([]string, error) {
 	var out []string
-	for _, part := range strings.Split(v, ",") {
-		name := strings.TrimSpace(part)
-		if strings.ContainsAny(name, "=()") {
-			return nil, fmt.Errorf("columns header %q: expressions are not supported by the emulator, list plain column names only", v)
+	depth := 0
+	var quote byte
+	start := 0
+	flush := func(end int) error {
+		e := strings.TrimSpace(v[start:end])
+		if e == "" {
+			return fmt.Errorf("columns header %q: empty column name", v)
 		}
-		name = strings.Trim(name, "`")
-		if name == "" {
-			return nil, fmt.Errorf("columns header %q: empty column name", v)
+		if !strings.Contains(e, "=") {
+			e = strings.Trim(e, "`")
 		}
-		out = append(out, name)
+		out = append(out, e)
+		return nil
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			if err := flush(i); err != nil {
+				return nil, err
+			}
+			start = i + 1
+		}
+	}
+	if quote != 0 || depth != 0 {
+		return nil, fmt.Errorf("columns header %q: unbalanced quotes or parentheses", v)
+	}
+	if err := flush(len(v)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
