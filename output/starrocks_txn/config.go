@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 const (
@@ -43,6 +45,7 @@ const (
 	fieldCommitWait         = "label_state_wait"
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
+	fieldProgressTable      = "progress_table"
 
 	defaultBufferSize  = 128 << 20
 	defaultMaxInFlight = 1024
@@ -171,6 +174,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example("127.0.0.1:9030").
 				Default("").
 				Advanced(),
+			service.NewStringField(fieldProgressTable).
+				Description("Exactly-once mode (needs `mysql_address`): the name of a PRIMARY KEY table, present in every target database, into which every commit writes, inside the same StarRocks transaction, each partition's committed-through source offset (`source_partition` VARCHAR, `committed_offset` BIGINT, `label` VARCHAR). On assignment the `kafka_txn` input reads it back through the partition registry and starts after it, so a crash between a StarRocks commit and the Kafka offset commit re-reads nothing.").
+				Example("benthos_progress").
+				Default("").
+				Advanced(),
 			service.NewBatchPolicyField(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
@@ -194,6 +202,7 @@ root = [
   if this.load_urls.or([]).length() == 0 { "load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030" } else { null },
   if $props.contains("enable_merge_commit") { "enable_merge_commit is incompatible with multi-table transactions: remove it from load_properties and table_properties" } else { null },
   if $props.contains("where") { "a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead" } else { null },
+  if this.progress_table.or("") != "" && this.mysql_address.or("") == "" { "progress_table needs mysql_address: the progress is read back over the MySQL protocol" } else { null },
   if $ci != null && $tt != null && $ci * 10 > $tt * 4 { "commit_interval must be well below 80% of txn_timeout (at most 40% of it): lower commit_interval or raise txn_timeout" } else { null },
 ].filter(v -> v != null)
 `)
@@ -226,6 +235,7 @@ type config struct {
 	labelStateWait     time.Duration
 	batching           service.BatchPolicy
 	mysqlAddress       string
+	progressTable      string
 }
 
 // miniInterval is the minimum time between two switches of a partition:
@@ -328,6 +338,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.mysqlAddress, err = conf.FieldString(fieldMySQLAddress); err != nil {
 		return
 	}
+	if c.progressTable, err = conf.FieldString(fieldProgressTable); err != nil {
+		return
+	}
 	err = c.validate()
 	return
 }
@@ -380,6 +393,14 @@ func (c *config) validate() error {
 	}
 	if c.sequenceGapTimeout <= 0 {
 		return errors.New("sequence_gap_timeout must be positive")
+	}
+	if c.progressTable != "" {
+		if c.mysqlAddress == "" {
+			return errors.New("progress_table needs mysql_address: the progress is read back over the MySQL protocol")
+		}
+		if err := starrocks.ValidateName("table", c.progressTable); err != nil {
+			return fmt.Errorf("progress_table: %w", err)
+		}
 	}
 	if !validPrefix(c.labelPrefix) {
 		return fmt.Errorf("label_prefix %q must be 1 to 64 letters, digits, _ or -", c.labelPrefix)

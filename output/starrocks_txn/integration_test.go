@@ -579,3 +579,35 @@ func TestIntegrationDeleteToDuplicateKeyTableIsPoisoned(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rows, "nothing of the poisoned transaction is visible")
 }
+
+func TestIntegrationExactlyOnceProgress(t *testing.T) {
+	e := startEmulator(t)
+	require.NoError(t, e.Store().ExecDDL(progressDDL("test", "benthos_progress")+` PROPERTIES("replication_num" = "1")`))
+	s := newSrc("asm")
+	var batches []service.MessageBatch
+	for i := 1; i <= 6; i++ {
+		p := fmt.Sprintf("orders/%d", i%2)
+		id := fmt.Sprintf("t%d", i)
+		batches = append(batches, service.MessageBatch{
+			s.row(p, id, "orders", map[string]any{"order_id": i, "customer_id": 1, "total_amount": 1}, false),
+			s.row(p, id, "order_items", map[string]any{"order_id": i, "item_id": 1, "quantity": 1}, true),
+		})
+	}
+	errs := poisonStream(t, e, "", batches, 20*time.Second,
+		fmt.Sprintf("  mysql_address: %s\n  progress_table: benthos_progress\n", e.MySQLAddr()))
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/?interpolateParams=true")
+	require.NoError(t, err)
+	defer db.Close()
+	for _, p := range []string{"orders/0", "orders/1"} {
+		off, ok, err := readProgress(context.Background(), db, "benthos_progress", p)
+		require.NoError(t, err)
+		require.True(t, ok, p)
+		assert.Equal(t, int64(6), off, "END offset of the last committed source transaction of %s", p)
+	}
+	_, ok, err := readProgress(context.Background(), db, "benthos_progress", "orders/9")
+	require.NoError(t, err)
+	assert.False(t, ok)
+}

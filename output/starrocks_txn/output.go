@@ -198,6 +198,17 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 	return o
 }
 
+// enableProgress registers the exactly-once progress reader when a progress
+// table is configured.
+func (o *Output) enableProgress() {
+	if o.conf.progressTable == "" || o.models == nil {
+		return
+	}
+	o.reg.SetProgress(func(ctx context.Context, partition string) (int64, bool, error) {
+		return readProgress(ctx, o.models.db, o.conf.progressTable, partition)
+	})
+}
+
 // Connect starts the background loops once.
 func (o *Output) Connect(ctx context.Context) error {
 	o.mu.Lock()

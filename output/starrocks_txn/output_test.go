@@ -648,6 +648,7 @@ func TestLintRules(t *testing.T) {
 		"load_urls: [x]\nload_properties: {enable_merge_commit: 'true'}":                          "enable_merge_commit is incompatible with multi-table transactions",
 		"load_urls: [x]\nload_properties: {WHERE: 'a > 1'}":                                       "where header",
 		"load_urls: [x]\ntable_properties: [{database: d, table: t, properties: {where: 'a>1'}}]": "where header",
+		"load_urls: [x]\nprogress_table: p\n": "progress_table needs mysql_address",
 		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be well below 80% of txn_timeout",
 	}
 	for yaml, want := range cases {
@@ -825,4 +826,54 @@ func TestFenceReleasesAStalledPartition(t *testing.T) {
 	o.mu.Lock()
 	assert.Empty(t, o.parts, "the partition's state is gone; a new owner starts fresh")
 	o.mu.Unlock()
+}
+
+func TestProgressRowsCommitWithTheirRows(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\nmysql_address: 127.0.0.1:9030\nprogress_table: benthos_progress\n", f, nil)
+	s := newSrc("a1")
+	var chs []chan error
+	for i := 0; i < 6; i++ {
+		p := fmt.Sprintf("p%d", i%2)
+		id := fmt.Sprintf("t%d", i)
+		chs = append(chs, writeAsync(o, service.MessageBatch{
+			s.row(p, id, "a", map[string]any{"id": i, "txn": id}, false),
+			s.row(p, id, "b", map[string]any{"id": i, "txn": id}, true),
+		}))
+		time.Sleep(40 * time.Millisecond)
+	}
+	waitAll(t, chs, 5*time.Second)
+	// Offsets per partition: 2 messages per transaction, 3 transactions.
+	last := map[string]int64{}
+	for _, r := range f.rows("benthos_progress") {
+		last[r["source_partition"].(string)] = int64(r["committed_offset"].(float64))
+	}
+	assert.Equal(t, map[string]int64{"p0": 6, "p1": 6}, last)
+	// Every commit that carries a partition's rows carries its progress.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.commits {
+		withRows := map[string]bool{}
+		for _, tbl := range []string{"a", "b"} {
+			for _, r := range c.rows[tbl] {
+				id := idOf(r)
+				var n int
+				_, _ = fmt.Sscan(id, &n)
+				withRows[fmt.Sprintf("p%d", n%2)] = true
+			}
+		}
+		withProgress := map[string]bool{}
+		for _, r := range c.rows["benthos_progress"] {
+			withProgress[r["source_partition"].(string)] = true
+			assert.Equal(t, c.label, r["label"])
+		}
+		assert.Equal(t, withRows, withProgress, "commit %s", c.label)
+	}
+}
+
+func TestProgressTableNeedsMySQL(t *testing.T) {
+	pc, err := outputSpec().ParseYAML("load_urls: [x]\nprogress_table: benthos_progress\n", nil)
+	require.NoError(t, err)
+	_, err = configFromParsed(pc)
+	require.ErrorContains(t, err, "progress_table needs mysql_address")
 }

@@ -42,6 +42,7 @@ func init() {
 					return nil, service.BatchPolicy{}, 0, err
 				}
 			}
+			o.enableProgress()
 			return o, c.batching, c.maxInFlight, nil
 		})
 }

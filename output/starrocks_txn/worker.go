@@ -30,6 +30,13 @@ type cycle struct {
 	txns   []*srcTxn
 	sent   map[string]int
 	loaded bool
+	// progressLoaded is set once the progress rows went under label.
+	progressLoaded bool
+}
+
+// reset forgets the label and what was loaded under it, for a replay.
+func (c *cycle) reset() {
+	c.label, c.sent, c.loaded, c.progressLoaded = "", nil, false, false
 }
 
 // dbWorker runs the commit cycles of one database, one at a time: so there
@@ -262,7 +269,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		if c.label != "" {
 			w.rollback(c.label)
 		}
-		c.label, c.sent, c.loaded = "", nil, false
+		c.reset()
 		return sleepCtx(ctx, b.next())
 	}
 	for ctx.Err() == nil {
@@ -292,7 +299,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 				// transactions by splitting the cycle.
 				w.rollback(c.label)
 				o.m.rollbacks.Incr(1, w.db)
-				c.label, c.sent, c.loaded = "", nil, false
+				c.reset()
 				return err
 			}
 			if errors.As(err, &le) && starrocks.ClassOf(le.err) == starrocks.ClassPerTxn {
@@ -305,10 +312,16 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 				}
 				o.m.retries.Incr(1, w.db, "per_transaction")
 				w.rollback(c.label)
-				c.label, c.sent, c.loaded = "", nil, false
+				c.reset()
 				continue
 			}
 			if !replay(reasonOf(err), err) {
+				return ctx.Err()
+			}
+			continue
+		}
+		if err := w.loadProgress(ctx, c); err != nil {
+			if !replay("progress", err) {
 				return ctx.Err()
 			}
 			continue
@@ -350,7 +363,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		o.m.rollbacks.Incr(1, w.db)
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
 			o.log.Errorf("starrocks_txn: database %s: commit of label %s failed for its data: %v; isolating the offending source transactions", w.db, c.label, err)
-			c.label, c.sent, c.loaded = "", nil, false
+			c.reset()
 			return err
 		}
 		if !replay(reasonOf(err), err) {
@@ -453,7 +466,8 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		label := starrocks.NewLabel(o.conf.labelPrefix, w.db)
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
-			c.label, c.begun, c.sent, c.loaded = label, o.now(), map[string]int{}, false
+			c.reset()
+			c.label, c.begun, c.sent = label, o.now(), map[string]int{}
 			return true
 		}
 		if ctx.Err() != nil {
@@ -579,6 +593,33 @@ func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte
 			return ctx.Err()
 		}
 	}
+}
+
+// loadProgress writes the committed-through offsets of the cycle's
+// partitions into the progress table, under the cycle's label, so they
+// become visible with the rows (exactly-once mode).
+func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
+	o := w.o
+	if o.conf.progressTable == "" || c.progressLoaded {
+		return nil
+	}
+	body := w.progressRows(c)
+	if body == nil {
+		c.progressLoaded = true
+		return nil
+	}
+	err := w.loadOne(ctx, c.label, o.conf.progressTable, body)
+	if err != nil {
+		if tableWide(err) {
+			o.log.Errorf("starrocks_txn: database %s: the progress table is missing; create it: %s", w.db, progressDDL(w.db, o.conf.progressTable))
+		}
+		return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
+	}
+	c.progressLoaded = true
+	c.loaded = true
+	o.m.loads.Incr(1, w.db, o.conf.progressTable)
+	o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
+	return nil
 }
 
 // checkModels poisons the cycle's new transactions that delete from a table
