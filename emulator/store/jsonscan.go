@@ -128,28 +128,45 @@ func (s *jscan) number() error {
 	return nil
 }
 
+// strSpecial marks the bytes that end the fast scan of a string body.
+var strSpecial = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // str scans a string starting at the opening quote.
 func (s *jscan) str() (esc bool, err error) {
 	s.i++
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+	b := s.b
+	for {
+		i := s.i
+		for i < len(b) && !strSpecial[b[i]] {
+			i++
+		}
+		s.i = i
+		if i >= len(b) {
+			return esc, s.fail("unexpected end of JSON input")
+		}
+		switch c := b[i]; {
 		case c == '"':
 			s.i++
 			return esc, nil
 		case c == '\\':
 			esc = true
-			if s.i+1 >= len(s.b) {
+			if i+1 >= len(b) {
 				return esc, s.fail("unexpected end of JSON input")
 			}
-			switch s.b[s.i+1] {
+			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.i += 2
 			case 'u':
-				if s.i+6 > len(s.b) {
+				if i+6 > len(b) {
 					return esc, s.fail("invalid \\u escape")
 				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
+				for _, h := range b[i+2 : i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
 						return esc, s.fail("invalid \\u escape")
 					}
@@ -158,13 +175,10 @@ func (s *jscan) str() (esc bool, err error) {
 			default:
 				return esc, s.fail("invalid escape")
 			}
-		case c < 0x20:
-			return esc, s.fail("control character in string")
 		default:
-			s.i++
+			return esc, s.fail("control character in string")
 		}
 	}
-	return esc, s.fail("unexpected end of JSON input")
 }
 
 func (s *jscan) skipComposite(open, close byte) error {

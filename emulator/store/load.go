@@ -98,6 +98,7 @@ type rowBuilder struct {
 	targets  []int  // CSV/jsonpaths: field i -> column index (-1 skip, -2 __op)
 	paths    [][]pathElem
 	misses   map[string]int // JSON keys not matched exactly -> column index or -1
+	keyMemo  []keyMemo      // key seen at each member position of the previous object
 	mergeCol int            // Row.MergeCol
 	where    whereFunc      // the `where` header, nil when absent
 	derived  []derivedCol   // mapping expressions of the columns header
@@ -124,6 +125,13 @@ func loadLocation(name string) *time.Location {
 	}
 	locations.Store(name, loc)
 	return loc
+}
+
+// keyMemo remembers which column the key at one member position mapped to: rows of a load
+// usually repeat their keys in the same order, so most lookups are one comparison.
+type keyMemo struct {
+	key string
+	ci  int
 }
 
 // derivedCol is a `columns` entry "target = expr" with expr a constant or a source field.
@@ -512,6 +520,7 @@ func (b *rowBuilder) streamObject(s *jscan) error {
 	st := s.i
 	s.i++ // {
 	b.startRow()
+	member := 0
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '}' {
 		s.i++
@@ -536,7 +545,22 @@ func (b *rowBuilder) streamObject(s *jscan) error {
 			if err != nil {
 				return err
 			}
-			if ci := b.keyColumn(key, kesc); ci != targetSkip {
+			var ci int
+			if member < len(b.keyMemo) && !kesc && b.keyMemo[member].key == string(key) {
+				ci = b.keyMemo[member].ci
+			} else {
+				ci = b.keyColumn(key, kesc)
+				if !kesc {
+					m := keyMemo{key: string(key), ci: ci}
+					if member < len(b.keyMemo) {
+						b.keyMemo[member] = m
+					} else if member == len(b.keyMemo) {
+						b.keyMemo = append(b.keyMemo, m)
+					}
+				}
+			}
+			member++
+			if ci != targetSkip {
 				b.jsonValue(ci, vk, s.b[vs:ve], vesc)
 			}
 			s.ws()
