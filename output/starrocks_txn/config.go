@@ -55,7 +55,7 @@ const (
 	recycleFraction = 0.8
 	// maxCommitIntervalFraction bounds commit_interval against txn_timeout:
 	// a cycle must fit well inside the recycle age.
-	maxCommitIntervalFraction = 0.4
+	maxCommitIntervalFraction = 0.5
 )
 
 // Default stream-load headers for JSON rows: a chunk is sent as one JSON
@@ -203,7 +203,7 @@ root = [
   if $props.contains("enable_merge_commit") { "enable_merge_commit is incompatible with multi-table transactions: remove it from load_properties and table_properties" } else { null },
   if $props.contains("where") { "a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead" } else { null },
   if this.progress_table.or("") != "" && this.mysql_address.or("") == "" { "progress_table needs mysql_address: the progress is read back over the MySQL protocol" } else { null },
-  if $ci != null && $tt != null && $ci * 10 > $tt * 4 { "commit_interval must be well below 80% of txn_timeout (at most 40% of it): lower commit_interval or raise txn_timeout" } else { null },
+  if $ci != null && $tt != null && $ci * 2 > $tt { "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout" } else { null },
 ].filter(v -> v != null)
 `)
 }
@@ -380,7 +380,7 @@ func (c *config) validate() error {
 		return errors.New("txn_timeout must be at least 1s")
 	}
 	if float64(c.commitInterval) > maxCommitIntervalFraction*float64(c.txnTimeout) {
-		return fmt.Errorf("commit_interval must be well below 80%% of txn_timeout (at most 40%% of it): %v is too long for txn_timeout %v", c.commitInterval, c.txnTimeout)
+		return fmt.Errorf("commit_interval must be well below 80%% of txn_timeout (at most half of it): %v is too long for txn_timeout %v", c.commitInterval, c.txnTimeout)
 	}
 	if c.bufferSize <= 0 {
 		return errors.New("buffer_size must be positive")

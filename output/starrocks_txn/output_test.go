@@ -648,7 +648,8 @@ func TestLintRules(t *testing.T) {
 		"load_urls: [x]\nload_properties: {enable_merge_commit: 'true'}":                          "enable_merge_commit is incompatible with multi-table transactions",
 		"load_urls: [x]\nload_properties: {WHERE: 'a > 1'}":                                       "where header",
 		"load_urls: [x]\ntable_properties: [{database: d, table: t, properties: {where: 'a>1'}}]": "where header",
-		"load_urls: [x]\nprogress_table: p\n": "progress_table needs mysql_address",
+		"load_urls: [x]\nprogress_table: p\n":                                                     "progress_table needs mysql_address",
+		"load_urls: [x]\ncommit_interval: 1500ms\ntxn_timeout: 2s\n":                              "commit_interval must be well below 80% of txn_timeout",
 		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be well below 80% of txn_timeout",
 	}
 	for yaml, want := range cases {
@@ -666,9 +667,11 @@ func TestLintRules(t *testing.T) {
 		}
 		assert.True(t, found, "config %q: want a lint containing %q, got %v", yaml, want, texts)
 	}
-	lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n  load_urls: [http://fe:8030]\n"))
-	require.NoError(t, err)
-	assert.Empty(t, lints)
+	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [x]\ncommit_interval: 1s\ntxn_timeout: 2s"} {
+		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(ok)))
+		require.NoError(t, err)
+		assert.Empty(t, lints, ok)
+	}
 }
 
 func TestHeadersPerTable(t *testing.T) {
