@@ -228,6 +228,38 @@ func (p *parser) createDatabase() (ddlStmt, error) {
 	return s, p.done()
 }
 
+// properties reads ("k" = "v", …).
+func (p *parser) properties() ([][2]string, error) {
+	if err := p.expectPunct("("); err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	if p.acceptPunct(")") {
+		return out, nil
+	}
+	for {
+		k := p.next()
+		if k.kind != tokString && k.kind != tokIdent && k.kind != tokQuoted {
+			return nil, p.errAt(k, "a property name")
+		}
+		if err := p.expectPunct("="); err != nil {
+			return nil, err
+		}
+		v := p.next()
+		if v.kind != tokString && v.kind != tokNumber && v.kind != tokIdent {
+			return nil, p.errAt(v, "a property value")
+		}
+		out = append(out, [2]string{k.text, v.text})
+		if p.acceptPunct(",") {
+			continue
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
 // skipParens skips a balanced parenthesised group starting at the current token.
 func (p *parser) skipParens() error {
 	if err := p.expectPunct("("); err != nil {
@@ -423,7 +455,9 @@ func (p *parser) createTable() (ddlStmt, error) {
 						return nil, fmt.Errorf("Unknown distribution column '%s'", c)
 					}
 				}
+				ts.distType, ts.distKeys = "HASH", cols
 			case d.is("random"):
+				ts.distType = "RANDOM"
 			default:
 				return nil, p.errAt(d, "HASH or RANDOM")
 			}
@@ -431,6 +465,9 @@ func (p *parser) createTable() (ddlStmt, error) {
 				n := p.next()
 				if n.kind != tokNumber && !n.is("auto") {
 					return nil, p.errAt(n, "a bucket count")
+				}
+				if n.kind == tokNumber {
+					ts.buckets, _ = strconv.Atoi(n.text)
 				}
 			}
 		case t.is("order"):
@@ -447,11 +484,14 @@ func (p *parser) createTable() (ddlStmt, error) {
 					return nil, fmt.Errorf("Unknown column '%s' in ORDER BY", c)
 				}
 			}
+			ts.sortKeys = cols
 		case t.is("properties"):
 			p.next()
-			if err := p.skipParens(); err != nil {
+			props, err := p.properties()
+			if err != nil {
 				return nil, err
 			}
+			ts.properties = props
 		default:
 			return nil, p.errAt(t, "ENGINE, a key description, COMMENT, PARTITION BY, DISTRIBUTED BY, ORDER BY or PROPERTIES")
 		}

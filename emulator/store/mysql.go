@@ -40,6 +40,7 @@ func (s *Store) ServeMySQL(addr, user, password string) (MySQLServer, error) {
 	}
 	br := &sqlBridge{store: s}
 	engine := sqle.NewDefault(br)
+	engine.Analyzer.Catalog.InfoSchema = &infoSchema{Database: engine.Analyzer.Catalog.InfoSchema, bridge: br}
 	mdb := engine.Analyzer.Catalog.MySQLDb
 	ed := mdb.Editor()
 	mdb.AddSuperUser(ed, user, "%", password)
@@ -326,7 +327,7 @@ func newSQLTable(s *Store, t *tableState) *sqlTable {
 			Nullable:       c.Nullable,
 			Source:         sc.Name,
 			DatabaseSource: sc.DB,
-			PrimaryKey:     i < len(sc.keyIdx) && sc.KeyType != DuplicateKey,
+			PrimaryKey:     i < len(sc.keyIdx) && sc.KeyType == PrimaryKey, // COLUMN_KEY PRI only for PRIMARY KEY tables
 			Comment:        c.Comment,
 		}
 		col.Default = sqlDefault(c, col.Type)

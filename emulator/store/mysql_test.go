@@ -387,3 +387,42 @@ func TestMySQLWrites(t *testing.T) {
 	_, err = db.Exec("INSERT INTO conv (id, v) VALUES (2, 'too long')")
 	require.Error(t, err)
 }
+
+func TestMySQLTableModels(t *testing.T) {
+	s := schemaStore(t)
+	require.NoError(t, s.ExecDDL("CREATE TABLE test.u (id INT NOT NULL, v INT) UNIQUE KEY(id) DISTRIBUTED BY RANDOM BUCKETS 2 ORDER BY(id)"))
+	srv := serve(t, s, "root", "")
+	db := openDB(t, srv, "root", "", "test", "")
+	cases := []struct{ table, model, pk, dist string }{
+		{"orders", "PRIMARY_KEYS", "`order_id`", "`order_id`"},
+		{"order_items", "PRIMARY_KEYS", "`order_id`, `item_id`", "`order_id`"},
+		{"order_events", "DUP_KEYS", "", "`event_id`"},
+		{"u", "UNIQUE_KEYS", "`id`", ""},
+	}
+	for _, c := range cases {
+		var model, pk, dist, props string
+		var buckets int
+		require.NoError(t, db.QueryRow("SELECT TABLE_MODEL, PRIMARY_KEY, DISTRIBUTE_KEY, DISTRIBUTE_BUCKET, PROPERTIES FROM information_schema.tables_config WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+			"test", c.table).Scan(&model, &pk, &dist, &buckets, &props))
+		assert.Equal(t, c.model, model, c.table)
+		assert.Equal(t, c.pk, pk, c.table)
+		assert.Equal(t, c.dist, dist, c.table)
+		if c.table == "u" {
+			assert.Equal(t, 2, buckets)
+			assert.Equal(t, "{}", props)
+		} else {
+			assert.Equal(t, 4, buckets)
+			assert.Equal(t, `{"replication_num":"1"}`, props)
+		}
+
+		// information_schema.columns: COLUMN_KEY PRI marks PRIMARY KEY tables only
+		var pri int
+		require.NoError(t, db.QueryRow("SELECT COALESCE(SUM(CASE WHEN COLUMN_KEY = 'PRI' THEN 1 ELSE 0 END), 0) FROM information_schema.columns WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+			"test", c.table).Scan(&pri))
+		assert.Equal(t, c.model == "PRIMARY_KEYS", pri > 0, c.table)
+	}
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.tables_config").Scan(&n))
+	assert.Equal(t, 4, n)
+	assert.Contains(t, queryStrings(t, db, "SHOW TABLES FROM information_schema"), "tables_config")
+}

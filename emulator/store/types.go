@@ -126,6 +126,13 @@ type TableSchema struct {
 
 	keyIdx []int          // column indexes of Key
 	byName map[string]int // lower-case and exact column name -> index
+
+	// physical clauses, kept for information_schema.tables_config
+	distType   string // HASH or RANDOM
+	distKeys   []string
+	buckets    int
+	sortKeys   []string
+	properties [][2]string
 }
 
 // ColumnIndex returns the index of the named column (case-insensitive), or -1.
