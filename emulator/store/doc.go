@@ -89,7 +89,11 @@
 // ServeMySQL serves SELECT, SHOW, DESCRIBE, USE and the rest of go-mysql-server's read
 // statements. Statements starting with CREATE/DROP DATABASE|SCHEMA|TABLE or TRUNCATE are
 // intercepted by a handler wrapper before go-mysql-server parses them and run through the
-// DDL parser above (with the session's current database). Types map as BIGINT→bigint,
-// DECIMAL(p,s)→decimal(p,s), LARGEINT→decimal(39,0), BOOLEAN→tinyint(1),
-// DATETIME→datetime(6), STRING→text, JSON→json.
+// DDL parser above (with the session's current database). INSERT (an upsert on PRIMARY KEY
+// and UNIQUE KEY tables, an append on DUPLICATE KEY tables), UPDATE and DELETE (PRIMARY KEY
+// tables) run as one atomic Apply per statement. information_schema.tables_config reports
+// each table's TABLE_MODEL with the FE's KeysType names (PRIMARY_KEYS, DUP_KEYS,
+// UNIQUE_KEYS); information_schema.columns shows COLUMN_KEY PRI for PRIMARY KEY tables only.
+// Types map as BIGINT→bigint, DECIMAL(p,s)→decimal(p,s), LARGEINT→decimal(39,0),
+// BOOLEAN→tinyint(1), DATETIME→datetime(6), STRING→text, JSON→json.
 package store
