@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
@@ -100,6 +101,9 @@ func Start(ctx context.Context, o Options) (r *Running, err error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	// The SQL engine logs every MySQL connection at info level through the
+	// global logrus logger; the demo's reader would drown the status line.
+	logrus.SetLevel(logrus.WarnLevel)
 	r = &Running{opts: o, model: workload.NewModel()}
 	defer func() {
 		if err != nil {
