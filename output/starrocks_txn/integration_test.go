@@ -31,6 +31,8 @@ func exampleSchema(t testing.TB) string {
 	return string(b)
 }
 
+var emulatorStartMu sync.Mutex
+
 func startEmulator(t testing.TB, mods ...func(*emulator.Config)) *emulator.Emulator {
 	t.Helper()
 	cfg := emulator.Config{
@@ -40,7 +42,11 @@ func startEmulator(t testing.TB, mods ...func(*emulator.Config)) *emulator.Emula
 	for _, m := range mods {
 		m(&cfg)
 	}
+	// go-mysql-server's engine constructor writes process-global status
+	// variables: emulators must not start concurrently.
+	emulatorStartMu.Lock()
 	e, err := emulator.Start(cfg)
+	emulatorStartMu.Unlock()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e
