@@ -195,8 +195,12 @@ type faultStep struct {
 // runOrders drives the workload through a real Benthos stream into the
 // emulator, injecting steps, and checks the result against the model.
 func runOrders(t *testing.T, steps []faultStep, mods ...func(*emulator.Config)) emulator.Counters {
+	return runOrdersSized(t, 4, 15, 1500*time.Millisecond, steps, mods...)
+}
+
+func runOrdersSized(t *testing.T, partitions, txns int, pace time.Duration, steps []faultStep, mods ...func(*emulator.Config)) emulator.Counters {
 	e := startEmulator(t, mods...)
-	w := newOrderWorkload(time.Now().UnixNano()%1000, 4, 15)
+	w := newOrderWorkload(time.Now().UnixNano()%1000, partitions, txns)
 
 	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/test")
 	require.NoError(t, err)
@@ -223,7 +227,7 @@ starrocks_txn:
 `, e.FEURL())))
 	stream, err := sb.Build()
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second+2*pace)
 	defer cancel()
 	runDone := make(chan error, 1)
 	go func() { runDone <- stream.Run(ctx) }()
@@ -262,7 +266,7 @@ starrocks_txn:
 	// commit cycles run.
 	for _, b := range w.batches {
 		work <- b
-		time.Sleep(1500 * time.Millisecond / time.Duration(len(w.batches)))
+		time.Sleep(pace / time.Duration(len(w.batches)))
 	}
 	close(work)
 	pwg.Wait()
@@ -301,12 +305,12 @@ starrocks_txn:
 	if len(steps) > 0 && steps[0].action == nil {
 		assert.Positive(t, c.FaultsFired, "the fault fired")
 	}
-	txns := 0
+	total := 0
 	for _, n := range w.txnsOfPart {
-		txns += n
+		total += n
 	}
-	// One load per table per source transaction would be 3 × txns.
-	assert.Less(t, c.Loads, int64(3*txns), "loads are batched across source transactions")
+	// One load per table per source transaction would be 3 × total.
+	assert.Less(t, c.Loads, int64(3*total), "loads are batched across source transactions")
 	return c
 }
 
@@ -616,4 +620,36 @@ func TestIntegrationExactlyOnceProgress(t *testing.T) {
 	_, ok, err := readProgress(context.Background(), db, "benthos_progress", "orders/9")
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+// TestIntegrationChaosSoak runs a longer stream under a random fault every
+// 150 ms, FE restarts included. It is a soak, behind STARROCKS_TXN_SOAK=1.
+func TestIntegrationChaosSoak(t *testing.T) {
+	if os.Getenv("STARROCKS_TXN_SOAK") == "" {
+		t.Skip("set STARROCKS_TXN_SOAK=1 to run the chaos soak")
+	}
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	menu := []emulator.Fault{
+		{Op: emulator.OpLoad, Action: emulator.ActTxnInProcessing, Count: 2},
+		{Op: emulator.OpLoad, Action: emulator.ActInternalError},
+		{Op: emulator.OpLoad, Action: emulator.ActReset},
+		{Op: emulator.OpLoad, Action: emulator.ActHTTPError},
+		{Op: emulator.OpBegin, Action: emulator.ActInternalError},
+		{Op: emulator.OpCommit, Action: emulator.ActInternalError},
+		{Op: emulator.OpCommit, Action: emulator.ActCommitReportFailure},
+		{Op: emulator.OpCommit, Action: emulator.ActCommitReset},
+		{Op: emulator.OpCommit, Action: emulator.ActCommitLate, Delay: time.Second},
+		{Op: emulator.OpCommit, Action: emulator.ActCommitAbort},
+		{Op: emulator.OpGetLoadState, Action: emulator.ActHTTPError},
+		{Op: emulator.OpRollback, Action: emulator.ActAbortPending, Delay: 500 * time.Millisecond},
+	}
+	var steps []faultStep
+	for at := 200 * time.Millisecond; at < 20*time.Second; at += 150 * time.Millisecond {
+		if rng.Intn(10) == 0 {
+			steps = append(steps, faultStep{after: at, action: func(e *emulator.Emulator) { e.Restart() }})
+			continue
+		}
+		steps = append(steps, faultStep{after: at, fault: menu[rng.Intn(len(menu))]})
+	}
+	runOrdersSized(t, 8, 150, 20*time.Second, steps)
 }
