@@ -17,6 +17,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/demo"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
 	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
 	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
 )
