@@ -61,6 +61,7 @@ type fakeLoad struct {
 	label string
 	table string
 	rows  int
+	txns  []string
 	at    time.Time
 }
 
@@ -144,7 +145,11 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	ft.pending[r.Table] = append(ft.pending[r.Table], rows...)
 	ft.loaded = true
 	ft.state = starrocks.StatePrepare
-	f.loads = append(f.loads, fakeLoad{label: r.Label, table: r.Table, rows: len(rows), at: time.Now()})
+	var txns []string
+	for _, row := range rows {
+		txns = append(txns, fmt.Sprint(row["txn"]))
+	}
+	f.loads = append(f.loads, fakeLoad{label: r.Label, table: r.Table, rows: len(rows), txns: txns, at: time.Now()})
 	return nil
 }
 

@@ -792,7 +792,7 @@ func (o *Output) checkInFlightLocked(now time.Time) {
 		return
 	}
 	for _, w := range o.workers {
-		if len(w.queue) > 0 || w.busy {
+		if len(w.queue) > 0 || w.busy || w.committing > 0 {
 			return
 		}
 	}

@@ -51,9 +51,14 @@ type dbWorker struct {
 	lastTraffic time.Time
 	urgent      bool
 	busy        bool
+	committing  int
 
-	wake       chan struct{}
-	cyc        *cycle
+	wake chan struct{}
+	cyc  *cycle
+	// committer is closed when the cycle handed to the commit goroutine is
+	// resolved (nil: none). The next cycle begins and streams its loads
+	// meanwhile, but commits only after it.
+	committer  chan struct{}
 	lastCommit time.Time
 	lastLoad   time.Time
 }
@@ -175,8 +180,26 @@ func (w *dbWorker) step(ctx context.Context) {
 			return
 		}
 	}
+	// A later cycle never commits before the earlier one is resolved.
+	if !w.waitCommitter(ctx) {
+		return
+	}
 	w.take(true)
 	w.commitCycle(ctx)
+}
+
+// waitCommitter waits for the cycle in the commit goroutine to resolve.
+func (w *dbWorker) waitCommitter(ctx context.Context) bool {
+	if w.committer == nil {
+		return true
+	}
+	select {
+	case <-w.committer:
+		w.committer = nil
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (w *dbWorker) setBusy(b bool) {
@@ -185,23 +208,35 @@ func (w *dbWorker) setBusy(b bool) {
 	w.o.mu.Unlock()
 }
 
-// commitCycle settles the current cycle and resolves its transactions.
+// commitCycle hands the current cycle to a commit goroutine, which settles
+// it and resolves its transactions, and lets the worker begin the next cycle
+// at once.
 func (w *dbWorker) commitCycle(ctx context.Context) {
 	c := w.cyc
-	err := w.settle(ctx, c)
-	if ctx.Err() != nil {
-		return
-	}
 	w.cyc = nil
 	w.lastCommit = w.o.now()
-	if err == nil {
-		return
-	}
-	// A per-transaction failure StarRocks reported at commit (rows
-	// filtered, a table left with no rows): find the offenders by
-	// committing the cycle's partitions separately, then prefixes of a
-	// failing partition, in order.
-	w.isolate(ctx, c.txns)
+	done := make(chan struct{})
+	w.committer = done
+	w.o.mu.Lock()
+	w.committing++
+	w.o.mu.Unlock()
+	w.o.wg.Add(1)
+	go func() {
+		defer w.o.wg.Done()
+		defer close(done)
+		defer func() {
+			w.o.mu.Lock()
+			w.committing--
+			w.o.mu.Unlock()
+		}()
+		if err := w.settle(ctx, c); err != nil && ctx.Err() == nil {
+			// A per-transaction failure StarRocks reported at commit (rows
+			// filtered, a table left with no rows): find the offenders by
+			// committing the cycle's partitions separately, then prefixes
+			// of a failing partition, in order.
+			w.isolate(ctx, c.txns)
+		}
+	}()
 }
 
 // isolate commits txns in groups: one group per partition, a failing group
