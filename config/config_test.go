@@ -1,0 +1,307 @@
+package config_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/redpanda-data/benthos/v4/public/components/io"
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"gopkg.in/yaml.v3"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+
+	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
+	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+)
+
+// configCase is one production config and how its source events look.
+type configCase struct {
+	file   string
+	format string // txn_assembler format
+	check  string // the input's batching check for that format
+	encode func(t workload.Txn, xid int64) ([][]byte, error)
+}
+
+var cases = []configCase{
+	{file: "envelope.yaml", format: "envelope", check: `this.type == "TXN_END"`, encode: envelopeEvents},
+	{file: "maxwell.yaml", format: "maxwell", check: `this.commit == true`, encode: maxwellEvents},
+}
+
+func envelopeEvents(t workload.Txn, _ int64) ([][]byte, error) { return workload.Envelope(t) }
+
+// maxwellEvents renders a source transaction as Maxwell rows: one per change,
+// the last with "commit": true.
+func maxwellEvents(t workload.Txn, xid int64) ([][]byte, error) {
+	out := make([][]byte, 0, len(t.Changes))
+	for i, c := range t.Changes {
+		data := map[string]any{}
+		for k, v := range c.Row {
+			if k != "__op" {
+				data[k] = v
+			}
+		}
+		typ := "insert"
+		if c.Delete {
+			typ = "delete"
+		}
+		ev := map[string]any{
+			"database": workload.Database, "table": c.Table, "type": typ, "ts": 1764417600,
+			"xid": xid, "xoffset": i, "data": data,
+		}
+		if i == len(t.Changes)-1 {
+			ev["commit"] = true
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encoding a maxwell row: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func readConfig(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// lint runs the full Benthos linter (every core component and the plugins)
+// with no environment variables set: each placeholder must have a default.
+func lint(t *testing.T, conf string) []service.Lint {
+	t.Helper()
+	linter := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
+		SetRejectDeprecated(true).
+		SetEnvVarLookupFunc(func(context.Context, string) (string, bool) { return "", false })
+	lints, err := linter.LintYAML([]byte(conf))
+	require.NoError(t, err)
+	return lints
+}
+
+func TestConfigsLint(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			conf := readConfig(t, c.file)
+			assert.Empty(t, lint(t, conf), "the config lints clean")
+
+			// StreamBuilder parses every field (and lints again) the way
+			// the binary does.
+			b := service.GlobalEnvironment().NewStreamBuilder()
+			b.SetEnvVarLookupFunc(func(string) (string, bool) { return "", false })
+			require.NoError(t, b.SetYAML(conf))
+
+			// The linter is not blind: an unknown field and a broken lint
+			// rule in the same config are reported.
+			bad := strings.Replace(conf, "    commit_interval: 1s\n", "    commit_interval: 1s\n    no_such_field: 1\n", 1)
+			require.NotEqual(t, conf, bad)
+			assert.NotEmpty(t, lint(t, bad), "an unknown field fails the lint")
+			bad = strings.Replace(conf, "    commit_interval: 1s\n", "    commit_interval: 400s\n", 1)
+			assert.NotEmpty(t, lint(t, bad), "commit_interval over half of txn_timeout fails the lint")
+		})
+	}
+}
+
+var placeholder = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)(:[^}]*)?\}`)
+
+// The production shape: env-var placeholders with defaults for everything
+// that differs between environments, the batching check of the format, the
+// HTTP server on for /metrics, metrics a core exporter, and a shutdown
+// timeout that leaves room for a revoke and the last commit.
+func TestConfigsAreProductionShaped(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			conf := readConfig(t, c.file)
+			vars := map[string]bool{}
+			for _, m := range placeholder.FindAllStringSubmatch(conf, -1) {
+				assert.NotEmpty(t, m[2], "placeholder %s has a default", m[0])
+				vars[m[1]] = true
+			}
+			for _, v := range []string{"KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_GROUP", "KAFKA_USER", "KAFKA_PASSWORD",
+				"STARROCKS_LOAD_URL", "STARROCKS_USER", "STARROCKS_PASSWORD"} {
+				assert.True(t, vars[v], "the config reads %s", v)
+			}
+
+			var doc struct {
+				HTTP struct {
+					Enabled bool `yaml:"enabled"`
+				} `yaml:"http"`
+				Input struct {
+					Kafka struct {
+						CheckpointLimit  int    `yaml:"checkpoint_limit"`
+						RevokeTimeout    string `yaml:"revoke_timeout"`
+						RebalanceTimeout string `yaml:"rebalance_timeout"`
+						Batching         struct {
+							Check  string `yaml:"check"`
+							Count  int    `yaml:"count"`
+							Period string `yaml:"period"`
+						} `yaml:"batching"`
+					} `yaml:"kafka_txn"`
+					Processors []map[string]struct {
+						Format string `yaml:"format"`
+					} `yaml:"processors"`
+				} `yaml:"input"`
+				Pipeline map[string]any `yaml:"pipeline"`
+				Output   struct {
+					StarRocks struct {
+						CommitInterval string `yaml:"commit_interval"`
+						MaxInFlight    int    `yaml:"max_in_flight"`
+						BufferSize     int64  `yaml:"buffer_size"`
+					} `yaml:"starrocks_txn"`
+				} `yaml:"output"`
+				Metrics         map[string]any `yaml:"metrics"`
+				ShutdownTimeout string         `yaml:"shutdown_timeout"`
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(conf), &doc))
+			assert.True(t, doc.HTTP.Enabled, "http serves /metrics")
+			assert.Contains(t, doc.Metrics, "json_api", "metrics through a core exporter")
+			assert.NotContains(t, doc.Metrics, "prometheus", "core Benthos has no prometheus exporter")
+
+			k := doc.Input.Kafka
+			assert.Equal(t, c.check, k.Batching.Check, "batches end at the format's transaction end")
+			assert.Positive(t, k.Batching.Count)
+			assert.NotEmpty(t, k.Batching.Period, "a period flushes a quiet partition's tail")
+			require.Len(t, doc.Input.Processors, 1)
+			assert.Equal(t, c.format, doc.Input.Processors[0]["txn_assembler"].Format, "the assembler runs under input.processors")
+			assert.Empty(t, doc.Pipeline, "no pipeline processors: several threads would reorder partitions")
+
+			out := doc.Output.StarRocks
+			assert.Positive(t, out.MaxInFlight)
+			assert.Positive(t, out.BufferSize)
+			// Sizing: a commit cycle's batches fit the in-flight window and a
+			// partition's unacknowledged messages fit checkpoint_limit.
+			assert.GreaterOrEqual(t, k.CheckpointLimit, 2*k.Batching.Count)
+
+			dur := func(s string) time.Duration {
+				d, err := time.ParseDuration(s)
+				require.NoError(t, err, s)
+				return d
+			}
+			shutdown, revoke, commit := dur(doc.ShutdownTimeout), dur(k.RevokeTimeout), dur(out.CommitInterval)
+			assert.Less(t, revoke, dur(k.RebalanceTimeout))
+			assert.Greater(t, shutdown*3/4, revoke+2*commit,
+				"the graceful part of shutdown_timeout covers a revoke and the last commit cycle")
+		})
+	}
+}
+
+// emulatorStartMu: go-mysql-server's engine constructor writes
+// process-global state, so emulators start one at a time.
+var emulatorStartMu sync.Mutex
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// Each config runs for real, unchanged, against kfake and the emulator with
+// only environment variables pointing it there: the source transactions
+// produced arrive, the tables equal the source, and /metrics answers.
+func TestConfigsRunAgainstKafkaAndEmulator(t *testing.T) {
+	schema, err := os.ReadFile("../examples/schema.sql")
+	require.NoError(t, err)
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			t.Parallel()
+			emulatorStartMu.Lock()
+			em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
+			emulatorStartMu.Unlock()
+			require.NoError(t, err)
+			defer em.Close()
+			const topic, partitions = "source", 3
+			kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+			require.NoError(t, err)
+			defer kafka.Close()
+
+			// Produce committed source transactions.
+			gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: 11, Events: true})
+			model := workload.NewModel()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			require.NoError(t, err)
+			defer cl.Close()
+			var recs []*kgo.Record
+			for i := 0; i < 60; i++ {
+				txn := gen.Next(int32(i % partitions))
+				evs, err := c.encode(txn, int64(1000+i))
+				require.NoError(t, err)
+				for _, ev := range evs {
+					recs = append(recs, &kgo.Record{Partition: txn.Partition, Value: ev})
+				}
+				model.Apply(txn)
+			}
+			require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+
+			httpAddr := freeAddr(t)
+			vars := map[string]string{
+				"KAFKA_BROKERS":      strings.Join(kafka.ListenAddrs(), ","),
+				"KAFKA_TOPIC":        topic,
+				"KAFKA_GROUP":        "config-test",
+				"STARROCKS_LOAD_URL": em.FEURL(),
+				"HTTP_ADDRESS":       httpAddr,
+				"LOG_LEVEL":          "WARN",
+			}
+			b := service.GlobalEnvironment().NewStreamBuilder()
+			b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+			require.NoError(t, b.SetYAML(readConfig(t, c.file)))
+			stream, err := b.Build()
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- stream.Run(ctx) }()
+
+			cfg := mysql.NewConfig()
+			cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
+			connector, err := mysql.NewConnector(cfg)
+			require.NoError(t, err)
+			db := sql.OpenDB(connector)
+			defer db.Close()
+			want := model.Snapshot()
+			require.Eventually(t, func() bool {
+				got, err := workload.ReadTarget(context.Background(), db, true)
+				return err == nil && strings.Join(got.Orders, "\n") == strings.Join(want.Orders, "\n") &&
+					strings.Join(got.Items, "\n") == strings.Join(want.Items, "\n") &&
+					strings.Join(got.Events, "\n") == strings.Join(want.Events, "\n")
+			}, 20*time.Second, 100*time.Millisecond, "the produced source transactions arrive in StarRocks")
+			torn, orphans, err := workload.CheckConsistency(context.Background(), db)
+			require.NoError(t, err)
+			assert.Zero(t, torn+orphans)
+
+			resp, err := http.Get("http://" + httpAddr + "/metrics")
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Contains(t, string(body), "starrocks_txn_commits", "the output's metrics are served at /metrics")
+
+			require.NoError(t, stream.StopWithin(30*time.Second), "a graceful stop")
+			cancel()
+			<-done
+		})
+	}
+}
