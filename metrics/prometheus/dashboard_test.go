@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -253,4 +254,19 @@ func TestReadmeListsEveryMetric(t *testing.T) {
 	names := keys(declared)
 	slices.Sort(names)
 	t.Logf("%d plugin metrics: %v", len(names), names)
+}
+
+// The README's field table names every field of the spec.
+func TestReadmeListsEveryField(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	view, ok := service.GlobalEnvironment().GetMetricsConfig("prometheus")
+	require.True(t, ok)
+	td, err := view.TemplateData()
+	require.NoError(t, err)
+	require.NotEmpty(t, td.Fields)
+	for _, f := range td.Fields {
+		top := strings.FieldsFunc(f.FullName, func(r rune) bool { return r == '.' || r == '[' })[0]
+		assert.Contains(t, string(raw), "| `"+top, "README.md has no row for field %s", f.FullName)
+	}
 }
