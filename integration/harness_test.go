@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -397,11 +398,26 @@ type pipeOpts struct {
 	exactlyOnce bool
 	// commitPeriod is the input's offset commit period (default 100ms).
 	commitPeriod time.Duration
+	// isolation is the input's isolation_level (default read_committed).
+	isolation string
+	// processors replaces the txn_assembler under input.processors (YAML
+	// list items indented for that place).
+	processors string
 }
+
+const assemblerYAML = `    - txn_assembler:
+        format: envelope
+`
 
 func (r *rig) pipelineYAML(o pipeOpts) string {
 	if o.commitPeriod == 0 {
 		o.commitPeriod = 100 * time.Millisecond
+	}
+	if o.isolation == "" {
+		o.isolation = "read_committed"
+	}
+	if o.processors == "" {
+		o.processors = assemblerYAML
 	}
 	eo := ""
 	if o.exactlyOnce {
@@ -413,6 +429,7 @@ input:
     seed_brokers: [ %q ]
     topics: [ %s ]
     consumer_group: %s
+    isolation_level: %s
     checkpoint_limit: 10000
     commit_period: %s
     revoke_timeout: 3s
@@ -425,9 +442,7 @@ input:
       period: 20ms
       check: this.type == "TXN_END"
   processors:
-    - txn_assembler:
-        format: envelope
-    - integration_probe: {}
+%s    - integration_probe: {}
 output:
   starrocks_txn:
     load_urls: [ %q ]
@@ -440,7 +455,7 @@ output:
     retry_backoff: { initial_interval: 20ms, max_interval: 300ms }
 %s
 shutdown_timeout: 5s
-`, strings.Join(r.brokers, ","), topic, o.group, o.commitPeriod, o.batchCount, r.em.FEURL(), eo)
+`, strings.Join(r.brokers, ","), topic, o.group, o.isolation, o.commitPeriod, o.batchCount, o.processors, r.em.FEURL(), eo)
 }
 
 // probe sits after the assembler and records, per source transaction, how

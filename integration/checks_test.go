@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The checks of these tests can fail: run deliberately broken pipelines
+// through the same harness and see each check catch what it is there for.
+func TestHarnessCatchesBrokenPipelines(t *testing.T) {
+	t.Parallel()
+
+	// read_uncommitted delivers the records of aborted producer
+	// transactions: their rows must be caught.
+	t.Run("aborted rows", func(t *testing.T) {
+		t.Parallel()
+		r, src, rd := runBroken(t, pipeOpts{group: "g-uncommitted", batchCount: 3, isolation: "read_uncommitted"})
+		got, err := r.target(context.Background())
+		require.NoError(t, err)
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		aborted := 0
+		for _, e := range got.Events {
+			id, err := strconv.ParseInt(e, 10, 64)
+			require.NoError(t, err)
+			if src.abortedEvents[id] {
+				aborted++
+			}
+		}
+		seen := 0
+		for v := range rd.seen {
+			if src.abortedOrders[v] {
+				seen++
+			}
+		}
+		assert.Positive(t, aborted, "events of aborted producer transactions are found in the target")
+		assert.Positive(t, seen, "the reader saw order values only aborted transactions wrote")
+	})
+
+	// A hand-written mapping that makes every message its own transaction
+	// (what a naive CDC loader does): readers must see torn transactions.
+	t.Run("torn transactions", func(t *testing.T) {
+		t.Parallel()
+		_, _, rd := runBroken(t, pipeOpts{group: "g-split", batchCount: 3, processors: `    - mapping: 'root = if this.type != "DATA" { deleted() }'
+    - mapping: |
+        meta starrocks_partition = "%s/%s".format(@kafka_topic, @kafka_partition.string())
+        meta starrocks_source_offset = @kafka_offset.string()
+        meta starrocks_txn_id = @kafka_offset.string()
+        meta starrocks_txn_end = "true"
+        meta starrocks_seq = counter().string()
+        meta starrocks_seq_source = "split-every-message"
+        meta starrocks_database = this.database
+        meta starrocks_table = this.table
+        root = this.json.parse_json()
+`})
+		assert.NotEmpty(t, rd.problems, "the reader saw orders without all their items")
+	})
+}
+
+// runBroken runs traffic through a pipeline built from o and returns once
+// the traffic is loaded (or 15 s passed) with the reader stopped.
+func runBroken(t *testing.T, o pipeOpts) (*rig, *source, *reader) {
+	seed := testSeed(t)
+	r := newRig(t, 4)
+	src := newSource(t, r, seed, 0.3)
+	rd := startReader(r.db, true)
+	p := r.startPipeline(t, "broken", o)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, src.background(ctx, 200, 150)())
+	// Let the pipeline load what it read; the result is wrong on purpose.
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && p.metrics.Counter("starrocks_txn_rows_committed") < src.records.Load()/2 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	p.stop(t, 10*time.Second)
+	rd.stop()
+	return r, src, rd
+}
