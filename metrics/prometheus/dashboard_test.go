@@ -148,6 +148,31 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 	assert.Greater(t, exprs, 20)
 
+	// The template variables' label_values queries too.
+	lv := regexp.MustCompile(`^label_values\((.+),\s*([A-Za-z_][A-Za-z0-9_]*)\)$`)
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q, _ := v.Query.(string)
+		m := lv.FindStringSubmatch(q)
+		if !assert.NotNil(t, m, "variable %s: want label_values(<selector>, <label>), got %q", v.Name, q) {
+			continue
+		}
+		r := parsePromQL(m[1])
+		require.Len(t, r.metrics, 1, q)
+		f, ok := series[r.metrics[0]]
+		if assert.True(t, ok, "variable %s uses %s, which the pipeline does not export", v.Name, r.metrics[0]) {
+			allowed := map[string]bool{"job": true, "instance": true}
+			for _, l := range f.Labels {
+				allowed[l] = true
+			}
+			for _, l := range append(r.labels, m[2]) {
+				assert.True(t, allowed[l], "variable %s uses label %q, which %s has not", v.Name, l, f.Name)
+			}
+		}
+	}
+
 	// What an operator must see (the brief of the dashboard).
 	for _, m := range []string{
 		"starrocks_txn_visibility_latency_ns", "starrocks_txn_commits", "starrocks_txn_rollbacks",
