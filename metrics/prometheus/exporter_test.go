@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
@@ -377,9 +379,18 @@ push_basic_auth: {username: u, password: s3cret}
 	assert.Equal(t, "/metrics/job/loader", first.path)
 	assert.Equal(t, "Basic "+base64.StdEncoding.EncodeToString([]byte("u:s3cret")), first.auth)
 	assert.Equal(t, http.MethodPut, last.method)
-	// The final push carries the final value (the body is protobuf-delimited;
-	// the job's series name is in clear text).
-	assert.Contains(t, last.body, "pushed_total")
+	// The final push carries the final value.
+	dec := expfmt.NewDecoder(strings.NewReader(last.body), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	pushed := map[string]*dto.MetricFamily{}
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		pushed[mf.GetName()] = &mf
+	}
+	assert.InDelta(t, 42, series(t, pushed, "pushed_total", map[string]string{"db": "d1"}).GetCounter().GetValue(), 1e-9)
 	n := len(pg.snapshot())
 	time.Sleep(150 * time.Millisecond)
 	assert.Len(t, pg.snapshot(), n, "no pushes after Close")
