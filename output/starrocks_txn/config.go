@@ -238,6 +238,13 @@ type config struct {
 	progressTable      string
 }
 
+// reservedLoadHeaders are set by the output and its client on every load.
+var reservedLoadHeaders = map[string]bool{
+	"label": true, "db": true, "table": true, "transaction_type": true, "timeout": true,
+	"authorization": true, "expect": true, "content-length": true, "content-type": true,
+	"host": true, "transfer-encoding": true, "connection": true,
+}
+
 // miniInterval is the minimum time between two switches of a partition:
 // min(1 s, max(100 ms, commit_interval/10)).
 func (c *config) miniInterval() time.Duration {
@@ -353,7 +360,17 @@ func (c *config) validate() error {
 	}
 	check := func(where string, props map[string]string) error {
 		for k := range props {
-			switch strings.ToLower(k) {
+			lk := strings.ToLower(k)
+			if reservedLoadHeaders[lk] {
+				return fmt.Errorf("%s: header %s is set by the output itself and cannot be a load property", where, k)
+			}
+			if c.compression != "" && (lk == "compression" || lk == "content-encoding") {
+				return fmt.Errorf("%s: header %s conflicts with compression %s: set only one", where, k, c.compression)
+			}
+			if lk == "format" && !strings.EqualFold(props[k], "json") {
+				return fmt.Errorf("%s: format %s is not supported: the output loads JSON rows", where, props[k])
+			}
+			switch lk {
 			case "enable_merge_commit":
 				return fmt.Errorf("%s: enable_merge_commit is incompatible with multi-table transactions: remove it", where)
 			case "where":

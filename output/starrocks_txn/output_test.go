@@ -884,6 +884,20 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 	}
 }
 
+func TestLoadPropertiesValidated(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"load_properties: {label: x}":                            "set by the output itself",
+		"load_properties: {Timeout: '10'}":                       "set by the output itself",
+		"load_properties: {format: csv}":                         "format csv is not supported",
+		"compression: gzip\nload_properties: {compression: lz4}": "conflicts with compression gzip",
+	} {
+		pc, err := outputSpec().ParseYAML("load_urls: [x]\n"+yaml, nil)
+		require.NoError(t, err)
+		_, err = configFromParsed(pc)
+		require.ErrorContains(t, err, want, yaml)
+	}
+}
+
 func TestProgressTableNeedsMySQL(t *testing.T) {
 	pc, err := outputSpec().ParseYAML("load_urls: [x]\nprogress_table: benthos_progress\n", nil)
 	require.NoError(t, err)
