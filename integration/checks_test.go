@@ -19,19 +19,27 @@ func TestHarnessCatchesBrokenPipelines(t *testing.T) {
 	// transactions: their rows must be caught.
 	t.Run("aborted rows", func(t *testing.T) {
 		t.Parallel()
-		r, src, rd := runBroken(t, pipeOpts{group: "g-uncommitted", batchCount: 3, isolation: "read_uncommitted"})
-		got, err := r.target(context.Background())
-		require.NoError(t, err)
+		abortedEvents := func(r *rig, src *source) int {
+			got, err := r.target(context.Background())
+			if err != nil {
+				return 0
+			}
+			src.mu.Lock()
+			defer src.mu.Unlock()
+			n := 0
+			for _, e := range got.Events {
+				id, _ := strconv.ParseInt(e, 10, 64)
+				if src.abortedEvents[id] {
+					n++
+				}
+			}
+			return n
+		}
+		r, src, rd := runBroken(t, pipeOpts{group: "g-uncommitted", batchCount: 3, isolation: "read_uncommitted"},
+			func(r *rig, src *source, _ *reader) bool { return abortedEvents(r, src) > 0 })
+		aborted := abortedEvents(r, src)
 		src.mu.Lock()
 		defer src.mu.Unlock()
-		aborted := 0
-		for _, e := range got.Events {
-			id, err := strconv.ParseInt(e, 10, 64)
-			require.NoError(t, err)
-			if src.abortedEvents[id] {
-				aborted++
-			}
-		}
 		seen := 0
 		for v := range rd.seen {
 			if src.abortedOrders[v] {
@@ -57,28 +65,27 @@ func TestHarnessCatchesBrokenPipelines(t *testing.T) {
         meta starrocks_database = this.database
         meta starrocks_table = this.table
         root = this.json.parse_json()
-`})
+`}, func(_ *rig, _ *source, rd *reader) bool { return rd.torn.Load() > 0 })
 		assert.NotEmpty(t, rd.problems, "the reader saw orders without all their items")
 	})
 }
 
-// runBroken runs traffic through a pipeline built from o and returns once
-// the traffic is loaded (or 15 s passed) with the reader stopped.
-func runBroken(t *testing.T, o pipeOpts) (*rig, *source, *reader) {
+// runBroken runs traffic through a pipeline built from o until caught says
+// the broken behaviour showed (at most 20 s), then stops it and the reader.
+func runBroken(t *testing.T, o pipeOpts, caught func(*rig, *source, *reader) bool) (*rig, *source, *reader) {
 	seed := testSeed(t)
 	r := newRig(t, 4)
 	src := newSource(t, r, seed, 0.3)
 	rd := startReader(r.db, true)
 	p := r.startPipeline(t, "broken", o)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, src.background(ctx, 200, 150)())
-	// Let the pipeline load what it read; the result is wrong on purpose.
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && p.metrics.Counter("starrocks_txn_rows_committed") < src.records.Load()/2 {
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := src.background(ctx, 0, 150)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !caught(r, src, rd) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	cancel()
+	require.NoError(t, wait())
 	p.stop(t, 10*time.Second)
 	rd.stop()
 	return r, src, rd

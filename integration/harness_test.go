@@ -307,6 +307,7 @@ type reader struct {
 	checkOrder bool
 
 	rounds   atomic.Int64
+	torn     atomic.Int64 // rounds that saw half a source transaction
 	problems []string
 	versions map[int64]int64
 	gone     map[int64]bool
@@ -347,6 +348,7 @@ func (rd *reader) round(ctx context.Context) error {
 	}
 	n := rd.rounds.Add(1)
 	if torn+orphans > 0 {
+		rd.torn.Add(1)
 		rd.problem("round %d: %d orders differ from their items, %d items without their order", n, torn, orphans)
 	}
 	rows, err := rd.db.QueryContext(ctx, "SELECT order_id, order_status FROM test.orders")
