@@ -500,13 +500,13 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 			t.items = append(t.items, it)
 			p.order = append(p.order, t)
-			o.finishTxnLocked(t, false)
+			o.finishTxnLocked(t)
 			return
 		}
 		t := &srcTxn{id: it.meta.TxnID, p: p, items: []*item{it}, rows: map[string][][]byte{},
 			hasEnd: it.meta.HasOffset, endOffset: it.meta.SourceOffset}
 		p.order = append(p.order, t)
-		o.finishTxnLocked(t, false)
+		o.finishTxnLocked(t)
 		return
 	}
 	t := p.open
@@ -553,7 +553,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		return
 	}
 	if len(t.rows) == 0 {
-		o.finishTxnLocked(t, false)
+		o.finishTxnLocked(t)
 		return
 	}
 	t.state = txnActive
@@ -606,11 +606,11 @@ func (o *Output) cutLocked(now time.Time) {
 
 // finishTxnLocked resolves a transaction: committed, abandoned by its
 // source, dead-lettered or released by a fence. Its messages count as done.
-func (o *Output) finishTxnLocked(t *srcTxn, wasCommittable bool) {
+func (o *Output) finishTxnLocked(t *srcTxn) {
 	if t.state == txnDone {
 		return
 	}
-	if wasCommittable || t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
+	if t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
 		o.committable--
 	}
 	t.state = txnDone
@@ -791,6 +791,12 @@ func (o *Output) checkInFlightLocked(now time.Time) {
 	if o.waiting < o.conf.maxInFlight || o.committable > 0 {
 		return
 	}
+	for _, sq := range o.seqs {
+		if len(sq.pending) > 0 {
+			// Waiting for a sequence gap, which is reported on its own.
+			return
+		}
+	}
 	for _, w := range o.workers {
 		if len(w.queue) > 0 || w.busy || w.committing > 0 {
 			return
@@ -872,7 +878,7 @@ func (o *Output) deadLetterLoop() {
 		}
 		o.m.deadLettered.Incr(1, t.p.key.String())
 		o.mu.Lock()
-		o.finishTxnLocked(t, false)
+		o.finishTxnLocked(t)
 		o.mu.Unlock()
 	}
 }

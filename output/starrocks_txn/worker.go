@@ -488,7 +488,7 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 		}
 		o.m.srcTxns.Incr(1, w.db)
 		o.m.visibility.Timing(int64(now.Sub(t.t0)), w.db)
-		o.finishTxnLocked(t, false)
+		o.finishTxnLocked(t)
 	}
 }
 
