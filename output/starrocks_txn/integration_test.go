@@ -22,6 +22,8 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 func exampleSchema(t testing.TB) string {
@@ -652,4 +654,35 @@ func TestIntegrationChaosSoak(t *testing.T) {
 		steps = append(steps, faultStep{after: at, fault: menu[rng.Intn(len(menu))]})
 	}
 	runOrdersSized(t, 8, 150, 20*time.Second, steps)
+}
+
+// TestIntegrationProgressThroughRegistry builds the output as the plugin
+// constructor does (the real client, the MySQL table-model reader) and reads
+// the progress back the way the kafka_txn input does, through the registry.
+func TestIntegrationProgressThroughRegistry(t *testing.T) {
+	e := startEmulator(t)
+	require.NoError(t, e.Store().ExecDDL(progressDDL("test", "benthos_progress")+` PROPERTIES("replication_num" = "1")`))
+	cl, err := starrocks.New(starrocks.Config{LoadURLs: []string{e.FEURL()}, Username: "root"})
+	require.NoError(t, err)
+	o, res := testOutput(t, fmt.Sprintf("commit_interval: 100ms\nmysql_address: %s\nprogress_table: benthos_progress\n", e.MySQLAddr()), srClient{cl}, nil)
+	o.models, err = newTableModels(e.MySQLAddr(), "root", "")
+	require.NoError(t, err)
+	o.enableProgress()
+
+	s := newSrc("asm")
+	var chs []chan error
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprintf("t%d", i)
+		chs = append(chs, writeAsync(o, service.MessageBatch{
+			s.row("orders/0", id, "orders", map[string]any{"order_id": i, "customer_id": 1, "total_amount": 1}, false),
+			s.row("orders/0", id, "order_items", map[string]any{"order_id": i, "item_id": 1, "quantity": 1}, true),
+		}))
+	}
+	waitAll(t, chs, 10*time.Second)
+	off, ok, err := registry.Get(res).Progress(context.Background(), "orders/0")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, int64(8), off, "the END offset of the last committed source transaction")
+	c, _ := registry.Get(res).Committed("orders/0")
+	assert.Equal(t, off, c, "the durable progress equals the published committed-through offset")
 }
