@@ -20,6 +20,7 @@ func TestComponentDocs(t *testing.T) {
 		"inputs/kafka_txn.md":         func() (*service.ConfigView, bool) { return env.GetInputConfig("kafka_txn") },
 		"outputs/starrocks_txn.md":    func() (*service.ConfigView, bool) { return env.GetOutputConfig("starrocks_txn") },
 		"processors/txn_assembler.md": func() (*service.ConfigView, bool) { return env.GetProcessorConfig("txn_assembler") },
+		"metrics/prometheus.md":       func() (*service.ConfigView, bool) { return env.GetMetricsConfig("prometheus") },
 	}
 	for path, get := range views {
 		view, ok := get()
