@@ -14,6 +14,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/bench"
 	"github.com/starrocks-txn/benthos-starrocks/internal/demo"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
@@ -33,5 +34,6 @@ func main() {
 	service.RunCLI(context.Background(),
 		service.CLIOptAddCommand(emulator.Command()),
 		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
+		service.CLIOptAddCommand(bench.Command()),
 	)
 }

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Columns are the table's headings, in order.
+var Columns = []string{
+	"configuration", "partitions", "batch (mean delivered)", "max_in_flight", "rows", "source txns",
+	"rows/s", "source txns/s", "p50 visibility", "p99 visibility", "HTTP loads/s",
+	"commits", "peak RSS MiB (at start)", "peak buffered / buffer_size", "verified",
+}
+
+// WriteTable prints the results as one Markdown table, then what each
+// latency figure measures.
+func WriteTable(w io.Writer, rs []Result) {
+	row := func(cells []string) {
+		fmt.Fprint(w, "|")
+		for _, c := range cells {
+			fmt.Fprintf(w, " %s |", c)
+		}
+		fmt.Fprintln(w)
+	}
+	row(Columns)
+	sep := make([]string, len(Columns))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	row(sep)
+	for _, r := range rs {
+		buffered := "-"
+		if r.Output == OutputStarRocksTxn {
+			buffered = fmt.Sprintf("%.1f / %d MiB", float64(r.PeakBuffered)/(1<<20), r.BufferSize>>20)
+		}
+		commits := "-"
+		if r.Output == OutputStarRocksTxn {
+			commits = fmt.Sprint(r.Commits)
+		}
+		verified := "yes"
+		if !r.Verified {
+			verified = "NO: " + r.Verification
+		}
+		row([]string{
+			r.Name, fmt.Sprint(r.Partitions), fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch()), maxInFlight(r),
+			fmt.Sprint(r.Rows), fmt.Sprint(r.SourceTxns),
+			fmt.Sprintf("%.0f", r.RowsPerSec()), fmt.Sprintf("%.0f", r.TxnsPerSec()),
+			fmtDur(r.VisP50), fmtDur(r.VisP99), fmt.Sprintf("%.1f", r.LoadsPerSec()), commits,
+			fmt.Sprintf("%.0f (%.0f)", float64(r.PeakRSS)/(1<<20), float64(r.StartRSS)/(1<<20)),
+			buffered, verified,
+		})
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Throughput: rows (and source transactions) ÷ time from the first record read to the last one acknowledged;")
+	fmt.Fprintln(w, "  the workload was produced into Kafka before the pipeline started. batch: kafka_txn batching.count (and")
+	fmt.Fprintln(w, "  http_client's output batch), with the mean number of records per input batch delivered in brackets.")
+	fmt.Fprintln(w, "Visibility: starrocks_txn: its starrocks_txn_visibility_latency_ns per source transaction, from the time")
+	fmt.Fprintln(w, "  kafka_txn handed the record to the pipeline to the StarRocks commit; drop and http_client: per record,")
+	fmt.Fprintln(w, "  read → acknowledgement (http_client acknowledges after its stream load returned, so the rows are visible).")
+	fmt.Fprintln(w, "RSS: VmRSS of this whole process (in-process Kafka holding the workload and the emulator holding the")
+	fmt.Fprintln(w, "  tables included), sampled every 25 ms; at start = after loading Kafka, before the pipeline ran.")
+}
+
+func maxInFlight(r Result) string {
+	if r.Output == OutputDrop {
+		return "-"
+	}
+	return fmt.Sprint(r.MaxInFlight)
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < 10*time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}
