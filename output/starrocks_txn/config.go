@@ -46,6 +46,12 @@ const (
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
 	fieldProgressTable      = "progress_table"
+	fieldSemantic           = "semantic"
+	fieldPipelineID         = "pipeline_id"
+
+	semanticAtLeastOnce  = "at_least_once"
+	semanticExactlyOnce  = "exactly_once"
+	defaultProgressTable = "starrocks_txn_progress"
 
 	defaultBufferSize  = 128 << 20
 	defaultMaxInFlight = 1024
@@ -169,14 +175,23 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
 				Default("60s").
 				Advanced(),
-			service.NewStringField(fieldMySQLAddress).
-				Description("The FE MySQL-protocol address (`fe:9030`), with `username` and `password`. When set, the output reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row. Without it, deletes are not checked.").
-				Example("127.0.0.1:9030").
-				Default("").
-				Advanced(),
+			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
+				semanticAtLeastOnce: "Nothing is lost; after a crash, a restart or a rebalance, source transactions StarRocks committed but Kafka had not yet recorded are loaded again (PRIMARY KEY tables absorb them, DUPLICATE KEY tables get them twice).",
+				semanticExactlyOnce: "Every commit also writes, in the same StarRocks transaction, one row per source partition into `progress_table`; on start and whenever a partition is (re)assigned or fenced the output reads it back and acknowledges, without loading, every source transaction StarRocks already holds. Needs `mysql_address` and `pipeline_id`.",
+			}).
+				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
+				Default(semanticAtLeastOnce),
+			service.NewStringField(fieldPipelineID).
+				Description("Names this pipeline's rows in `progress_table` (exactly_once). Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that read the same partitions into the same databases must use different ones. Changing it starts the pipeline over with no progress.").
+				Example("orders-cdc").
+				Default(""),
 			service.NewStringField(fieldProgressTable).
-				Description("Exactly-once mode (needs `mysql_address`): the name of a PRIMARY KEY table, present in every target database, into which every commit writes, inside the same StarRocks transaction, each partition's committed-through source offset (`source_partition` VARCHAR, `committed_offset` BIGINT, `label` VARCHAR). On assignment the `kafka_txn` input reads it back through the partition registry and starts after it, so a crash between a StarRocks commit and the Kafka offset commit re-reads nothing.").
-				Example("benthos_progress").
+				Description("The PRIMARY KEY progress table of `exactly_once`, created (when missing) in every database the pipeline writes, before the first commit there. Not used with `at_least_once`.").
+				Default(defaultProgressTable).
+				Advanced(),
+			service.NewStringField(fieldMySQLAddress).
+				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
+				Example("127.0.0.1:9030").
 				Default("").
 				Advanced(),
 			service.NewBatchPolicyField(fieldBatching).
@@ -202,7 +217,8 @@ root = [
   if this.load_urls.or([]).length() == 0 { "load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030" } else { null },
   if $props.contains("enable_merge_commit") { "enable_merge_commit is incompatible with multi-table transactions: remove it from load_properties and table_properties" } else { null },
   if $props.contains("where") { "a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead" } else { null },
-  if this.progress_table.or("") != "" && this.mysql_address.or("") == "" { "progress_table needs mysql_address: the progress is read back over the MySQL protocol" } else { null },
+  if this.semantic.or("at_least_once") == "exactly_once" && this.pipeline_id.or("") == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
+  if this.semantic.or("at_least_once") == "exactly_once" && this.mysql_address.or("") == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
   if $ci != null && $tt != null && $ci * 2 > $tt { "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout" } else { null },
 ].filter(v -> v != null)
 `)
@@ -236,6 +252,8 @@ type config struct {
 	batching           service.BatchPolicy
 	mysqlAddress       string
 	progressTable      string
+	exactlyOnce        bool
+	pipelineID         string
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -348,6 +366,14 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.progressTable, err = conf.FieldString(fieldProgressTable); err != nil {
 		return
 	}
+	var sem string
+	if sem, err = conf.FieldString(fieldSemantic); err != nil {
+		return
+	}
+	c.exactlyOnce = sem == semanticExactlyOnce
+	if c.pipelineID, err = conf.FieldString(fieldPipelineID); err != nil {
+		return
+	}
 	err = c.validate()
 	return
 }
@@ -411,9 +437,15 @@ func (c *config) validate() error {
 	if c.sequenceGapTimeout <= 0 {
 		return errors.New("sequence_gap_timeout must be positive")
 	}
-	if c.progressTable != "" {
+	if c.exactlyOnce {
+		if c.pipelineID == "" {
+			return errors.New("semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table")
+		}
+		if len(c.pipelineID) > maxPipelineID {
+			return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)
+		}
 		if c.mysqlAddress == "" {
-			return errors.New("progress_table needs mysql_address: the progress is read back over the MySQL protocol")
+			return errors.New("semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol")
 		}
 		if err := starrocks.ValidateName("table", c.progressTable); err != nil {
 			return fmt.Errorf("progress_table: %w", err)

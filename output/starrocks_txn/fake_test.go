@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -265,7 +267,11 @@ func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter) (*Output,
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)
-	res := service.MockResources()
+	var opts []service.MockResourcesOptFn
+	if os.Getenv("STARROCKS_TXN_TEST_LOG") != "" {
+		opts = append(opts, service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))))
+	}
+	res := service.MockResources(opts...)
 	o := newOutput(c, f, dl, res)
 	require.NoError(t, o.Connect(context.Background()))
 	t.Cleanup(func() { _ = o.Close(context.Background()) })

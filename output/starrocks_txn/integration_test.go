@@ -22,8 +22,6 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
-	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
-	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 func exampleSchema(t testing.TB) string {
@@ -592,38 +590,6 @@ func TestIntegrationDeleteToDuplicateKeyTableIsPoisoned(t *testing.T) {
 	assert.Empty(t, rows, "nothing of the poisoned transaction is visible")
 }
 
-func TestIntegrationExactlyOnceProgress(t *testing.T) {
-	e := startEmulator(t)
-	require.NoError(t, e.Store().ExecDDL(progressDDL("test", "benthos_progress")+` PROPERTIES("replication_num" = "1")`))
-	s := newSrc("asm")
-	var batches []service.MessageBatch
-	for i := 1; i <= 6; i++ {
-		p := fmt.Sprintf("orders/%d", i%2)
-		id := fmt.Sprintf("t%d", i)
-		batches = append(batches, service.MessageBatch{
-			s.row(p, id, "orders", map[string]any{"order_id": i, "customer_id": 1, "total_amount": 1}, false),
-			s.row(p, id, "order_items", map[string]any{"order_id": i, "item_id": 1, "quantity": 1}, true),
-		})
-	}
-	errs := poisonStream(t, e, "", batches, 20*time.Second,
-		fmt.Sprintf("  mysql_address: %s\n  progress_table: benthos_progress\n", e.MySQLAddr()))
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/?interpolateParams=true")
-	require.NoError(t, err)
-	defer db.Close()
-	for _, p := range []string{"orders/0", "orders/1"} {
-		off, ok, err := readProgress(context.Background(), db, "benthos_progress", p)
-		require.NoError(t, err)
-		require.True(t, ok, p)
-		assert.Equal(t, int64(6), off, "END offset of the last committed source transaction of %s", p)
-	}
-	_, ok, err := readProgress(context.Background(), db, "benthos_progress", "orders/9")
-	require.NoError(t, err)
-	assert.False(t, ok)
-}
-
 // TestIntegrationChaosSoak runs a longer stream under a random fault every
 // 150 ms, FE restarts included. It is a soak, behind STARROCKS_TXN_SOAK=1.
 func TestIntegrationChaosSoak(t *testing.T) {
@@ -654,35 +620,4 @@ func TestIntegrationChaosSoak(t *testing.T) {
 		steps = append(steps, faultStep{after: at, fault: menu[rng.Intn(len(menu))]})
 	}
 	runOrdersSized(t, 8, 150, 20*time.Second, steps)
-}
-
-// TestIntegrationProgressThroughRegistry builds the output as the plugin
-// constructor does (the real client, the MySQL table-model reader) and reads
-// the progress back the way the kafka_txn input does, through the registry.
-func TestIntegrationProgressThroughRegistry(t *testing.T) {
-	e := startEmulator(t)
-	require.NoError(t, e.Store().ExecDDL(progressDDL("test", "benthos_progress")+` PROPERTIES("replication_num" = "1")`))
-	cl, err := starrocks.New(starrocks.Config{LoadURLs: []string{e.FEURL()}, Username: "root"})
-	require.NoError(t, err)
-	o, res := testOutput(t, fmt.Sprintf("commit_interval: 100ms\nmysql_address: %s\nprogress_table: benthos_progress\n", e.MySQLAddr()), srClient{cl}, nil)
-	o.models, err = newTableModels(e.MySQLAddr(), "root", "")
-	require.NoError(t, err)
-	o.enableProgress()
-
-	s := newSrc("asm")
-	var chs []chan error
-	for i := 1; i <= 4; i++ {
-		id := fmt.Sprintf("t%d", i)
-		chs = append(chs, writeAsync(o, service.MessageBatch{
-			s.row("orders/0", id, "orders", map[string]any{"order_id": i, "customer_id": 1, "total_amount": 1}, false),
-			s.row("orders/0", id, "order_items", map[string]any{"order_id": i, "item_id": 1, "quantity": 1}, true),
-		}))
-	}
-	waitAll(t, chs, 10*time.Second)
-	off, ok, err := registry.Get(res).Progress(context.Background(), "orders/0")
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, int64(8), off, "the END offset of the last committed source transaction")
-	c, _ := registry.Get(res).Committed("orders/0")
-	assert.Equal(t, off, c, "the durable progress equals the published committed-through offset")
 }

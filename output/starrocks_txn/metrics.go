@@ -22,6 +22,7 @@ type metrics struct {
 	openRegions       *service.MetricGauge
 	waiting           *service.MetricGauge
 	mifStarved        *service.MetricCounter
+	replaysDropped    *service.MetricCounter
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -44,5 +45,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		openRegions:       m.NewGauge("starrocks_txn_open_regions"),
 		waiting:           m.NewGauge("starrocks_txn_waiting_write_batches"),
 		mifStarved:        m.NewCounter("starrocks_txn_max_in_flight_starved"),
+		replaysDropped:    m.NewCounter("starrocks_txn_replays_dropped", "partition"),
 	}
 }

@@ -127,6 +127,9 @@ type partition struct {
 	// held are messages admitted after the partition stalled.
 	held   []*item
 	fenced bool
+	// published is the last committed-through offset published for it.
+	published    int64
+	hasPublished bool
 }
 
 // sequencer restores the emission order of one assembler instance.
@@ -149,17 +152,22 @@ type Output struct {
 	client txnClient
 	dl     deadLetter
 	models *tableModels
-	log    *service.Logger
-	reg    *registry.Registry
-	m      *metrics
+	// prog creates and reads the progress table (exactly_once).
+	prog progressStore
+	log  *service.Logger
+	reg  *registry.Registry
+	m    *metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu          sync.Mutex
-	seqs        map[string]*sequencer
-	parts       map[pkey]*partition
+	mu    sync.Mutex
+	seqs  map[string]*sequencer
+	parts map[pkey]*partition
+	// progress is the durable progress of each partition, read before its
+	// first message is admitted (at start, and after a fence).
+	progress    map[string]*progressEntry
 	workers     map[string]*dbWorker
 	dlQueue     []*srcTxn
 	dlWake      chan struct{}
@@ -176,19 +184,20 @@ type Output struct {
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &Output{
-		conf:    c,
-		client:  cl,
-		dl:      dl,
-		log:     mgr.Logger(),
-		reg:     registry.Get(mgr),
-		m:       newMetrics(mgr.Metrics()),
-		ctx:     ctx,
-		cancel:  cancel,
-		seqs:    map[string]*sequencer{},
-		parts:   map[pkey]*partition{},
-		workers: map[string]*dbWorker{},
-		dlWake:  make(chan struct{}, 1),
-		now:     time.Now,
+		conf:     c,
+		client:   cl,
+		dl:       dl,
+		log:      mgr.Logger(),
+		reg:      registry.Get(mgr),
+		m:        newMetrics(mgr.Metrics()),
+		ctx:      ctx,
+		cancel:   cancel,
+		seqs:     map[string]*sequencer{},
+		parts:    map[pkey]*partition{},
+		progress: map[string]*progressEntry{},
+		workers:  map[string]*dbWorker{},
+		dlWake:   make(chan struct{}, 1),
+		now:      time.Now,
 	}
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("starrocks_txn: output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
@@ -198,14 +207,25 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 	return o
 }
 
-// enableProgress registers the exactly-once progress reader when a progress
-// table is configured.
+// enableProgress sets up exactly_once over the MySQL connection: the
+// progress store, and the progress reader in the partition registry, through
+// which the kafka_txn input seeks a newly assigned partition after what
+// StarRocks already holds (an optimisation: the output drops replays itself).
 func (o *Output) enableProgress() {
-	if o.conf.progressTable == "" || o.models == nil {
+	if !o.conf.exactlyOnce || o.models == nil {
 		return
 	}
+	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable})
+}
+
+func (o *Output) setProgressStore(ps progressStore) {
+	o.prog = ps
 	o.reg.SetProgress(func(ctx context.Context, partition string) (int64, bool, error) {
-		return readProgress(ctx, o.models.db, o.conf.progressTable, partition)
+		e, err := ps.read(ctx, o.conf.pipelineID, partition)
+		if err != nil {
+			return 0, false, err
+		}
+		return e.through, e.hasThrough, nil
 	})
 }
 
@@ -263,6 +283,10 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		o.m.waiting.Set(int64(o.waiting))
 		o.mu.Unlock()
 	}()
+
+	if err := o.loadProgressFor(ctx, items); err != nil {
+		return err
+	}
 
 	if err := o.waitForCapacity(ctx); err != nil {
 		return err
@@ -483,6 +507,21 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		return
 	}
 	noContract := it.pk.partition == noContractPartition
+	var prog *progressEntry
+	if o.conf.exactlyOnce && !noContract {
+		prog = o.progress[it.pk.partition]
+	}
+	if prog.coversMessage(it.meta.SourceOffset) && it.meta.HasOffset && p.open == nil {
+		// exactly_once: StarRocks already holds every source transaction
+		// at or below the partition's durable progress. A replay: it is
+		// acknowledged without being loaded.
+		if !p.hasHWM || it.meta.SourceOffset > p.hwm {
+			p.hwm, p.hasHWM = it.meta.SourceOffset, true
+		}
+		o.m.replaysDropped.Incr(1, it.pk.partition)
+		o.itemDoneLocked(it)
+		return
+	}
 	if !noContract && it.meta.HasOffset {
 		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
 			o.log.Errorf("starrocks_txn: partition %s: starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied", it.pk, it.meta.SourceOffset, p.hwm)
@@ -548,6 +587,14 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	p.open = nil
 	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 	p.order = append(p.order, t)
+	if t.hasEnd && prog.covers(t.db, t.endOffset) {
+		// exactly_once: this database already holds the transaction (a
+		// replay after a restart or a re-assignment): acknowledged, not
+		// loaded again.
+		o.m.replaysDropped.Incr(int64(len(t.items)), it.pk.partition)
+		o.finishTxnLocked(t)
+		return
+	}
 	if t.poison != nil {
 		o.poisonLocked(t)
 		return
@@ -654,6 +701,9 @@ func (o *Output) advanceLocked(p *partition) {
 	}
 	p.order = p.order[n:]
 	if last != nil && !p.fenced && p.key.partition != noContractPartition {
+		if !p.hasPublished || last.endOffset > p.published {
+			p.published, p.hasPublished = last.endOffset, true
+		}
 		o.reg.PublishCommitted(p.key.partition, last.endOffset)
 	}
 }
@@ -887,15 +937,22 @@ func (o *Output) deadLetterLoop() {
 // source), waits (bounded) for an in-flight commit that contains its rows,
 // and releases its held WriteBatch calls with success: the new owner of the
 // partition reads them again.
-func (o *Output) fence(ctx context.Context, partition string) error {
+func (o *Output) fence(ctx context.Context, part string) error {
 	o.mu.Lock()
 	var txns []*srcTxn
 	var held []*item
+	var fenced []*partition
+	// The next message of the partition reads its durable progress again:
+	// a new owner may have moved it on by then.
+	delete(o.progress, part)
 	for k, p := range o.parts {
-		if k.partition != partition {
+		if k.partition != part {
 			continue
 		}
-		p.fenced = true
+		// p.fenced is set only once the wait below is over: a commit in
+		// flight that resolves meanwhile still publishes its boundary, which
+		// the input commits on revoke.
+		fenced = append(fenced, p)
 		mine := append([]*srcTxn{}, p.order...)
 		if p.open != nil {
 			mine = append(mine, p.open)
@@ -916,12 +973,19 @@ func (o *Output) fence(ctx context.Context, partition string) error {
 	// Messages of the partition still waiting for a sequence gap.
 	for _, s := range o.seqs {
 		for _, it := range s.pending {
-			if it.pk.partition == partition {
+			if it.pk.partition == part {
 				held = append(held, it)
 			}
 		}
 	}
 	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		for _, p := range fenced {
+			p.fenced = true
+		}
+		o.mu.Unlock()
+	}()
 
 	deadline := time.NewTimer(fenceWait)
 	defer deadline.Stop()
@@ -953,9 +1017,9 @@ func (o *Output) fence(ctx context.Context, partition string) error {
 		o.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("fencing partition %s: waiting for an in-flight commit: %w", partition, ctx.Err())
+			return fmt.Errorf("fencing partition %s: waiting for an in-flight commit: %w", part, ctx.Err())
 		case <-deadline.C:
-			return fmt.Errorf("fencing partition %s: an in-flight commit containing it did not resolve within %v", partition, fenceWait)
+			return fmt.Errorf("fencing partition %s: an in-flight commit containing it did not resolve within %v", part, fenceWait)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

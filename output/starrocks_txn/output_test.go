@@ -658,7 +658,8 @@ func TestLintRules(t *testing.T) {
 		"load_urls: [x]\nload_properties: {enable_merge_commit: 'true'}":                          "enable_merge_commit is incompatible with multi-table transactions",
 		"load_urls: [x]\nload_properties: {WHERE: 'a > 1'}":                                       "where header",
 		"load_urls: [x]\ntable_properties: [{database: d, table: t, properties: {where: 'a>1'}}]": "where header",
-		"load_urls: [x]\nprogress_table: p\n":                                                     "progress_table needs mysql_address",
+		"load_urls: [x]\nsemantic: exactly_once\nmysql_address: fe:9030\n":                        "semantic exactly_once needs pipeline_id",
+		"load_urls: [x]\nsemantic: exactly_once\npipeline_id: p\n":                                "semantic exactly_once needs mysql_address",
 		"load_urls: [x]\ncommit_interval: 1500ms\ntxn_timeout: 2s\n":                              "commit_interval must be well below 80% of txn_timeout",
 		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be well below 80% of txn_timeout",
 	}
@@ -677,7 +678,8 @@ func TestLintRules(t *testing.T) {
 		}
 		assert.True(t, found, "config %q: want a lint containing %q, got %v", yaml, want, texts)
 	}
-	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [x]\ncommit_interval: 1s\ntxn_timeout: 2s"} {
+	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [x]\ncommit_interval: 1s\ntxn_timeout: 2s",
+		"load_urls: [x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030"} {
 		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(ok)))
 		require.NoError(t, err)
 		assert.Empty(t, lints, ok)
@@ -841,49 +843,6 @@ func TestFenceReleasesAStalledPartition(t *testing.T) {
 	o.mu.Unlock()
 }
 
-func TestProgressRowsCommitWithTheirRows(t *testing.T) {
-	f := newFakeSR()
-	o, _ := testOutput(t, "commit_interval: 100ms\nmysql_address: 127.0.0.1:9030\nprogress_table: benthos_progress\n", f, nil)
-	s := newSrc("a1")
-	var chs []chan error
-	for i := 0; i < 6; i++ {
-		p := fmt.Sprintf("p%d", i%2)
-		id := fmt.Sprintf("t%d", i)
-		chs = append(chs, writeAsync(o, service.MessageBatch{
-			s.row(p, id, "a", map[string]any{"id": i, "txn": id}, false),
-			s.row(p, id, "b", map[string]any{"id": i, "txn": id}, true),
-		}))
-		time.Sleep(40 * time.Millisecond)
-	}
-	waitAll(t, chs, 5*time.Second)
-	// Offsets per partition: 2 messages per transaction, 3 transactions.
-	last := map[string]int64{}
-	for _, r := range f.rows("benthos_progress") {
-		last[r["source_partition"].(string)] = int64(r["committed_offset"].(float64))
-	}
-	assert.Equal(t, map[string]int64{"p0": 6, "p1": 6}, last)
-	// Every commit that carries a partition's rows carries its progress.
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.commits {
-		withRows := map[string]bool{}
-		for _, tbl := range []string{"a", "b"} {
-			for _, r := range c.rows[tbl] {
-				id := idOf(r)
-				var n int
-				_, _ = fmt.Sscan(id, &n)
-				withRows[fmt.Sprintf("p%d", n%2)] = true
-			}
-		}
-		withProgress := map[string]bool{}
-		for _, r := range c.rows["benthos_progress"] {
-			withProgress[r["source_partition"].(string)] = true
-			assert.Equal(t, c.label, r["label"])
-		}
-		assert.Equal(t, withRows, withProgress, "commit %s", c.label)
-	}
-}
-
 func TestLoadPropertiesValidated(t *testing.T) {
 	for yaml, want := range map[string]string{
 		"load_properties: {label: x}":                            "set by the output itself",
@@ -896,11 +855,4 @@ func TestLoadPropertiesValidated(t *testing.T) {
 		_, err = configFromParsed(pc)
 		require.ErrorContains(t, err, want, yaml)
 	}
-}
-
-func TestProgressTableNeedsMySQL(t *testing.T) {
-	pc, err := outputSpec().ParseYAML("load_urls: [x]\nprogress_table: benthos_progress\n", nil)
-	require.NoError(t, err)
-	_, err = configFromParsed(pc)
-	require.ErrorContains(t, err, "progress_table needs mysql_address")
 }

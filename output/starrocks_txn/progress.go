@@ -7,121 +7,330 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
-// Columns of the progress table (exactly-once mode, DESIGN §7). The table
-// is a PRIMARY KEY table in every target database:
-//
-//	CREATE TABLE benthos_progress (
-//	  source_partition VARCHAR(255) NOT NULL,
-//	  committed_offset BIGINT NOT NULL,
-//	  label VARCHAR(128) NULL
-//	) PRIMARY KEY (source_partition)
-//	DISTRIBUTED BY HASH (source_partition);
+// maxPipelineID bounds pipeline_id to its column's size.
+const maxPipelineID = 128
+
+// progressQueryTimeout bounds one progress read or DDL statement.
+const progressQueryTimeout = 10 * time.Second
+
+// Columns of the progress table (semantic exactly_once, DESIGN §7), a
+// PRIMARY KEY table in every database the pipeline writes; see progressDDL.
 const (
+	progressPipelineCol  = "pipeline_id"
 	progressPartitionCol = "source_partition"
 	progressOffsetCol    = "committed_offset"
+	progressTxnEndCol    = "txn_end_offset"
+	progressTxnIDCol     = "source_txn_id"
 	progressLabelCol     = "label"
+	progressUpdatedCol   = "updated_at"
 )
 
-// progressDDL is the statement the README and the error messages show.
+// progressColumns are the columns the output writes; a progress table
+// without one of them is refused with the DDL.
+var progressColumns = []string{progressPipelineCol, progressPartitionCol, progressOffsetCol,
+	progressTxnEndCol, progressTxnIDCol, progressLabelCol, progressUpdatedCol}
+
+// progressDDL is the statement the output runs (and the README shows) to
+// create the progress table of a database when it is missing.
 func progressDDL(db, table string) string {
-	return fmt.Sprintf("CREATE TABLE `%s`.`%s` (`%s` VARCHAR(255) NOT NULL, `%s` BIGINT NOT NULL, `%s` VARCHAR(128) NULL) PRIMARY KEY (`%s`) DISTRIBUTED BY HASH (`%s`)",
-		db, table, progressPartitionCol, progressOffsetCol, progressLabelCol, progressPartitionCol, progressPartitionCol)
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS `%s`.`%s` (\n"+
+		"  `pipeline_id` VARCHAR(128) NOT NULL COMMENT \"the output's pipeline_id\",\n"+
+		"  `source_partition` VARCHAR(255) NOT NULL COMMENT \"starrocks_partition, e.g. topic/3\",\n"+
+		"  `committed_offset` BIGINT NOT NULL COMMENT \"every source transaction of the partition ending at or below it is resolved (committed, dead-lettered or abandoned); -1 for none\",\n"+
+		"  `txn_end_offset` BIGINT NOT NULL COMMENT \"END offset of the partition's last source transaction committed into this database\",\n"+
+		"  `source_txn_id` VARCHAR(255) NULL COMMENT \"that source transaction's id\",\n"+
+		"  `label` VARCHAR(128) NULL COMMENT \"the StarRocks transaction that wrote this row\",\n"+
+		"  `updated_at` DATETIME NULL COMMENT \"when the output wrote it (UTC)\"\n"+
+		") PRIMARY KEY (`pipeline_id`, `source_partition`)\n"+
+		"DISTRIBUTED BY HASH (`pipeline_id`, `source_partition`)", db, table)
 }
 
-// progressRows returns, for every partition with a transaction in c, the
-// partition's committed-through offset as it will be once c commits: the END
-// offset of the last transaction of the partition's prefix in which every
-// transaction is resolved or in c. Written in the same StarRocks transaction
-// as the rows, it tells a restarted input where the partition's committed
-// source transactions end.
-func (w *dbWorker) progressRows(c *cycle) []byte {
-	o := w.o
-	in := make(map[*srcTxn]bool, len(c.txns))
-	parts := map[*partition]bool{}
-	for _, t := range c.txns {
-		in[t] = true
-		parts[t.p] = true
-	}
-	type row struct {
-		Partition string `json:"source_partition"`
-		Offset    int64  `json:"committed_offset"`
-		Label     string `json:"label"`
-	}
-	var rows []row
-	o.mu.Lock()
-	for p := range parts {
-		if p.fenced || p.key.partition == noContractPartition {
-			continue
-		}
-		var through int64
-		found := false
-		for _, t := range p.order {
-			if !t.resolved && !in[t] {
-				break
-			}
-			if t.hasEnd {
-				through, found = t.endOffset, true
-			}
-		}
-		if found {
-			rows = append(rows, row{Partition: p.key.partition, Offset: through, Label: c.label})
-		}
-	}
-	o.mu.Unlock()
-	if len(rows) == 0 {
-		return nil
-	}
-	// Two seq sources may share a partition: keep the highest offset, since
-	// StarRocks applies one load's rows of a key in order.
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Partition != rows[j].Partition {
-			return rows[i].Partition < rows[j].Partition
-		}
-		return rows[i].Offset < rows[j].Offset
-	})
-	b, _ := json.Marshal(rows)
-	return b
+// progressEntry is what StarRocks durably holds for one partition of this
+// pipeline: the highest committed_offset over every database (every source
+// transaction ending at or below it is resolved), and, per database, the END
+// offset of the partition's last source transaction committed there.
+type progressEntry struct {
+	through    int64
+	hasThrough bool
+	perDB      map[string]int64
 }
 
-// readProgress reads a partition's committed-through offset back from the
-// progress table of every database that has one: the highest is where the
-// partition's resolved source transactions end.
-func readProgress(ctx context.Context, db *sql.DB, table, partition string) (int64, bool, error) {
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", table)
+// covers reports whether a source transaction of the partition that ends at
+// end and writes to db (empty: no rows) is already resolved in StarRocks, so
+// that loading it again would apply it twice. Offsets are numbers.
+func (e *progressEntry) covers(db string, end int64) bool {
+	if e == nil {
+		return false
+	}
+	if e.hasThrough && end <= e.through {
+		return true
+	}
+	if db == "" {
+		return false
+	}
+	y, ok := e.perDB[db]
+	return ok && end <= y
+}
+
+// coversMessage reports whether a single message at offset is at or below
+// the partition's resolved-through offset: it belongs to a resolved source
+// transaction and is acknowledged without being loaded.
+func (e *progressEntry) coversMessage(offset int64) bool {
+	return e != nil && e.hasThrough && offset <= e.through
+}
+
+// progressStore creates and reads the progress table.
+type progressStore interface {
+	// ensure creates the progress table of db when it is missing and checks
+	// that it has the output's columns.
+	ensure(ctx context.Context, db string) error
+	// read returns the partition's durable progress for pipelineID.
+	read(ctx context.Context, pipelineID, partition string) (progressEntry, error)
+}
+
+// sqlProgress is the progress store over the FE's MySQL protocol.
+type sqlProgress struct {
+	db    *sql.DB
+	table string
+}
+
+func (s sqlProgress) ensure(ctx context.Context, db string) error {
+	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, progressDDL(db, s.table)); err != nil {
+		return fmt.Errorf("creating the progress table %s.%s (run it yourself if the account may not: %s): %w", db, s.table, progressDDL(db, s.table), err)
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, s.table)
 	if err != nil {
-		return 0, false, fmt.Errorf("finding the progress tables %q: %w", table, err)
+		return fmt.Errorf("reading the columns of the progress table %s.%s: %w", db, s.table, err)
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("reading the columns of the progress table %s.%s: %w", db, s.table, err)
+		}
+		have[strings.ToLower(name)] = true
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("reading the columns of the progress table %s.%s: %w", db, s.table, err)
+	}
+	var missing []string
+	for _, c := range progressColumns {
+		if !have[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the progress table %s.%s exists without the columns %v (an older layout?): drop it, or set progress_table to a new name; the output creates it as: %s", db, s.table, missing, progressDDL(db, s.table))
+	}
+	return nil
+}
+
+func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
+	defer cancel()
+	e := progressEntry{perDB: map[string]int64{}}
+	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", s.table)
+	if err != nil {
+		return e, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
 	}
 	var dbs []string
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
 			_ = rows.Close()
-			return 0, false, fmt.Errorf("finding the progress tables %q: %w", table, err)
+			return e, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
 		}
 		if !strings.EqualFold(name, "information_schema") {
 			dbs = append(dbs, name)
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return 0, false, fmt.Errorf("finding the progress tables %q: %w", table, err)
+		return e, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
 	}
-	var best int64
-	found := false
 	for _, d := range dbs {
-		var off int64
-		q := fmt.Sprintf("SELECT `%s` FROM `%s`.`%s` WHERE `%s` = ?", progressOffsetCol, d, table, progressPartitionCol)
-		err := db.QueryRowContext(ctx, q, partition).Scan(&off)
+		var through, txnEnd int64
+		q := fmt.Sprintf("SELECT `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
+			progressOffsetCol, progressTxnEndCol, d, s.table, progressPipelineCol, progressPartitionCol)
+		err := s.db.QueryRowContext(ctx, q, pipelineID, partition).Scan(&through, &txnEnd)
 		if err == sql.ErrNoRows {
 			continue
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, d, table, err)
+			return e, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, d, s.table, err)
 		}
-		if !found || off > best {
-			best, found = off, true
+		e.merge(d, through, txnEnd)
+	}
+	return e, nil
+}
+
+// merge adds one database's row.
+func (e *progressEntry) merge(db string, through, txnEnd int64) {
+	if through >= 0 && (!e.hasThrough || through > e.through) {
+		e.through, e.hasThrough = through, true
+	}
+	if e.perDB == nil {
+		e.perDB = map[string]int64{}
+	}
+	if cur, ok := e.perDB[db]; !ok || txnEnd > cur {
+		e.perDB[db] = txnEnd
+	}
+}
+
+// progressRow is one row of the progress table as loaded.
+type progressRow struct {
+	Pipeline  string `json:"pipeline_id"`
+	Partition string `json:"source_partition"`
+	Through   int64  `json:"committed_offset"`
+	TxnEnd    int64  `json:"txn_end_offset"`
+	TxnID     string `json:"source_txn_id"`
+	Label     string `json:"label"`
+	Updated   string `json:"updated_at"`
+}
+
+// progressRows returns one row for every partition with a source transaction
+// in c, as StarRocks will hold it once c commits:
+//
+//   - committed_offset: the END offset of the last transaction of the
+//     partition's prefix in which every transaction is resolved or in c (or
+//     what is already known resolved, when that prefix is broken by an
+//     earlier transaction still pending elsewhere — in another database's
+//     cycle or on its way to dead_letter);
+//   - txn_end_offset and source_txn_id: the partition's last transaction in
+//     c, which this database holds once c commits.
+//
+// Loaded under c's label, the rows become visible with the data or not at
+// all.
+func (w *dbWorker) progressRows(c *cycle) []byte {
+	o := w.o
+	in := make(map[*srcTxn]bool, len(c.txns))
+	var parts []*partition
+	seen := map[*partition]bool{}
+	for _, t := range c.txns {
+		in[t] = true
+		if !seen[t.p] {
+			seen[t.p] = true
+			parts = append(parts, t.p)
 		}
 	}
-	return best, found, nil
+	byPart := map[string]*progressRow{}
+	now := o.now().UTC().Format("2006-01-02 15:04:05")
+	o.mu.Lock()
+	for _, p := range parts {
+		if p.fenced || p.key.partition == noContractPartition {
+			continue
+		}
+		through, found := p.published, p.hasPublished
+		if e := o.progress[p.key.partition]; e != nil && e.hasThrough && (!found || e.through > through) {
+			through, found = e.through, true
+		}
+		for _, t := range p.order {
+			if !t.resolved && !in[t] {
+				break
+			}
+			if t.hasEnd && (!found || t.endOffset > through) {
+				through, found = t.endOffset, true
+			}
+		}
+		var last *srcTxn
+		for _, t := range c.txns {
+			if t.p == p && t.hasEnd {
+				last = t
+			}
+		}
+		if last == nil {
+			continue
+		}
+		if !found {
+			through = -1
+		}
+		r := byPart[p.key.partition]
+		if r == nil {
+			r = &progressRow{Pipeline: o.conf.pipelineID, Partition: p.key.partition, Through: through, TxnEnd: last.endOffset,
+				TxnID: last.id, Label: c.label, Updated: now}
+			byPart[p.key.partition] = r
+			continue
+		}
+		// Two seq sources share the partition: keep the highest.
+		if through > r.Through {
+			r.Through = through
+		}
+		if last.endOffset > r.TxnEnd {
+			r.TxnEnd, r.TxnID = last.endOffset, last.id
+		}
+	}
+	o.mu.Unlock()
+	if len(byPart) == 0 {
+		return nil
+	}
+	rows := make([]progressRow, 0, len(byPart))
+	for _, k := range sortedKeys(byPart) {
+		rows = append(rows, *byPart[k])
+	}
+	b, _ := json.Marshal(rows)
+	return b
+}
+
+// progressFor returns the partitions of items (with the contract and a
+// source offset) whose durable progress is not known yet.
+func (o *Output) missingProgressLocked(items []*item) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		part := it.pk.partition
+		if part == noContractPartition || !it.meta.HasOffset || seen[part] {
+			continue
+		}
+		seen[part] = true
+		if _, ok := o.progress[part]; !ok {
+			out = append(out, part)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadProgressFor reads, before the batch is admitted, the durable progress
+// of every partition of items the output has no state for yet: at start, and
+// after the partition was fenced (re-assigned). It retries until it succeeds
+// or ctx ends: admitting without it could apply a source transaction twice.
+func (o *Output) loadProgressFor(ctx context.Context, items []*item) error {
+	if !o.conf.exactlyOnce || o.prog == nil {
+		return nil
+	}
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	for {
+		o.mu.Lock()
+		missing := o.missingProgressLocked(items)
+		o.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		for _, part := range missing {
+			e, err := o.prog.read(ctx, o.conf.pipelineID, part)
+			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("reading the progress of %s: %w", part, ctx.Err())
+				}
+				o.log.Errorf("starrocks_txn: reading the exactly-once progress of partition %s: %v; retrying (its messages wait: admitting them without it could apply a source transaction twice)", part, err)
+				if !sleepCtx(ctx, b.next()) {
+					return fmt.Errorf("reading the progress of %s: %w", part, ctx.Err())
+				}
+				break
+			}
+			o.mu.Lock()
+			if _, ok := o.progress[part]; !ok {
+				o.progress[part] = &e
+				if e.hasThrough {
+					o.log.Infof("starrocks_txn: partition %s: StarRocks holds its source transactions through offset %d (pipeline %s); replays at or below it are acknowledged without loading", part, e.through, o.conf.pipelineID)
+				}
+			}
+			o.mu.Unlock()
+		}
+	}
 }

@@ -58,9 +58,12 @@ type dbWorker struct {
 	// committer is closed when the cycle handed to the commit goroutine is
 	// resolved (nil: none). The next cycle begins and streams its loads
 	// meanwhile, but commits only after it.
-	committer  chan struct{}
-	lastCommit time.Time
-	lastLoad   time.Time
+	committer chan struct{}
+	// progressReady is set once the database's progress table is known to
+	// exist (exactly_once).
+	progressReady bool
+	lastCommit    time.Time
+	lastLoad      time.Time
 }
 
 func newDBWorker(o *Output, db string) *dbWorker {
@@ -635,8 +638,16 @@ func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte
 // become visible with the rows (exactly-once mode).
 func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 	o := w.o
-	if o.conf.progressTable == "" || c.progressLoaded {
+	if !o.conf.exactlyOnce || o.prog == nil || c.progressLoaded {
 		return nil
+	}
+	if !w.progressReady {
+		// Created before the database's first commit. The transaction was
+		// begun already; its loads wait for the table, not for the label.
+		if err := o.prog.ensure(ctx, w.db); err != nil {
+			return err
+		}
+		w.progressReady = true
 	}
 	body := w.progressRows(c)
 	if body == nil {
@@ -646,7 +657,8 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 	err := w.loadOne(ctx, c.label, o.conf.progressTable, body)
 	if err != nil {
 		if tableWide(err) {
-			o.log.Errorf("starrocks_txn: database %s: the progress table is missing; create it: %s", w.db, progressDDL(w.db, o.conf.progressTable))
+			// Dropped while running: create it again before the replay.
+			w.progressReady = false
 		}
 		return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
 	}

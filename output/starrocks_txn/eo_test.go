@@ -1,0 +1,338 @@
+package starrocks_txn
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+)
+
+// fakeProgress is the progress store over the fake server: it reads the
+// committed rows of the progress table, per database of the label that
+// committed them.
+type fakeProgress struct {
+	f     *fakeSR
+	table string
+
+	mu      sync.Mutex
+	ensured []string
+	reads   int
+}
+
+func (fp *fakeProgress) ensure(ctx context.Context, db string) error {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	fp.ensured = append(fp.ensured, db)
+	return nil
+}
+
+func (fp *fakeProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+	fp.mu.Lock()
+	fp.reads++
+	fp.mu.Unlock()
+	fp.f.mu.Lock()
+	defer fp.f.mu.Unlock()
+	e := progressEntry{perDB: map[string]int64{}}
+	for _, c := range fp.f.commits {
+		db := fp.f.txns[c.label].db
+		for _, r := range c.rows[fp.table] {
+			if r["pipeline_id"] != pipelineID || r["source_partition"] != partition {
+				continue
+			}
+			e.merge(db, int64(r["committed_offset"].(float64)), int64(r["txn_end_offset"].(float64)))
+		}
+	}
+	return e, nil
+}
+
+const eoYAML = "commit_interval: 100ms\nsemantic: exactly_once\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n"
+
+// eoOutput builds an exactly_once output over the fake server.
+func eoOutput(t *testing.T, f *fakeSR, dl deadLetter, extra string) (*Output, *service.Resources, *fakeProgress) {
+	t.Helper()
+	o, res := testOutput(t, eoYAML+extra, f, dl)
+	fp := &fakeProgress{f: f, table: defaultProgressTable}
+	o.setProgressStore(fp)
+	return o, res, fp
+}
+
+// txnMsgs is one source transaction: rows to a and b, END on the last.
+func txnMsgs(s *src, p, id string, n int) []*service.Message {
+	return []*service.Message{
+		s.row(p, id, "a", map[string]any{"id": id, "txn": id}, false),
+		s.row(p, id, "b", map[string]any{"id": id, "txn": id, "n": n}, true),
+	}
+}
+
+// replay copies msgs as a restarted assembler would emit them again: the
+// same offsets, a new seq source numbered from 1.
+func replay(msgs []*service.Message, source string) []*service.Message {
+	out := make([]*service.Message, 0, len(msgs))
+	for i, m := range msgs {
+		c := m.Copy()
+		meta, _ := contract.Read(c)
+		meta.SeqSource, meta.Seq = source, int64(i+1)
+		contract.Write(c, meta)
+		out = append(out, c)
+	}
+	return out
+}
+
+func countIDs(rows []map[string]any) map[string]int {
+	n := map[string]int{}
+	for _, r := range rows {
+		n[idOf(r)]++
+	}
+	return n
+}
+
+func TestProgressEntryCoversComparesNumbers(t *testing.T) {
+	var none *progressEntry
+	assert.False(t, none.covers("test", 1))
+	assert.False(t, none.coversMessage(1))
+
+	e := progressEntry{}
+	e.merge("d1", 10, 12)
+	// As strings "9" > "10": numbers must be compared.
+	assert.True(t, e.coversMessage(9))
+	assert.True(t, e.coversMessage(10))
+	assert.False(t, e.coversMessage(11))
+	assert.False(t, e.coversMessage(100))
+
+	// The per-database offset covers only transactions into that database.
+	assert.True(t, e.covers("d1", 12))
+	assert.False(t, e.covers("d1", 13))
+	assert.False(t, e.covers("d2", 12), "another database's transaction ending at 12 is not held by d1")
+	assert.False(t, e.covers("", 12), "a transaction without rows is covered only by committed_offset")
+	assert.True(t, e.covers("d2", 9))
+
+	// The highest committed_offset over the databases wins; -1 is "none".
+	e.merge("d2", 20, 20)
+	e.merge("d3", -1, 5)
+	assert.True(t, e.coversMessage(20))
+	assert.Equal(t, int64(20), e.through)
+	assert.Equal(t, int64(12), e.perDB["d1"])
+	f := progressEntry{}
+	f.merge("d1", -1, 7)
+	assert.False(t, f.hasThrough)
+	assert.False(t, f.coversMessage(0))
+	assert.True(t, f.covers("d1", 7))
+}
+
+// A restarted output gets the whole partition again (Kafka offsets were not
+// committed): every transaction StarRocks holds is acknowledged without being
+// loaded, the rest are loaded once.
+func TestExactlyOnceDropsReplaysAfterRestart(t *testing.T) {
+	f := newFakeSR()
+	s := newSrc("asm-1")
+	var all []*service.Message
+	for i := 1; i <= 8; i++ {
+		all = append(all, txnMsgs(s, fmt.Sprintf("p%d", i%2), fmt.Sprintf("t%d", i), i)...)
+	}
+	first, _, fp := eoOutput(t, f, nil, "")
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all[:10]))}, 5*time.Second)
+	require.NoError(t, first.Close(context.Background()))
+	assert.Equal(t, []string{"test"}, fp.ensured[:1], "the progress table is created before the first commit")
+
+	// Restart: the same messages again from the start, then new ones.
+	for i := 9; i <= 10; i++ {
+		all = append(all, txnMsgs(s, fmt.Sprintf("p%d", i%2), fmt.Sprintf("t%d", i), i)...)
+	}
+	second, _, _ := eoOutput(t, f, nil, "")
+	again := replay(all, "asm-2")
+	var chs []chan error
+	for i := 0; i < len(again); i += 3 {
+		chs = append(chs, writeAsync(second, service.MessageBatch(again[i:min(i+3, len(again))])))
+	}
+	waitAll(t, chs, 5*time.Second)
+	for _, tbl := range []string{"a", "b"} {
+		got := countIDs(f.rows(tbl))
+		require.Len(t, got, 10, tbl)
+		for id, n := range got {
+			assert.Equal(t, 1, n, "%s: %s loaded %d times", tbl, id, n)
+		}
+	}
+}
+
+// A restart in the middle of a source transaction: the head of the replay
+// is below the progress and is dropped message by message.
+func TestExactlyOnceRestartInsideATransaction(t *testing.T) {
+	f := newFakeSR()
+	s := newSrc("asm-1")
+	var all []*service.Message
+	for i := 1; i <= 3; i++ {
+		all = append(all, txnMsgs(s, "p0", fmt.Sprintf("t%d", i), i)...)
+	}
+	first, _, _ := eoOutput(t, f, nil, "")
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all))}, 5*time.Second)
+	require.NoError(t, first.Close(context.Background()))
+
+	all = append(all, txnMsgs(s, "p0", "t4", 4)...)
+	second, res, _ := eoOutput(t, f, nil, "")
+	// Offsets 4.. : the tail (END) of t2, then t3 and t4.
+	tail := replay(all[3:], "asm-2")
+	waitAll(t, []chan error{writeAsync(second, service.MessageBatch(tail))}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1, "t3": 1, "t4": 1}, countIDs(f.rows("b")))
+	off, ok := registry.Get(res).Committed("p0")
+	require.True(t, ok)
+	assert.Equal(t, int64(8), off, "the skipped transactions count as committed through")
+}
+
+// The per-database rule: a partition's transaction that this database
+// already holds is dropped even when an earlier transaction of the partition
+// (to another database) keeps committed_offset behind.
+func TestExactlyOnceDropsWhatTheDatabaseHolds(t *testing.T) {
+	f := newFakeSR()
+	o, _, _ := eoOutput(t, f, nil, "")
+	o.mu.Lock()
+	o.progress["p0"] = &progressEntry{through: 2, hasThrough: true, perDB: map[string]int64{"test": 6}}
+	o.mu.Unlock()
+	s := newSrc("asm")
+	var msgs []*service.Message
+	for i := 1; i <= 4; i++ { // t1: 1-2, t2: 3-4, t3: 5-6, t4: 7-8
+		msgs = append(msgs, txnMsgs(s, "p0", fmt.Sprintf("t%d", i), i)...)
+	}
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(msgs))}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t4": 1}, countIDs(f.rows("a")))
+}
+
+// Every commit carries, under its label, one progress row per partition it
+// commits; the rows say what StarRocks holds once it is visible.
+func TestProgressRowsCommitWithTheirRows(t *testing.T) {
+	f := newFakeSR()
+	o, _, _ := eoOutput(t, f, nil, "")
+	s := newSrc("a1")
+	var chs []chan error
+	for i := 0; i < 6; i++ {
+		p := fmt.Sprintf("p%d", i%2)
+		id := fmt.Sprintf("t%d", i)
+		chs = append(chs, writeAsync(o, service.MessageBatch(txnMsgs(s, p, id, i))))
+		time.Sleep(40 * time.Millisecond)
+	}
+	waitAll(t, chs, 5*time.Second)
+	last := map[string]int64{}
+	for _, r := range f.rows(defaultProgressTable) {
+		assert.Equal(t, "pl", r["pipeline_id"])
+		last[r["source_partition"].(string)] = int64(r["committed_offset"].(float64))
+		assert.NotEmpty(t, r["updated_at"])
+	}
+	assert.Equal(t, map[string]int64{"p0": 6, "p1": 6}, last)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.commits {
+		withRows := map[string]string{}
+		for _, r := range c.rows["a"] {
+			var n int
+			_, _ = fmt.Sscanf(idOf(r), "t%d", &n)
+			withRows[fmt.Sprintf("p%d", n%2)] = idOf(r) // the last one wins
+		}
+		withProgress := map[string]string{}
+		for _, r := range c.rows[defaultProgressTable] {
+			withProgress[r["source_partition"].(string)] = r["source_txn_id"].(string)
+			assert.Equal(t, c.label, r["label"])
+			assert.Equal(t, r["committed_offset"], r["txn_end_offset"], "one database: everything committed is resolved")
+		}
+		assert.Equal(t, withRows, withProgress, "commit %s: one progress row per partition, naming its last source transaction", c.label)
+	}
+}
+
+// A dead-lettered transaction counts as resolved in the progress row of the
+// next commit of its partition, so a restart does not dead-letter it again.
+func TestExactlyOnceDeadLetteredCountsAsResolved(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	s := newSrc("asm-1")
+	var all []*service.Message
+	all = append(all, txnMsgs(s, "p0", "t1", 1)...)
+	bad := txnMsgs(s, "p0", "t2", 2)
+	bad[0].SetError(fmt.Errorf("boom"))
+	all = append(all, bad...)
+	all = append(all, txnMsgs(s, "p0", "t3", 3)...)
+	first, _, _ := eoOutput(t, f, dl, "")
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all[:4]))}, 5*time.Second)
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all[4:]))}, 5*time.Second)
+	require.NoError(t, first.Close(context.Background()))
+	require.Equal(t, []string{"t2"}, dl.txnIDs())
+
+	second, _, _ := eoOutput(t, f, dl, "")
+	waitAll(t, []chan error{writeAsync(second, service.MessageBatch(replay(all, "asm-2")))}, 5*time.Second)
+	assert.Equal(t, []string{"t2"}, dl.txnIDs(), "not dead-lettered a second time")
+	assert.Equal(t, map[string]int{"t1": 1, "t3": 1}, countIDs(f.rows("a")))
+}
+
+// After a fence the partition's progress is read again: a new owner may
+// have moved it on.
+func TestExactlyOnceFenceRereadsProgress(t *testing.T) {
+	f := newFakeSR()
+	o, _, fp := eoOutput(t, f, nil, "")
+	s := newSrc("asm")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))}, 5*time.Second)
+	fp.mu.Lock()
+	reads := fp.reads
+	fp.mu.Unlock()
+	require.Equal(t, 1, reads)
+	require.NoError(t, o.fence(context.Background(), "p0"))
+	// Meanwhile another owner committed t2 (offsets 3-4).
+	other, _, _ := eoOutput(t, f, nil, "")
+	msgs := append(txnMsgs(s, "p0", "t2", 2), txnMsgs(s, "p0", "t3", 3)...)
+	waitAll(t, []chan error{writeAsync(other, service.MessageBatch(replay(msgs[:2], "asm-x")))}, 5*time.Second)
+	// This output gets the partition back and is handed t2 again.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(replay(msgs, "asm-y")))}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1, "t3": 1}, countIDs(f.rows("a")))
+	fp.mu.Lock()
+	assert.Equal(t, 2, fp.reads)
+	fp.mu.Unlock()
+}
+
+// The fence waits for a commit in flight; when that commit succeeds during
+// the wait, its boundary is published before the fence returns, so the
+// input's revoke commits it and the new owner does not read it again.
+func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
+	for _, eo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exactly_once=%v", eo), func(t *testing.T) {
+			f := newFakeSR()
+			gate := make(chan struct{})
+			f.commitGate = gate
+			var o *Output
+			var res *service.Resources
+			if eo {
+				o, res, _ = eoOutput(t, f, nil, "")
+			} else {
+				o, res = testOutput(t, "commit_interval: 100ms\n", f, nil)
+			}
+			s := newSrc("asm")
+			ch := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+			// Wait until the commit is in flight.
+			require.Eventually(t, func() bool {
+				o.mu.Lock()
+				defer o.mu.Unlock()
+				for _, p := range o.parts {
+					for _, tx := range p.order {
+						if tx.committing {
+							return true
+						}
+					}
+				}
+				return false
+			}, 5*time.Second, 5*time.Millisecond)
+			done := make(chan error, 1)
+			go func() { done <- o.fence(context.Background(), "p0") }()
+			time.Sleep(100 * time.Millisecond)
+			close(gate)
+			require.NoError(t, <-done)
+			off, ok := registry.Get(res).Committed("p0")
+			require.True(t, ok, "the boundary of the commit that resolved during the fence is published")
+			assert.Equal(t, int64(2), off)
+			waitAll(t, []chan error{ch}, time.Second)
+			assert.Len(t, f.rows("a"), 1)
+		})
+	}
+}
