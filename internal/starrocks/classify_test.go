@@ -94,6 +94,10 @@ func TestClassify(t *testing.T) {
 		{OpCommit, 200, "FAILED", "all partitions have no load data", "", ClassPerTxn},
 		{OpCommit, 200, "FAILED", wrapStart + "abnormal data more than max filter rate, tracking_url: http://be:8040/api/_load_error_log?file=x}", "", ClassPerTxn},
 		{OpCommit, 200, "INTERNAL_ERROR", "too many filtered rows", "", ClassPerTxn},
+		// Any coordinator failure in the §5.5 wrapper is the table's data:
+		// the server aborted the transaction because of its rows.
+		{OpCommit, 200, "FAILED", wrapStart + "primary key size exceed the limit.}", "", ClassPerTxn},
+		{OpCommit, 200, "FAILED", wrapStart + "Value too long for column `order_status`}", "", ClassPerTxn},
 		{OpCommit, 200, "FAILED", "Transaction 9032 is aborting (reason: abnormal data more than max filter rate, tracking_url: x), label is p-db-1", "", ClassPerTxn},
 		{OpCommit, 200, "FAILED", "Can not commit CANCELLED transaction 9032, label is p-db-1", "", ClassAmbiguous},
 		{OpCommit, 200, "FAILED", "Can not commit ABORTED transaction 9032, label is p-db-1", "", ClassAmbiguous},
