@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,6 +336,27 @@ func TestStartsAfterOutputProgress(t *testing.T) {
 	}
 	assert.Equal(t, rec{value: "c0", partition: 0, offset: 8}, first[0])
 	assert.Equal(t, rec{value: "a0", partition: 1, offset: 0}, first[1])
+}
+
+// With start_after_progress off the group offset stands: the output is
+// handed the replays and drops them itself.
+func TestStartAfterProgressOff(t *testing.T) {
+	c := newCluster(t, 1)
+	p := producer(t, c, "progress-off")
+	produceTxn(t, p, 0, true, "a0", "a1", "a2")
+	produceTxn(t, p, 0, true, "b0", "b1", "b2")
+	res, _ := newResources()
+	var asked atomic.Bool
+	registry.Get(res).SetProgress(func(_ context.Context, partition string) (int64, bool, error) {
+		asked.Store(true)
+		return 6, true, nil
+	})
+	in := newTestInput(t, res, testYAML(c, "g-progress-off", "start_after_progress: false\n"))
+	connect(t, in)
+	b, ack := readBatch(t, in, 10*time.Second)
+	assert.Equal(t, rec{value: "a0", partition: 0, offset: 0}, toRecs(t, b)[0])
+	require.NoError(t, ack(context.Background(), nil))
+	assert.False(t, asked.Load(), "the progress is not read")
 }
 
 // TestRevokeCommitsWhatTheFenceCommitted: the output's commit that is in

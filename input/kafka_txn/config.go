@@ -34,6 +34,7 @@ const (
 	fieldHeartbeatInterval      = "heartbeat_interval"
 	fieldFetchMaxWait           = "fetch_max_wait"
 	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
+	fieldStartAfterProgress     = "start_after_progress"
 	fieldBatching               = "batching"
 	fieldTLS                    = "tls"
 	fieldSASL                   = "sasl"
@@ -168,6 +169,10 @@ and `+"`kafka_txn_fences`"+`.`).
 				Description("How long a broker may wait for new records before answering a fetch.").
 				Default(defaultFetchMaxWait).
 				Advanced(),
+			service.NewBoolField(fieldStartAfterProgress).
+				Description("When the `starrocks_txn` output runs with `semantic: exactly_once`, start a newly assigned partition after the output's durable progress (the offset through which StarRocks holds the partition's source transactions) when that is ahead of the group's committed offset. An optimisation only: the output drops such replays itself; turning it off re-reads them (useful to test that).").
+				Default(true).
+				Advanced(),
 			service.NewStringField(fieldFetchMaxPartitionBytes).
 				Description("The maximum number of bytes fetched from one partition per request.").
 				Default(defaultFetchMaxPartitionBytes).
@@ -234,6 +239,7 @@ type inputConfig struct {
 	heartbeatInterval      time.Duration
 	fetchMaxWait           time.Duration
 	fetchMaxPartitionBytes int32
+	startAfterProgress     bool
 	batching               service.BatchPolicy
 	tlsConf                *tls.Config
 	tlsEnabled             bool
@@ -327,6 +333,9 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 		return
 	}
 	var fmpb string
+	if c.startAfterProgress, err = conf.FieldBool(fieldStartAfterProgress); err != nil {
+		return
+	}
 	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
 		return
 	}

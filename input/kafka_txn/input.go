@@ -891,6 +891,9 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 // committed offset, so that a crash between a StarRocks commit and the next
 // offset commit re-reads nothing. Without progress the group offset stands.
 func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	if !in.conf.startAfterProgress {
+		return offsets, nil
+	}
 	for topic, parts := range offsets {
 		for p, o := range parts {
 			id := contract.KafkaPartition(topic, p)
