@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 )
 
@@ -45,6 +46,11 @@ func Command() *cli.Command {
 			level := slog.LevelInfo
 			if c.Bool("verbose") {
 				level = slog.LevelDebug
+			} else {
+				// go-mysql-server logs every connection and query at info
+				// level through logrus' standard logger; only --verbose
+				// shows them.
+				logrus.SetLevel(logrus.WarnLevel)
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 			if path := c.String("schema"); path != "" {

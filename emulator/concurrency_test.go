@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
@@ -148,7 +149,8 @@ func TestCompressedLoad(t *testing.T) {
 	requireStatus(t, c.load(h, gz.String()), "FAILED", pfx+"Only one of http header content-encoding and compression can be set")
 }
 
-// TestBodySizeLimits: the JSON limit is cumulative per transaction.
+// TestBodySizeLimits: the JSON limit is cumulative over the loads of one
+// BE context (here the orders channel of a multi transaction).
 func TestBodySizeLimits(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.JSONMaxBatchMB = 1 })
@@ -196,6 +198,7 @@ func TestCommand(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, logrus.WarnLevel, logrus.GetLevel(), "without --verbose go-mysql-server's info lines are silenced")
 	cancel()
 	select {
 	case err := <-done:

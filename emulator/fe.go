@@ -195,6 +195,17 @@ func (e *Emulator) multiLoad(q *req) {
 			return
 		}
 		if !t.registered {
+			// upsertTransactionState admits the explicit transaction: the
+			// label check, then the running limit. Either failure aborts
+			// the whole transaction.
+			if u := e.usedLocked(t.db, t.label); u != nil {
+				msg := fmt.Sprintf("Label [%s] has already been used.", t.label)
+				e.abortLocked(t, "LOAD exception: "+msg)
+				e.mu.Unlock()
+				writeJSON(q.w, http.StatusOK, txnResult("LABEL_ALREADY_EXISTS", msg).
+					with("ExistingJobStatus", jobStatus(u.labelState())))
+				return
+			}
 			if msg := e.limitErrLocked(t.db, t.dbID); msg != "" {
 				fail(msg)
 				return
@@ -430,9 +441,8 @@ func (e *Emulator) multiRollback(q *req) {
 		res = txnResult("OK", fmt.Sprintf("Transaction %d abort is already in progress, label is %s. Background retry will continue.", t.id, t.label))
 	case stateCommitting:
 		res = txnResult("FAILED", fmt.Sprintf("Can not abort transaction %d during committing, label is %s", t.id, t.label))
-	case stateCommitted:
-		res = txnResult("FAILED", fmt.Sprintf("Can not abort COMMITTED transaction %d, label is %s", t.id, t.label))
-	case stateFinished:
+	case stateCommitted, stateFinished:
+		// manualCancelTask names both final states VISIBLE.
 		res = txnResult("FAILED", fmt.Sprintf("Can not abort VISIBLE transaction %d, label is %s", t.id, t.label))
 	}
 	writeJSON(q.w, http.StatusOK, res)

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
 )
 
 // exceptionPrefix is how the FE action prints an exception's class before
@@ -431,16 +435,52 @@ func dataHeaders(r *http.Request) map[string]string {
 	return h
 }
 
-func sameHeaders(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
+// parsedHeaders are the data headers ParseLoadParams turns into a
+// store.LoadParams field; sameParams compares those through the parsed
+// value.
+var parsedHeaders = map[string]bool{
+	"format": true, "columns": true, "where": true, "column_separator": true, "row_delimiter": true,
+	"skip_header": true, "trim_space": true, "enclose": true, "escape": true, "max_filter_ratio": true,
+	"jsonpaths": true, "json_root": true, "strip_outer_array": true, "strict_mode": true,
+	"partial_update": true, "timezone": true, "merge_condition": true,
+}
+
+// otherParams normalises the data headers without a LoadParams field the
+// way the BE parses them: booleans by value (case-insensitive "true"),
+// enum-like values case-insensitively, the payload compression whichever
+// header (compression or Content-Encoding) sets it. Empty values and
+// false booleans are the defaults and are left out.
+func otherParams(h map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range h {
+		if parsedHeaders[k] {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "ignore_json_size", "negative", "enable_replicated_storage":
+			if !strings.EqualFold(v, "true") {
+				continue
+			}
+			v = "true"
+		case "compression", "content-encoding":
+			k, v = "compression", strings.ToLower(v)
+		case "partial_update_mode", "transmission_compression_type":
+			v = strings.ToLower(v)
+		}
+		if v != "" {
+			out[k] = v
 		}
 	}
-	return true
+	return out
+}
+
+// sameParams tells whether a load's parsed parameters equal those of the
+// context's first load, as the BE compares its cached parsed request (so
+// strip_outer_array "TRUE" equals "true", an absent header equals its
+// default).
+func sameParams(p store.LoadParams, h map[string]string, firstP store.LoadParams, first map[string]string) bool {
+	return reflect.DeepEqual(p, firstP) && maps.Equal(otherParams(h), otherParams(first))
 }
 
 // checkCompression validates the payload compression headers.

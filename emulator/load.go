@@ -12,8 +12,8 @@ import (
 
 const mb = 1 << 20
 
-// sizeErr checks the cumulative body bytes of a transaction against the BE
-// limits and returns the BE's error text, or "".
+// sizeErr checks the cumulative body bytes of a BE context (see ctxBytes)
+// against the BE limits and returns the BE's error text, or "".
 func (e *Emulator) sizeErr(total int64, h map[string]string) string {
 	if max := int64(e.cfg.StreamingLoadMaxMB) * mb; total > max {
 		return fmt.Sprintf("body size %d exceed limit %d, please check streaming_load_max_mb", total, max)
@@ -23,6 +23,16 @@ func (e *Emulator) sizeErr(total int64, h map[string]string) string {
 		return fmt.Sprintf("The size of this batch exceed the max size [%d] of json type data data [%d]. Set ignore_json_size to skip the check, although it may lead huge memory consuming.", jsonMax, total)
 	}
 	return ""
+}
+
+// ctxBytes is the body bytes counted by the BE context a load lands in: the
+// whole classic transaction, or in multi mode the table's channel
+// (label, table, 0).
+func ctxBytes(t *txn, tl *tableLoad) int64 {
+	if t.multi {
+		return tl.bytes
+	}
+	return t.bytes
 }
 
 // ingest is the BE /api/transaction/load: it finds the transaction context
@@ -48,7 +58,10 @@ func (e *Emulator) ingest(q *req) {
 	e.mu.Lock()
 	var t *txn
 	var tl *tableLoad
-	if c := e.beContexts[q.label]; c != nil {
+	// A multi load (transaction_type: multi) only ever reaches its task's
+	// channel (label, table, 0), never a classic context with the same
+	// label; a load without it finds the classic context first.
+	if c := e.beContexts[q.label]; c != nil && !q.multi {
 		t, tl = c, c.tables[0]
 	} else if m := e.multi[q.label]; m != nil && m.byTable[q.table] != nil {
 		t, tl = m, m.byTable[q.table]
@@ -87,25 +100,25 @@ func (e *Emulator) ingest(q *req) {
 		fail(status, msg)
 	}
 	h := dataHeaders(q.r)
+	params, err := parseParams(h)
+	if err != nil {
+		failHeader("INVALID_ARGUMENT", err.Error())
+		return
+	}
 	if !tl.planned {
-		params, err := parseParams(h)
-		if err != nil {
-			failHeader("INVALID_ARGUMENT", err.Error())
-			return
-		}
 		tl.headers, tl.params, tl.planned = h, params, true
-	} else if !sameHeaders(h, tl.headers) {
+	} else if !sameParams(params, h, tl.params, tl.headers) {
 		failHeader("INVALID_ARGUMENT", "load request not equal last.")
 		return
 	}
 	if q.r.ContentLength > 0 {
-		if msg := e.sizeErr(t.bytes+q.r.ContentLength, h); msg != "" {
+		if msg := e.sizeErr(ctxBytes(t, tl)+q.r.ContentLength, h); msg != "" {
 			failHeader("INTERNAL_ERROR", msg)
 			return
 		}
 	}
 	tl.busy = true
-	limit := int64(e.cfg.StreamingLoadMaxMB)*mb - t.bytes + 1
+	limit := int64(e.cfg.StreamingLoadMaxMB)*mb - ctxBytes(t, tl) + 1
 	e.mu.Unlock()
 
 	body, err := readBody(q.r, limit)
@@ -119,12 +132,12 @@ func (e *Emulator) ingest(q *req) {
 	n := int64(len(body))
 	e.ctr.bytes.Add(n)
 	e.mu.Lock()
-	if msg := e.sizeErr(t.bytes+n, h); msg != "" {
+	if msg := e.sizeErr(ctxBytes(t, tl)+n, h); msg != "" {
 		tl.busy = false
 		failHeader("INTERNAL_ERROR", msg)
 		return
 	}
-	params := tl.params
+	params = tl.params
 	e.mu.Unlock()
 
 	var parseErr string
