@@ -149,7 +149,10 @@ type Result struct {
 	// Starved counts starrocks_txn_max_in_flight_starved: cycles that
 	// could not fill because every WriteBatch slot was held.
 	Starved int64
-	Elapsed time.Duration
+	// StartDelay is the time from starting the stream to the first record
+	// read (connecting and joining the consumer group); not in Elapsed.
+	StartDelay time.Duration
+	Elapsed    time.Duration
 	// VisP50 and VisP99: for starrocks_txn its own
 	// starrocks_txn_visibility_latency_ns per source transaction, measured
 	// from the time kafka_txn handed the record to the pipeline (the bench
@@ -166,6 +169,8 @@ type Result struct {
 	BufferSize     int
 	Verified       bool
 	Verification   string
+	// CommitInterval is starrocks_txn's commit_interval in this run.
+	CommitInterval time.Duration
 }
 
 // RowsPerSec and TxnsPerSec are the throughputs.
@@ -180,6 +185,16 @@ func (r Result) RecordsPerBatch() float64 {
 		return 0
 	}
 	return float64(r.Records) / float64(r.Batches)
+}
+
+// ModelBound is the commit-cycle model's ceiling for starrocks_txn in
+// records per second: max_in_flight × the mean delivered batch per
+// commit_interval (benthos-semantics §0.5); 0 for the other outputs.
+func (r Result) ModelBound(commitInterval time.Duration) float64 {
+	if r.Output != OutputStarRocksTxn || commitInterval <= 0 {
+		return 0
+	}
+	return float64(r.MaxInFlight) * r.RecordsPerBatch() / commitInterval.Seconds()
 }
 
 // LoadsPerSec is HTTP loads per second.
@@ -244,8 +259,8 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			return results, fmt.Errorf("running %s: %w", c.Name, err)
 		}
 		if o.Progress != nil {
-			o.Progress(fmt.Sprintf("      %.0f rows/s, %d rows in %s, %d input batches (%.0f records each), %d commits, max_in_flight starved %d times; verified: %s",
-				r.RowsPerSec(), r.Rows, r.Elapsed.Round(time.Millisecond), r.Batches, r.RecordsPerBatch(), r.Commits, r.Starved, r.Verification))
+			o.Progress(fmt.Sprintf("      %.0f rows/s, %d rows in %s after %s to the first record, %d input batches (%.0f records each), %d commits, max_in_flight starved %d times; verified: %s",
+				r.RowsPerSec(), r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Batches, r.RecordsPerBatch(), r.Commits, r.Starved, r.Verification))
 		}
 		results = append(results, r)
 	}
@@ -257,7 +272,7 @@ const topic = "cdc"
 // runOne pre-produces the workload into a fresh Kafka, runs the pipeline
 // until every record is acknowledged, and verifies the result.
 func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
-	res = Result{Config: c, BufferSize: o.BufferSize}
+	res = Result{Config: c, BufferSize: o.BufferSize, CommitInterval: o.CommitInterval}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 
@@ -371,6 +386,7 @@ func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
 	streamErr := make(chan error, 1)
+	started := time.Now()
 	go func() { streamErr <- stream.Run(runCtx) }()
 
 	var runErr error
@@ -389,6 +405,9 @@ func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
 	wg.Wait()
 	first, last := m.window()
 	res.Elapsed = last.Sub(first)
+	if !first.IsZero() {
+		res.StartDelay = first.Sub(started)
+	}
 	res.PeakRSS, res.PeakBuffered = peakRSS.Load(), peakBuf.Load()
 	if err := stream.StopWithin(15 * time.Second); err != nil && runErr == nil {
 		runErr = fmt.Errorf("stopping the pipeline: %w", err)

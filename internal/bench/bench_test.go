@@ -68,6 +68,11 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 	assert.Greater(t, number(t, st[col("commits")]), 0.0, "starrocks_txn committed")
 	assert.Greater(t, number(t, st[col("HTTP loads/s")]), 0.0, "starrocks_txn loaded over HTTP")
 	assert.Contains(t, st[col("peak buffered / buffer_size")], "/ 128 MiB")
+	rec, bound, ok := strings.Cut(st[col("records/s (model bound)")], " ")
+	require.True(t, ok, "starrocks_txn shows the commit-cycle bound")
+	assert.Greater(t, number(t, rec), 0.0)
+	assert.Greater(t, number(t, strings.Trim(bound, "()")), 0.0, "max_in_flight × batch ÷ commit_interval")
+	assert.Contains(t, byName[configs[1].Name][col("records/s (model bound)")], "(-)", "drop has no commit cycle")
 	assert.Equal(t, "0.0", byName[configs[1].Name][col("HTTP loads/s")], "drop makes no HTTP load")
 	assert.Greater(t, number(t, byName[configs[2].Name][col("HTTP loads/s")]), number(t, st[col("HTTP loads/s")]),
 		"plain stream loads per batch make more HTTP loads than shared transactions")
