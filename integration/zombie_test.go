@@ -29,7 +29,7 @@ import (
 func TestPipelineCrashDuringLateCommit(t *testing.T) {
 	if os.Getenv("STARROCKS_TXN_KNOWN_BUGS") != "1" {
 		t.Skip("known bug: a transaction the crashed output left committing becomes visible after its successor's newer commits " +
-			"and overwrites them (lost updates; duplicate events and a stale progress row with progress_table). " +
+			"and overwrites them (lost updates; duplicate events and a progress row that goes back with semantic exactly_once). " +
 			"Run with STARROCKS_TXN_KNOWN_BUGS=1.")
 	}
 	t.Parallel()
