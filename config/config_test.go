@@ -87,12 +87,16 @@ func readConfig(t *testing.T, file string) string {
 }
 
 // lint runs the full Benthos linter (every core component and the plugins)
-// with no environment variables set: each placeholder must have a default.
-func lint(t *testing.T, conf string) []service.Lint {
+// with only vars set: every other placeholder must have a default.
+func lint(t *testing.T, conf string, vars ...string) []service.Lint {
 	t.Helper()
+	env := map[string]string{}
+	for i := 0; i+1 < len(vars); i += 2 {
+		env[vars[i]] = vars[i+1]
+	}
 	linter := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
 		SetRejectDeprecated(true).
-		SetEnvVarLookupFunc(func(context.Context, string) (string, bool) { return "", false })
+		SetEnvVarLookupFunc(func(_ context.Context, k string) (string, bool) { v, ok := env[k]; return v, ok })
 	lints, err := linter.LintYAML([]byte(conf))
 	require.NoError(t, err)
 	return lints
@@ -117,6 +121,12 @@ func TestConfigsLint(t *testing.T) {
 			assert.NotEmpty(t, lint(t, bad), "an unknown field fails the lint")
 			bad = strings.Replace(conf, "    commit_interval: 1s\n", "    commit_interval: 400s\n", 1)
 			assert.NotEmpty(t, lint(t, bad), "commit_interval over half of txn_timeout fails the lint")
+
+			// Switching to exactly_once without the MySQL address is caught.
+			lints := lint(t, conf, "STARROCKS_SEMANTIC", "exactly_once")
+			require.NotEmpty(t, lints)
+			assert.Contains(t, lints[0].What, "mysql_address")
+			assert.Empty(t, lint(t, conf, "STARROCKS_SEMANTIC", "exactly_once", "STARROCKS_MYSQL_ADDRESS", "fe:9030"))
 		})
 	}
 }
@@ -225,84 +235,104 @@ func TestConfigsRunAgainstKafkaAndEmulator(t *testing.T) {
 	schema, err := os.ReadFile("../examples/schema.sql")
 	require.NoError(t, err)
 	for _, c := range cases {
-		t.Run(c.file, func(t *testing.T) {
-			t.Parallel()
-			emulatorStartMu.Lock()
-			em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
-			emulatorStartMu.Unlock()
-			require.NoError(t, err)
-			defer em.Close()
-			const topic, partitions = "source", 3
-			kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
-			require.NoError(t, err)
-			defer kafka.Close()
-
-			// Produce committed source transactions.
-			gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: 11, Events: true})
-			model := workload.NewModel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			require.NoError(t, err)
-			defer cl.Close()
-			var recs []*kgo.Record
-			for i := 0; i < 60; i++ {
-				txn := gen.Next(int32(i % partitions))
-				evs, err := c.encode(txn, int64(1000+i))
-				require.NoError(t, err)
-				for _, ev := range evs {
-					recs = append(recs, &kgo.Record{Partition: txn.Partition, Value: ev})
-				}
-				model.Apply(txn)
-			}
-			require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
-
-			httpAddr := freeAddr(t)
-			vars := map[string]string{
-				"KAFKA_BROKERS":      strings.Join(kafka.ListenAddrs(), ","),
-				"KAFKA_TOPIC":        topic,
-				"KAFKA_GROUP":        "config-test",
-				"STARROCKS_LOAD_URL": em.FEURL(),
-				"HTTP_ADDRESS":       httpAddr,
-				"LOG_LEVEL":          "WARN",
-			}
-			b := service.GlobalEnvironment().NewStreamBuilder()
-			b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-			require.NoError(t, b.SetYAML(readConfig(t, c.file)))
-			stream, err := b.Build()
-			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- stream.Run(ctx) }()
-
-			cfg := mysql.NewConfig()
-			cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
-			connector, err := mysql.NewConnector(cfg)
-			require.NoError(t, err)
-			db := sql.OpenDB(connector)
-			defer db.Close()
-			want := model.Snapshot()
-			require.Eventually(t, func() bool {
-				got, err := workload.ReadTarget(context.Background(), db, true)
-				return err == nil && strings.Join(got.Orders, "\n") == strings.Join(want.Orders, "\n") &&
-					strings.Join(got.Items, "\n") == strings.Join(want.Items, "\n") &&
-					strings.Join(got.Events, "\n") == strings.Join(want.Events, "\n")
-			}, 20*time.Second, 100*time.Millisecond, "the produced source transactions arrive in StarRocks")
-			torn, orphans, err := workload.CheckConsistency(context.Background(), db)
-			require.NoError(t, err)
-			assert.Zero(t, torn+orphans)
-
-			resp, err := http.Get("http://" + httpAddr + "/metrics")
-			require.NoError(t, err)
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.NoError(t, err)
-			assert.Equal(t, http.StatusOK, resp.StatusCode)
-			assert.Contains(t, string(body), "starrocks_txn_commits", "the output's metrics are served at /metrics")
-
-			require.NoError(t, stream.StopWithin(30*time.Second), "a graceful stop")
-			cancel()
-			<-done
-		})
+		for _, semantic := range []string{"at_least_once", "exactly_once"} {
+			t.Run(c.file+"/"+semantic, func(t *testing.T) {
+				t.Parallel()
+				runConfig(t, c, string(schema), semantic)
+			})
+		}
 	}
+}
+
+// runConfig produces 60 source transactions in the config's format, runs the
+// config with only environment variables pointing it at kfake and a fresh
+// emulator, and checks the tables, consistency, /metrics and, with
+// exactly_once, the progress rows.
+func runConfig(t *testing.T, c configCase, schema, semantic string) {
+	emulatorStartMu.Lock()
+	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: schema})
+	emulatorStartMu.Unlock()
+	require.NoError(t, err)
+	defer em.Close()
+	const topic, partitions = "source", 3
+	kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+	require.NoError(t, err)
+	defer kafka.Close()
+
+	// Produce committed source transactions.
+	gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: 11, Events: true})
+	model := workload.NewModel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := 0; i < 60; i++ {
+		txn := gen.Next(int32(i % partitions))
+		evs, err := c.encode(txn, int64(1000+i))
+		require.NoError(t, err)
+		for _, ev := range evs {
+			recs = append(recs, &kgo.Record{Partition: txn.Partition, Value: ev})
+		}
+		model.Apply(txn)
+	}
+	require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+
+	httpAddr := freeAddr(t)
+	vars := map[string]string{
+		"KAFKA_BROKERS":      strings.Join(kafka.ListenAddrs(), ","),
+		"KAFKA_TOPIC":        topic,
+		"KAFKA_GROUP":        "config-test",
+		"STARROCKS_LOAD_URL": em.FEURL(),
+		"HTTP_ADDRESS":       httpAddr,
+		"LOG_LEVEL":          "WARN",
+	}
+	if semantic == "exactly_once" {
+		vars["STARROCKS_SEMANTIC"] = semantic
+		vars["STARROCKS_MYSQL_ADDRESS"] = em.MySQLAddr()
+	}
+	b := service.GlobalEnvironment().NewStreamBuilder()
+	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	require.NoError(t, b.SetYAML(readConfig(t, c.file)))
+	stream, err := b.Build()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(ctx) }()
+
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
+	connector, err := mysql.NewConnector(cfg)
+	require.NoError(t, err)
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	want := model.Snapshot()
+	require.Eventually(t, func() bool {
+		got, err := workload.ReadTarget(context.Background(), db, true)
+		return err == nil && strings.Join(got.Orders, "\n") == strings.Join(want.Orders, "\n") &&
+			strings.Join(got.Items, "\n") == strings.Join(want.Items, "\n") &&
+			strings.Join(got.Events, "\n") == strings.Join(want.Events, "\n")
+	}, 20*time.Second, 100*time.Millisecond, "the produced source transactions arrive in StarRocks")
+	torn, orphans, err := workload.CheckConsistency(context.Background(), db)
+	require.NoError(t, err)
+	assert.Zero(t, torn+orphans)
+
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "starrocks_txn_commits", "the output's metrics are served at /metrics")
+
+	if semantic == "exactly_once" {
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM test.starrocks_txn_progress").Scan(&n))
+		assert.Equal(t, partitions, n, "exactly_once records every partition's progress")
+	}
+
+	require.NoError(t, stream.StopWithin(30*time.Second), "a graceful stop")
+	cancel()
+	<-done
 }
