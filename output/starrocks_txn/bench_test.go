@@ -172,6 +172,21 @@ starrocks_txn:
 `, e1.FEURL(), bufferSize), rows, e1, 1024))
 	e1c := e1.Counters()
 
+	// The same stream with semantic exactly_once: a progress row per
+	// partition and commit, loaded under the same label, and the progress
+	// read before each partition's first message.
+	e3 := startEmulator(t)
+	results = append(results, runBench(t, "starrocks_txn exactly_once", fmt.Sprintf(`
+starrocks_txn:
+  load_urls: [ %s ]
+  commit_interval: 1s
+  max_in_flight: 1024
+  buffer_size: %d
+  semantic: exactly_once
+  pipeline_id: bench
+  mysql_address: %s
+`, e3.FEURL(), bufferSize, e3.MySQLAddr()), rows, e3, 1024))
+
 	e2 := startEmulator(t)
 	results = append(results, runBench(t, "http_client per-batch stream loads", fmt.Sprintf(`
 http_client:
@@ -199,7 +214,13 @@ http_client:
 	t.Logf("starrocks_txn own metrics: %d commits (%.2f/s), %d begins; visibility latency per source transaction p50 %v p99 %v; peak buffered %.1f MiB of buffer_size %d MiB",
 		st.outputCommits, float64(st.outputCommits)/st.elapsed.Seconds(), e1c.Begins, st.visP50.Round(time.Millisecond), st.visP99.Round(time.Millisecond), float64(st.peakBuffer)/(1<<20), bufferSize>>20)
 	t.Logf("p50/p99 columns: batch creation to acknowledgement (= visible in StarRocks for both loaders); peak heap is the whole test process, emulator and pre-built input included")
+	eo := results[2]
+	t.Logf("at_least_once vs exactly_once: %.0f vs %.0f rows/s (%.0f%%), p50 %v vs %v, p99 %v vs %v, per-transaction visibility p50 %v vs %v, loads/s %.1f vs %.1f",
+		float64(st.rows)/st.elapsed.Seconds(), float64(eo.rows)/eo.elapsed.Seconds(), 100*st.elapsed.Seconds()/eo.elapsed.Seconds(),
+		st.p50.Round(time.Millisecond), eo.p50.Round(time.Millisecond), st.p99.Round(time.Millisecond), eo.p99.Round(time.Millisecond),
+		st.visP50.Round(time.Millisecond), eo.visP50.Round(time.Millisecond), float64(st.loads)/st.elapsed.Seconds(), float64(eo.loads)/eo.elapsed.Seconds())
 	require.Equal(t, rows/3, results[1].committed, "starrocks_txn committed every event")
+	require.Equal(t, rows/3, results[2].committed, "starrocks_txn exactly_once committed every event once")
 }
 
 func benchLogLevel() string {

@@ -3,6 +3,8 @@ package starrocks_txn
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -335,4 +337,16 @@ func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
 			assert.Len(t, f.rows("a"), 1)
 		})
 	}
+}
+
+// The README shows the DDL the output runs.
+func TestReadmeShowsProgressDDL(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	want := progressDDL("<database>", defaultProgressTable)
+	var indented []string
+	for _, l := range strings.Split(want, "\n") {
+		indented = append(indented, "  "+l)
+	}
+	assert.Contains(t, string(b), strings.Join(indented, "\n"))
 }

@@ -130,6 +130,8 @@ type partition struct {
 	// published is the last committed-through offset published for it.
 	published    int64
 	hasPublished bool
+	// replayNoted is set once a dropped replay of the partition was logged.
+	replayNoted bool
 }
 
 // sequencer restores the emission order of one assembler instance.
@@ -167,37 +169,46 @@ type Output struct {
 	parts map[pkey]*partition
 	// progress is the durable progress of each partition, read before its
 	// first message is admitted (at start, and after a fence).
-	progress    map[string]*progressEntry
-	workers     map[string]*dbWorker
-	dlQueue     []*srcTxn
-	dlWake      chan struct{}
-	buffered    int64
-	committable int
-	waiting     int
-	warnedMIF   bool
-	lastCapErr  time.Time
-	lastMIFErr  time.Time
-	now         func() time.Time
-	started     bool
+	progress map[string]*progressEntry
+	// progressWait holds a partition's admitted messages while its progress
+	// is read; progressLoading marks the partitions being read, and
+	// progressGen counts their fences.
+	progressWait    map[string][]*item
+	progressLoading map[string]bool
+	progressGen     map[string]int
+	workers         map[string]*dbWorker
+	dlQueue         []*srcTxn
+	dlWake          chan struct{}
+	buffered        int64
+	committable     int
+	waiting         int
+	warnedMIF       bool
+	lastCapErr      time.Time
+	lastMIFErr      time.Time
+	now             func() time.Time
+	started         bool
 }
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &Output{
-		conf:     c,
-		client:   cl,
-		dl:       dl,
-		log:      mgr.Logger(),
-		reg:      registry.Get(mgr),
-		m:        newMetrics(mgr.Metrics()),
-		ctx:      ctx,
-		cancel:   cancel,
-		seqs:     map[string]*sequencer{},
-		parts:    map[pkey]*partition{},
-		progress: map[string]*progressEntry{},
-		workers:  map[string]*dbWorker{},
-		dlWake:   make(chan struct{}, 1),
-		now:      time.Now,
+		conf:            c,
+		client:          cl,
+		dl:              dl,
+		log:             mgr.Logger(),
+		reg:             registry.Get(mgr),
+		m:               newMetrics(mgr.Metrics()),
+		ctx:             ctx,
+		cancel:          cancel,
+		seqs:            map[string]*sequencer{},
+		parts:           map[pkey]*partition{},
+		progress:        map[string]*progressEntry{},
+		progressWait:    map[string][]*item{},
+		progressLoading: map[string]bool{},
+		progressGen:     map[string]int{},
+		workers:         map[string]*dbWorker{},
+		dlWake:          make(chan struct{}, 1),
+		now:             time.Now,
 	}
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("starrocks_txn: output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
@@ -215,7 +226,7 @@ func (o *Output) enableProgress() {
 	if !o.conf.exactlyOnce || o.models == nil {
 		return
 	}
-	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable})
+	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable, mu: &o.models.infoMu})
 }
 
 func (o *Output) setProgressStore(ps progressStore) {
@@ -283,10 +294,6 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		o.m.waiting.Set(int64(o.waiting))
 		o.mu.Unlock()
 	}()
-
-	if err := o.loadProgressFor(ctx, items); err != nil {
-		return err
-	}
 
 	if err := o.waitForCapacity(ctx); err != nil {
 		return err
@@ -499,6 +506,9 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		// Released by a fence while it waited for a sequence gap.
 		return
 	}
+	if o.conf.exactlyOnce && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
+		return
+	}
 	p := o.partitionLocked(it.pk)
 	p.lastActivity = now
 	if p.stalled != nil {
@@ -518,6 +528,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		if !p.hasHWM || it.meta.SourceOffset > p.hwm {
 			p.hwm, p.hasHWM = it.meta.SourceOffset, true
 		}
+		o.noteReplayLocked(p, it.meta.SourceOffset)
 		o.m.replaysDropped.Incr(1, it.pk.partition)
 		o.itemDoneLocked(it)
 		return
@@ -591,6 +602,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		// exactly_once: this database already holds the transaction (a
 		// replay after a restart or a re-assignment): acknowledged, not
 		// loaded again.
+		o.noteReplayLocked(p, t.endOffset)
 		o.m.replaysDropped.Incr(int64(len(t.items)), it.pk.partition)
 		o.finishTxnLocked(t)
 		return
@@ -609,6 +621,16 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	if now.Sub(p.lastSwitch) >= o.conf.miniInterval() {
 		o.switchLocked(p, now)
 	}
+}
+
+// noteReplayLocked logs, once per partition state, that replays are being
+// acknowledged without loading.
+func (o *Output) noteReplayLocked(p *partition, offset int64) {
+	if p.replayNoted {
+		return
+	}
+	p.replayNoted = true
+	o.log.Infof("starrocks_txn: partition %s: dropping replays StarRocks already holds (exactly_once, pipeline %s): offset %d and the rest at or below the progress are acknowledged without loading", p.key, o.conf.pipelineID, offset)
 }
 
 // switchLocked freezes the active chunks of every region of the partition at
@@ -841,6 +863,10 @@ func (o *Output) checkInFlightLocked(now time.Time) {
 	if o.waiting < o.conf.maxInFlight || o.committable > 0 {
 		return
 	}
+	if len(o.progressWait) > 0 {
+		// Waiting for a progress read, which reports its own errors.
+		return
+	}
 	for _, sq := range o.seqs {
 		if len(sq.pending) > 0 {
 			// Waiting for a sequence gap, which is reported on its own.
@@ -945,6 +971,10 @@ func (o *Output) fence(ctx context.Context, part string) error {
 	// The next message of the partition reads its durable progress again:
 	// a new owner may have moved it on by then.
 	delete(o.progress, part)
+	o.progressGen[part]++
+	// Messages waiting for the progress belong to the fenced assignment.
+	held = append(held, o.progressWait[part]...)
+	delete(o.progressWait, part)
 	for k, p := range o.parts {
 		if k.partition != part {
 			continue

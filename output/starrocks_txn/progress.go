@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -95,11 +95,22 @@ type progressStore interface {
 type sqlProgress struct {
 	db    *sql.DB
 	table string
+	// mu serialises the queries (see tableModels.infoMu).
+	mu *sync.Mutex
+}
+
+func (s sqlProgress) lock() func() {
+	if s.mu == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	return s.mu.Unlock
 }
 
 func (s sqlProgress) ensure(ctx context.Context, db string) error {
 	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
 	defer cancel()
+	defer s.lock()()
 	if _, err := s.db.ExecContext(ctx, progressDDL(db, s.table)); err != nil {
 		return fmt.Errorf("creating the progress table %s.%s (run it yourself if the account may not: %s): %w", db, s.table, progressDDL(db, s.table), err)
 	}
@@ -134,6 +145,7 @@ func (s sqlProgress) ensure(ctx context.Context, db string) error {
 func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
 	defer cancel()
+	defer s.lock()()
 	e := progressEntry{perDB: map[string]int64{}}
 	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", s.table)
 	if err != nil {
@@ -276,61 +288,72 @@ func (w *dbWorker) progressRows(c *cycle) []byte {
 	return b
 }
 
-// progressFor returns the partitions of items (with the contract and a
-// source offset) whose durable progress is not known yet.
-func (o *Output) missingProgressLocked(items []*item) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, it := range items {
-		part := it.pk.partition
-		if part == noContractPartition || !it.meta.HasOffset || seen[part] {
-			continue
-		}
-		seen[part] = true
-		if _, ok := o.progress[part]; !ok {
-			out = append(out, part)
-		}
+// waitProgressLocked holds it when its partition's durable progress is not
+// known yet (exactly_once): at start, and after the partition was fenced.
+// The message has passed the sequencer, so admission of other partitions
+// goes on; the partition's messages are applied, in order, once the progress
+// is read. It reports whether it was held.
+func (o *Output) waitProgressLocked(it *item) bool {
+	part := it.pk.partition
+	if _, ok := o.progress[part]; ok {
+		return false
 	}
-	sort.Strings(out)
-	return out
+	o.progressWait[part] = append(o.progressWait[part], it)
+	if !o.progressLoading[part] {
+		o.progressLoading[part] = true
+		o.wg.Add(1)
+		go o.readProgressLoop(part)
+	}
+	return true
 }
 
-// loadProgressFor reads, before the batch is admitted, the durable progress
-// of every partition of items the output has no state for yet: at start, and
-// after the partition was fenced (re-assigned). It retries until it succeeds
-// or ctx ends: admitting without it could apply a source transaction twice.
-func (o *Output) loadProgressFor(ctx context.Context, items []*item) error {
-	if !o.conf.exactlyOnce || o.prog == nil {
-		return nil
-	}
+// readProgressLoop reads a partition's durable progress, retrying until it
+// succeeds or the output closes (admitting without it could apply a source
+// transaction twice), then applies the messages that waited for it.
+func (o *Output) readProgressLoop(part string) {
+	defer o.wg.Done()
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	for {
 		o.mu.Lock()
-		missing := o.missingProgressLocked(items)
+		gen := o.progressGen[part]
 		o.mu.Unlock()
-		if len(missing) == 0 {
-			return nil
+		var e progressEntry
+		var err error
+		if o.prog != nil {
+			e, err = o.prog.read(o.ctx, o.conf.pipelineID, part)
 		}
-		for _, part := range missing {
-			e, err := o.prog.read(ctx, o.conf.pipelineID, part)
-			if err != nil {
-				if ctx.Err() != nil {
-					return fmt.Errorf("reading the progress of %s: %w", part, ctx.Err())
-				}
-				o.log.Errorf("starrocks_txn: reading the exactly-once progress of partition %s: %v; retrying (its messages wait: admitting them without it could apply a source transaction twice)", part, err)
-				if !sleepCtx(ctx, b.next()) {
-					return fmt.Errorf("reading the progress of %s: %w", part, ctx.Err())
-				}
-				break
+		if err != nil {
+			if o.ctx.Err() != nil {
+				return
 			}
-			o.mu.Lock()
-			if _, ok := o.progress[part]; !ok {
-				o.progress[part] = &e
-				if e.hasThrough {
-					o.log.Infof("starrocks_txn: partition %s: StarRocks holds its source transactions through offset %d (pipeline %s); replays at or below it are acknowledged without loading", part, e.through, o.conf.pipelineID)
-				}
+			o.log.Errorf("starrocks_txn: reading the exactly_once progress of partition %s: %v; retrying (its messages wait: admitting them without it could apply a source transaction twice)", part, err)
+			if !sleepCtx(o.ctx, b.next()) {
+				return
 			}
+			continue
+		}
+		o.mu.Lock()
+		if o.progressGen[part] != gen {
+			// Fenced while reading: the value may be stale already.
 			o.mu.Unlock()
+			continue
 		}
+		o.progress[part] = &e
+		delete(o.progressLoading, part)
+		held := o.progressWait[part]
+		delete(o.progressWait, part)
+		if e.hasThrough {
+			o.log.Infof("starrocks_txn: partition %s: StarRocks holds its source transactions through offset %d (pipeline %s)", part, e.through, o.conf.pipelineID)
+		}
+		now := o.now()
+		for _, it := range held {
+			o.applyLocked(it, now)
+		}
+		soft := o.buffered >= o.conf.bufferSize
+		o.mu.Unlock()
+		if soft {
+			o.wakeWorkers(true)
+		}
+		return
 	}
 }

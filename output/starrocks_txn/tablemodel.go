@@ -23,6 +23,10 @@ const modelQueryTimeout = 10 * time.Second
 // transaction must be poisoned instead.
 type tableModels struct {
 	db *sql.DB
+	// infoMu serialises this output's information_schema queries (table
+	// models, progress tables). They are rare; the emulator's SQL engine
+	// races on concurrent information_schema plans.
+	infoMu sync.Mutex
 
 	mu     sync.Mutex
 	models map[string]bool // db.table -> has a primary key
@@ -58,6 +62,8 @@ func (m *tableModels) primaryKey(ctx context.Context, db, table string) (pk, kno
 	}
 	ctx, cancel := context.WithTimeout(ctx, modelQueryTimeout)
 	defer cancel()
+	m.infoMu.Lock()
+	defer m.infoMu.Unlock()
 	var model string
 	qerr := m.db.QueryRowContext(ctx,
 		"SELECT TABLE_MODEL FROM information_schema.tables_config WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table).Scan(&model)
