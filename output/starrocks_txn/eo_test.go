@@ -350,3 +350,55 @@ func TestReadmeShowsProgressDDL(t *testing.T) {
 	}
 	assert.Contains(t, string(b), strings.Join(indented, "\n"))
 }
+
+// gatedProgress blocks reads of one partition until released.
+type gatedProgress struct {
+	*fakeProgress
+	part string
+	gate chan struct{}
+}
+
+func (g *gatedProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+	if partition == g.part {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return progressEntry{}, ctx.Err()
+		}
+	}
+	return g.fakeProgress.read(ctx, pipelineID, partition)
+}
+
+// A partition whose progress read is slow holds only its own messages; the
+// other partitions of the same assembler are admitted and committed. A fence
+// releases the messages that wait.
+func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
+	f := newFakeSR()
+	o, _, fp := eoOutput(t, f, nil, "")
+	g := &gatedProgress{fakeProgress: fp, part: "p1", gate: make(chan struct{})}
+	o.setProgressStore(g)
+	s := newSrc("asm")
+	slow := writeAsync(o, service.MessageBatch(txnMsgs(s, "p1", "t1", 1)))
+	fast := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))
+	waitAll(t, []chan error{fast}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
+	select {
+	case err := <-slow:
+		t.Fatalf("p1 was acknowledged before its progress was read: %v", err)
+	default:
+	}
+	close(g.gate)
+	waitAll(t, []chan error{slow}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")))
+
+	// Fenced while waiting: released with success, never loaded.
+	g2 := &gatedProgress{fakeProgress: fp, part: "p2", gate: make(chan struct{})}
+	o.setProgressStore(g2)
+	waiting := writeAsync(o, service.MessageBatch(txnMsgs(s, "p2", "t3", 3)))
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, o.fence(context.Background(), "p2"))
+	waitAll(t, []chan error{waiting}, time.Second)
+	close(g2.gate)
+	time.Sleep(300 * time.Millisecond)
+	assert.NotContains(t, countIDs(f.rows("a")), "t3")
+}
