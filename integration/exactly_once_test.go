@@ -1,0 +1,474 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+)
+
+// Process-level exactly-once tests (issue 7): the real binary, killed with
+// SIGKILL at random moments, against the emulator in its own process and
+// kfake over loopback. STARROCKS_TXN_KILL_LOOP=1 runs the long kill loop.
+
+var eoKillLoop = os.Getenv("STARROCKS_TXN_KILL_LOOP") == "1"
+
+// eoBuildBinary builds the project's binary once per test.
+func eoBuildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "benthos-starrocks")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "building the binary: %s", out)
+	return bin
+}
+
+func eoFreeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// eoWorld is one test's processes and clients.
+type eoWorld struct {
+	t        *testing.T
+	bin      string
+	dir      string
+	httpAddr string
+	sqlAddr  string
+	db       *sql.DB
+	kafka    *kfake.Cluster
+	model    *workload.Model
+	prod     *workload.Producer
+
+	runs atomic.Int64
+	// Reader figures.
+	checks, torn, dupSeen atomic.Int64
+	readErr               atomic.Value
+}
+
+func eoStart(t *testing.T, partitions int32) *eoWorld {
+	t.Helper()
+	w := &eoWorld{t: t, bin: eoBuildBinary(t), dir: t.TempDir(), model: workload.NewModel()}
+	w.httpAddr, w.sqlAddr = eoFreeAddr(t), eoFreeAddr(t)
+
+	// The emulator in its own process.
+	emLog, err := os.Create(filepath.Join(w.dir, "emulator.log"))
+	require.NoError(t, err)
+	em := exec.Command(w.bin, "emulator", "--http", w.httpAddr, "--mysql", w.sqlAddr, "--schema", "../examples/schema.sql")
+	em.Stdout, em.Stderr = emLog, emLog
+	require.NoError(t, em.Start())
+	t.Cleanup(func() {
+		_ = em.Process.Signal(syscall.SIGTERM)
+		_ = em.Wait()
+		_ = emLog.Close()
+	})
+
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", w.sqlAddr
+	connector, err := mysql.NewConnector(cfg)
+	require.NoError(t, err)
+	w.db = sql.OpenDB(connector)
+	t.Cleanup(func() { _ = w.db.Close() })
+	require.Eventually(t, func() bool { return w.db.Ping() == nil }, 20*time.Second, 50*time.Millisecond, "the emulator process answers on its MySQL port")
+
+	// Kafka in the test process, reached by the binary over loopback.
+	w.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "cdc"),
+		kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(w.kafka.Close)
+
+	seed := testSeed(t)
+	gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: seed, Events: true, UpdateRatio: 0.35, DeleteRatio: 0.1})
+	w.prod, err = workload.NewProducer(workload.ProducerOptions{
+		Brokers: w.kafka.ListenAddrs(), Topic: "cdc", TxnsPerKafkaTxn: 2, AbortRatio: 0.2, Rate: 120,
+		TransactionalID: fmt.Sprintf("eo-%d", seed),
+	}, gen, w.model)
+	require.NoError(t, err)
+	t.Cleanup(w.prod.Close)
+	return w
+}
+
+// eoPipeline is the pipeline every process runs: exactly_once, offsets
+// committed to Kafka only once a second (so kills leave committed cycles to
+// re-read), short sessions so a killed member's partitions move quickly.
+func (w *eoWorld) pipelineFile(semantic string, seek bool) string {
+	yaml := fmt.Sprintf(`
+http: { enabled: false }
+logger: { level: info, format: logfmt }
+shutdown_timeout: 5s
+input:
+  kafka_txn:
+    seed_brokers: [ %q ]
+    topics: [ cdc ]
+    consumer_group: eo-loaders
+    commit_period: 1s
+    session_timeout: 1s
+    heartbeat_interval: 250ms
+    rebalance_timeout: 4s
+    revoke_timeout: 2s
+    batching: { count: 4, period: 20ms }
+    start_after_progress: %v
+  processors:
+    - txn_assembler: { format: envelope }
+output:
+  starrocks_txn:
+    load_urls: [ "http://%s" ]
+    mysql_address: %q
+    semantic: %s
+    pipeline_id: eo-test
+    commit_interval: 200ms
+    txn_timeout: 20s
+    max_in_flight: 256
+    label_state_wait: 500ms
+    request_timeout: 3s
+    retry_backoff: { initial_interval: 50ms, max_interval: 500ms }
+`, w.kafka.ListenAddrs()[0], seek, w.httpAddr, w.sqlAddr, semantic)
+	path := filepath.Join(w.dir, fmt.Sprintf("pipeline-%s-seek-%v.yaml", semantic, seek))
+	require.NoError(w.t, os.WriteFile(path, []byte(yaml), 0o600))
+	return path
+}
+
+// eoProc is one running pipeline process.
+type eoProc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func (w *eoWorld) startProc(name, pipeline string) *eoProc {
+	n := w.runs.Add(1)
+	logPath := filepath.Join(w.dir, fmt.Sprintf("%s-%d.log", name, n))
+	f, err := os.Create(logPath)
+	require.NoError(w.t, err)
+	cmd := exec.Command(w.bin, "-c", pipeline)
+	cmd.Stdout, cmd.Stderr = f, f
+	require.NoError(w.t, cmd.Start())
+	p := &eoProc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	w.t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// kill stops the whole process at once: nothing is flushed, no offset is
+// committed, the group is not left.
+func (p *eoProc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop is a graceful stop (SIGTERM).
+func (p *eoProc) stop(t *testing.T) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		t.Errorf("%s did not stop within 15s of SIGTERM", p.name)
+		p.kill()
+	}
+}
+
+// reader runs the consistency query in a loop for the whole test: no reader
+// may ever see part of a source transaction, nor (exactly_once) an event
+// twice.
+func (w *eoWorld) reader(ctx context.Context) func() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			torn, orphans, err := workload.CheckConsistency(ctx, w.db)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.readErr.Store(err.Error())
+				}
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			w.checks.Add(1)
+			w.torn.Add(torn + orphans)
+			var dups int64
+			if err := w.db.QueryRowContext(ctx, "SELECT COUNT(*) - COUNT(DISTINCT event_id) FROM test.order_events").Scan(&dups); err == nil {
+				w.dupSeen.Add(dups)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return wg.Wait
+}
+
+// converged waits until the tables equal the model: orders and items
+// exactly, order_events (DUPLICATE KEY) each committed event exactly once.
+func (w *eoWorld) converged(timeout time.Duration) (workload.Snapshot, workload.Snapshot) {
+	deadline := time.Now().Add(timeout)
+	for {
+		want := w.model.Snapshot()
+		got, err := workload.ReadTarget(context.Background(), w.db, true)
+		if err == nil && eoEqual(want, got) {
+			return want, got
+		}
+		if time.Now().After(deadline) {
+			return want, got
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func eoEqual(a, b workload.Snapshot) bool {
+	eq := func(x, y []string) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return eq(a.Orders, b.Orders) && eq(a.Items, b.Items) && eq(a.Events, b.Events)
+}
+
+// eoDiff describes how got differs from want, for a failure message.
+func eoDiff(want, got workload.Snapshot) string {
+	count := func(xs []string) map[string]int {
+		m := map[string]int{}
+		for _, x := range xs {
+			m[x]++
+		}
+		return m
+	}
+	we, ge := count(want.Events), count(got.Events)
+	var dup, missing, extra int
+	for k, n := range ge {
+		switch {
+		case we[k] == 0:
+			extra += n
+		case n > we[k]:
+			dup += n - we[k]
+		}
+	}
+	for k, n := range we {
+		if ge[k] < n {
+			missing += n - ge[k]
+		}
+	}
+	return fmt.Sprintf("orders %d/%d (equal %v), items %d/%d (equal %v), events %d/%d: %d duplicated, %d missing, %d never committed",
+		len(got.Orders), len(want.Orders), eoEqual(workload.Snapshot{Orders: want.Orders}, workload.Snapshot{Orders: got.Orders}),
+		len(got.Items), len(want.Items), eoEqual(workload.Snapshot{Items: want.Items}, workload.Snapshot{Items: got.Items}),
+		len(got.Events), len(want.Events), dup, missing, extra)
+}
+
+// grepLogs counts lines containing s over every pipeline log.
+func (w *eoWorld) grepLogs(s string) int {
+	files, _ := filepath.Glob(filepath.Join(w.dir, "*.log"))
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "emulator.log") {
+			continue
+		}
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), s) {
+				n++
+			}
+		}
+		_ = fh.Close()
+	}
+	return n
+}
+
+// tailLogs prints the last warning and error lines of every pipeline log.
+func (w *eoWorld) tailLogs() {
+	files, _ := filepath.Glob(filepath.Join(w.dir, "*.log"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "level=warn") || strings.Contains(l, "level=error") || strings.Contains(l, "panic") {
+				keep = append(keep, l)
+			}
+		}
+		if len(keep) > 8 {
+			keep = keep[len(keep)-8:]
+		}
+		w.t.Logf("%s:\n%s", filepath.Base(f), strings.Join(keep, "\n"))
+	}
+}
+
+// finish stops producing, lets the survivors catch up, and checks the
+// tables, the reader and that replays really happened and were dropped.
+func (w *eoWorld) finish(stopProducer func(), stopReader func(), survivors []*eoProc, kills int, wantDrops bool) {
+	t := w.t
+	stopProducer()
+	want, got := w.converged(45 * time.Second)
+	for _, p := range survivors {
+		p.stop(t)
+	}
+	stopReader()
+	ok := eoEqual(want, got)
+	if !ok {
+		w.tailLogs()
+	}
+	require.True(t, ok, "the tables equal the model, every event exactly once: %s", eoDiff(want, got))
+	assert.Zero(t, w.torn.Load(), "a reader saw part of a source transaction")
+	assert.Zero(t, w.dupSeen.Load(), "a reader saw an event twice")
+	assert.Positive(t, w.checks.Load(), "the reader ran (last error: %v)", w.readErr.Load())
+	// A kill between a StarRocks commit and the next Kafka offset commit
+	// leaves committed source transactions behind the group offset. The
+	// input seeks past them through the registry (the optimisation), and
+	// the output drops whatever still reaches it.
+	seeks := w.grepLogs("after the output's committed progress")
+	drops := w.grepLogs("dropping replays StarRocks already holds")
+	t.Logf("%d kills, %d pipeline runs; producer committed %d and aborted %d source transactions; %d events; reader rounds %d; partitions started after the progress: %d, partition states that dropped replays: %d",
+		kills, w.runs.Load(), w.prod.Stats.Committed.Load(), w.prod.Stats.Aborted.Load(), len(want.Events), w.checks.Load(), seeks, drops)
+	assert.Positive(t, seeks+drops, "the kills left committed source transactions behind the group offset, and they were skipped")
+	if wantDrops {
+		assert.Positive(t, drops, "with start_after_progress off the output itself dropped replays")
+	}
+}
+
+func (w *eoWorld) produce() func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.prod.Produce(ctx, 0) }()
+	return func() {
+		cancel()
+		require.NoError(w.t, <-errc)
+	}
+}
+
+// TestExactlyOnceSurvivesSIGKILL kills the only pipeline process at random
+// moments while traffic flows, restarting it each time. Restarts alternate
+// between the input seeking after the progress and not (so the output's
+// own dedup is what keeps replays out).
+func TestExactlyOnceSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	w := eoStart(t, 4)
+	pipelines := []string{w.pipelineFile("exactly_once", false), w.pipelineFile("exactly_once", true)}
+	rctx, rcancel := context.WithCancel(context.Background())
+	waitReader := w.reader(rctx)
+	stopReader := func() { rcancel(); waitReader() }
+	stopProducer := w.produce()
+	kills := 3
+	if eoKillLoop {
+		kills = 40
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	p := w.startProc("solo", pipelines[0])
+	for i := 0; i < kills; i++ {
+		time.Sleep(time.Duration(300+rng.IntN(2700)) * time.Millisecond)
+		p.kill()
+		p = w.startProc("solo", pipelines[(i+1)%2])
+	}
+	time.Sleep(time.Second)
+	w.finish(stopProducer, stopReader, []*eoProc{p}, kills, true)
+}
+
+// TestExactlyOnceSurvivesSIGKILLAcrossRebalance runs two processes in one
+// consumer group and kills one of them at random moments; the survivor takes
+// its partitions over (after the session timeout) and the killed one comes
+// back and takes some again.
+func TestExactlyOnceSurvivesSIGKILLAcrossRebalance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	w := eoStart(t, 4)
+	pipeline := w.pipelineFile("exactly_once", true)
+	rctx, rcancel := context.WithCancel(context.Background())
+	waitReader := w.reader(rctx)
+	stopReader := func() { rcancel(); waitReader() }
+	stopProducer := w.produce()
+	kills := 3
+	if eoKillLoop {
+		kills = 30
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	procs := []*eoProc{w.startProc("a", pipeline), w.startProc("b", pipeline)}
+	time.Sleep(2 * time.Second)
+	for i := 0; i < kills; i++ {
+		victim := rng.IntN(2)
+		procs[victim].kill()
+		// The survivor owns everything once the victim's session expires.
+		time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+		procs[victim] = w.startProc(procs[victim].name, pipeline)
+		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	w.finish(stopProducer, stopReader, procs, kills, false)
+}
+
+// TestExactlyOnceKillCheckCatchesAtLeastOnce runs the kill loop with
+// semantic at_least_once: the same checks must then find events that were
+// loaded twice, or the kill test could not fail.
+func TestExactlyOnceKillCheckCatchesAtLeastOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	w := eoStart(t, 4)
+	pipeline := w.pipelineFile("at_least_once", false)
+	stopProducer := w.produce()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	p := w.startProc("alo", pipeline)
+	dups := 0
+	for i := 0; i < 6 && dups == 0; i++ {
+		time.Sleep(time.Duration(1200+rng.IntN(1500)) * time.Millisecond)
+		p.kill()
+		p = w.startProc("alo", pipeline)
+		got, err := workload.ReadTarget(context.Background(), w.db, true)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, e := range got.Events {
+			if seen[e] {
+				dups++
+			}
+			seen[e] = true
+		}
+	}
+	stopProducer()
+	p.stop(t)
+	t.Logf("at_least_once after kills: %d events loaded twice", dups)
+	assert.Positive(t, dups, "the kill loop re-reads committed transactions, which at_least_once loads twice")
+}
