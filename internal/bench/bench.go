@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -476,29 +477,71 @@ func describeDiff(want, got workload.Snapshot) string {
 	var parts []string
 	for _, t := range []struct {
 		name      string
+		keyFields int
 		want, got []string
-	}{{workload.TableOrders, want.Orders, got.Orders}, {workload.TableItems, want.Items, got.Items}, {workload.TableEvents, want.Events, got.Events}} {
+	}{
+		{workload.TableOrders, 1, want.Orders, got.Orders},
+		{workload.TableItems, 2, want.Items, got.Items},
+		{workload.TableEvents, 0, want.Events, got.Events},
+	} {
 		if slices.Equal(t.want, t.got) {
 			continue
 		}
-		missing, extra := 0, 0
-		count := map[string]int{}
-		for _, w := range t.want {
-			count[w]++
-		}
-		for _, g := range t.got {
-			count[g]--
-		}
-		for _, n := range count {
-			if n > 0 {
-				missing += n
-			} else {
-				extra -= n
-			}
-		}
-		parts = append(parts, fmt.Sprintf("%s: %d rows missing or stale, %d unexpected", t.name, missing, extra))
+		d := diffTable(t.keyFields, t.want, t.got)
+		parts = append(parts, fmt.Sprintf("%s: %d rows missing, %d stale (an older version of the row is visible), %d unexpected",
+			t.name, d.missing, d.stale, d.unexpected))
 	}
 	return strings.Join(parts, "; ")
+}
+
+type tableDiff struct{ missing, stale, unexpected int }
+
+// diffTable compares two renderings of a table whose lines start with
+// keyFields "|"-separated key fields (0: the whole line is the key and
+// duplicates count as unexpected).
+func diffTable(keyFields int, want, got []string) tableDiff {
+	key := func(line string) string {
+		if keyFields == 0 {
+			return line
+		}
+		f := strings.SplitN(line, "|", keyFields+1)
+		return strings.Join(f[:min(keyFields, len(f))], "|")
+	}
+	type versions struct{ want, got map[string]int }
+	byKey := map[string]*versions{}
+	at := func(k string) *versions {
+		v := byKey[k]
+		if v == nil {
+			v = &versions{want: map[string]int{}, got: map[string]int{}}
+			byKey[k] = v
+		}
+		return v
+	}
+	for _, l := range want {
+		at(key(l)).want[l]++
+	}
+	for _, l := range got {
+		at(key(l)).got[l]++
+	}
+	var d tableDiff
+	for _, v := range byKey {
+		nw, ng := 0, 0
+		for _, n := range v.want {
+			nw += n
+		}
+		for _, n := range v.got {
+			ng += n
+		}
+		switch {
+		case ng == 0:
+			d.missing += nw
+		case nw == 0 || ng > nw:
+			d.unexpected += ng - nw
+		case !maps.Equal(v.want, v.got):
+			d.stale += nw
+		}
+	}
+	return d
 }
 
 // readRSS returns the process's resident set size (VmRSS) in bytes, 0 where

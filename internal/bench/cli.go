@@ -63,8 +63,11 @@ partition count one at a time (÷4, default, ×4; partitions ÷2, ×2).`,
 			if err != nil {
 				return err
 			}
+			// The plain stream loads are the baseline: a wrong result there
+			// is a finding, shown in the table. Ours and the ceiling must
+			// verify.
 			for _, r := range rs {
-				if !r.Verified {
+				if !r.Verified && r.Output != OutputHTTPClient {
 					return fmt.Errorf("%s did not verify: %s", r.Name, r.Verification)
 				}
 			}
