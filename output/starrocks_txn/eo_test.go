@@ -402,3 +402,38 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	assert.NotContains(t, countIDs(f.rows("a")), "t3")
 }
+
+// gatedDL blocks dead-letter writes until released.
+type gatedDL struct {
+	fakeDL
+	gate chan struct{}
+}
+
+func (d *gatedDL) WriteBatch(ctx context.Context, b service.MessageBatch) error {
+	select {
+	case <-d.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return d.fakeDL.WriteBatch(ctx, b)
+}
+
+// exactly_once: a commit that carries later transactions of a partition
+// waits until its earlier poisoned transaction is in dead_letter, since the
+// commit's progress row makes a restart skip everything before it.
+func TestExactlyOnceCommitWaitsForEarlierDeadLetter(t *testing.T) {
+	f := newFakeSR()
+	dl := &gatedDL{gate: make(chan struct{})}
+	o, _, _ := eoOutput(t, f, dl, "")
+	s := newSrc("asm")
+	bad := txnMsgs(s, "p0", "t1", 1)
+	bad[1].SetError(fmt.Errorf("boom"))
+	chBad := writeAsync(o, service.MessageBatch(bad))
+	chGood := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))
+	time.Sleep(500 * time.Millisecond)
+	assert.Empty(t, f.rows("a"), "t2 is not committed while t1 is not in dead_letter")
+	close(dl.gate)
+	waitAll(t, []chan error{chBad, chGood}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
+	assert.Equal(t, []string{"t1"}, dl.txnIDs())
+}

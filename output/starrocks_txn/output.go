@@ -178,15 +178,17 @@ type Output struct {
 	progressGen     map[string]int
 	workers         map[string]*dbWorker
 	dlQueue         []*srcTxn
-	dlWake          chan struct{}
-	buffered        int64
-	committable     int
-	waiting         int
-	warnedMIF       bool
-	lastCapErr      time.Time
-	lastMIFErr      time.Time
-	now             func() time.Time
-	started         bool
+	// dlWriting is the poisoned transaction being written to dead_letter.
+	dlWriting   *srcTxn
+	dlWake      chan struct{}
+	buffered    int64
+	committable int
+	waiting     int
+	warnedMIF   bool
+	lastCapErr  time.Time
+	lastMIFErr  time.Time
+	now         func() time.Time
+	started     bool
 }
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
@@ -922,6 +924,7 @@ func (o *Output) deadLetterLoop() {
 		if len(o.dlQueue) > 0 {
 			t = o.dlQueue[0]
 			o.dlQueue = o.dlQueue[1:]
+			o.dlWriting = t
 		}
 		o.mu.Unlock()
 		if t == nil {
@@ -954,6 +957,7 @@ func (o *Output) deadLetterLoop() {
 		}
 		o.m.deadLettered.Incr(1, t.p.key.String())
 		o.mu.Lock()
+		o.dlWriting = nil
 		o.finishTxnLocked(t)
 		o.mu.Unlock()
 	}

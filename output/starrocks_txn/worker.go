@@ -364,6 +364,9 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
+		if !w.awaitDeadLetters(ctx, c) {
+			return ctx.Err()
+		}
 		// Commit. A fence waits while it is in flight.
 		o.mu.Lock()
 		liveNow := w.liveLocked(c)
@@ -629,6 +632,39 @@ func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte
 		}
 		if !sleepCtx(ctx, retrySafeDelay) {
 			return ctx.Err()
+		}
+	}
+}
+
+// awaitDeadLetters holds the commit of c (exactly_once) while a poisoned
+// transaction of one of its partitions is on its way to dead_letter. The
+// progress rows of c claim, per database, the partition's last transaction
+// in c; a restart skips every transaction of the partition at or below it
+// into this database, so an earlier poisoned one must be in dead_letter
+// before c can be visible, or a crash in between would lose its delivery.
+func (w *dbWorker) awaitDeadLetters(ctx context.Context, c *cycle) bool {
+	o := w.o
+	if !o.conf.exactlyOnce || o.dl == nil {
+		return true
+	}
+	for {
+		o.mu.Lock()
+		parts := make(map[*partition]bool, len(c.txns))
+		for _, t := range c.txns {
+			parts[t.p] = true
+		}
+		pending := o.dlWriting != nil && parts[o.dlWriting.p]
+		for _, t := range o.dlQueue {
+			if parts[t.p] {
+				pending = true
+			}
+		}
+		o.mu.Unlock()
+		if !pending {
+			return true
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return false
 		}
 	}
 }
