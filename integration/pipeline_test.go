@@ -139,12 +139,25 @@ func runFaults(t *testing.T, steps []faultStep, exactlyOnce bool) {
 		p.metrics.Counter("starrocks_txn_cycle_retries"), rd.rounds.Load())
 }
 
+// crashFaults are the faults a crash may follow. commit_late is left out: a
+// crash while a commit is still committing is the known bug of
+// TestPipelineCrashDuringLateCommit.
+var crashFaults = []emulator.Fault{
+	{Op: emulator.OpLoad, Action: emulator.ActInternalError},
+	{Op: emulator.OpLoad, Action: emulator.ActTxnInProcessing},
+	{Op: emulator.OpCommit, Action: emulator.ActCommitReportFailure},
+	{Op: emulator.OpCommit, Action: emulator.ActCommitReset},
+	{Op: emulator.OpCommit, Action: emulator.ActCommitAbort},
+	{Op: emulator.OpCommit, Action: emulator.ActHTTPError, HTTPCode: 503},
+}
+
 // The stream is stopped hard at random moments and a new one started with
 // the same consumer group, emulator and Kafka, several times, while traffic
 // flows. At-least-once: orders and items equal the model (the PRIMARY KEY
 // absorbs replays), every committed event is there at least once and no
 // aborted one. Exactly-once (the output's progress table): events exactly
-// once and orders never go back, even across the restarts.
+// once and orders never go back, even across the restarts. Every second
+// crash comes right after an emulator fault fired.
 func TestPipelineSurvivesHardRestarts(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
@@ -172,6 +185,14 @@ func TestPipelineSurvivesHardRestarts(t *testing.T) {
 			for i := 0; i < restarts; i++ {
 				p := r.startPipeline(t, fmt.Sprintf("run-%d", i), opts)
 				time.Sleep(time.Duration(200+rng.IntN(1600)) * time.Millisecond)
+				if i%2 == 1 {
+					// Crash right after a fault fired, while the output
+					// retries a cycle or resolves an ambiguous commit.
+					f := crashFaults[rng.IntN(len(crashFaults))]
+					require.NoError(t, r.em.Faults().Add(f))
+					require.Eventually(t, func() bool { return len(r.em.Faults().Pending()) == 0 },
+						15*time.Second, 2*time.Millisecond, "fault %s on %s fired", f.Action, f.Op)
+				}
 				start := time.Now()
 				r.crash(p)
 				t.Logf("crash %d took %v", i, time.Since(start))
@@ -190,8 +211,10 @@ func TestPipelineSurvivesHardRestarts(t *testing.T) {
 			checkNoAbortedEvents(t, r, src)
 			if mode.exactlyOnce {
 				assert.Zero(t, dups, "exactly-once: no event twice")
-				assert.Equal(t, src.committed.Load(), committedByKilled+final.metrics.Counter("starrocks_txn_source_txns_committed"),
-					"exactly-once: the pipelines together committed every source transaction once")
+				// A pipeline that died between its commit and the answer
+				// never counted that commit, and its successor skipped it.
+				assert.LessOrEqual(t, committedByKilled+final.metrics.Counter("starrocks_txn_source_txns_committed"), src.committed.Load(),
+					"exactly-once: no source transaction committed twice")
 			} else {
 				assert.Positive(t, dups, "the crashes left committed cycles to re-read (else this test proves nothing about replays)")
 			}
