@@ -308,7 +308,13 @@ func runTakeover(t *testing.T, crash, exactlyOnce, lateCommit bool) {
 	assert.Len(t, b.probe.partitionsSeen(), 4, "the second pipeline took over every partition")
 	if noReplays {
 		assert.Zero(t, dups, "a takeover replays nothing that was committed")
-		assert.Equal(t, src.committed.Load(), aTxns+bTxns, "every committed source transaction committed once, by one of the two")
+		if crash {
+			// A crash between a commit and its answer leaves that commit
+			// uncounted by the dead pipeline and skipped by the other.
+			assert.LessOrEqual(t, aTxns+bTxns, src.committed.Load(), "no source transaction committed twice")
+		} else {
+			assert.Equal(t, src.committed.Load(), aTxns+bTxns, "every committed source transaction committed once, by one of the two")
+		}
 	}
 	t.Logf("%d source txns committed, %d aborted; a committed %d (partitions %v), b %d (partitions %v); %d duplicated events; %d reader rounds",
 		src.committed.Load(), src.aborted.Load(), aTxns, a.probe.partitionsSeen(), bTxns, b.probe.partitionsSeen(), dups, rd.rounds.Load())
