@@ -1018,6 +1018,10 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		for _, p := range fenced {
 			p.fenced = true
 		}
+		// A progress read during the wait may predate the commit that
+		// was in flight: read it again.
+		delete(o.progress, part)
+		o.progressGen[part]++
 		o.mu.Unlock()
 	}()
 
