@@ -437,3 +437,23 @@ func TestExactlyOnceCommitWaitsForEarlierDeadLetter(t *testing.T) {
 	assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
 	assert.Equal(t, []string{"t1"}, dl.txnIDs())
 }
+
+func TestExactlyOnceConfigValidated(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"semantic: exactly_once\nmysql_address: fe:9030\n":                                         "semantic exactly_once needs pipeline_id",
+		"semantic: exactly_once\npipeline_id: p\n":                                                 "semantic exactly_once needs mysql_address",
+		"semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: " + strings.Repeat("x", 129): "longer than 128",
+		"semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: 'a b'\n":  "progress_table",
+	} {
+		pc, err := outputSpec().ParseYAML("load_urls: [x]\n"+yaml, nil)
+		require.NoError(t, err)
+		_, err = configFromParsed(pc)
+		require.ErrorContains(t, err, want, yaml)
+	}
+	pc, err := outputSpec().ParseYAML("load_urls: [x]\n", nil)
+	require.NoError(t, err)
+	c, err := configFromParsed(pc)
+	require.NoError(t, err)
+	assert.False(t, c.exactlyOnce, "at_least_once is the default")
+	assert.Equal(t, "starrocks_txn_progress", c.progressTable)
+}
