@@ -410,7 +410,13 @@ func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
 		res.StartDelay = first.Sub(started)
 	}
 	res.PeakRSS, res.PeakBuffered = peakRSS.Load(), peakBuf.Load()
-	if err := stream.StopWithin(15 * time.Second); err != nil && runErr == nil {
+	// A finished run stops gracefully; an interrupted or failed one (whose
+	// held batches may never commit) does not wait long.
+	stopWithin := 15 * time.Second
+	if runErr != nil {
+		stopWithin = 3 * time.Second
+	}
+	if err := stream.StopWithin(stopWithin); err != nil && runErr == nil {
 		runErr = fmt.Errorf("stopping the pipeline: %w", err)
 	}
 	stopRun()

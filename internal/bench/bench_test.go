@@ -57,11 +57,13 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 		require.Len(t, r, len(Columns), "row %q has every column", c.Name)
 		assert.Equal(t, c.Name, r[0])
 		if c.Output == OutputHTTPClient {
-			// The baseline may lose per-key order under max_in_flight;
-			// it must never lose or duplicate a row.
+			// The baseline may apply a key's changes out of order under
+			// max_in_flight (stale, resurrected or missing rows of the
+			// PRIMARY KEY tables), but the append-only order_events table
+			// shows every row exactly once: nothing lost or duplicated.
 			if v := r[col("verified")]; v != "yes" {
-				assert.Regexp(t, `^NO: .*0 rows missing, \d+ stale`, v)
-				assert.NotRegexp(t, `[1-9]\d* rows missing|[1-9]\d* unexpected`, v)
+				assert.Regexp(t, `^NO: (orders|order_items): `, v)
+				assert.NotContains(t, v, "order_events", "http_client lost or duplicated rows")
 			}
 		} else {
 			assert.Equal(t, "yes", r[col("verified")], "%s verified", c.Name)

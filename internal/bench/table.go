@@ -64,7 +64,8 @@ func WriteTable(w io.Writer, rs []Result) {
 	for _, r := range rs {
 		if !r.Verified && r.Output == OutputHTTPClient {
 			fmt.Fprintf(w, "%s did not reproduce the source: its max_in_flight (%d) concurrent batches race, so an older\n", r.Name, r.MaxInFlight)
-			fmt.Fprintln(w, "  change of a key can land after a newer one (stale rows); --http-max-in-flight 1 keeps the order, slower.")
+			fmt.Fprintln(w, "  change of a key can land after a newer one (stale rows, deleted rows back, newer rows deleted);")
+			fmt.Fprintln(w, "  --http-max-in-flight 1 keeps the order, slower.")
 		}
 	}
 	fmt.Fprintln(w, "RSS: VmRSS of this whole process (in-process Kafka holding the workload and the emulator holding the")
