@@ -282,8 +282,11 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	now := o.now()
 	c := &call{pending: len(batch), done: make(chan struct{})}
 	items := make([]*item, len(batch))
+	// One executor per batch: batch.TryInterpolatedString copies the whole
+	// batch on every call, which made parsing quadratic in the batch size.
+	targets := batchTargets{db: batch.InterpolationExecutor(o.conf.database), table: batch.InterpolationExecutor(o.conf.table)}
 	for i := range batch {
-		items[i] = o.parseItem(batch, i, c, now)
+		items[i] = o.parseItem(batch, i, c, now, targets)
 	}
 
 	o.mu.Lock()
@@ -321,9 +324,15 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	}
 }
 
+// batchTargets resolves the database and table fields for the messages of one
+// batch.
+type batchTargets struct {
+	db, table *service.MessageBatchInterpolationExecutor
+}
+
 // parseItem reads the contract and the target of one message. Problems that
 // poison the message's source transaction are recorded, not returned.
-func (o *Output) parseItem(batch service.MessageBatch, i int, c *call, now time.Time) *item {
+func (o *Output) parseItem(batch service.MessageBatch, i int, c *call, now time.Time, targets batchTargets) *item {
 	msg := batch[i]
 	it := &item{call: c, msg: msg, t0: sourceTime(msg, now)}
 	meta, err := contract.Read(msg)
@@ -356,11 +365,11 @@ func (o *Output) parseItem(batch service.MessageBatch, i int, c *call, now time.
 		it.poison = errors.New("the message body is not a JSON object")
 		return it
 	}
-	if it.db, err = batch.TryInterpolatedString(i, o.conf.database); err != nil {
+	if it.db, err = targets.db.TryString(i); err != nil {
 		it.poison = fmt.Errorf("interpolating database: %w", err)
 		return it
 	}
-	if it.table, err = batch.TryInterpolatedString(i, o.conf.table); err != nil {
+	if it.table, err = targets.table.TryString(i); err != nil {
 		it.poison = fmt.Errorf("interpolating table: %w", err)
 		return it
 	}
