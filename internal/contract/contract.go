@@ -41,6 +41,13 @@ const (
 	// KeyMarker is "true" on a body-less marker message (END or abort). Such a
 	// message carries no row and is never loaded.
 	KeyMarker = "starrocks_marker"
+	// KeyPartitionEpoch is the assignment epoch of the partition the message
+	// was read in (a decimal number, from registry.Assign), optional. The
+	// kafka_txn input stamps it; the assembler and the output drop a message
+	// whose epoch is older than the partition's current or fenced one, so a
+	// batch that arrives after its partition was revoked is never applied.
+	// Absent: no epoch checking.
+	KeyPartitionEpoch = "starrocks_partition_epoch"
 )
 
 // OpField is the JSON key that marks a row as an upsert (0) or a delete (1).
@@ -66,6 +73,8 @@ type Meta struct {
 	SeqSource    string
 	HasOffset    bool
 	SourceOffset int64
+	HasEpoch     bool
+	Epoch        uint64
 }
 
 // HasContract reports whether the message carries the contract at all (a
@@ -102,7 +111,22 @@ func Read(msg *service.Message) (Meta, error) {
 	if m.SourceOffset, m.HasOffset, err = readInt(msg, KeySourceOffset); err != nil {
 		return m, err
 	}
+	if m.Epoch, m.HasEpoch, err = ReadEpoch(msg); err != nil {
+		return m, err
+	}
 	return m, nil
+}
+
+// ReadEpoch reads the optional KeyPartitionEpoch of a message.
+func ReadEpoch(msg *service.Message) (uint64, bool, error) {
+	n, ok, err := readInt(msg, KeyPartitionEpoch)
+	if err != nil {
+		return 0, false, err
+	}
+	if n < 0 {
+		return 0, false, fmt.Errorf("%w: %s must not be negative, got %d", ErrBadContract, KeyPartitionEpoch, n)
+	}
+	return uint64(n), ok, nil
 }
 
 // Write stamps the contract onto a message. Empty strings and false flags are
@@ -125,6 +149,11 @@ func Write(msg *service.Message, m Meta) {
 		msg.MetaSetMut(KeySourceOffset, strconv.FormatInt(m.SourceOffset, 10))
 	} else {
 		msg.MetaDelete(KeySourceOffset)
+	}
+	if m.HasEpoch {
+		msg.MetaSetMut(KeyPartitionEpoch, strconv.FormatUint(m.Epoch, 10))
+	} else {
+		msg.MetaDelete(KeyPartitionEpoch)
 	}
 }
 

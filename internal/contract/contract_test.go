@@ -12,7 +12,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	in := Meta{
 		Partition: "cdc/3", Database: "test", Table: "orders", TxnID: "t-17",
 		TxnEnd: true, HasSeq: true, Seq: 42, SeqSource: "a1b2",
-		HasOffset: true, SourceOffset: 1234,
+		HasOffset: true, SourceOffset: 1234, HasEpoch: true, Epoch: 3,
 	}
 	msg := service.NewMessage([]byte(`{"order_id":1}`))
 	Write(msg, in)
@@ -28,9 +28,9 @@ func TestWriteReadRoundTrip(t *testing.T) {
 
 func TestWriteClearsStaleKeys(t *testing.T) {
 	msg := service.NewMessage(nil)
-	Write(msg, Meta{Partition: "p", TxnEnd: true, TxnAbort: true, Marker: true, HasSeq: true, Seq: 1, HasOffset: true, SourceOffset: 9})
+	Write(msg, Meta{Partition: "p", TxnEnd: true, TxnAbort: true, Marker: true, HasSeq: true, Seq: 1, HasOffset: true, SourceOffset: 9, HasEpoch: true, Epoch: 2})
 	Write(msg, Meta{Partition: "p"})
-	for _, k := range []string{KeyTxnEnd, KeyTxnAbort, KeyMarker, KeySeq, KeySourceOffset, KeyTable} {
+	for _, k := range []string{KeyTxnEnd, KeyTxnAbort, KeyMarker, KeySeq, KeySourceOffset, KeyTable, KeyPartitionEpoch} {
 		_, ok := msg.MetaGet(k)
 		assert.False(t, ok, k)
 	}
@@ -56,10 +56,11 @@ func TestReadAcceptsHandWrittenMappings(t *testing.T) {
 
 func TestReadRejectsMalformedValues(t *testing.T) {
 	for key, val := range map[string]any{
-		KeySeq:          "seven",
-		KeySourceOffset: 1.5,
-		KeyTxnEnd:       "yes",
-		KeyTxnAbort:     "maybe",
+		KeySeq:            "seven",
+		KeySourceOffset:   1.5,
+		KeyTxnEnd:         "yes",
+		KeyTxnAbort:       "maybe",
+		KeyPartitionEpoch: "-1",
 	} {
 		msg := service.NewMessage(nil)
 		msg.MetaSetMut(key, val)
@@ -72,4 +73,22 @@ func TestReadRejectsMalformedValues(t *testing.T) {
 func TestKafkaPartition(t *testing.T) {
 	assert.Equal(t, "orders.cdc/12", KafkaPartition("orders.cdc", 12))
 	assert.NotEqual(t, KafkaPartition("a", 1), KafkaPartition("b", 1))
+}
+
+func TestEpochIsOptional(t *testing.T) {
+	msg := service.NewMessage([]byte(`{}`))
+	msg.MetaSetMut(KeyPartition, "p0")
+	m, err := Read(msg)
+	require.NoError(t, err)
+	assert.False(t, m.HasEpoch, "absent: no epoch checking")
+	msg.MetaSetMut(KeyPartitionEpoch, int64(4))
+	e, ok, err := ReadEpoch(msg)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(4), e)
+	msg.MetaSetMut(KeyPartitionEpoch, "4")
+	m, err = Read(msg)
+	require.NoError(t, err)
+	assert.True(t, m.HasEpoch)
+	assert.Equal(t, uint64(4), m.Epoch)
 }

@@ -44,11 +44,15 @@ type Registry struct {
 	resetters []func(partition string)
 	watchers  []func(partition string, offset int64)
 	progress  ProgressFunc
+	// epochs counts the assignments of each partition; fenced holds the
+	// epoch that was current when the partition was last fenced.
+	epochs map[string]uint64
+	fenced map[string]uint64
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{committed: map[string]int64{}}
+	return &Registry{committed: map[string]int64{}, epochs: map[string]uint64{}, fenced: map[string]uint64{}}
 }
 
 // EnableTracking is called by an output that will publish committed-through
@@ -122,11 +126,51 @@ func (r *Registry) OnFence(fn func(partition string)) {
 	r.mu.Unlock()
 }
 
+// Assign is called by an input when it is assigned a partition: it starts a
+// new assignment epoch of the partition and returns it (1 for the first
+// assignment). The input stamps every message of the assignment with it
+// (contract.KeyPartitionEpoch), so that a message of an older assignment
+// that reaches the assembler or the output late is recognised as stale.
+func (r *Registry) Assign(partition string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epochs[partition]++
+	return r.epochs[partition]
+}
+
+// Epoch returns the current assignment epoch of a partition (0: never
+// assigned).
+func (r *Registry) Epoch(partition string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.epochs[partition]
+}
+
+// Stale reports whether a message stamped with epoch belongs to an
+// assignment of partition that is over: an older epoch than the current one,
+// or the current one once it was fenced. Such a message must never be
+// applied: the fence dropped the rest of its source transaction, and the
+// partition's next owner reads it again.
+func (r *Registry) Stale(partition string, epoch uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if epoch < r.epochs[partition] {
+		return true
+	}
+	f, ok := r.fenced[partition]
+	return ok && epoch <= f
+}
+
 // Fence is called by an input that lost or gave up a partition: every output
 // drops the partition's uncommitted rows and releases what it held for it,
-// and every assembler forgets the partition's open transaction.
+// and every assembler forgets the partition's open transaction. The
+// partition's current epoch is recorded as fenced first, so a message of it
+// that arrives during or after the fence is stale.
 func (r *Registry) Fence(ctx context.Context, partition string) error {
 	r.mu.Lock()
+	if e := r.epochs[partition]; e > 0 {
+		r.fenced[partition] = e
+	}
 	fencers := append([]FenceFunc{}, r.fencers...)
 	resetters := append([]func(string){}, r.resetters...)
 	r.mu.Unlock()

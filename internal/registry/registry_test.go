@@ -77,3 +77,37 @@ func TestProgressWithoutProvider(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, int64(77), v)
 }
+
+func TestAssignmentEpochs(t *testing.T) {
+	r := New()
+	assert.Equal(t, uint64(0), r.Epoch("p"), "never assigned")
+	assert.False(t, r.Stale("p", 0), "nothing is stale before the first assignment")
+	e1 := r.Assign("p")
+	assert.Equal(t, uint64(1), e1)
+	assert.Equal(t, e1, r.Epoch("p"))
+	assert.False(t, r.Stale("p", e1), "the current assignment is live")
+	assert.Equal(t, uint64(1), r.Assign("q"), "epochs are per partition")
+
+	// A fence ends the current assignment before the outputs are fenced:
+	// a fencer already sees the epoch as stale.
+	var staleDuringFence bool
+	r.AddFencer(func(_ context.Context, p string) error {
+		staleDuringFence = r.Stale(p, e1)
+		return nil
+	})
+	require.NoError(t, r.Fence(context.Background(), "p"))
+	assert.True(t, staleDuringFence, "the fenced epoch is recorded before the outputs drop the partition")
+	assert.True(t, r.Stale("p", e1), "a late message of the fenced assignment")
+	assert.False(t, r.Stale("q", 1), "fencing p leaves q alone")
+
+	e2 := r.Assign("p")
+	assert.Equal(t, uint64(2), e2)
+	assert.False(t, r.Stale("p", e2), "the new assignment is live")
+	assert.True(t, r.Stale("p", e1), "the older assignment stays stale")
+}
+
+func TestFenceOfAnUnassignedPartitionRecordsNoEpoch(t *testing.T) {
+	r := New()
+	require.NoError(t, r.Fence(context.Background(), "p"))
+	assert.False(t, r.Stale("p", 0), "no assignment was fenced")
+}
