@@ -458,6 +458,9 @@ func poisonStream(t *testing.T, e *emulator.Emulator, dlName string, batches []s
 	require.NoError(t, sb.AddProcessorYAML(`mapping: 'root = if this.boom == true { throw("boom") } else { this }'`))
 	dl := strings.Join(extraYAML, "")
 	if dlName != "" {
+		// A fresh capture per run: -count=N runs the same names again.
+		captures.Delete(dlName)
+		t.Cleanup(func() { captures.Delete(dlName) })
 		dl += fmt.Sprintf("  dead_letter:\n    starrocks_txn_test_capture: { name: %s }\n", dlName)
 	}
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`

@@ -23,6 +23,7 @@ type metrics struct {
 	waiting           *service.MetricGauge
 	mifStarved        *service.MetricCounter
 	replaysDropped    *service.MetricCounter
+	staleEpoch        *service.MetricCounter
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -46,5 +47,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		waiting:           m.NewGauge("starrocks_txn_waiting_write_batches"),
 		mifStarved:        m.NewCounter("starrocks_txn_max_in_flight_starved"),
 		replaysDropped:    m.NewCounter("starrocks_txn_replays_dropped", "partition"),
+		staleEpoch:        m.NewCounter("starrocks_txn_stale_epoch_messages", "partition"),
 	}
 }

@@ -97,6 +97,10 @@ type srcTxn struct {
 	// every cycle; committing while a commit that contains it is in flight.
 	dropped    bool
 	committing bool
+	// fenced is set when a fence took the transaction: whoever discards it
+	// (the fence, or the cycle that still held it when the fence gave up
+	// waiting) releases its messages.
+	fenced bool
 	// resolved is set when the transaction no longer holds back the
 	// partition's committed-through offset.
 	resolved bool
@@ -139,6 +143,10 @@ type sequencer struct {
 	next     int64
 	pending  map[int64]*item
 	gapSince time.Time
+	// held counts the seqs carried by WriteBatch calls that wait before
+	// admission for buffer space: a gap they fill is not a dropped message
+	// and is never skipped.
+	held map[int64]int
 }
 
 // deadLetter is where poisoned source transactions go: an *OwnedOutput in
@@ -189,6 +197,9 @@ type Output struct {
 	lastMIFErr  time.Time
 	now         func() time.Time
 	started     bool
+
+	// lastStaleWarn rate-limits the warning about stale-epoch messages.
+	lastStaleWarn time.Time
 }
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
@@ -292,6 +303,7 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	o.mu.Lock()
 	o.waiting++
 	o.m.waiting.Set(int64(o.waiting))
+	o.holdSeqsLocked(items, 1)
 	o.mu.Unlock()
 	defer func() {
 		o.mu.Lock()
@@ -300,11 +312,24 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		o.mu.Unlock()
 	}()
 
-	if err := o.waitForCapacity(ctx); err != nil {
-		return err
+	// Messages of an assignment that is over are released at admission,
+	// unapplied: they need no buffer space.
+	fresh := false
+	for _, it := range items {
+		if !o.staleEpoch(it) {
+			fresh = true
+			break
+		}
+	}
+	if fresh {
+		if err := o.waitForCapacity(ctx); err != nil {
+			o.unholdSeqs(items)
+			return err
+		}
 	}
 
 	o.mu.Lock()
+	o.holdSeqsLocked(items, -1)
 	for _, it := range items {
 		o.sequenceLocked(it, now)
 	}
@@ -443,11 +468,7 @@ func (o *Output) sequenceLocked(it *item, now time.Time) {
 		o.applyLocked(it, now)
 		return
 	}
-	s := o.seqs[it.pk.source]
-	if s == nil {
-		s = &sequencer{next: 1, pending: map[int64]*item{}}
-		o.seqs[it.pk.source] = s
-	}
+	s := o.sequencerLocked(it.pk.source)
 	seq := it.meta.Seq
 	if seq < s.next {
 		// Late after a skipped gap, or a duplicate: the offset check decides.
@@ -463,6 +484,46 @@ func (o *Output) sequenceLocked(it *item, now time.Time) {
 	}
 	s.pending[seq] = it
 	o.drainLocked(s, now)
+}
+
+func (o *Output) sequencerLocked(source string) *sequencer {
+	s := o.seqs[source]
+	if s == nil {
+		s = &sequencer{next: 1, pending: map[int64]*item{}, held: map[int64]int{}}
+		o.seqs[source] = s
+	}
+	return s
+}
+
+// holdSeqsLocked records (delta 1) or forgets (delta -1) the seqs of a
+// WriteBatch call that waits before admission.
+func (o *Output) holdSeqsLocked(items []*item, delta int) {
+	for _, it := range items {
+		if it.pk.partition == noContractPartition {
+			continue
+		}
+		s := o.sequencerLocked(it.pk.source)
+		if s.held[it.meta.Seq] += delta; s.held[it.meta.Seq] <= 0 {
+			delete(s.held, it.meta.Seq)
+		}
+	}
+}
+
+func (o *Output) unholdSeqs(items []*item) {
+	o.mu.Lock()
+	o.holdSeqsLocked(items, -1)
+	o.mu.Unlock()
+}
+
+// heldBelow reports whether a seq in [next, below) is held by a WriteBatch
+// call that waits before admission.
+func (s *sequencer) heldBelow(below int64) bool {
+	for k := range s.held {
+		if k >= s.next && k < below {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *Output) drainLocked(s *sequencer, now time.Time) {
@@ -494,6 +555,12 @@ func (o *Output) checkGapsLocked(now time.Time) {
 				lowest = k
 			}
 		}
+		if s.heldBelow(lowest) {
+			// The gap is a call waiting for buffer space, not a dropped
+			// message: the timer starts again.
+			s.gapSince = now
+			continue
+		}
 		o.m.seqGaps.Incr(lowest-s.next, src)
 		o.log.Errorf("starrocks_txn: starrocks_seq %d to %d of assembler %q never arrived within sequence_gap_timeout (%v): skipping them; something between the txn_assembler and this output dropped messages (a filtering processor, a switch or reject_errored)", s.next, lowest-1, src, o.conf.sequenceGapTimeout)
 		s.next = lowest
@@ -511,10 +578,35 @@ func (o *Output) partitionLocked(k pkey) *partition {
 	return p
 }
 
+// staleEpoch reports whether a message belongs to an assignment of its
+// partition that is over (contract.KeyPartitionEpoch older than the current
+// one, or fenced). Without the key nothing is checked.
+func (o *Output) staleEpoch(it *item) bool {
+	return it.meta.HasEpoch && it.meta.Partition != "" && o.reg.Stale(it.meta.Partition, it.meta.Epoch)
+}
+
+// releaseStaleLocked acknowledges a message of an assignment that is over
+// without applying it: the fence dropped the rest of its source transaction,
+// and the partition's owner reads it again.
+func (o *Output) releaseStaleLocked(it *item) {
+	o.m.staleEpoch.Incr(1, it.meta.Partition)
+	o.log.Debugf("starrocks_txn: partition %s: message at offset %d of assignment epoch %d arrived after the partition was fenced or re-assigned (epoch %d): released without being applied", it.meta.Partition, it.meta.SourceOffset, it.meta.Epoch, o.reg.Epoch(it.meta.Partition))
+	if now := o.now(); now.Sub(o.lastStaleWarn) >= reportEvery {
+		o.lastStaleWarn = now
+		o.log.Warnf("starrocks_txn: partition %s: messages of assignment epoch %d arrived after a rebalance took the partition; they are acknowledged without being applied (the partition's owner reads them again)", it.meta.Partition, it.meta.Epoch)
+	}
+	o.itemDoneLocked(it)
+}
+
 // applyLocked applies one admitted message to its partition.
 func (o *Output) applyLocked(it *item, now time.Time) {
 	if it.finished {
 		// Released by a fence while it waited for a sequence gap.
+		return
+	}
+	if o.staleEpoch(it) {
+		// Never applied, and never recreates a fenced partition.
+		o.releaseStaleLocked(it)
 		return
 	}
 	if o.conf.exactlyOnce && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
@@ -1006,6 +1098,7 @@ func (o *Output) fence(ctx context.Context, part string) error {
 				o.buffered -= t.bytes
 				t.dropped = true
 			}
+			t.fenced = true
 		}
 		delete(o.parts, k)
 		held = append(held, p.held...)
@@ -1047,13 +1140,7 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		}
 		if !busy {
 			for _, t := range txns {
-				if t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
-					o.committable--
-				}
-				t.state = txnDone
-				for _, it := range t.items {
-					o.itemDoneLocked(it)
-				}
+				o.releaseFencedLocked(t)
 			}
 			for _, it := range held {
 				o.itemDoneLocked(it)
@@ -1064,12 +1151,61 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		o.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("fencing partition %s: waiting for an in-flight commit: %w", part, ctx.Err())
+			return o.fenceGiveUp(txns, held, fmt.Errorf("fencing partition %s: waiting for an in-flight commit: %w", part, ctx.Err()))
 		case <-deadline.C:
-			return fmt.Errorf("fencing partition %s: an in-flight commit containing it did not resolve within %v", part, fenceWait)
+			return o.fenceGiveUp(txns, held, fmt.Errorf("fencing partition %s: an in-flight commit containing it did not resolve within %v", part, fenceWait))
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// fenceGiveUp ends a fence that stopped waiting for an in-flight commit: what
+// is not in that commit is released now; what is, is released by the commit
+// goroutine once the commit resolves, either way (committed, or discarded
+// from the replay as fenced).
+func (o *Output) fenceGiveUp(txns []*srcTxn, held []*item, err error) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, t := range txns {
+		if !t.committing {
+			o.releaseFencedLocked(t)
+		}
+	}
+	for _, it := range held {
+		o.itemDoneLocked(it)
+	}
+	return err
+}
+
+// releaseFencedLocked releases the messages of a transaction a fence took:
+// their WriteBatch calls return with success (the partition's new owner reads
+// them again). Nothing is published as committed.
+func (o *Output) releaseFencedLocked(t *srcTxn) {
+	if t.state == txnDone {
+		return
+	}
+	if t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
+		o.committable--
+	}
+	t.state = txnDone
+	for _, it := range t.items {
+		o.itemDoneLocked(it)
+	}
+}
+
+// liveTxnsLocked returns txns without those a fence or a stall took out,
+// releasing the fenced ones it discards.
+func (o *Output) liveTxnsLocked(txns []*srcTxn) []*srcTxn {
+	out := make([]*srcTxn, 0, len(txns))
+	for _, t := range txns {
+		if t.fenced {
+			o.releaseFencedLocked(t)
+		}
+		if !t.dropped && t.state != txnDone {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // sortedKeys returns the keys of m in order.

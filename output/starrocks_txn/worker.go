@@ -120,6 +120,9 @@ func (w *dbWorker) take(cut bool) (recent bool) {
 		o.cutLocked(now)
 	}
 	for _, t := range w.queue {
+		if t.fenced {
+			o.releaseFencedLocked(t)
+		}
 		if t.dropped || t.state != txnQueued {
 			continue
 		}
@@ -276,17 +279,12 @@ func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
 	}
 }
 
-// live filters out transactions dropped by a fence or a stall.
+// live filters out transactions dropped by a fence or a stall; the fenced
+// ones are released.
 func (w *dbWorker) live(txns []*srcTxn) []*srcTxn {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
-	out := txns[:0:0]
-	for _, t := range txns {
-		if !t.dropped && t.state != txnDone {
-			out = append(out, t)
-		}
-	}
-	return out
+	return w.o.liveTxnsLocked(txns)
 }
 
 // settle loads and commits c until it is committed (nil) or StarRocks
@@ -415,13 +413,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 }
 
 func (w *dbWorker) liveLocked(c *cycle) []*srcTxn {
-	out := make([]*srcTxn, 0, len(c.txns))
-	for _, t := range c.txns {
-		if !t.dropped && t.state != txnDone {
-			out = append(out, t)
-		}
-	}
-	return out
+	return w.o.liveTxnsLocked(c.txns)
 }
 
 func (w *dbWorker) clearCommitting(c *cycle) {
@@ -499,7 +491,8 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 }
 
 // begin opens the cycle's shared transaction under a new label, retrying
-// with backoff until it succeeds or ctx is done.
+// with backoff until it succeeds or ctx is done (or a per-transaction refusal
+// poisoned every transaction of the cycle).
 func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
@@ -515,11 +508,41 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 			return false
 		}
 		o.m.retries.Incr(1, w.db, "begin")
+		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
+			had := len(c.txns) > 0
+			w.poisonWaiting(c, err)
+			if had && len(c.txns) == 0 {
+				// Nothing of the cycle is left to begin for.
+				return false
+			}
+		}
 		o.log.Errorf("starrocks_txn: database %s: beginning a shared transaction: %v; retrying", w.db, err)
 		if !sleepCtx(ctx, b.next()) {
 			return false
 		}
 	}
+}
+
+// poisonWaiting handles a begin that StarRocks refused for the request
+// itself (the database does not exist): every source transaction waiting for
+// the database, in c and in the queue, is poisoned (dead_letter, or its
+// partition stalls) instead of holding its WriteBatch calls and the buffer
+// forever. Transactions that come while the begin keeps failing are poisoned
+// at the next attempt.
+func (w *dbWorker) poisonWaiting(c *cycle, err error) {
+	o := w.o
+	reason := fmt.Errorf("beginning a StarRocks transaction in database %s: %w", w.db, err)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, t := range append(append([]*srcTxn{}, c.txns...), w.queue...) {
+		if t.state == txnDone || t.dropped {
+			continue
+		}
+		t.poison = reason
+		o.poisonLocked(t)
+	}
+	c.txns = o.liveTxnsLocked(c.txns)
+	w.queue = o.liveTxnsLocked(w.queue)
 }
 
 func (w *dbWorker) rollback(label string) {
@@ -737,15 +760,9 @@ func (w *dbWorker) checkModels(ctx context.Context, c *cycle) {
 		}
 	}
 	if removed {
-		keep := c.txns[:first]
 		o.mu.Lock()
-		for _, t := range c.txns[first:] {
-			if !t.dropped && t.state != txnDone {
-				keep = append(keep, t)
-			}
-		}
+		c.txns = append(c.txns[:first], o.liveTxnsLocked(c.txns[first:])...)
 		o.mu.Unlock()
-		c.txns = keep
 	}
 }
 
