@@ -231,6 +231,9 @@ func TestTwoMembersSplitPartitionsAndRevokeFences(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "member A read %v", readA)
 		b, ack := readBatch(t, a, 10*time.Second)
 		rs := toRecs(t, b)
+		for _, m := range b {
+			require.Equal(t, int64(1), metaInt(t, m, contract.KeyPartitionEpoch), "every message of A's first assignment carries epoch 1")
+		}
 		readA[rs[0].partition] += len(rs)
 		heldA = append(heldA, held{rs[0].partition, ack})
 	}
@@ -256,6 +259,9 @@ func TestTwoMembersSplitPartitionsAndRevokeFences(t *testing.T) {
 			readB[r.partition] = append(readB[r.partition], r)
 			total++
 		}
+		for _, m := range batch {
+			assert.Equal(t, int64(1), metaInt(t, m, contract.KeyPartitionEpoch), "B's first assignment")
+		}
 		ackB = append(ackB, ack)
 	}
 	require.Len(t, readB, 2, "B owns two partitions")
@@ -269,6 +275,18 @@ func TestTwoMembersSplitPartitionsAndRevokeFences(t *testing.T) {
 	}
 	sort.Strings(bParts)
 	assert.Equal(t, revoked, bParts)
+	// A's assignment of what it gave up is over: a batch of it that reached
+	// A's assembler or output late would be dropped there. B's is live.
+	regA, regB := registry.Get(resA), registry.Get(resB)
+	for _, id := range bParts {
+		assert.True(t, regA.Stale(id, 1), "A fenced %s: its epoch 1 is stale", id)
+		assert.Equal(t, uint64(1), regB.Epoch(id))
+		assert.False(t, regB.Stale(id, 1))
+	}
+	for _, id := range a.assigned() {
+		assert.False(t, regA.Stale(id, 1), "A keeps %s: its epoch stays live", id)
+	}
+
 	assert.Equal(t, bParts, b.assigned())
 	assert.Len(t, a.assigned(), 2)
 	assert.NotContains(t, a.assigned(), bParts[0])
@@ -295,6 +313,23 @@ func TestTwoMembersSplitPartitionsAndRevokeFences(t *testing.T) {
 	// Closing B revokes (fences) its partitions.
 	require.NoError(t, b.Close(context.Background()))
 	assert.Equal(t, bParts, fencerB.fenced())
+
+	// A is assigned them again: a new epoch, and its messages carry it.
+	require.Eventually(t, func() bool { return regA.Epoch(bParts[0]) == 2 }, 15*time.Second, 20*time.Millisecond)
+	assert.True(t, regA.Stale(bParts[0], 1))
+	assert.False(t, regA.Stale(bParts[0], 2))
+	produce(t, p, partitionOf(t, bParts[0]), seq("w", 3)...)
+	deadline = time.Now().Add(15 * time.Second)
+	for again := 0; again < 3; {
+		require.True(t, time.Now().Before(deadline), "A re-read %d records of %s", again, bParts[0])
+		batch, _ := tryReadBatch(t, a, 200*time.Millisecond)
+		for i, r := range toRecs(t, batch) {
+			if contract.KafkaPartition(testTopic, r.partition) == bParts[0] {
+				assert.Equal(t, int64(2), metaInt(t, batch[i], contract.KeyPartitionEpoch), "the second assignment's messages carry epoch 2")
+				again++
+			}
+		}
+	}
 }
 
 func partitionOf(t *testing.T, id string) int32 {

@@ -85,6 +85,9 @@ type partState struct {
 	part  int32
 	id    string
 	label string
+	// epoch is the partition's assignment epoch in the registry, stamped
+	// on every message of the assignment (contract.KeyPartitionEpoch).
+	epoch uint64
 
 	queue     []*kgo.Record // fetched, not yet handed to a batch
 	batcher   *service.Batcher
@@ -575,6 +578,7 @@ func (in *Input) fillLocked(ps *partState) bool {
 		ps.queue[0] = nil
 		ps.queue = ps.queue[1:]
 		msg := recordToMessage(rec)
+		msg.MetaSetMut(contract.KeyPartitionEpoch, strconv.FormatUint(ps.epoch, 10))
 		if ps.hwm >= 0 {
 			msg.MetaSetMut(MetaLag, max(ps.hwm-rec.Offset-1, 0))
 		}
@@ -869,6 +873,9 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 					ps.batcher = b
 				}
 			}
+			// A new assignment epoch: a batch of an earlier assignment that
+			// reaches the assembler or the output late is dropped there.
+			ps.epoch = in.reg.Assign(id)
 			in.parts[id] = ps
 			ids = append(ids, id)
 			// The output publishes only for rows it received in this

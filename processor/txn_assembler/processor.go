@@ -69,6 +69,8 @@ type Processor struct {
 	seqSource    string
 	log          *service.Logger
 	m            metrics
+	// reg tells a message of a revoked assignment (stale epoch) apart.
+	reg *registry.Registry
 
 	inFlight atomic.Bool
 
@@ -165,7 +167,8 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 		errored:    met.NewCounter("txn_assembler_errors", "reason"),
 		violations: met.NewCounter("txn_assembler_contract_violations"),
 	}
-	registry.Get(mgr).OnFence(p.Reset)
+	p.reg = registry.Get(mgr)
+	p.reg.OnFence(p.Reset)
 	return p, nil
 }
 
@@ -253,6 +256,9 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 		p.processOne(w, batch, i)
 	}
 	w.logFlagged()
+	if w.stale > 0 {
+		p.log.Debugf("txn_assembler: dropped %d messages of revoked partition assignments (%s older than the partition's current or fenced epoch)", w.stale, contract.KeyPartitionEpoch)
+	}
 	if len(w.out) == 0 {
 		return nil, nil
 	}
@@ -267,6 +273,11 @@ type writer struct {
 	// first error of each reason for the log.
 	flagged  map[string]int
 	firstErr map[string]error
+	// epoch is the assignment epoch of the message being processed, copied
+	// into every message emitted for it; stale counts the dropped ones.
+	epoch    uint64
+	hasEpoch bool
+	stale    int
 }
 
 // emission is one message to emit: src's copy with the given body and
@@ -294,6 +305,7 @@ func (w *writer) emit(src *service.Message, e emission) {
 	e.meta.HasSeq = true
 	e.meta.Seq = p.seq
 	e.meta.SeqSource = p.seqSource
+	e.meta.HasEpoch, e.meta.Epoch = w.hasEpoch, w.epoch
 	contract.Write(msg, e.meta)
 	if e.err != nil {
 		msg.SetError(e.err)
@@ -340,6 +352,8 @@ func (p *Processor) state(partition string) *partState {
 func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	msg := batch[i]
 	ev, decErr := p.decode(msg)
+	epoch, hasEpoch, epochErr := contract.ReadEpoch(msg)
+	w.epoch, w.hasEpoch = epoch, hasEpoch && epochErr == nil
 
 	partition, err := p.resolvePartition(batch, i, ev)
 	if err != nil {
@@ -356,11 +370,24 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 		})
 		return
 	}
+	if w.hasEpoch && p.reg.Stale(partition, epoch) {
+		// A late message of a revoked assignment: the fence reset the
+		// partition, and its new owner reads the message again. Dropping it
+		// keeps it from corrupting the reset state; its acknowledgement is
+		// ignored by the input.
+		p.m.dropped.Incr(1, "stale_epoch")
+		w.stale++
+		return
+	}
 	ps := p.state(partition)
 
 	off, hasOff, err := p.resolveOffset(batch, i)
 	if err != nil {
 		p.bad(w, ps, msg, partition, ev, 0, false, err, "offset")
+		return
+	}
+	if epochErr != nil {
+		p.bad(w, ps, msg, partition, ev, off, hasOff, epochErr, "epoch")
 		return
 	}
 	if !hasOff {
