@@ -105,8 +105,10 @@ fenced without committing.
 ### Metadata
 
 Every message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`, `kafka_lag`"+`
-(records behind the partition's high watermark when the record was fetched)
-and every record header as a string.
+(records behind the partition's high watermark when the record was fetched),
+`+"`starrocks_partition_epoch`"+` (the partition's assignment epoch: the assembler and the
+output drop a message of an assignment that was revoked, so a late batch never
+writes after the fence) and every record header as a string.
 
 ### Metrics
 

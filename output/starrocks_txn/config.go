@@ -82,7 +82,7 @@ func outputSpec() *service.ConfigSpec {
 		Summary("Loads source transactions into StarRocks tables atomically, many source transactions per StarRocks multi-table transaction, and acknowledges messages only after StarRocks committed them.").
 		Description(`
 Every message is a row (a JSON object) of one source transaction, stamped with the
-metadata contract of the `+"`txn_assembler`"+` processor (`+"`starrocks_partition`, `starrocks_txn_id`, `starrocks_txn_end`, `starrocks_seq`, `starrocks_seq_source`, `starrocks_source_offset`"+`).
+metadata contract of the `+"`txn_assembler`"+` processor (`+"`starrocks_partition`, `starrocks_txn_id`, `starrocks_txn_end`, `starrocks_seq`, `starrocks_seq_source`, `starrocks_source_offset`, and the optional `starrocks_partition_epoch`"+`).
 The output groups rows per source partition into regions (one per target table), freezes
 every region of a partition at once at a source-transaction boundary, streams the frozen
 chunks under one shared multi-table transaction per database (`+"`transaction_type: multi`"+`,
@@ -93,11 +93,16 @@ A source transaction is never split across two StarRocks transactions.
 source (`+"`starrocks_txn_abort`"+`) or dead-lettered: the output never nacks. Transient
 failures are retried from retained rows under a new label, forever. A poisoned source
 transaction (a processing error, a delete to a non-PRIMARY-KEY table, two databases in one
-transaction, a table that does not exist, rows StarRocks filters) goes whole to
+transaction, a table or database that does not exist, rows StarRocks filters) goes whole to
 `+"`dead_letter`"+`, or stalls its partition with an error when no dead letter output is set.
 
 Messages without the contract (no `+"`starrocks_partition`"+` or no `+"`starrocks_seq`"+`) are admitted in
 arrival order, each its own transaction.
+
+A message whose `+"`starrocks_partition_epoch`"+` (stamped by the `+"`kafka_txn`"+` input) belongs to a
+partition assignment that was revoked is acknowledged without being applied, so a batch that
+reaches the output after its partition was fenced never commits the tail of a source
+transaction whose head the fence dropped.
 
 Never wrap this output in `+"`reject_errored`"+`: it drops errored messages before the output sees
 them, which silently commits the rest of their source transaction.
@@ -159,7 +164,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
 				Advanced(),
 			service.NewDurationField(fieldSequenceGapTimeout).
-				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it.").
+				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
 				Default("10s").
 				Advanced(),
 			service.NewStringEnumField(fieldCompression, "none", "gzip", "lz4_frame").

@@ -47,6 +47,7 @@ metadata contract that the ` + "`starrocks_txn`" + ` output consumes:
 | ` + "`starrocks_seq`" + ` | every message | 1, 2, 3 … dense per processor instance, one per emitted message |
 | ` + "`starrocks_seq_source`" + ` | every message | the instance tag: ` + "`instance_id`" + ` (if set), a dash and 12 random hex characters |
 | ` + "`starrocks_source_offset`" + ` | every message | the source offset, a decimal integer strictly increasing per partition |
+| ` + "`starrocks_partition_epoch`" + ` | every message whose input stamped it | the partition's assignment epoch, copied from the incoming message (the ` + "`kafka_txn`" + ` input sets it) |
 
 A data row's body becomes the row object to load, with ` + "`\"__op\": 0`" + `
 (upsert) or ` + "`\"__op\": 1`" + ` (delete; PRIMARY KEY tables only). Markers have
@@ -101,7 +102,11 @@ then at or below the partition's high-water mark, so its messages are flagged
 as replays and change no state. The ` + "`starrocks_txn`" + ` output never nacks, so
 with it replays do not happen in normal running. When the output fences a
 partition (rebalance), the processor forgets the partition's open transaction
-and high-water mark, so the new assignment starts clean.
+and high-water mark, so the new assignment starts clean. A message whose
+` + "`starrocks_partition_epoch`" + ` belongs to the revoked assignment (older than the
+partition's current epoch, or the fenced one) is dropped without changing any
+state (` + "`txn_assembler_dropped{kind=\"stale_epoch\"}`" + `), so a late batch of the old
+owner cannot re-seed the reset partition.
 `
 
 // Defaults of the custom mappings: a generic event shape.
