@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -291,4 +292,118 @@ func TestMissingDatabaseIsPoisoned(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// registries are the partition registries of the integration streams, by
+// the name of the starrocks_txn_test_registry processor that captured them.
+var registries sync.Map
+
+func init() {
+	spec := service.NewConfigSpec().Field(service.NewStringField("name"))
+	service.MustRegisterBatchProcessor("starrocks_txn_test_registry", spec,
+		func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchProcessor, error) {
+			name, err := conf.FieldString("name")
+			if err != nil {
+				return nil, err
+			}
+			registries.Store(name, registry.Get(mgr))
+			return passThrough{}, nil
+		})
+}
+
+type passThrough struct{}
+
+func (passThrough) ProcessBatch(_ context.Context, b service.MessageBatch) ([]service.MessageBatch, error) {
+	return []service.MessageBatch{b}, nil
+}
+
+func (passThrough) Close(context.Context) error { return nil }
+
+// Through a real stream and the emulator: the tail of a source transaction
+// of a fenced assignment is acknowledged without being applied and counted
+// in starrocks_txn_stale_epoch_messages; the next assignment commits.
+func TestIntegrationStaleEpochIsReleasedUnapplied(t *testing.T) {
+	e := startEmulator(t)
+	sb := service.NewStreamBuilder()
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+	require.NoError(t, sb.SetMetricsYAML("starrocks_txn_test_metrics: {}"))
+	captured.reset()
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	name := t.Name()
+	require.NoError(t, sb.AddProcessorYAML("starrocks_txn_test_registry: { name: "+name+" }"))
+	require.NoError(t, sb.AddOutputYAML(`
+starrocks_txn:
+  load_urls: [ `+e.FEURL()+` ]
+  commit_interval: 200ms
+  max_in_flight: 16
+`))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	go func() { _ = stream.Run(context.Background()) }()
+	t.Cleanup(func() { _ = stream.StopWithin(time.Second) })
+	var reg *registry.Registry
+	require.Eventually(t, func() bool {
+		v, ok := registries.Load(name)
+		if ok {
+			reg = v.(*registry.Registry)
+		}
+		return ok
+	}, 5*time.Second, 5*time.Millisecond, "the stream built its processors")
+
+	order := func(s *src, txn string, id int, end bool) *service.Message {
+		return s.row("p0", txn, "orders", map[string]any{"order_id": id, "customer_id": 1, "total_amount": 1}, end)
+	}
+	s := newSrc("asm")
+	e1 := reg.Assign("p0")
+	head := withEpoch(e1, order(s, "T", 1, false))
+	tail := withEpoch(e1, order(s, "T", 2, true))
+	headDone := make(chan error, 1)
+	go func() { headDone <- produce(context.Background(), head) }()
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, reg.Fence(context.Background(), "p0"))
+	select {
+	case err := <-headDone:
+		require.NoError(t, err, "the fence releases the head with success")
+	case <-time.After(2 * time.Second):
+		t.Fatal("the fence did not release the head")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.NoError(t, produce(ctx, tail), "the stale tail is acknowledged at once")
+	assert.Equal(t, int64(1), captured.counter("starrocks_txn_stale_epoch_messages"))
+
+	// The new assignment re-reads T whole and commits it.
+	e2 := reg.Assign("p0")
+	s2 := newSrc("asm-2")
+	require.NoError(t, produce(ctx, withEpoch(e2, order(s2, "T", 1, false), order(s2, "T", 2, true))))
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	assert.Len(t, rows, 2)
+	assert.Equal(t, int64(1), captured.counter("starrocks_txn_source_txns_committed"), "only the new assignment's T committed")
+}
+
+// Through the emulator: a source transaction to a database that does not
+// exist goes to dead_letter (StarRocks refuses the begin with
+// "Database[...] does not exist"), and the rest goes on.
+func TestIntegrationMissingDatabaseGoesToDeadLetter(t *testing.T) {
+	e := startEmulator(t)
+	s := newSrc("asm")
+	bad := s.row("p0", "nodb-txn", "orders", map[string]any{"order_id": 1, "customer_id": 1, "total_amount": 0}, true)
+	bad.MetaSetMut(contract.KeyDatabase, "nodb")
+	batches := []service.MessageBatch{
+		{bad},
+		{s.row("p1", "good", "orders", map[string]any{"order_id": 2, "customer_id": 1, "total_amount": 0}, true)},
+	}
+	errs := poisonStream(t, e, "dl-nodb", batches, 10*time.Second,
+		"  retry_backoff: { initial_interval: 20ms, max_interval: 200ms }\n")
+	require.NoError(t, errs[0], "dead-lettered, then acknowledged")
+	require.NoError(t, errs[1])
+	d, _ := captures.Load("dl-nodb")
+	assert.Equal(t, []string{"nodb-txn"}, d.(*fakeDL).txnIDs())
+	reason, _ := d.(*fakeDL).batches[0][0].MetaGet(deadLetterReasonKey)
+	assert.Contains(t, reason, "nodb")
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	assert.Len(t, rows, 1)
 }
