@@ -331,6 +331,9 @@ func TestIntegrationStaleEpochIsReleasedUnapplied(t *testing.T) {
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
 	name := t.Name()
+	// A fresh capture per run: -count=N runs the same name again.
+	registries.Delete(name)
+	t.Cleanup(func() { registries.Delete(name) })
 	require.NoError(t, sb.AddProcessorYAML("starrocks_txn_test_registry: { name: "+name+" }"))
 	require.NoError(t, sb.AddOutputYAML(`
 starrocks_txn:
