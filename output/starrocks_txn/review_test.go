@@ -97,6 +97,34 @@ func TestFenceThatGivesUpReleasesWhenTheCommitAborts(t *testing.T) {
 	assert.Len(t, f.rows("a"), 1)
 }
 
+// The same give-up, but the in-flight commit then succeeds: its calls
+// return, nothing stays committable, and the fenced partition's boundary is
+// not published after the fence ended (the input has released it).
+func TestFenceThatGivesUpReleasesWhenTheCommitSucceeds(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("asm")
+	inCommit := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
+	waitCommitting(t, o)
+	open := writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, false)})
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.Error(t, registry.Get(res).Fence(ctx, "p0"))
+	waitAll(t, []chan error{open}, 2*time.Second)
+	close(gate)
+	waitAll(t, []chan error{inCommit}, 5*time.Second)
+	require.Eventually(t, func() bool {
+		c, b := accounting(o)
+		return c == 0 && b == 0
+	}, 3*time.Second, 10*time.Millisecond)
+	assert.Len(t, f.rows("a"), 1, "the commit in flight completed")
+	_, published := registry.Get(res).Committed("p0")
+	assert.False(t, published, "nothing is published for a partition whose fence ended")
+}
+
 // A WriteBatch call blocked at twice buffer_size holds seqs that later
 // messages wait for: that gap is not a dropped message and must not be
 // skipped after sequence_gap_timeout, or the rest of the source transaction
