@@ -2,8 +2,10 @@
 // Benthos stream (DESIGN.md §4.6). The starrocks_txn output publishes, per
 // source partition, the offset through which StarRocks has committed whole
 // source transactions, and offers to fence a partition; the kafka_txn input
-// commits only those offsets and fences the partitions it loses; the
-// txn_assembler resets a fenced partition. None of the plugins imports another:
+// commits only those offsets, fences the partitions it loses and numbers each
+// assignment of a partition (its epoch, stamped on the messages); the
+// txn_assembler resets a fenced partition, and the assembler and the output
+// drop messages of an assignment that is over. None of the plugins imports another:
 // they all find the same Registry through service.Resources.
 package registry
 
