@@ -99,10 +99,29 @@ type ddlHandler struct {
 	sm     *server.SessionManager
 }
 
+// catalogMu serialises the queries that read go-mysql-server's catalog tables
+// (information_schema, SHOW, DESCRIBE): v0.20.0 assigns the catalog to shared
+// information_schema tables on every such query (AssignCatalog) without a
+// lock, a data race that -race reports when two run at once. Data queries
+// do not take it.
+var catalogMu sync.Mutex
+
+// serialise takes catalogMu for a catalog query and returns its release.
+func serialise(query string) func() {
+	q := strings.ToLower(strings.TrimLeft(query, " \t\r\n("))
+	if strings.Contains(q, "information_schema") || strings.HasPrefix(q, "show") ||
+		strings.HasPrefix(q, "desc") || strings.HasPrefix(q, "explain") {
+		catalogMu.Lock()
+		return catalogMu.Unlock
+	}
+	return func() {}
+}
+
 func (h *ddlHandler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	if toks, ok := h.interceptable(query); ok {
 		return h.runDDL(ctx, c, query, toks, false, callback)
 	}
+	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComQuery(ctx, c, query, callback)
 }
@@ -125,16 +144,19 @@ func (h *ddlHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query str
 		}
 		return rest, h.runDDL(ctx, c, stmt, toks[:end], rest != "", callback)
 	}
+	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComMultiQuery(ctx, c, query, callback)
 }
 
 func (h *ddlHandler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
+	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComPrepare(ctx, c, query, prepare)
 }
 
 func (h *ddlHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	defer serialise(prepare.PrepareStmt)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
 }
