@@ -35,6 +35,6 @@ func main() {
 	service.RunCLI(context.Background(),
 		service.CLIOptAddCommand(emulator.Command()),
 		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
-		service.CLIOptAddCommand(bench.Command()),
+		service.CLIOptAddCommand(bench.Command(demoSchema)),
 	)
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Command is the `bench` subcommand: one run on this machine, one table.
-func Command() *cli.Command {
+func Command(schema string) *cli.Command {
+	Schema = schema
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "Measure kafka_txn → txn_assembler → starrocks_txn → emulator against drop and http_client plain stream loads on the same pre-produced Kafka input, and print one table",
