@@ -221,12 +221,9 @@ func (s *Store) execLocked(toks []token, curDB *string) error {
 			*curDB = ""
 		}
 	case createTableStmt:
-		dbName := st.db
-		if dbName == "" {
-			dbName = *curDB
-		}
-		if dbName == "" {
-			return fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", st.name)
+		dbName, err := tableDB(st.db, st.name, *curDB)
+		if err != nil {
+			return err
 		}
 		d, ok := old.db(dbName)
 		if !ok {
@@ -244,12 +241,9 @@ func (s *Store) execLocked(toks []token, curDB *string) error {
 		nd := d.withTable(st.name, &tableState{schema: st.schema, rows: newBtree()})
 		next.dbs[d.name] = nd
 	case dropTableStmt:
-		dbName := st.db
-		if dbName == "" {
-			dbName = *curDB
-		}
-		if dbName == "" {
-			return fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", st.name)
+		dbName, err := tableDB(st.db, st.name, *curDB)
+		if err != nil {
+			return err
 		}
 		d, ok := old.db(dbName)
 		if !ok {
@@ -268,12 +262,9 @@ func (s *Store) execLocked(toks []token, curDB *string) error {
 		nd := d.withTable(t.schema.Name, nil)
 		next.dbs[d.name] = nd
 	case truncateTableStmt:
-		dbName := st.db
-		if dbName == "" {
-			dbName = *curDB
-		}
-		if dbName == "" {
-			return fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", st.name)
+		dbName, err := tableDB(st.db, st.name, *curDB)
+		if err != nil {
+			return err
 		}
 		d, ok := old.db(dbName)
 		if !ok {
@@ -452,4 +443,16 @@ func (s *Store) Rows(db, table string) ([]map[string]any, error) {
 		return true
 	})
 	return out, nil
+}
+
+// tableDB is the database a table statement addresses: its own qualifier,
+// else the session's current database.
+func tableDB(qualifier, table, current string) (string, error) {
+	if qualifier != "" {
+		return qualifier, nil
+	}
+	if current == "" {
+		return "", fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", table)
+	}
+	return current, nil
 }
