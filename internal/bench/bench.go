@@ -6,9 +6,12 @@
 // http_client: visible in the emulator). Outputs compared: starrocks_txn into
 // the emulator, Benthos's drop (the engine's ceiling) and Benthos's
 // http_client doing one plain stream load per table per batch (what users do
-// today, without atomicity). Every configuration is verified: the tables must
-// equal what the producer committed (drop: every record delivered), so a fast
-// wrong result cannot pass.
+// today, without atomicity); starrocks_txn runs twice, with semantic
+// at_least_once and exactly_once, so the cost of the progress table shows.
+// Every configuration is verified: the tables must equal what the producer
+// committed (drop: every record delivered; exactly_once: also the progress
+// table holds every partition's last END offset), so a fast wrong result
+// cannot pass.
 package bench
 
 import (
@@ -16,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,6 +37,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
@@ -51,6 +56,19 @@ const (
 	OutputStarRocksTxn = "starrocks_txn"
 	OutputDrop         = "drop"
 	OutputHTTPClient   = "http_client"
+)
+
+// Delivery semantics of a starrocks_txn configuration (its `semantic` field).
+const (
+	SemanticAtLeastOnce = "at_least_once"
+	SemanticExactlyOnce = "exactly_once"
+)
+
+// The exactly_once configuration's pipeline_id and the progress table it
+// writes (the output's default name) in the workload's database.
+const (
+	PipelineID    = "bench"
+	ProgressTable = "starrocks_txn_progress"
 )
 
 // Defaults of Options.
@@ -135,6 +153,9 @@ type Config struct {
 	Partitions  int
 	Batch       int
 	MaxInFlight int
+	// Semantic is starrocks_txn's semantic (SemanticAtLeastOnce or
+	// SemanticExactlyOnce); empty for the other outputs.
+	Semantic string
 	// Sweep names the axis a sweep row varies ("" for the comparison rows).
 	Sweep string
 }
@@ -220,10 +241,12 @@ func Configs(o Options) []Config {
 		}
 		return c
 	}
+	base.Semantic = SemanticAtLeastOnce
 	cs := []Config{
 		mk("starrocks_txn → emulator", OutputStarRocksTxn, nil),
-		mk("drop (engine ceiling)", OutputDrop, nil),
-		mk("http_client plain stream loads", OutputHTTPClient, func(c *Config) { c.MaxInFlight = o.HTTPMaxInFlight }),
+		mk("starrocks_txn exactly_once → emulator", OutputStarRocksTxn, func(c *Config) { c.Semantic = SemanticExactlyOnce }),
+		mk("drop (engine ceiling)", OutputDrop, func(c *Config) { c.Semantic = "" }),
+		mk("http_client plain stream loads", OutputHTTPClient, func(c *Config) { c.MaxInFlight, c.Semantic = o.HTTPMaxInFlight, "" }),
 	}
 	if !o.Sweep {
 		return cs
@@ -334,11 +357,11 @@ func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
 		return res, fmt.Errorf("registering the timed input: %w", err)
 	}
 	b := env.NewStreamBuilder()
-	feURL := ""
+	feURL, mysqlAddr := "", ""
 	if em != nil {
-		feURL = em.FEURL()
+		feURL, mysqlAddr = em.FEURL(), em.MySQLAddr()
 	}
-	if err := b.SetYAML(PipelineYAML(c, o, strings.Join(brokers, ","), feURL)); err != nil {
+	if err := b.SetYAML(PipelineYAML(c, o, strings.Join(brokers, ","), feURL, mysqlAddr)); err != nil {
 		return res, fmt.Errorf("reading the pipeline config: %w", err)
 	}
 	if err := b.SetMetricsYAML("bench_metrics: {}"); err != nil {
@@ -442,15 +465,25 @@ func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
 
 	verifyCtx, cancelVerify := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelVerify()
-	res.Verified, res.Verification, err = verify(verifyCtx, c, res, m, capture, model, db)
+	var lastEnds map[string]int64
+	if c.Semantic == SemanticExactlyOnce {
+		// What the progress table must hold, read from Kafka itself rather
+		// than from anything the pipeline saw.
+		if lastEnds, err = LastEndOffsets(verifyCtx, brokers, topic, res.Records); err != nil {
+			return res, fmt.Errorf("reading the END offsets back from Kafka: %w", err)
+		}
+	}
+	res.Verified, res.Verification, err = verify(verifyCtx, c, res, m, capture, model, db, lastEnds)
 	return res, err
 }
 
 // verify checks that the configuration delivered exactly the committed
 // workload: for drop every record was acknowledged and none nacked; for the
 // loaders the tables equal the model; for starrocks_txn also every source
-// transaction was counted committed once.
-func verify(ctx context.Context, c Config, res Result, m *meter, capture *metricscap.Capture, model *workload.Model, db *sql.DB) (bool, string, error) {
+// transaction was counted committed once; for exactly_once also the progress
+// table holds, for every partition, lastEnds (the partition's last END
+// offset) as its committed_offset.
+func verify(ctx context.Context, c Config, res Result, m *meter, capture *metricscap.Capture, model *workload.Model, db *sql.DB, lastEnds map[string]int64) (bool, string, error) {
 	if n := m.nacked.Load(); n > 0 {
 		return false, fmt.Sprintf("FAILED: %d records nacked", n), nil
 	}
@@ -476,7 +509,131 @@ func verify(ctx context.Context, c Config, res Result, m *meter, capture *metric
 			return false, fmt.Sprintf("FAILED: starrocks_txn committed %d source transactions, the producer %d", n, res.SourceTxns), nil
 		}
 	}
-	return true, fmt.Sprintf("OK: tables = model (%d orders, %d items, %d events)", len(want.Orders), len(want.Items), len(want.Events)), nil
+	ok := fmt.Sprintf("OK: tables = model (%d orders, %d items, %d events)", len(want.Orders), len(want.Items), len(want.Events))
+	if c.Semantic != SemanticExactlyOnce {
+		return true, ok, nil
+	}
+	bad, err := CheckProgress(ctx, db, workload.Database, lastEnds)
+	if err != nil {
+		return false, "", err
+	}
+	if bad != "" {
+		return false, "FAILED: " + bad, nil
+	}
+	return true, fmt.Sprintf("%s; %s.%s: %d partitions at their last END offset (%d replays dropped)",
+		ok, workload.Database, ProgressTable, len(lastEnds), capture.Counter("starrocks_txn_replays_dropped")), nil
+}
+
+// LastEndOffsets reads the topic from the start with read_committed until it
+// has seen records records, and returns the offset of the last TXN_END
+// event of every partition that has one, keyed like starrocks_partition
+// ("<topic>/<partition>"). That is what the progress table of an
+// exactly_once run that loaded everything must hold as committed_offset.
+func LastEndOffsets(ctx context.Context, brokers []string, topic string, records int64) (map[string]int64, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kafka client: %w", err)
+	}
+	defer cl.Close()
+	ends := map[string]int64{}
+	var seen int64
+	var decodeErr error
+	for seen < records {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%d of %d records read: %w", seen, records, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return nil, fmt.Errorf("fetching %s/%d: %w", errs[0].Topic, errs[0].Partition, errs[0].Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			var ev struct {
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(r.Value, &ev); err != nil {
+				if decodeErr == nil {
+					decodeErr = fmt.Errorf("decoding the record at %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
+				}
+				return
+			}
+			if ev.Type != "TXN_END" {
+				return
+			}
+			key := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+			if cur, ok := ends[key]; !ok || r.Offset > cur {
+				ends[key] = r.Offset
+			}
+		})
+		if decodeErr != nil {
+			return nil, decodeErr
+		}
+	}
+	return ends, nil
+}
+
+// erNoSuchTable is the MySQL error number of a missing table.
+const erNoSuchTable = 1146
+
+// CheckProgress compares the progress table of database with want
+// (starrocks_partition → the END offset of its last source transaction):
+// every partition of want must have a row of PipelineID whose
+// committed_offset equals it, and there must be no row of another
+// partition. Rows whose source_partition starts with '#' are the output's
+// own bookkeeping and are not partitions. It returns "" when the table
+// matches, else what differs.
+func CheckProgress(ctx context.Context, db *sql.DB, database string, want map[string]int64) (string, error) {
+	if len(want) == 0 {
+		return "no partition to check: the workload has no committed source transaction", nil
+	}
+	q := fmt.Sprintf("SELECT source_partition, committed_offset FROM `%s`.`%s` WHERE pipeline_id = ? AND source_partition NOT LIKE '#%%'", database, ProgressTable)
+	rows, err := db.QueryContext(ctx, q, PipelineID)
+	if myErr := (*mysql.MySQLError)(nil); errors.As(err, &myErr) && myErr.Number == erNoSuchTable {
+		return fmt.Sprintf("%s.%s does not exist: the output wrote no progress (was it run with semantic exactly_once?)", database, ProgressTable), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the progress table %s.%s: %w", database, ProgressTable, err)
+	}
+	got := map[string]int64{}
+	for rows.Next() {
+		var part string
+		var off int64
+		if err := rows.Scan(&part, &off); err != nil {
+			_ = rows.Close()
+			return "", fmt.Errorf("reading the progress table %s.%s: %w", database, ProgressTable, err)
+		}
+		got[part] = off
+	}
+	if err := rows.Close(); err != nil {
+		return "", fmt.Errorf("reading the progress table %s.%s: %w", database, ProgressTable, err)
+	}
+	if len(got) == 0 {
+		return fmt.Sprintf("%s.%s holds no progress row of pipeline %q (want %d partitions)", database, ProgressTable, PipelineID, len(want)), nil
+	}
+	var diffs []string
+	for _, part := range slices.Sorted(maps.Keys(want)) {
+		off, ok := got[part]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s: no row (want committed_offset %d)", part, want[part]))
+		case off != want[part]:
+			diffs = append(diffs, fmt.Sprintf("%s: committed_offset %d, want %d (the last END offset)", part, off, want[part]))
+		}
+	}
+	for _, part := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[part]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: unexpected row (committed_offset %d) of a partition with no source transaction", part, got[part]))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Sprintf("%s.%s: %s", database, ProgressTable, strings.Join(diffs, "; ")), nil
+	}
+	return "", nil
 }
 
 func describeDiff(want, got workload.Snapshot) string {

@@ -16,12 +16,15 @@ func Command(schema string) *cli.Command {
 	Schema = schema
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "Measure kafka_txn → txn_assembler → starrocks_txn → emulator against drop and http_client plain stream loads on the same pre-produced Kafka input, and print one table",
+		Usage: "Measure kafka_txn → txn_assembler → starrocks_txn → emulator (at_least_once and exactly_once) against drop and http_client plain stream loads on the same pre-produced Kafka input, and print one table",
 		Description: `Every configuration gets a fresh in-process Kafka loaded with the same
 transactional CDC workload (orders, order_items, order_events; some producer
 transactions aborted) and, for the loaders, a fresh emulator. The clock runs
 from the first record read to the last one acknowledged, and every
-configuration is verified (the tables must equal what the producer committed).
+configuration is verified (the tables must equal what the producer committed;
+for exactly_once also the progress table must hold every partition's last
+END offset). The summary gives exactly_once ÷ at_least_once for throughput
+and p50/p99 visibility latency.
 --sweep adds rows varying max_in_flight, the input batch size and the
 partition count one at a time (÷4, default, ×4; partitions ÷2, ×2).`,
 		Flags: []cli.Flag{

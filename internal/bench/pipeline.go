@@ -13,8 +13,10 @@ var Schema string
 // PipelineYAML is the stream configuration of c: kafka_txn (read through the
 // bench_timed wrapper) → txn_assembler → the configuration's output. The
 // starrocks_txn settings are those of examples/demo.yaml, with c's
-// max_in_flight and the options' buffer_size and commit_interval.
-func PipelineYAML(c Config, o Options, brokers, feURL string) string {
+// max_in_flight and semantic and the options' buffer_size and
+// commit_interval; exactly_once also gets pipeline_id PipelineID and the
+// emulator's MySQL address mysqlAddr for its progress table.
+func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string {
 	o.defaults()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `input:
@@ -44,6 +46,17 @@ func PipelineYAML(c Config, o Options, brokers, feURL string) string {
     max_in_flight: %d
     buffer_size: %d
 `, feURL, o.CommitInterval, c.MaxInFlight, o.BufferSize)
+		switch c.Semantic {
+		case SemanticExactlyOnce:
+			fmt.Fprintf(&sb, `    semantic: %s
+    pipeline_id: %s
+    progress_table: %s
+    mysql_address: %q
+`, SemanticExactlyOnce, PipelineID, ProgressTable, mysqlAddr)
+		case "":
+		default:
+			fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
+		}
 	case OutputHTTPClient:
 		// What users do today: one plain stream load per table per output
 		// batch. The assembler's body-less END markers carry no row.

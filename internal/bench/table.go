@@ -53,6 +53,16 @@ func WriteTable(w io.Writer, rs []Result) {
 		})
 	}
 	fmt.Fprintln(w)
+	if sr, ok := CompareSemantics(rs); ok {
+		fmt.Fprintf(w, "exactly_once ÷ at_least_once (starrocks_txn, same workload, this run): throughput %.2f× (%.0f ÷ %.0f rows/s), p50 visibility %.2f× (%s ÷ %s), p99 visibility %.2f× (%s ÷ %s)\n",
+			sr.Throughput, sr.ExactlyOnce.RowsPerSec(), sr.AtLeastOnce.RowsPerSec(),
+			sr.P50, fmtDur(sr.ExactlyOnce.VisP50), fmtDur(sr.AtLeastOnce.VisP50),
+			sr.P99, fmtDur(sr.ExactlyOnce.VisP99), fmtDur(sr.AtLeastOnce.VisP99))
+		fmt.Fprintln(w, "  exactly_once: the same output with semantic exactly_once, writing its progress table over the")
+		fmt.Fprintf(w, "  emulator's MySQL port and one progress row per partition into every commit; verified also against\n")
+		fmt.Fprintf(w, "  %s (every partition's committed_offset = its last END offset in Kafka).\n", ProgressTable)
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "Throughput: rows (and source transactions) ÷ time from the first record read to the last one acknowledged;")
 	fmt.Fprintln(w, "  the workload was produced into Kafka before the pipeline started. batch: kafka_txn batching.count (and")
 	fmt.Fprintln(w, "  http_client's output batch), with the mean number of records per input batch delivered in brackets.")
@@ -98,4 +108,44 @@ func fmtDur(d time.Duration) string {
 	default:
 		return d.Round(time.Millisecond).String()
 	}
+}
+
+// SemanticsRatio compares the starrocks_txn comparison rows of one run:
+// exactly_once against at_least_once, same workload and settings.
+type SemanticsRatio struct {
+	AtLeastOnce, ExactlyOnce Result
+	// Throughput, P50 and P99 are exactly_once ÷ at_least_once of rows/s
+	// and of the p50 and p99 visibility latency.
+	Throughput, P50, P99 float64
+}
+
+// CompareSemantics finds the at_least_once and exactly_once starrocks_txn
+// rows of the comparison (not the sweep) among rs and returns their ratios;
+// false when either is missing or has no figures.
+func CompareSemantics(rs []Result) (SemanticsRatio, bool) {
+	var sr SemanticsRatio
+	var alo, eo bool
+	for _, r := range rs {
+		if r.Output != OutputStarRocksTxn || r.Sweep != "" {
+			continue
+		}
+		switch r.Semantic {
+		case SemanticAtLeastOnce:
+			if !alo {
+				sr.AtLeastOnce, alo = r, true
+			}
+		case SemanticExactlyOnce:
+			if !eo {
+				sr.ExactlyOnce, eo = r, true
+			}
+		}
+	}
+	a, e := sr.AtLeastOnce, sr.ExactlyOnce
+	if !alo || !eo || a.RowsPerSec() <= 0 || a.VisP50 <= 0 || a.VisP99 <= 0 {
+		return sr, false
+	}
+	sr.Throughput = e.RowsPerSec() / a.RowsPerSec()
+	sr.P50 = float64(e.VisP50) / float64(a.VisP50)
+	sr.P99 = float64(e.VisP99) / float64(a.VisP99)
+	return sr, true
 }
