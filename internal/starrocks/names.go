@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -72,25 +73,69 @@ func ValidateLabel(label string) error {
 // part (16 hex digits) is always kept whole, so the result always passes
 // ValidateLabel.
 func NewLabel(prefix, db string) string {
-	var rnd [labelRandomBytes]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	return joinLabel(prefix, db, randomHex(labelRandomBytes))
+}
+
+// NewWriterID returns a random token (12 hex digits) naming one writer: one
+// run of a process that labels its transactions with SeqLabel.
+func NewWriterID() string {
+	return randomHex(6)
+}
+
+// SeqLabel returns "<prefix>-<db>-<writer>-<n>": the n-th label of a writer
+// in a database. A writer numbers its labels 1, 2, 3, … so that another
+// process can look up, by label, every transaction the writer may have left
+// unresolved (get_load_state on consecutive numbers). Prefix and db are
+// sanitised and shortened as in NewLabel; "<writer>-<n>" is kept whole, so
+// SplitSeqLabel recovers n and the stem of the writer's labels.
+func SeqLabel(prefix, db, writer string, n int64) string {
+	return joinLabel(prefix, db, sanitizeLabelPart(writer)+"-"+strconv.FormatInt(n, 10))
+}
+
+// SplitSeqLabel splits a SeqLabel into its stem ("<prefix>-<db>-<writer>")
+// and number. ok is false when the label does not end in "-<n>", n ≥ 1.
+func SplitSeqLabel(label string) (stem string, n int64, ok bool) {
+	i := strings.LastIndexByte(label, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(label[i+1:], 10, 64)
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return label[:i], n, true
+}
+
+// StemLabel returns the n-th label of the writer whose labels start with
+// stem (see SplitSeqLabel).
+func StemLabel(stem string, n int64) string {
+	return stem + "-" + strconv.FormatInt(n, 10)
+}
+
+func randomHex(n int) string {
+	rnd := make([]byte, n)
+	if _, err := rand.Read(rnd); err != nil {
 		// crypto/rand never fails on supported platforms (Go 1.24+ crashes
 		// instead), so this is unreachable.
-		panic(fmt.Sprintf("reading random label suffix: %v", err))
+		panic(fmt.Sprintf("reading random label bytes: %v", err))
 	}
-	suffix := hex.EncodeToString(rnd[:])
+	return hex.EncodeToString(rnd)
+}
+
+// joinLabel returns "<prefix>-<db>-<tail>" (or "<db>-<tail>"), shortening
+// the prefix first, then db, so that the label fits 128 characters with the
+// tail whole.
+func joinLabel(prefix, db, tail string) string {
 	prefix, db = sanitizeLabelPart(prefix), sanitizeLabelPart(db)
 	if db == "" {
 		db = "db"
 	}
-	// Budget for "<prefix>-<db>-": keep the suffix whole.
-	budget := MaxLabelLen - len(suffix) - 1
+	budget := MaxLabelLen - len(tail) - 1
 	head := db
 	if prefix != "" {
 		head = prefix + "-" + db
 	}
 	if len(head) > budget {
-		// Shorten the prefix first, then the database part.
 		over := len(head) - budget
 		if prefix != "" {
 			cut := min(over, len(prefix)-1)
@@ -105,7 +150,7 @@ func NewLabel(prefix, db string) string {
 			head = prefix + "-" + db
 		}
 	}
-	return head + "-" + suffix
+	return head + "-" + tail
 }
 
 func sanitizeLabelPart(s string) string {
