@@ -85,7 +85,10 @@ func TestIntegrationExactlyOnceLostCommitReplyThenRestart(t *testing.T) {
 			half := len(w.batches) / 2
 
 			first, _ := emulatorEOOutput(t, e, "")
-			require.NoError(t, e.Faults().Add(emulator.Fault{Op: emulator.OpCommit, Action: act, Delay: 5 * time.Second}))
+			// The writer's first commit is its anchor (the writer row alone),
+			// the second the first cycle of data: the fault hits both, and
+			// the anchor's outcome is found by its label.
+			require.NoError(t, e.Faults().Add(emulator.Fault{Op: emulator.OpCommit, Action: act, Count: 2, Delay: 5 * time.Second}))
 			var chs []chan error
 			for _, b := range w.batches[:half] {
 				chs = append(chs, writeAsync(first, b))

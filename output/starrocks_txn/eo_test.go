@@ -15,6 +15,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 // fakeProgress is the progress store over the fake server: it reads the
@@ -223,21 +224,52 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 	last := map[string]int64{}
 	for _, r := range f.rows(defaultProgressTable) {
 		assert.Equal(t, "pl", r["pipeline_id"])
+		if isWriterRow(r["source_partition"].(string)) {
+			continue
+		}
 		last[r["source_partition"].(string)] = int64(r["committed_offset"].(float64))
 		assert.NotEmpty(t, r["updated_at"])
 	}
 	assert.Equal(t, map[string]int64{"p0": 6, "p1": 6}, last)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, c := range f.commits {
+	for i, c := range f.commits {
 		withRows := map[string]string{}
 		for _, r := range c.rows["a"] {
 			var n int
 			_, _ = fmt.Sscanf(idOf(r), "t%d", &n)
 			withRows[fmt.Sprintf("p%d", n%2)] = idOf(r) // the last one wins
 		}
+		// Every commit carries the writer's row: its floor is above every
+		// label number committed so far, the label's own included.
+		writers := 0
+		_, num, ok := starrocks.SplitSeqLabel(c.label)
+		require.True(t, ok, c.label)
+		for _, r := range c.rows[defaultProgressTable] {
+			if !isWriterRow(r["source_partition"].(string)) {
+				continue
+			}
+			writers++
+			assert.Equal(t, c.label, r["label"])
+			assert.Equal(t, num, int64(r["committed_offset"].(float64)), "the writer row names its own label's number")
+			open, err := parseOpen(r["source_txn_id"].(string))
+			require.NoError(t, err)
+			if len(c.rows["a"]) == 0 {
+				assert.NotEmpty(t, open, "an anchor lists the label of the commit it precedes")
+			}
+			for _, x := range open {
+				assert.NotEqual(t, num, x)
+			}
+		}
+		assert.Equal(t, 1, writers, "commit %s carries one writer row", c.label)
+		if i == 0 {
+			assert.Empty(t, c.rows["a"], "the first commit is the anchor: the writer row alone")
+		}
 		withProgress := map[string]string{}
 		for _, r := range c.rows[defaultProgressTable] {
+			if isWriterRow(r["source_partition"].(string)) {
+				continue
+			}
 			withProgress[r["source_partition"].(string)] = r["source_txn_id"].(string)
 			assert.Equal(t, c.label, r["label"])
 			assert.Equal(t, r["committed_offset"], r["txn_end_offset"], "one database: everything committed is resolved")

@@ -164,9 +164,17 @@ type Output struct {
 	models *tableModels
 	// prog creates and reads the progress table (exactly_once).
 	prog progressStore
-	log  *service.Logger
-	reg  *registry.Registry
-	m    *metrics
+	// writer names this run of the output in its labels and its writer
+	// rows (writers.go).
+	writer string
+	// settleMu serialises settleWriters runs; settleStarted and settleDone
+	// number the runs started and the last one completed.
+	settleMu      sync.Mutex
+	settleStarted int64
+	settleDone    int64
+	log           *service.Logger
+	reg           *registry.Registry
+	m             *metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -222,6 +230,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		workers:         map[string]*dbWorker{},
 		dlWake:          make(chan struct{}, 1),
 		now:             time.Now,
+		writer:          starrocks.NewWriterID(),
 	}
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("starrocks_txn: output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
@@ -272,6 +281,7 @@ func (o *Output) Connect(ctx context.Context) error {
 func (o *Output) Close(ctx context.Context) error {
 	o.cancel()
 	o.wg.Wait()
+	o.forgetWriter(ctx)
 	if o.models != nil {
 		_ = o.models.close()
 	}

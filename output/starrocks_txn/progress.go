@@ -3,7 +3,6 @@ package starrocks_txn
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -147,23 +146,9 @@ func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (pr
 	defer cancel()
 	defer s.lock()()
 	e := progressEntry{perDB: map[string]int64{}}
-	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", s.table)
+	dbs, err := s.progressDatabases(ctx)
 	if err != nil {
-		return e, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
-	}
-	var dbs []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return e, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
-		}
-		if !strings.EqualFold(name, "information_schema") {
-			dbs = append(dbs, name)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return e, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+		return e, err
 	}
 	for _, d := range dbs {
 		var through, txnEnd int64
@@ -179,6 +164,29 @@ func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (pr
 		e.merge(d, through, txnEnd)
 	}
 	return e, nil
+}
+
+// progressDatabases lists the databases holding a progress table.
+func (s sqlProgress) progressDatabases(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", s.table)
+	if err != nil {
+		return nil, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+	}
+	var dbs []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+		}
+		if !strings.EqualFold(name, "information_schema") {
+			dbs = append(dbs, name)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+	}
+	return dbs, nil
 }
 
 // merge adds one database's row.
@@ -216,9 +224,9 @@ type progressRow struct {
 //   - txn_end_offset and source_txn_id: the partition's last transaction in
 //     c, which this database holds once c commits.
 //
-// Loaded under c's label, the rows become visible with the data or not at
-// all.
-func (w *dbWorker) progressRows(c *cycle) []byte {
+// Loaded under c's label with the writer's row (writers.go), the rows
+// become visible with the data or not at all.
+func (w *dbWorker) progressRows(c *cycle) []progressRow {
 	o := w.o
 	in := make(map[*srcTxn]bool, len(c.txns))
 	var parts []*partition
@@ -277,15 +285,11 @@ func (w *dbWorker) progressRows(c *cycle) []byte {
 		}
 	}
 	o.mu.Unlock()
-	if len(byPart) == 0 {
-		return nil
-	}
-	rows := make([]progressRow, 0, len(byPart))
+	rows := make([]progressRow, 0, len(byPart)+1)
 	for _, k := range sortedKeys(byPart) {
 		rows = append(rows, *byPart[k])
 	}
-	b, _ := json.Marshal(rows)
-	return b
+	return rows
 }
 
 // waitProgressLocked holds it when its partition's durable progress is not
@@ -317,10 +321,15 @@ func (o *Output) readProgressLoop(part string) {
 		o.mu.Lock()
 		gen := o.progressGen[part]
 		o.mu.Unlock()
+		ticket := o.settleTicket()
 		var e progressEntry
 		var err error
 		if o.prog != nil {
-			e, err = o.prog.read(o.ctx, o.conf.pipelineID, part)
+			// What another writer left committing lands first: its rows and
+			// progress must be in what is read.
+			if err = o.settleWriters(o.ctx, ticket); err == nil {
+				e, err = o.prog.read(o.ctx, o.conf.pipelineID, part)
+			}
 		}
 		if err != nil {
 			if o.ctx.Err() != nil {

@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -32,11 +33,15 @@ type cycle struct {
 	loaded bool
 	// progressLoaded is set once the progress rows went under label.
 	progressLoaded bool
+	// n is label's number (see SeqLabel); open lists the writer's other
+	// open labels, as the writer row under label has them (exactly_once).
+	n    int64
+	open []int64
 }
 
 // reset forgets the label and what was loaded under it, for a replay.
 func (c *cycle) reset() {
-	c.label, c.sent, c.loaded, c.progressLoaded = "", nil, false, false
+	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open = "", nil, false, false, 0, nil
 }
 
 // dbWorker runs the commit cycles of one database, one at a time: so there
@@ -64,6 +69,20 @@ type dbWorker struct {
 	progressReady bool
 	lastCommit    time.Time
 	lastLoad      time.Time
+
+	// Label numbering and the writer floor (writers.go). labelMu guards
+	// them: labels are begun by the worker and by the commit goroutine.
+	labelMu sync.Mutex
+	nextN   int64
+	// open holds the numbers of begun labels that may still be committed.
+	open map[int64]bool
+	// anchored is set once StarRocks holds this writer's row in the
+	// database; durableTop and durableOpen are what that row says.
+	anchored    bool
+	durableTop  int64
+	durableOpen map[int64]bool
+	// inDoubt counts commits sent whose outcome is unknown.
+	inDoubt int
 }
 
 func newDBWorker(o *Output, db string) *dbWorker {
@@ -365,6 +384,15 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		if !w.awaitDeadLetters(ctx, c) {
 			return ctx.Err()
 		}
+		if err := w.anchorIfNeeded(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !replay("progress", err) {
+				return ctx.Err()
+			}
+			continue
+		}
 		// Commit. A fence waits while it is in flight.
 		o.mu.Lock()
 		liveNow := w.liveLocked(c)
@@ -379,6 +407,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 			continue
 		}
 		start := o.now()
+		w.setInDoubt(1)
 		err := o.client.Commit(ctx, w.txn(c.label))
 		o.log.Debugf("starrocks_txn: database %s: commit of label %s with %d source transactions took %v (err %v)", w.db, c.label, len(c.txns), o.now().Sub(start), err)
 		committed := err == nil
@@ -394,7 +423,12 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 			}
 			committed = state.Committed()
 		}
+		w.setInDoubt(-1)
+		w.done(c.label)
 		if committed {
+			if c.progressLoaded && o.conf.exactlyOnce && o.prog != nil {
+				w.durable(c.n, c.open)
+			}
 			w.committed(c, start)
 			return nil
 		}
@@ -497,11 +531,12 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	for {
-		label := starrocks.NewLabel(o.conf.labelPrefix, w.db)
+		label, n := w.nextLabel()
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
+			w.opened(n)
 			c.reset()
-			c.label, c.begun, c.sent = label, o.now(), map[string]int{}
+			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
 			return true
 		}
 		if ctx.Err() != nil {
@@ -551,6 +586,8 @@ func (w *dbWorker) rollback(label string) {
 	if err := w.o.client.Rollback(ctx, w.txn(label)); err != nil {
 		w.o.log.Debugf("starrocks_txn: database %s: rollback of label %s: %v", w.db, label, err)
 	}
+	// Rolled back or not, it is never committed now.
+	w.done(label)
 }
 
 type loadError struct {
@@ -708,12 +745,11 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 		}
 		w.progressReady = true
 	}
-	body := w.progressRows(c)
-	if body == nil {
-		c.progressLoaded = true
-		return nil
-	}
-	err := w.loadOne(ctx, c.label, o.conf.progressTable, body)
+	rows := w.progressRows(c)
+	c.open = w.openExcept(c.n)
+	rows = append(rows, w.writerRow(c.label, c.n, c.open))
+	body, _ := json.Marshal(rows)
+	err := w.loadProgressBody(ctx, c.label, body)
 	if err != nil {
 		if tableWide(err) {
 			// Dropped while running: create it again before the replay.

@@ -1,0 +1,481 @@
+package starrocks_txn
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// Writers and their unresolved transactions (semantic exactly_once).
+//
+// A process that dies while the FE is still committing its last transaction
+// leaves that transaction to land later, possibly after a successor has read
+// the progress table and re-applied the same source transactions: older rows
+// would overwrite newer ones and the events would double. So before a
+// partition's progress is read, every transaction another writer of this
+// pipeline may still commit is made final: rolled back while it can be, or
+// waited for while the FE is committing it.
+//
+// To find those transactions by label, each run of the output (a writer)
+// numbers its labels per database — "<label_prefix>-<db>-<writer>-<n>",
+// n = 1, 2, 3, … — and keeps a writer row in the database's progress table:
+// source_partition "#writer/<writer>", committed_offset the number T of the
+// label that wrote the row, source_txn_id the numbers of the writer's other
+// labels that were open then (begun and possibly committed later: the
+// labels of at most a cycle being committed and the next one), and label the
+// label that wrote it. Every label of the writer below T that is not listed
+// is final or can never be committed. The row is loaded under every commit,
+// and under an anchor transaction of its own before the writer's first
+// commit in the database and before any commit of a label that is neither
+// listed in the row StarRocks holds nor at most anchorGap above its T (labels
+// burnt by failed begins and replays). So a successor that checks the listed
+// labels, then T+1, T+2, … until anchorGap consecutive ones are UNKNOWN, has
+// seen every label the writer may have sent a commit for.
+
+const (
+	// writerRowPrefix starts the source_partition of a writer row; '#' is
+	// not allowed in Kafka topic names.
+	writerRowPrefix = "#writer/"
+	// anchorGap bounds how far above its durable floor a writer may commit.
+	anchorGap = 16
+	// maxWriterProbes stops probing one writer's labels (a writer that keeps
+	// creating them is alive).
+	maxWriterProbes = 50 * anchorGap
+)
+
+// writerRow is one writer's row of a database's progress table.
+type writerRow struct {
+	writer string
+	// top is the number of the label that wrote the row; open the numbers
+	// of the writer's labels that were open then.
+	top   int64
+	open  []int64
+	label string
+}
+
+// formatOpen and parseOpen write and read the open label numbers of a
+// writer row ("12,15").
+func formatOpen(ns []int64) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseOpen(s string) ([]int64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("open label list %q: %w", s, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// writerStore reads the writer rows of every database with a progress table.
+type writerStore interface {
+	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
+}
+
+// isWriterRow reports whether a progress row's source_partition names a
+// writer rather than a source partition.
+func isWriterRow(partition string) bool {
+	return strings.HasPrefix(partition, writerRowPrefix)
+}
+
+func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
+	defer cancel()
+	defer s.lock()()
+	dbs, err := s.progressDatabases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]writerRow{}
+	for _, d := range dbs {
+		q := fmt.Sprintf("SELECT `%s`, `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` LIKE ?",
+			progressPartitionCol, progressOffsetCol, progressTxnIDCol, progressLabelCol, d, s.table, progressPipelineCol, progressPartitionCol)
+		rows, err := s.db.QueryContext(ctx, q, pipelineID, writerRowPrefix+"%")
+		if err != nil {
+			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
+		}
+		for rows.Next() {
+			var part string
+			var top int64
+			var open, lbl sql.NullString
+			if err := rows.Scan(&part, &top, &open, &lbl); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
+			}
+			ns, err := parseOpen(open.String)
+			if err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("reading the writer row %s of %s.%s: %w", part, d, s.table, err)
+			}
+			out[d] = append(out[d], writerRow{writer: strings.TrimPrefix(part, writerRowPrefix), top: top, open: ns, label: lbl.String})
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
+		}
+	}
+	return out, nil
+}
+
+// settleWriters makes final every transaction another writer of the
+// pipeline may still commit, in every database with a progress table. Calls
+// coalesce: a call returns at once when a run that started after it was
+// asked for has completed.
+func (o *Output) settleWriters(ctx context.Context, asked int64) error {
+	ws, ok := o.prog.(writerStore)
+	if !ok {
+		return nil
+	}
+	o.settleMu.Lock()
+	defer o.settleMu.Unlock()
+	if o.settleDone > asked {
+		return nil
+	}
+	o.settleStarted++
+	run := o.settleStarted
+	rows, err := ws.writers(ctx, o.conf.pipelineID)
+	if err != nil {
+		return err
+	}
+	for _, db := range sortedKeys(rows) {
+		for _, r := range rows[db] {
+			if r.writer == o.writer {
+				continue
+			}
+			if err := o.probeWriter(ctx, db, r); err != nil {
+				return err
+			}
+		}
+	}
+	o.settleDone = run
+	return nil
+}
+
+// settleTicket is what a caller of settleWriters passes: the runs started
+// before it asked do not count.
+func (o *Output) settleTicket() int64 {
+	o.settleMu.Lock()
+	defer o.settleMu.Unlock()
+	return o.settleStarted
+}
+
+// probeWriter makes final every label of one writer that may still be
+// committed: the ones its row lists as open, then its labels upward from the
+// row's own until anchorGap consecutive ones are UNKNOWN. A label in PREPARE
+// is rolled back; when the FE refuses because it is committing it, the
+// outcome is waited for. Once a label is seen turning committed while this
+// waits, the writer's one commit in flight has landed (or the writer is
+// alive): nothing else of it is checked.
+func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) error {
+	stem, _, ok := starrocks.SplitSeqLabel(r.label)
+	if !ok {
+		o.log.Warnf("starrocks_txn: the writer row %s%s in %s.%s holds the label %q, which is not <stem>-<n>: its transactions are not checked", writerRowPrefix, r.writer, db, o.conf.progressTable, r.label)
+		return nil
+	}
+	// check reports whether the label's state is UNKNOWN and whether the
+	// writer's commit in flight was seen landing.
+	check := func(n int64) (unknown, landed bool, err error) {
+		label := starrocks.StemLabel(stem, n)
+		state, err := o.client.WaitFinal(ctx, db, label, 0)
+		if err != nil {
+			return false, false, fmt.Errorf("reading the state of label %s of writer %s in database %s: %w", label, r.writer, db, err)
+		}
+		switch state {
+		case starrocks.StateUnknown:
+			return true, false, nil
+		case starrocks.StatePrepare, starrocks.StatePrepared:
+		default:
+			return false, false, nil
+		}
+		landed, err = o.finishForeign(ctx, db, label)
+		if landed {
+			o.log.Infof("starrocks_txn: database %s: transaction %s of writer %s committed while this output waited for it; reading the progress after it", db, label, r.writer)
+		}
+		return false, landed, err
+	}
+	for _, n := range r.open {
+		if n >= r.top {
+			continue
+		}
+		if _, landed, err := check(n); err != nil || landed {
+			return err
+		}
+	}
+	unknown := 0
+	for n := r.top + 1; unknown < anchorGap; n++ {
+		if n-r.top > maxWriterProbes {
+			o.log.Warnf("starrocks_txn: writer %s of database %s still has transactions after %d labels; taking it as alive", r.writer, db, maxWriterProbes)
+			return nil
+		}
+		isUnknown, landed, err := check(n)
+		if err != nil || landed {
+			return err
+		}
+		if isUnknown {
+			unknown++
+		} else {
+			unknown = 0
+		}
+	}
+	return nil
+}
+
+// finishForeign makes another writer's PREPARE transaction final: a rollback,
+// or, when the FE is committing it, a wait for the outcome. It reports
+// whether the transaction ended committed.
+func (o *Output) finishForeign(ctx context.Context, db, label string) (bool, error) {
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	txn := starrocks.Txn{DB: db, Label: label, Multi: true, Timeout: o.conf.txnTimeout}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+		rerr := o.client.Rollback(rctx, txn)
+		cancel()
+		if rerr == nil {
+			o.log.Infof("starrocks_txn: database %s: rolled back transaction %s, left open by another writer of pipeline %s", db, label, o.conf.pipelineID)
+			return false, nil
+		}
+		state, err := o.client.WaitFinal(ctx, db, label, o.conf.labelStateWait)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if err == nil && state.Final() {
+			return state.Committed(), nil
+		}
+		o.log.Warnf("starrocks_txn: database %s: transaction %s of another writer of pipeline %s is not final (state %q, rollback: %v); the progress of its partitions is read once it is", db, label, o.conf.pipelineID, state, rerr)
+		if !sleepCtx(ctx, b.next()) {
+			return false, ctx.Err()
+		}
+	}
+}
+
+// --- the writer's own side -------------------------------------------------
+
+// nextLabel returns the worker's next label and its number.
+func (w *dbWorker) nextLabel() (string, int64) {
+	w.labelMu.Lock()
+	defer w.labelMu.Unlock()
+	w.nextN++
+	return starrocks.SeqLabel(w.o.conf.labelPrefix, w.db, w.o.writer, w.nextN), w.nextN
+}
+
+// opened records a begun label: it may be committed until done is called.
+func (w *dbWorker) opened(n int64) {
+	w.labelMu.Lock()
+	defer w.labelMu.Unlock()
+	if w.open == nil {
+		w.open = map[int64]bool{}
+	}
+	w.open[n] = true
+}
+
+// done records that a label is final or will never be committed.
+func (w *dbWorker) done(label string) {
+	_, n, ok := starrocks.SplitSeqLabel(label)
+	if !ok {
+		return
+	}
+	w.labelMu.Lock()
+	defer w.labelMu.Unlock()
+	delete(w.open, n)
+}
+
+// openExcept returns the numbers of the worker's open labels other than m,
+// in order: what a row loaded under label m lists.
+func (w *dbWorker) openExcept(m int64) []int64 {
+	w.labelMu.Lock()
+	defer w.labelMu.Unlock()
+	var out []int64
+	for n := range w.open {
+		if n != m {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writerRow is the worker's row in the progress table, loaded under the
+// label numbered n with the other open labels.
+func (w *dbWorker) writerRow(label string, n int64, open []int64) progressRow {
+	floor := n + 1
+	if len(open) > 0 && open[0] < floor {
+		floor = open[0]
+	}
+	return progressRow{Pipeline: w.o.conf.pipelineID, Partition: writerRowPrefix + w.o.writer, Through: n, TxnEnd: floor,
+		TxnID: formatOpen(open), Label: label, Updated: w.o.now().UTC().Format("2006-01-02 15:04:05")}
+}
+
+// covered reports whether a successor reading the writer row StarRocks
+// holds would check label m: listed as open, or at most anchorGap above the
+// row's own label.
+func (w *dbWorker) covered(m int64) bool {
+	w.labelMu.Lock()
+	defer w.labelMu.Unlock()
+	if !w.anchored {
+		return false
+	}
+	return w.durableOpen[m] || (m > w.durableTop && m-w.durableTop <= anchorGap)
+}
+
+// durable records the writer row of a committed label.
+func (w *dbWorker) durable(n int64, open []int64) {
+	w.labelMu.Lock()
+	defer w.labelMu.Unlock()
+	if n < w.durableTop {
+		return
+	}
+	w.anchored = true
+	w.durableTop = n
+	w.durableOpen = make(map[int64]bool, len(open))
+	for _, x := range open {
+		w.durableOpen[x] = true
+	}
+}
+
+// progressHeaders are the load headers of the progress table: JSON rows,
+// nothing filtered, and a row never replaced by one with a lower
+// committed_offset.
+func progressHeaders() map[string]string {
+	return map[string]string{"format": "json", "strip_outer_array": "true", "merge_condition": progressOffsetCol}
+}
+
+// loadProgressBody loads rows of the progress table under label.
+func (w *dbWorker) loadProgressBody(ctx context.Context, label string, body []byte) error {
+	req := starrocks.LoadRequest{
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: w.o.conf.progressTable, Multi: true, Timeout: w.o.conf.txnTimeout},
+		Headers: progressHeaders(),
+		Body:    body,
+	}
+	for attempt := 0; ; attempt++ {
+		err := w.o.client.Load(ctx, req)
+		if err == nil || starrocks.ClassOf(err) != starrocks.ClassRetrySafe || attempt >= retrySafeMax {
+			return err
+		}
+		if !sleepCtx(ctx, retrySafeDelay) {
+			return ctx.Err()
+		}
+	}
+}
+
+// anchorIfNeeded commits the writer row on its own before the commit of c
+// when a successor would not find c's label from the row StarRocks holds
+// (the writer's first commit in the database, or labels burnt since).
+func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
+	o := w.o
+	if !o.conf.exactlyOnce || o.prog == nil || w.covered(c.n) {
+		return nil
+	}
+	label, n := w.nextLabel()
+	if err := o.client.Begin(ctx, w.txn(label)); err != nil {
+		return fmt.Errorf("beginning the anchor transaction %s: %w", label, err)
+	}
+	w.opened(n)
+	open := w.openExcept(n)
+	body, _ := json.Marshal([]progressRow{w.writerRow(label, n, open)})
+	if err := w.loadProgressBody(ctx, label, body); err != nil {
+		w.rollback(label)
+		return fmt.Errorf("loading the writer row under the anchor transaction %s: %w", label, err)
+	}
+	w.setInDoubt(1)
+	err := o.client.Commit(ctx, w.txn(label))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		state, ok := w.resolve(ctx, label, err)
+		if !ok {
+			return ctx.Err()
+		}
+		if !state.Committed() {
+			w.setInDoubt(-1)
+			w.rollback(label)
+			return fmt.Errorf("committing the anchor transaction %s: %w", label, err)
+		}
+	}
+	w.setInDoubt(-1)
+	w.done(label)
+	w.durable(n, open)
+	o.m.commits.Incr(1, w.db)
+	return nil
+}
+
+// setInDoubt counts commits sent whose outcome is not known.
+func (w *dbWorker) setInDoubt(d int) {
+	w.labelMu.Lock()
+	w.inDoubt += d
+	w.labelMu.Unlock()
+}
+
+// forgetWriter deletes the writer's rows on a clean close: nothing it began
+// can be committed any more, so no successor needs to probe its labels. A
+// commit whose outcome is unknown keeps the row.
+func (o *Output) forgetWriter(ctx context.Context) {
+	if !o.conf.exactlyOnce || o.prog == nil {
+		return
+	}
+	for _, w := range o.workerList() {
+		w.labelMu.Lock()
+		skip := w.inDoubt > 0 || !w.anchored
+		w.labelMu.Unlock()
+		if skip {
+			continue
+		}
+		if err := w.deleteWriterRow(ctx); err != nil {
+			o.log.Debugf("starrocks_txn: database %s: deleting the writer row %s%s: %v (successors check its labels instead)", w.db, writerRowPrefix, o.writer, err)
+		}
+	}
+}
+
+func (w *dbWorker) deleteWriterRow(ctx context.Context) error {
+	o := w.o
+	label, _ := w.nextLabel()
+	if err := o.client.Begin(ctx, w.txn(label)); err != nil {
+		return err
+	}
+	type delRow struct {
+		progressRow
+		Op int `json:"__op"`
+	}
+	body, _ := json.Marshal([]delRow{{progressRow: w.writerRow(label, 0, nil), Op: 1}})
+	req := starrocks.LoadRequest{
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: o.conf.progressTable, Multi: true, Timeout: o.conf.txnTimeout},
+		Headers: map[string]string{"format": "json", "strip_outer_array": "true"},
+		Body:    body,
+	}
+	if err := o.client.Load(ctx, req); err != nil {
+		w.rollback(label)
+		return err
+	}
+	if err := o.client.Commit(ctx, w.txn(label)); err != nil {
+		return errors.Join(err, o.client.Rollback(ctx, w.txn(label)))
+	}
+	return nil
+}
+
+// workerList returns the database workers.
+func (o *Output) workerList() []*dbWorker {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ws := make([]*dbWorker, 0, len(o.workers))
+	for _, db := range sortedKeys(o.workers) {
+		ws = append(ws, o.workers[db])
+	}
+	return ws
+}
