@@ -164,6 +164,8 @@ type Output struct {
 	models *tableModels
 	// prog creates and reads the progress table (exactly_once).
 	prog progressStore
+	// parseHook, when set (tests), runs before each message body is parsed.
+	parseHook func()
 	// writer names this run of the output in its labels and its writer
 	// rows (writers.go).
 	writer string
@@ -307,14 +309,19 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	// batch on every call, which made parsing quadratic in the batch size.
 	targets := batchTargets{db: batch.InterpolationExecutor(o.conf.database), table: batch.InterpolationExecutor(o.conf.table)}
 	for i := range batch {
-		items[i] = o.parseItem(batch, i, c, now, targets)
+		items[i] = o.parseContract(batch[i], c, now)
 	}
-
+	// The call's seqs are held before the bodies are parsed: a gap they
+	// leave is a call on its way, not a dropped message, however long the
+	// parse takes (sequence_gap_timeout).
 	o.mu.Lock()
 	o.waiting++
 	o.m.waiting.Set(int64(o.waiting))
 	o.holdSeqsLocked(items, 1)
 	o.mu.Unlock()
+	for i := range batch {
+		o.parseBody(batch, i, items[i], targets)
+	}
 	defer func() {
 		o.mu.Lock()
 		o.waiting--
@@ -365,10 +372,9 @@ type batchTargets struct {
 	db, table *service.MessageBatchInterpolationExecutor
 }
 
-// parseItem reads the contract and the target of one message. Problems that
-// poison the message's source transaction are recorded, not returned.
-func (o *Output) parseItem(batch service.MessageBatch, i int, c *call, now time.Time, targets batchTargets) *item {
-	msg := batch[i]
+// parseContract reads the contract of one message. Problems that poison the
+// message's source transaction are recorded, not returned.
+func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *item {
 	it := &item{call: c, msg: msg, t0: sourceTime(msg, now)}
 	meta, err := contract.Read(msg)
 	it.meta = meta
@@ -383,41 +389,51 @@ func (o *Output) parseItem(batch service.MessageBatch, i int, c *call, now time.
 	if perr := msg.GetError(); perr != nil && it.poison == nil {
 		it.poison = fmt.Errorf("processing error on the message: %w", perr)
 	}
+	return it
+}
+
+// parseBody reads the row and the target of the message of item it: the
+// expensive part of parsing. Problems are recorded as for parseContract.
+func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets batchTargets) {
+	if o.parseHook != nil {
+		o.parseHook()
+	}
+	msg, meta := batch[i], it.meta
+	var err error
 	body, berr := msg.AsBytes()
 	if berr != nil && it.poison == nil {
 		it.poison = fmt.Errorf("reading the message body: %w", berr)
 	}
 	trimmed := bytes.TrimSpace(body)
 	if meta.Marker || meta.TxnAbort || (len(trimmed) == 0 && meta.TxnEnd) {
-		return it
+		return
 	}
 	it.isRow = true
 	it.body = trimmed
 	if it.poison != nil {
-		return it
+		return
 	}
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		it.poison = errors.New("the message body is not a JSON object")
-		return it
+		return
 	}
 	if it.db, err = targets.db.TryString(i); err != nil {
 		it.poison = fmt.Errorf("interpolating database: %w", err)
-		return it
+		return
 	}
 	if it.table, err = targets.table.TryString(i); err != nil {
 		it.poison = fmt.Errorf("interpolating table: %w", err)
-		return it
+		return
 	}
 	if err := starrocks.ValidateName("database", it.db); err != nil {
 		it.poison = err
-		return it
+		return
 	}
 	if err := starrocks.ValidateName("table", it.table); err != nil {
 		it.poison = err
-		return it
+		return
 	}
 	it.isDelete = isDelete(trimmed)
-	return it
 }
 
 // sourceTime is the creation time of the message for the visibility latency:

@@ -34,7 +34,7 @@ func BenchmarkParseBatch(b *testing.B) {
 			for b.Loop() {
 				targets := batchTargets{db: batch.InterpolationExecutor(o.conf.database), table: batch.InterpolationExecutor(o.conf.table)}
 				for i := range batch {
-					o.parseItem(batch, i, &call{}, time.Now(), targets)
+					o.parseBody(batch, i, o.parseContract(batch[i], &call{}, time.Now()), targets)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")

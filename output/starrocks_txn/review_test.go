@@ -438,3 +438,30 @@ func TestIntegrationMissingDatabaseGoesToDeadLetter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rows, 1)
 }
+
+// A WriteBatch call still parsing its bodies holds its seqs: a later call
+// admitted meanwhile does not start a gap that sequence_gap_timeout would
+// skip, however long the parse takes (a huge batch on a starved machine).
+func TestSlowParseIsNotASequenceGap(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 200ms\n", f, dl)
+	parsing := make(chan struct{})
+	var slow atomic.Bool
+	slow.Store(true)
+	o.parseHook = func() {
+		if slow.CompareAndSwap(true, false) {
+			close(parsing)
+			time.Sleep(700 * time.Millisecond)
+		}
+	}
+	s := newSrc("asm")
+	head := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 1, "txn": "T"}, false)}
+	tail := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 2, "txn": "T"}, true)}
+	chHead := writeAsync(o, head)
+	<-parsing
+	chTail := writeAsync(o, tail)
+	waitAll(t, []chan error{chHead, chTail}, 5*time.Second)
+	assert.Empty(t, dl.txnIDs(), "nothing refused")
+	assertAtomic(t, f, map[string]int{"T": 2})
+}
