@@ -677,14 +677,19 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 	return first
 }
 
-// loadOne sends one load, resending it while StarRocks answers
-// TXN_IN_PROCESSING (nothing was ingested).
+// loadOne loads body into table under label.
 func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte) error {
 	req := starrocks.LoadRequest{
 		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
 		Headers: w.o.conf.headersFor(w.db, table),
 		Body:    body,
 	}
+	return w.send(ctx, req)
+}
+
+// send sends one load, resending it while StarRocks answers
+// TXN_IN_PROCESSING (nothing was ingested).
+func (w *dbWorker) send(ctx context.Context, req starrocks.LoadRequest) error {
 	for attempt := 0; ; attempt++ {
 		err := w.o.client.Load(ctx, req)
 		if err == nil || starrocks.ClassOf(err) != starrocks.ClassRetrySafe || attempt >= retrySafeMax {

@@ -363,15 +363,7 @@ func (w *dbWorker) loadProgressBody(ctx context.Context, label string, body []by
 		Headers: progressHeaders(),
 		Body:    body,
 	}
-	for attempt := 0; ; attempt++ {
-		err := w.o.client.Load(ctx, req)
-		if err == nil || starrocks.ClassOf(err) != starrocks.ClassRetrySafe || attempt >= retrySafeMax {
-			return err
-		}
-		if !sleepCtx(ctx, retrySafeDelay) {
-			return ctx.Err()
-		}
-	}
+	return w.send(ctx, req)
 }
 
 // anchorIfNeeded commits the writer row on its own before the commit of c
