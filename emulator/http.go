@@ -207,14 +207,7 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 		}
 		e.cancel(w, r, seg[0], seg[1])
 	case len(seg) == 3 && seg[2] == "_stream_load":
-		if r.Method != http.MethodPut {
-			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		if !e.checkAuth(w, r) {
-			return
-		}
-		e.streamLoad(newReq(w, r, "fe"), seg[0], seg[1])
+		e.serveStreamLoad(w, r, "fe", seg[0], seg[1])
 	case len(seg) == 1 && seg[0] == "_load_error_log":
 		e.serveErrorLog(w, r)
 	default:
@@ -246,19 +239,26 @@ func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 		}
 		e.beTransaction(newReq(w, r, "be"), op)
 	case len(seg) == 3 && seg[2] == "_stream_load":
-		if r.Method != http.MethodPut {
-			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		if !e.checkAuth(w, r) {
-			return
-		}
-		e.streamLoad(newReq(w, r, "be"), seg[0], seg[1])
+		e.serveStreamLoad(w, r, "be", seg[0], seg[1])
 	case len(seg) == 1 && seg[0] == "_load_error_log":
 		e.serveErrorLog(w, r)
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// serveStreamLoad routes PUT /api/{db}/{table}/_stream_load on either node
+// ("fe" or "be"): the method and auth checks both nodes share, then the
+// load itself (which an FE with a BE redirects).
+func (e *Emulator) serveStreamLoad(w http.ResponseWriter, r *http.Request, node, db, table string) {
+	if r.Method != http.MethodPut {
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !e.checkAuth(w, r) {
+		return
+	}
+	e.streamLoad(newReq(w, r, node), db, table)
 }
 
 // redirectToBE answers 307 to the same path and query on the BE, without
