@@ -76,40 +76,51 @@ func NewLabel(prefix, db string) string {
 	return joinLabel(prefix, db, randomHex(labelRandomBytes))
 }
 
-// NewWriterID returns a random token (12 hex digits) naming one writer: one
+// NewWriterID returns a random token (8 hex digits) naming one writer: one
 // run of a process that labels its transactions with SeqLabel.
 func NewWriterID() string {
-	return randomHex(6)
+	return randomHex(4)
 }
 
-// SeqLabel returns "<prefix>-<db>-<writer>-<n>": the n-th label of a writer
-// in a database. A writer numbers its labels 1, 2, 3, … so that another
-// process can look up, by label, every transaction the writer may have left
-// unresolved (get_load_state on consecutive numbers). Prefix and db are
-// sanitised and shortened as in NewLabel; "<writer>-<n>" is kept whole, so
-// SplitSeqLabel recovers n and the stem of the writer's labels.
+// SeqLabel returns the n-th label of a writer in a database:
+// "<prefix>-<db>-<writer><n>", with writer 8 hex digits (NewWriterID) and n
+// (1, 2, 3, …) as 8 more, so it has NewLabel's shape — 16 hex digits after
+// the database. Numbered labels let another process look up, by label, every
+// transaction the writer may have left unresolved (get_load_state on
+// consecutive numbers). Prefix and db are sanitised and shortened as in
+// NewLabel; the 16 digits are kept whole, so SplitSeqLabel recovers n and the
+// stem of the writer's labels. n wraps at 2^32.
 func SeqLabel(prefix, db, writer string, n int64) string {
-	return joinLabel(prefix, db, sanitizeLabelPart(writer)+"-"+strconv.FormatInt(n, 10))
+	return joinLabel(prefix, db, sanitizeLabelPart(writer)+seqDigits(n))
 }
 
-// SplitSeqLabel splits a SeqLabel into its stem ("<prefix>-<db>-<writer>")
-// and number. ok is false when the label does not end in "-<n>", n ≥ 1.
+func seqDigits(n int64) string {
+	return fmt.Sprintf("%08x", uint32(n))
+}
+
+// SplitSeqLabel splits a SeqLabel into its stem (all but the last 8 hex
+// digits) and number. ok is false when the label does not end in 16 hex
+// digits after a '-', or n is 0.
 func SplitSeqLabel(label string) (stem string, n int64, ok bool) {
-	i := strings.LastIndexByte(label, '-')
-	if i <= 0 {
+	if len(label) < 18 || label[len(label)-17] != '-' {
 		return "", 0, false
 	}
-	n, err := strconv.ParseInt(label[i+1:], 10, 64)
-	if err != nil || n < 1 {
+	for _, r := range label[len(label)-16:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return "", 0, false
+		}
+	}
+	v, err := strconv.ParseUint(label[len(label)-8:], 16, 32)
+	if err != nil || v == 0 {
 		return "", 0, false
 	}
-	return label[:i], n, true
+	return label[:len(label)-8], int64(v), true
 }
 
 // StemLabel returns the n-th label of the writer whose labels start with
 // stem (see SplitSeqLabel).
 func StemLabel(stem string, n int64) string {
-	return stem + "-" + strconv.FormatInt(n, 10)
+	return stem + seqDigits(n)
 }
 
 func randomHex(n int) string {

@@ -105,27 +105,28 @@ func TestNewLabel(t *testing.T) {
 
 func TestSeqLabel(t *testing.T) {
 	w := NewWriterID()
-	assert.Regexp(t, `^[0-9a-f]{12}$`, w)
+	assert.Regexp(t, `^[0-9a-f]{8}$`, w)
 	assert.NotEqual(t, w, NewWriterID())
 	l := SeqLabel("benthos", "shop", w, 42)
-	assert.Equal(t, "benthos-shop-"+w+"-42", l)
+	assert.Equal(t, "benthos-shop-"+w+"0000002a", l)
+	assert.Regexp(t, `^benthos-shop-[0-9a-f]{16}$`, l, "the shape of NewLabel")
 	stem, n, ok := SplitSeqLabel(l)
 	require.True(t, ok)
 	assert.Equal(t, "benthos-shop-"+w, stem)
 	assert.Equal(t, int64(42), n)
 	assert.Equal(t, SeqLabel("benthos", "shop", w, 43), StemLabel(stem, 43), "the stem names the writer's other labels")
 
-	// Shortened like NewLabel, with "<writer>-<n>" whole, so the stem still
+	// Shortened like NewLabel, with the 16 digits whole, so the stem still
 	// gives every label of the writer.
-	long := SeqLabel(strings.Repeat("p", 200), strings.Repeat("d", 300), w, 9223372036854775807)
+	long := SeqLabel(strings.Repeat("p", 200), strings.Repeat("d", 300), w, 0xfffffffe)
 	require.NoError(t, ValidateLabel(long))
 	assert.Len(t, long, MaxLabelLen)
 	stem, n, ok = SplitSeqLabel(long)
 	require.True(t, ok)
-	assert.Equal(t, int64(9223372036854775807), n)
+	assert.Equal(t, int64(0xfffffffe), n)
 	assert.True(t, strings.HasSuffix(stem, "-"+w))
 
-	for _, bad := range []string{"", "abc", "abc-", "abc-0", "-5", "abc-x1"} {
+	for _, bad := range []string{"", "abc", "abc-0123456789abcdeg", "abc-01234567", "x-0123456700000000", "abc_0123456789abcdef", "0123456789abcdef"} {
 		_, _, ok := SplitSeqLabel(bad)
 		assert.False(t, ok, bad)
 	}

@@ -86,7 +86,7 @@ metadata contract of the `+"`txn_assembler`"+` processor (`+"`starrocks_partitio
 The output groups rows per source partition into regions (one per target table), freezes
 every region of a partition at once at a source-transaction boundary, streams the frozen
 chunks under one shared multi-table transaction per database (`+"`transaction_type: multi`"+`,
-label `+"`<label_prefix>-<database>-<writer>-<n>`"+`), and commits it every `+"`commit_interval`"+`.
+label `+"`<label_prefix>-<database>-<writer><n>`"+`), and commits it every `+"`commit_interval`"+`.
 A source transaction is never split across two StarRocks transactions.
 
 `+"`WriteBatch`"+` returns only once every message it carried is committed, abandoned by the
@@ -137,7 +137,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it.").
 				Default("600s"),
 			service.NewStringField(fieldLabelPrefix).
-				Description("Prefix of the shared transaction labels `<prefix>-<database>-<writer>-<n>` (`<writer>`: 12 random hex digits per run of the output; `<n>`: 1, 2, 3, … per database). Letters, digits, `_` and `-` only.").
+				Description("Prefix of the shared transaction labels `<prefix>-<database>-<writer><n>` (`<writer>`: 8 random hex digits per run of the output; `<n>`: 1, 2, 3, … per database, as 8 hex digits). Letters, digits, `_` and `-` only.").
 				Default("benthos"),
 			service.NewStringMapField(fieldLoadProperties).
 				Description("Stream-load headers sent with every load, over the defaults `format: json`, `strip_outer_array: true`, `ignore_json_size: true`. `enable_merge_commit` and `where` are rejected: the first is incompatible with multi-table transactions, the second would drop rows of a source transaction and break its atomicity.").

@@ -24,8 +24,8 @@ import (
 // waited for while the FE is committing it.
 //
 // To find those transactions by label, each run of the output (a writer)
-// numbers its labels per database — "<label_prefix>-<db>-<writer>-<n>",
-// n = 1, 2, 3, … — and keeps a writer row in the database's progress table:
+// numbers its labels per database — "<label_prefix>-<db>-<writer><n>",
+// n = 1, 2, 3, … (starrocks.SeqLabel) — and keeps a writer row in the database's progress table:
 // source_partition "#writer/<writer>", committed_offset the number T of the
 // label that wrote the row, source_txn_id the numbers of the writer's other
 // labels that were open then (begun and possibly committed later: the

@@ -105,7 +105,7 @@ func probeOutput(t *testing.T, sr *scriptedSR) *Output {
 // A successor rolls back what a dead writer left open, waits for what the FE
 // is committing, and stops at the writer's one commit in flight.
 func TestProbeWriterFinishesWhatADeadWriterLeft(t *testing.T) {
-	stem := "benthos-shop-deadbeef0001"
+	stem := "benthos-shop-deadbeef"
 	l := func(n int64) string { return starrocks.StemLabel(stem, n) }
 	committingN := int64(6 + anchorGap - 1)
 	sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
@@ -117,7 +117,7 @@ func TestProbeWriterFinishesWhatADeadWriterLeft(t *testing.T) {
 		l(committingN + 1): {starrocks.StatePrepare},
 	}, committing: map[string]bool{l(committingN): true}}
 	o := probeOutput(t, sr)
-	require.NoError(t, o.probeWriter(context.Background(), "shop", writerRow{writer: "deadbeef0001", top: 2, open: []int64{1}, label: l(2)}))
+	require.NoError(t, o.probeWriter(context.Background(), "shop", writerRow{writer: "deadbeef", top: 2, open: []int64{1}, label: l(2)}))
 	assert.Equal(t, []string{l(1), l(5)}, sr.rolledBack, "the open transactions are rolled back, the committing one is not")
 	assert.NotContains(t, sr.asked, l(committingN+1), "after the commit in flight landed, no later label can commit")
 	assert.Contains(t, sr.asked, l(committingN))
@@ -127,14 +127,14 @@ func TestProbeWriterFinishesWhatADeadWriterLeft(t *testing.T) {
 // Probing ends after anchorGap consecutive UNKNOWN labels; one fewer does not
 // end it.
 func TestProbeWriterStopsAfterAGapOfUnknownLabels(t *testing.T) {
-	stem := "p-db-cafe"
+	stem := "p-db-cafecafe"
 	l := func(n int64) string { return starrocks.StemLabel(stem, n) }
 	sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
 		l(10 + anchorGap - 1):         {starrocks.StatePrepare},
 		l(10 + anchorGap + anchorGap): {starrocks.StatePrepare},
 	}, committing: map[string]bool{}}
 	o := probeOutput(t, sr)
-	require.NoError(t, o.probeWriter(context.Background(), "db", writerRow{writer: "cafe", top: 9, label: l(9)}))
+	require.NoError(t, o.probeWriter(context.Background(), "db", writerRow{writer: "cafecafe", top: 9, label: l(9)}))
 	assert.Equal(t, []string{l(10 + anchorGap - 1)}, sr.rolledBack, "found behind anchorGap-1 unknown labels")
 	assert.NotContains(t, sr.asked, l(10+anchorGap+anchorGap), "not behind anchorGap of them")
 	assert.Len(t, sr.asked, anchorGap+anchorGap, "floor … the PREPARE one, then anchorGap unknown")
