@@ -1,8 +1,10 @@
 package emulator
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -146,6 +148,12 @@ func cachedOutcomeReply(op, state, label string) reply {
 // beTransaction handles /api/transaction/{op} on the BE listener.
 func (e *Emulator) beTransaction(q *req, op string) {
 	q.op = op
+	if op == "list" {
+		// The BE answers list before it looks at any header: no label or
+		// db needed, and transaction_type is not refused.
+		e.beList(q)
+		return
+	}
 	if q.multi && op != "load" {
 		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Multi-statement transaction requests can only be sent to FE nodes, not BE nodes", q.label))
 		return
@@ -160,6 +168,62 @@ func (e *Emulator) beTransaction(q *req, op string) {
 	default:
 		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Unknown transaction operation: "+op, q.label))
 	}
+}
+
+// beList is the BE /api/transaction/list (list_transactions): one
+// pretty-printed object per transaction context the BE holds, concatenated
+// with no enclosing array and no separator; an empty body when it holds
+// none. The BE's contexts are the open classic transactions, from begin
+// until prepare, commit, rollback or abort removes them; multi-table
+// transactions live in per-table channel contexts, which list does not
+// show, and plain stream loads have none. The BE walks a hash map; the
+// emulator lists in TxnId (begin) order.
+func (e *Emulator) beList(q *req) {
+	e.mu.Lock()
+	ctxs := make([]*txn, 0, len(e.beContexts))
+	for _, t := range e.beContexts {
+		ctxs = append(ctxs, t)
+	}
+	sort.Slice(ctxs, func(i, j int) bool { return ctxs[i].id < ctxs[j].id })
+	var body bytes.Buffer
+	var err error
+	for _, t := range ctxs {
+		var b []byte
+		if b, err = listEntry(t).pretty(); err != nil {
+			break
+		}
+		body.Write(b)
+	}
+	e.mu.Unlock()
+	if err != nil {
+		writeJSON(q.w, http.StatusOK, beReply("INTERNAL_ERROR", fmt.Sprintf("listing the transactions: %v", err), ""))
+		return
+	}
+	q.w.Header().Set("Content-Type", "application/json")
+	q.w.WriteHeader(http.StatusOK)
+	_, _ = q.w.Write(body.Bytes())
+}
+
+// listEntry is one context of the list reply. A context locked by a load in
+// progress shows InProcessing true and no Status. Row counters stay 0: the
+// BE learns them only when the load fragment finishes, at prepare or
+// commit, which removes the context. LoadBytes is the latest load
+// request's; the BE times nothing the emulator spends, so the times are 0.
+// Timestamps are Unix seconds.
+func listEntry(t *txn) reply {
+	var r reply
+	if t.tables[0].busy {
+		r = reply{{"InProcessing", true}}
+	} else {
+		r = reply{{"Status", "OK"}, {"InProcessing", false}}
+	}
+	return r.with("Label", t.label).with("TxnId", t.id).
+		with("NumberTotalRows", 0).with("NumberLoadedRows", 0).
+		with("NumberFilteredRows", 0).with("NumberUnselectedRows", 0).
+		with("LoadBytes", t.beLoadBytes).with("StreamLoadPlanTimeMs", 0).
+		with("ReceivedDataTimeMs", 0).with("WriteDataTimeMs", 0).
+		with("BeginTimestamp", t.created.Unix()).with("LastActiveTimestamp", t.lastActive.Unix()).
+		with("TransactionTimeoutSec", t.beTimeoutSec).with("IdleTransactionTimeoutSec", t.beIdleSec)
 }
 
 // classicBegin is the BE begin_transaction (plus the FE label checks).
@@ -178,6 +242,7 @@ func (e *Emulator) classicBegin(q *req) {
 		return
 	}
 	timeout := e.cfg.DefaultTxnTimeout
+	beTimeout, beIdle := int64(-1), int64(-1)
 	if v := q.header("timeout"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
@@ -187,6 +252,7 @@ func (e *Emulator) classicBegin(q *req) {
 		if n > 0 {
 			timeout = time.Duration(n) * time.Second
 		}
+		beTimeout = int64(n)
 	}
 	var idle time.Duration
 	if v := q.header("idle_transaction_timeout"); v != "" {
@@ -196,6 +262,7 @@ func (e *Emulator) classicBegin(q *req) {
 			return
 		}
 		idle = time.Duration(n) * time.Second
+		beIdle = int64(n)
 	}
 	if !labelRe.MatchString(q.label) {
 		fail("ANALYSIS_ERROR", labelFormatMsg(q.label))
@@ -228,6 +295,7 @@ func (e *Emulator) classicBegin(q *req) {
 	}
 	t := e.newClassicLocked(q.label, q.db, q.table, dbID, timeout)
 	t.idleTimeout = idle
+	t.beTimeoutSec, t.beIdleSec = beTimeout, beIdle
 	e.beContexts[q.label] = t
 	writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("BeginTxnTimeMs", 0))
 }

@@ -20,7 +20,8 @@ func Command() *cli.Command {
 		Usage: "Run a StarRocks-compatible server (FE HTTP transaction API, optional BE, MySQL port) for local work and tests",
 		Description: "Serves the StarRocks transaction stream-load HTTP API (classic and multi-table),\n" +
 			"get_load_state, _cancel and plain stream loads on --http, optionally a BE on --be that\n" +
-			"the FE redirects loads to, and the committed data over the MySQL protocol on --mysql.\n" +
+			"the FE redirects loads to (it also lists its open classic transactions on\n" +
+			"/api/transaction/list), and the committed data over the MySQL protocol on --mysql.\n" +
 			"Fault injection: POST /_emulator/faults on the --http port.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "http", Value: DefaultHTTPAddr, Usage: "FE HTTP listen address"},

@@ -5,6 +5,18 @@
 // redirects, a MySQL-protocol port over the committed data, and fault
 // injection for every failure a client must survive.
 //
+// Endpoints. FE: POST/PUT /api/transaction/{begin,load,prepare,commit,rollback}
+// (any other op, list included, is "Unknown transaction operation: <op>"),
+// GET /api/{db}/get_load_state?label=L, POST /api/{db}/{label}/_cancel,
+// PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F.
+// BE (Config.BEAddr): POST/PUT /api/transaction/{begin,prepare,commit,rollback,list},
+// PUT-only /api/transaction/load, PUT /api/{db}/{table}/_stream_load,
+// GET /api/_load_error_log. Every /api/ endpoint but the error log needs
+// HTTP Basic auth. The BE's list shows its classic transaction contexts
+// (begun and not yet prepared, committed, rolled back or aborted) as one
+// pretty-printed object each, concatenated without an array; an empty
+// body when there are none.
+//
 // In process, use Start and Emulator.Faults. Out of process (the `emulator`
 // subcommand), the FE port also serves a control API:
 //
@@ -16,10 +28,10 @@
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
 //	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
 //
-// ops: begin, load, prepare, commit, rollback, get_load_state, stream_load,
-// cancel. actions: txn_in_processing, internal_error, txn_not_exists,
-// running_txn_limit, label_already_exists, http_error, reset, delay, redirect
-// (any op);
+// fault ops: begin, load, prepare, commit, rollback, get_load_state,
+// stream_load, cancel (list takes no faults). actions: txn_in_processing,
+// internal_error, txn_not_exists, running_txn_limit, label_already_exists,
+// http_error, reset, delay, redirect (any op);
 // commit_report_failure, commit_reset, commit_no_answer, commit_late,
 // commit_abort (commit); abort_pending (rollback). See Action.
 package emulator

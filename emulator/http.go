@@ -79,6 +79,48 @@ func (r reply) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// marshalPlain is json.Marshal without the HTML escapes (<, >, &), which
+// the BE's JSON writer does not make.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// pretty renders r the way the BE's rapidjson PrettyWriter does: one
+// member a line, indented by four spaces, ": " after each key, and no
+// newline after the closing brace.
+func (r reply) pretty() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("{}"), nil
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	for i, e := range r {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		k, err := marshalPlain(e.k)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the key %q: %w", e.k, err)
+		}
+		v, err := marshalPlain(e.v)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the value of %q: %w", e.k, err)
+		}
+		b.WriteString("    ")
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(v)
+	}
+	b.WriteString("\n}")
+	return b.Bytes(), nil
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {

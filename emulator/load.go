@@ -118,6 +118,7 @@ func (e *Emulator) ingest(q *req) {
 		}
 	}
 	tl.busy = true
+	t.beLoadBytes = 0
 	limit := int64(e.cfg.StreamingLoadMaxMB)*mb - ctxBytes(t, tl) + 1
 	e.mu.Unlock()
 
@@ -175,6 +176,7 @@ func (e *Emulator) ingest(q *req) {
 	}
 	t.bytes += n
 	tl.bytes += n
+	t.beLoadBytes = n
 	tl.loads++
 	t.lastActive = time.Now()
 	res := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("LoadBytes", n).

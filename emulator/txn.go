@@ -60,6 +60,13 @@ type txn struct {
 	lastActive      time.Time
 	preparedTimeout time.Duration
 	preparedAt      time.Time
+	// Classic BE context only, as /api/transaction/list shows it: the
+	// begin's `timeout` and `idle_transaction_timeout` headers as the BE
+	// keeps them (timeout_second, idle_timeout_sec: -1 when absent), and the
+	// body bytes of the latest load request (receive_bytes, which the BE
+	// resets when a load starts).
+	beTimeoutSec, beIdleSec int64
+	beLoadBytes             int64
 
 	tables  []*tableLoad // in first-load order
 	byTable map[string]*tableLoad
