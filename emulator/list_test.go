@@ -211,3 +211,17 @@ func TestBEListAuth(t *testing.T) {
 	assert.Equal(t, http.StatusOK, r.code, r.raw)
 	assert.Equal(t, "", r.raw)
 }
+
+// TestReplyPretty: the PrettyWriter layout, JSON escapes but no HTML ones,
+// and an empty object.
+func TestReplyPretty(t *testing.T) {
+	t.Parallel()
+	b, err := reply{{"A<b>", `x"y\z&`}, {"N", int64(-1)}, {"T", true}}.pretty()
+	require.NoError(t, err)
+	assert.Equal(t, "{\n    \"A<b>\": \"x\\\"y\\\\z&\",\n    \"N\": -1,\n    \"T\": true\n}", string(b))
+	b, err = reply{}.pretty()
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(b))
+	_, err = reply{{"bad", func() {}}}.pretty()
+	require.ErrorContains(t, err, `encoding the value of "bad"`)
+}
