@@ -46,16 +46,14 @@ func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string 
     max_in_flight: %d
     buffer_size: %d
 `, feURL, o.CommitInterval, c.MaxInFlight, o.BufferSize)
-		switch c.Semantic {
-		case SemanticExactlyOnce:
-			fmt.Fprintf(&sb, `    semantic: %s
-    pipeline_id: %s
+		if c.Semantic != "" {
+			fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
+		}
+		if c.Semantic == SemanticExactlyOnce {
+			fmt.Fprintf(&sb, `    pipeline_id: %s
     progress_table: %s
     mysql_address: %q
-`, SemanticExactlyOnce, PipelineID, ProgressTable, mysqlAddr)
-		case "":
-		default:
-			fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
+`, PipelineID, ProgressTable, mysqlAddr)
 		}
 	case OutputHTTPClient:
 		// What users do today: one plain stream load per table per output
