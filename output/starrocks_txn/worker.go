@@ -79,6 +79,7 @@ type dbWorker struct {
 	// anchored is set once StarRocks holds this writer's row in the
 	// database; durableTop and durableOpen are what that row says.
 	anchored    bool
+	durableAt   time.Time
 	durableTop  int64
 	durableOpen map[int64]bool
 	// inDoubt counts commits sent whose outcome is unknown.

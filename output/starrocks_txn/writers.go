@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -35,19 +37,27 @@ import (
 // and under an anchor transaction of its own before the writer's first
 // commit in the database and before any commit of a label that is neither
 // listed in the row StarRocks holds nor at most anchorGap above its T (labels
-// burnt by failed begins and replays). So a successor that checks the listed
-// labels, then T+1, T+2, … until anchorGap consecutive ones are UNKNOWN, has
-// seen every label the writer may have sent a commit for.
+// burnt by failed begins and replays), or when that row is half
+// writerRowStale old. So a successor that checks the listed labels and
+// T+1 … T+anchorGap — and reads the rows again when one above T turns out
+// committed (its row is then the newer one) — has seen every label the
+// writer may have sent a commit for.
 
 const (
 	// writerRowPrefix starts the source_partition of a writer row; '#' is
 	// not allowed in Kafka topic names.
 	writerRowPrefix = "#writer/"
-	// anchorGap bounds how far above its durable floor a writer may commit.
+	// anchorGap bounds how far above its row's label a writer may commit
+	// without an anchor: a successor checks the anchorGap labels above it.
 	anchorGap = 16
-	// maxWriterProbes stops probing one writer's labels (a writer that keeps
-	// creating them is alive).
-	maxWriterProbes = 50 * anchorGap
+	// writerRowStale is the age of a writer row (its updated_at) past which
+	// a successor skips it: a writer anchors again before committing when
+	// its row is half that old, so a row that old cannot belong to a writer
+	// with a commit in flight (clocks may differ by up to half of it).
+	writerRowStale = 24 * time.Hour
+	// maxSettlePasses bounds the passes of settleWriters while writers keep
+	// landing commits (they are alive).
+	maxSettlePasses = 10
 )
 
 // writerRow is one writer's row of a database's progress table.
@@ -55,9 +65,23 @@ type writerRow struct {
 	writer string
 	// top is the number of the label that wrote the row; open the numbers
 	// of the writer's labels that were open then.
-	top   int64
-	open  []int64
-	label string
+	top     int64
+	open    []int64
+	label   string
+	updated time.Time
+}
+
+// progressTimeLayout is how updated_at is written and read back (UTC).
+const progressTimeLayout = "2006-01-02 15:04:05"
+
+// parseUpdated reads a writer row's updated_at; zero when it is not a
+// time (then the row is never taken as stale).
+func parseUpdated(s string) time.Time {
+	t, err := time.ParseInLocation(progressTimeLayout, strings.TrimSpace(s), time.UTC)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // formatOpen and parseOpen write and read the open label numbers of a
@@ -106,8 +130,8 @@ func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string
 	}
 	out := map[string][]writerRow{}
 	for _, d := range dbs {
-		q := fmt.Sprintf("SELECT `%s`, `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` LIKE ?",
-			progressPartitionCol, progressOffsetCol, progressTxnIDCol, progressLabelCol, d, s.table, progressPipelineCol, progressPartitionCol)
+		q := fmt.Sprintf("SELECT `%s`, `%s`, `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` LIKE ?",
+			progressPartitionCol, progressOffsetCol, progressTxnIDCol, progressLabelCol, progressUpdatedCol, d, s.table, progressPipelineCol, progressPartitionCol)
 		rows, err := s.db.QueryContext(ctx, q, pipelineID, writerRowPrefix+"%")
 		if err != nil {
 			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
@@ -115,8 +139,8 @@ func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string
 		for rows.Next() {
 			var part string
 			var top int64
-			var open, lbl sql.NullString
-			if err := rows.Scan(&part, &top, &open, &lbl); err != nil {
+			var open, lbl, updated sql.NullString
+			if err := rows.Scan(&part, &top, &open, &lbl, &updated); err != nil {
 				_ = rows.Close()
 				return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
 			}
@@ -125,7 +149,8 @@ func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string
 				_ = rows.Close()
 				return nil, fmt.Errorf("reading the writer row %s of %s.%s: %w", part, d, s.table, err)
 			}
-			out[d] = append(out[d], writerRow{writer: strings.TrimPrefix(part, writerRowPrefix), top: top, open: ns, label: lbl.String})
+			out[d] = append(out[d], writerRow{writer: strings.TrimPrefix(part, writerRowPrefix), top: top, open: ns, label: lbl.String,
+				updated: parseUpdated(updated.String)})
 		}
 		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
@@ -135,7 +160,9 @@ func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string
 }
 
 // settleWriters makes final every transaction another writer of the
-// pipeline may still commit, in every database with a progress table. Calls
+// pipeline may still commit, in every database with a progress table, and
+// waits until they are visible. It repeats while a pass sees a writer's
+// label above its row committed (the row it read is then behind). Calls
 // coalesce: a call returns at once when a run that started after it was
 // asked for has completed.
 func (o *Output) settleWriters(ctx context.Context, asked int64) error {
@@ -150,18 +177,31 @@ func (o *Output) settleWriters(ctx context.Context, asked int64) error {
 	}
 	o.settleStarted++
 	run := o.settleStarted
-	rows, err := ws.writers(ctx, o.conf.pipelineID)
-	if err != nil {
-		return err
-	}
-	for _, db := range sortedKeys(rows) {
-		for _, r := range rows[db] {
-			if r.writer == o.writer {
-				continue
+	for pass := 1; ; pass++ {
+		rows, err := ws.writers(ctx, o.conf.pipelineID)
+		if err != nil {
+			return err
+		}
+		again := false
+		now := o.now()
+		for _, db := range sortedKeys(rows) {
+			for _, r := range rows[db] {
+				if r.writer == o.writer || (!r.updated.IsZero() && now.Sub(r.updated) > writerRowStale) {
+					continue
+				}
+				advanced, err := o.probeWriter(ctx, db, r)
+				if err != nil {
+					return err
+				}
+				again = again || advanced
 			}
-			if err := o.probeWriter(ctx, db, r); err != nil {
-				return err
-			}
+		}
+		if !again {
+			break
+		}
+		if pass == maxSettlePasses {
+			o.log.Warnf("starrocks_txn: other writers of pipeline %s kept committing through %d checks: taking them as alive", o.conf.pipelineID, pass)
+			break
 		}
 	}
 	o.settleDone = run
@@ -177,88 +217,87 @@ func (o *Output) settleTicket() int64 {
 }
 
 // probeWriter makes final every label of one writer that may still be
-// committed: the ones its row lists as open, then its labels upward from the
-// row's own until anchorGap consecutive ones are UNKNOWN. A label in PREPARE
-// is rolled back; when the FE refuses because it is committing it, the
-// outcome is waited for. Once a label is seen turning committed while this
-// waits, the writer's one commit in flight has landed (or the writer is
-// alive): nothing else of it is checked.
-func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) error {
+// committed: the ones its row lists as open and the anchorGap labels above
+// the row's own. It reports whether one above the row's own is committed:
+// the row read is then behind, and the writer's rows must be read again.
+func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) (advanced bool, err error) {
 	stem, _, ok := starrocks.SplitSeqLabel(r.label)
 	if !ok {
-		o.log.Warnf("starrocks_txn: the writer row %s%s in %s.%s holds the label %q, which is not <stem>-<n>: its transactions are not checked", writerRowPrefix, r.writer, db, o.conf.progressTable, r.label)
-		return nil
+		o.log.Warnf("starrocks_txn: the writer row %s%s in %s.%s holds the label %q, which is not a numbered label: its transactions are not checked", writerRowPrefix, r.writer, db, o.conf.progressTable, r.label)
+		return false, nil
 	}
-	// check reports whether the label's state is UNKNOWN and whether the
-	// writer's commit in flight was seen landing.
-	check := func(n int64) (unknown, landed bool, err error) {
-		label := starrocks.StemLabel(stem, n)
-		state, err := o.client.WaitFinal(ctx, db, label, 0)
-		if err != nil {
-			return false, false, fmt.Errorf("reading the state of label %s of writer %s in database %s: %w", label, r.writer, db, err)
-		}
-		switch state {
-		case starrocks.StateUnknown:
-			return true, false, nil
-		case starrocks.StatePrepare, starrocks.StatePrepared:
-		default:
-			return false, false, nil
-		}
-		landed, err = o.finishForeign(ctx, db, label)
-		if landed {
-			o.log.Infof("starrocks_txn: database %s: transaction %s of writer %s committed while this output waited for it; reading the progress after it", db, label, r.writer)
-		}
-		return false, landed, err
-	}
+	ns := make([]int64, 0, len(r.open)+anchorGap)
 	for _, n := range r.open {
-		if n >= r.top {
-			continue
-		}
-		if _, landed, err := check(n); err != nil || landed {
-			return err
+		if n != r.top && (n < r.top || n > r.top+anchorGap) {
+			ns = append(ns, n)
 		}
 	}
-	unknown := 0
-	for n := r.top + 1; unknown < anchorGap; n++ {
-		if n-r.top > maxWriterProbes {
-			o.log.Warnf("starrocks_txn: writer %s of database %s still has transactions after %d labels; taking it as alive", r.writer, db, maxWriterProbes)
-			return nil
+	for n := r.top + 1; n <= r.top+anchorGap; n++ {
+		ns = append(ns, n)
+	}
+	for _, n := range ns {
+		committed, err := o.settleLabel(ctx, db, starrocks.StemLabel(stem, n), r.writer)
+		if err != nil {
+			return false, err
 		}
-		isUnknown, landed, err := check(n)
-		if err != nil || landed {
-			return err
-		}
-		if isUnknown {
-			unknown++
-		} else {
-			unknown = 0
+		if committed && n > r.top {
+			advanced = true
 		}
 	}
-	return nil
+	return advanced, nil
 }
 
-// finishForeign makes another writer's PREPARE transaction final: a rollback,
-// or, when the FE is committing it, a wait for the outcome. It reports
-// whether the transaction ended committed.
-func (o *Output) finishForeign(ctx context.Context, db, label string) (bool, error) {
+// notExistRe matches a rollback refused because StarRocks has no
+// transaction under the label (protocol §5.6, §4.4).
+var notExistRe = regexp.MustCompile(`(?i)does\s*not\s*exist|not exists|no transaction found`)
+
+// settleLabel makes another writer's label final and, when it is committed,
+// visible. A transaction in PREPARE is rolled back, and so is one whose
+// label is UNKNOWN (an FE that registers a multi-table transaction only at
+// its commit reports UNKNOWN for a loaded one); a rollback refused because
+// the FE is committing it is waited for. It reports whether the label ends
+// committed. Failed queries are retried with backoff until ctx ends.
+func (o *Output) settleLabel(ctx context.Context, db, label, writer string) (bool, error) {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	txn := starrocks.Txn{DB: db, Label: label, Multi: true, Timeout: o.conf.txnTimeout}
+	waited := false
 	for {
-		rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
-		rerr := o.client.Rollback(rctx, txn)
-		cancel()
-		if rerr == nil {
-			o.log.Infof("starrocks_txn: database %s: rolled back transaction %s, left open by another writer of pipeline %s", db, label, o.conf.pipelineID)
-			return false, nil
-		}
-		state, err := o.client.WaitFinal(ctx, db, label, o.conf.labelStateWait)
+		state, err := o.client.WaitFinal(ctx, db, label, 0)
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		if err == nil && state.Final() {
-			return state.Committed(), nil
+		var note error
+		switch {
+		case err != nil:
+			note = err
+		case state == starrocks.StateVisible:
+			if waited {
+				o.log.Infof("starrocks_txn: database %s: transaction %s of writer %s became visible while this output waited for it", db, label, writer)
+			}
+			return true, nil
+		case state == starrocks.StateAborted:
+			return false, nil
+		case state == starrocks.StateCommitted:
+			// Committed, not published yet: a query does not see it.
+			waited = true
+			note = errors.New("committed, not visible yet")
+		default:
+			rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+			rerr := o.client.Rollback(rctx, txn)
+			cancel()
+			if rerr == nil {
+				if state != starrocks.StateUnknown {
+					o.log.Infof("starrocks_txn: database %s: rolled back transaction %s, left open by writer %s of pipeline %s", db, label, writer, o.conf.pipelineID)
+				}
+				return false, nil
+			}
+			if state == starrocks.StateUnknown && notExistRe.MatchString(rerr.Error()) {
+				return false, nil
+			}
+			waited = true
+			note = rerr
 		}
-		o.log.Warnf("starrocks_txn: database %s: transaction %s of another writer of pipeline %s is not final (state %q, rollback: %v); the progress of its partitions is read once it is", db, label, o.conf.pipelineID, state, rerr)
+		o.log.Warnf("starrocks_txn: database %s: transaction %s of writer %s of pipeline %s is not final (state %q: %v); the progress is read once it is", db, label, writer, o.conf.pipelineID, state, note)
 		if !sleepCtx(ctx, b.next()) {
 			return false, ctx.Err()
 		}
@@ -319,16 +358,18 @@ func (w *dbWorker) writerRow(label string, n int64, open []int64) progressRow {
 		floor = open[0]
 	}
 	return progressRow{Pipeline: w.o.conf.pipelineID, Partition: writerRowPrefix + w.o.writer, Through: n, TxnEnd: floor,
-		TxnID: formatOpen(open), Label: label, Updated: w.o.now().UTC().Format("2006-01-02 15:04:05")}
+		TxnID: formatOpen(open), Label: label, Updated: w.o.now().UTC().Format(progressTimeLayout)}
 }
 
 // covered reports whether a successor reading the writer row StarRocks
 // holds would check label m: listed as open, or at most anchorGap above the
-// row's own label.
+// row's own label, and the row is less than half writerRowStale old.
 func (w *dbWorker) covered(m int64) bool {
+	now := w.o.now()
 	w.labelMu.Lock()
 	defer w.labelMu.Unlock()
-	if !w.anchored {
+	if !w.anchored || now.Sub(w.durableAt) >= writerRowStale/2 {
+		// A row that old may be skipped as stale by a successor.
 		return false
 	}
 	return w.durableOpen[m] || (m > w.durableTop && m-w.durableTop <= anchorGap)
@@ -342,6 +383,7 @@ func (w *dbWorker) durable(n int64, open []int64) {
 		return
 	}
 	w.anchored = true
+	w.durableAt = w.o.now()
 	w.durableTop = n
 	w.durableOpen = make(map[int64]bool, len(open))
 	for _, x := range open {

@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,7 +62,8 @@ type scriptedSR struct {
 	*fakeSR
 	smu sync.Mutex
 	// states[label] is the sequence of states get_load_state reports; the
-	// last one repeats. Missing: UNKNOWN.
+	// last one repeats. Missing: UNKNOWN, and a rollback finds no
+	// transaction.
 	states map[string][]starrocks.LabelState
 	// committing labels refuse a rollback.
 	committing map[string]bool
@@ -90,9 +92,18 @@ func (s *scriptedSR) Rollback(ctx context.Context, t starrocks.Txn) error {
 	if s.committing[t.Label] {
 		return srErr("rollback", starrocks.ClassTransient, fmt.Sprintf("Can not abort transaction 7 during committing, label is %s", t.Label))
 	}
+	if _, ok := s.states[t.Label]; !ok {
+		return srErr("rollback", starrocks.ClassPerTxn, "stream load task"+t.Label+"does not exist")
+	}
 	s.rolledBack = append(s.rolledBack, t.Label)
 	s.states[t.Label] = []starrocks.LabelState{starrocks.StateAborted}
 	return nil
+}
+
+func (s *scriptedSR) left(label string) []starrocks.LabelState {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	return s.states[label]
 }
 
 func probeOutput(t *testing.T, sr *scriptedSR) *Output {
@@ -103,41 +114,178 @@ func probeOutput(t *testing.T, sr *scriptedSR) *Output {
 }
 
 // A successor rolls back what a dead writer left open, waits for what the FE
-// is committing, and stops at the writer's one commit in flight.
+// is committing until it is visible, and checks exactly the labels the row
+// lists and the anchorGap above it.
 func TestProbeWriterFinishesWhatADeadWriterLeft(t *testing.T) {
 	stem := "benthos-shop-deadbeef"
 	l := func(n int64) string { return starrocks.StemLabel(stem, n) }
-	committingN := int64(6 + anchorGap - 1)
+	committingN := int64(2 + anchorGap)
 	sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
 		l(1):               {starrocks.StatePrepare},
 		l(3):               {starrocks.StateAborted},
-		l(4):               {starrocks.StateVisible},
 		l(5):               {starrocks.StatePrepare},
-		l(committingN):     {starrocks.StatePrepare, starrocks.StatePrepare, starrocks.StateVisible},
+		l(committingN):     {starrocks.StatePrepare, starrocks.StateCommitted, starrocks.StateCommitted, starrocks.StateVisible},
 		l(committingN + 1): {starrocks.StatePrepare},
 	}, committing: map[string]bool{l(committingN): true}}
 	o := probeOutput(t, sr)
-	require.NoError(t, o.probeWriter(context.Background(), "shop", writerRow{writer: "deadbeef", top: 2, open: []int64{1}, label: l(2)}))
+	advanced, err := o.probeWriter(context.Background(), "shop", writerRow{writer: "deadbeef", top: 2, open: []int64{1}, label: l(2)})
+	require.NoError(t, err)
+	assert.True(t, advanced, "a label above the row's committed: read the rows again")
 	assert.Equal(t, []string{l(1), l(5)}, sr.rolledBack, "the open transactions are rolled back, the committing one is not")
-	assert.NotContains(t, sr.asked, l(committingN+1), "after the commit in flight landed, no later label can commit")
-	assert.Contains(t, sr.asked, l(committingN))
+	assert.Equal(t, []starrocks.LabelState{starrocks.StateVisible}, sr.left(l(committingN)), "waited until visible, not only committed")
+	assert.NotContains(t, sr.asked, l(committingN+1), "beyond the window")
 	assert.NotContains(t, sr.asked, l(2), "the row's own label is committed")
 }
 
-// Probing ends after anchorGap consecutive UNKNOWN labels; one fewer does not
-// end it.
-func TestProbeWriterStopsAfterAGapOfUnknownLabels(t *testing.T) {
-	stem := "p-db-cafecafe"
+// Every label the row lists as open is checked, however far above the row's
+// own label it is (the worker's next cycle, begun after failed begins burnt
+// numbers).
+func TestProbeWriterChecksListedLabelsAboveTheWindow(t *testing.T) {
+	stem := "benthos-shop-deadbee2"
+	l := func(n int64) string { return starrocks.StemLabel(stem, n) }
+	far := int64(5 + anchorGap + 4)
+	sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
+		l(far): {starrocks.StatePrepare, starrocks.StateVisible},
+	}, committing: map[string]bool{l(far): true}}
+	o := probeOutput(t, sr)
+	advanced, err := o.probeWriter(context.Background(), "shop", writerRow{writer: "deadbee2", top: 5, open: []int64{far}, label: l(5)})
+	require.NoError(t, err)
+	assert.True(t, advanced)
+	assert.Equal(t, []starrocks.LabelState{starrocks.StateVisible}, sr.left(l(far)))
+}
+
+// An FE that registers a multi-table transaction only at its commit reports
+// UNKNOWN for one it is committing; the rollback it refuses tells.
+func TestProbeWriterWaitsForAnUnknownLabelTheFEIsCommitting(t *testing.T) {
+	stem := "benthos-shop-deadbee3"
 	l := func(n int64) string { return starrocks.StemLabel(stem, n) }
 	sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
-		l(10 + anchorGap - 1):         {starrocks.StatePrepare},
-		l(10 + anchorGap + anchorGap): {starrocks.StatePrepare},
+		l(4): {starrocks.StateUnknown, starrocks.StateUnknown, starrocks.StatePrepare, starrocks.StateVisible},
+		l(6): {starrocks.StateUnknown},
+	}, committing: map[string]bool{l(4): true}}
+	o := probeOutput(t, sr)
+	_, err := o.probeWriter(context.Background(), "shop", writerRow{writer: "deadbee3", top: 3, label: l(3)})
+	require.NoError(t, err)
+	assert.Equal(t, []starrocks.LabelState{starrocks.StateVisible}, sr.left(l(4)), "not left before the committing label is final")
+	assert.Equal(t, []string{l(6)}, sr.rolledBack, "an UNKNOWN label the FE holds (loaded, not registered) is rolled back")
+}
+
+// A failing get_load_state is retried for that label; the settle run goes
+// on instead of starting over.
+func TestSettleWritersRetriesAFailedQuery(t *testing.T) {
+	sr := &flakySR{scriptedSR: &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{}, committing: map[string]bool{}}, k: 7}
+	o := probeOutput(t, sr.scriptedSR)
+	o.client = sr
+	rows := map[string][]writerRow{}
+	for i := 0; i < 8; i++ {
+		w := fmt.Sprintf("dead%04d", i)
+		rows["shop"] = append(rows["shop"], writerRow{writer: w, top: 10, label: starrocks.SeqLabel("benthos", "shop", w, 10), updated: time.Now()})
+	}
+	o.prog = &staticWriters{fakeProgress: fakeProgress{f: sr.fakeSR, table: defaultProgressTable}, rows: rows}
+	require.NoError(t, o.settleWriters(context.Background(), o.settleTicket()))
+	assert.Greater(t, sr.failed, 10, "queries failed on the way")
+	assert.Len(t, sr.asked, 8*anchorGap, "every label of every row answered once")
+}
+
+// Rows not written for writerRowStale are skipped (their writers had no
+// commit in flight); a writer anchors again before its row gets that old.
+func TestStaleWriterRowsAreSkippedAndWritersReanchor(t *testing.T) {
+	stem := "benthos-shop-01d01d01"
+	fresh := "benthos-shop-f2e5f2e5"
+	sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
+		starrocks.StemLabel(stem, 11):  {starrocks.StatePrepare},
+		starrocks.StemLabel(fresh, 11): {starrocks.StatePrepare},
 	}, committing: map[string]bool{}}
 	o := probeOutput(t, sr)
-	require.NoError(t, o.probeWriter(context.Background(), "db", writerRow{writer: "cafecafe", top: 9, label: l(9)}))
-	assert.Equal(t, []string{l(10 + anchorGap - 1)}, sr.rolledBack, "found behind anchorGap-1 unknown labels")
-	assert.NotContains(t, sr.asked, l(10+anchorGap+anchorGap), "not behind anchorGap of them")
-	assert.Len(t, sr.asked, anchorGap+anchorGap, "floor … the PREPARE one, then anchorGap unknown")
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	o.now = func() time.Time { return now }
+	o.prog = &staticWriters{fakeProgress: fakeProgress{f: sr.fakeSR, table: defaultProgressTable}, rows: map[string][]writerRow{"shop": {
+		{writer: "01d01d01", top: 10, label: starrocks.StemLabel(stem, 10), updated: now.Add(-writerRowStale - time.Minute)},
+		{writer: "f2e5f2e5", top: 10, label: starrocks.StemLabel(fresh, 10), updated: now.Add(-writerRowStale + time.Minute)},
+	}}}
+	require.NoError(t, o.settleWriters(context.Background(), o.settleTicket()))
+	assert.Equal(t, []string{starrocks.StemLabel(fresh, 11)}, sr.rolledBack)
+	for _, a := range sr.asked {
+		assert.False(t, strings.HasPrefix(a, stem), "the stale row is not probed: %s", a)
+	}
+
+	w := newDBWorker(o, "shop")
+	w.durable(5, []int64{7})
+	assert.True(t, w.covered(6))
+	assert.True(t, w.covered(7))
+	now = now.Add(writerRowStale / 2)
+	assert.False(t, w.covered(6), "a row half writerRowStale old is anchored again")
+	assert.False(t, w.covered(7))
+}
+
+// flakySR fails every k-th get_load_state with a transient error.
+type flakySR struct {
+	*scriptedSR
+	mu            sync.Mutex
+	calls, failed int
+	k             int
+}
+
+func (s *flakySR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	s.mu.Lock()
+	s.calls++
+	fail := s.calls%s.k == 0
+	if fail {
+		s.failed++
+	}
+	s.mu.Unlock()
+	if fail {
+		return "", srErr("get_load_state", starrocks.ClassTransient, "connection reset by peer")
+	}
+	return s.scriptedSR.WaitFinal(ctx, db, label, maxWait)
+}
+
+// staticWriters is a progress store with fixed writer rows.
+type staticWriters struct {
+	fakeProgress
+	rows map[string][]writerRow
+}
+
+func (s *staticWriters) writers(context.Context, string) (map[string][]writerRow, error) {
+	return s.rows, nil
+}
+
+// assertSuccessorFinds runs the real probe, for every data commit of the
+// fake server, on the writer row StarRocks held when that commit was sent,
+// with the commit's label still being committed: the probe must wait for it.
+func assertSuccessorFinds(t *testing.T, o *Output, f *fakeSR) {
+	t.Helper()
+	f.mu.Lock()
+	commits := append([]fakeCommit(nil), f.commits...)
+	f.mu.Unlock()
+	var held *writerRow
+	checked := 0
+	for _, c := range commits {
+		if len(c.rows["a"]) > 0 {
+			require.NotNil(t, held, "commit %s: a data commit before any writer row", c.label)
+			sr := &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{
+				c.label: {starrocks.StatePrepare, starrocks.StatePrepare, starrocks.StateVisible},
+			}, committing: map[string]bool{c.label: true}}
+			_, err := probeOutput(t, sr).probeWriter(context.Background(), "test", *held)
+			require.NoError(t, err)
+			assert.Equal(t, []starrocks.LabelState{starrocks.StateVisible}, sr.left(c.label),
+				"commit %s: a successor reading the row of label %d (open %v) would not wait for it", c.label, held.top, held.open)
+			checked++
+		}
+		for _, r := range c.rows[defaultProgressTable] {
+			if !isWriterRow(r["source_partition"].(string)) {
+				continue
+			}
+			top := int64(r["committed_offset"].(float64))
+			if held != nil && top < held.top {
+				continue // merge_condition: committed_offset
+			}
+			open, err := parseOpen(r["source_txn_id"].(string))
+			require.NoError(t, err)
+			held = &writerRow{writer: o.writer, top: top, open: open, label: r["label"].(string)}
+		}
+	}
+	require.NotZero(t, checked)
 }
 
 // The writer keeps every label it commits less than anchorGap above a floor
@@ -166,41 +314,25 @@ func TestWriterAnchorsWhenLabelsBurn(t *testing.T) {
 	waitAll(t, chs, 10*time.Second)
 	require.Equal(t, 3*anchorGap, fails)
 
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	top, open := int64(-1), map[int64]bool{}
+	assertSuccessorFinds(t, o, f)
 	anchors := 0
+	f.mu.Lock()
 	for i, c := range f.commits {
-		_, n, ok := starrocks.SplitSeqLabel(c.label)
-		require.True(t, ok)
-		data := len(c.rows["a"]) > 0
-		if i == 0 {
-			assert.False(t, data, "the first commit is an anchor")
-		}
-		if data {
-			require.GreaterOrEqual(t, top, int64(1), "a data commit after an anchor")
-			assert.True(t, open[n] || n-top <= anchorGap, "commit %s: a successor reading the row of label %d (open %v) would not check it", c.label, top, open)
-		} else {
+		if len(c.rows["a"]) == 0 {
 			anchors++
-		}
-		for _, r := range c.rows[defaultProgressTable] {
-			if isWriterRow(r["source_partition"].(string)) {
-				top = int64(r["committed_offset"].(float64))
-				ns, err := parseOpen(r["source_txn_id"].(string))
-				require.NoError(t, err)
-				open = map[int64]bool{}
-				for _, x := range ns {
-					open[x] = true
-				}
-			}
+		} else if i == 0 {
+			t.Errorf("the first commit %s carries data: no anchor", c.label)
 		}
 	}
+	f.mu.Unlock()
 	assert.GreaterOrEqual(t, anchors, 2, "the burnt labels forced a second anchor")
 }
 
 // A clean close deletes the writer's rows; a close with a commit whose
-// outcome is unknown keeps them, and the next output makes that commit's
-// transaction final before it reads the progress.
+// outcome is unknown keeps them, and the next output rolls that commit's
+// transaction back (the fake FE has not started committing it) before it
+// applies anything. The FE that is already committing it is
+// TestPipelineCrashDuringLateCommit's case (integration, emulator).
 func TestWriterRowForgottenOnCleanCloseKeptWhenInDoubt(t *testing.T) {
 	f := newFakeSR()
 	o, _, fp := eoOutput(t, f, nil, "")
@@ -288,4 +420,42 @@ func TestSettleWritersCoalesces(t *testing.T) {
 	o.settleMu.Lock()
 	assert.Equal(t, runs+1, o.settleStarted, "a later ticket needs a new run")
 	o.settleMu.Unlock()
+}
+
+// The worker's eager begin burns more than anchorGap labels while the commit
+// goroutine loads the previous cycle, so that cycle's writer row lists the
+// next label far above its own number: a successor must still find it.
+func TestWriterEagerBeginBurnStaysFindable(t *testing.T) {
+	f := newFakeSR()
+	var armed bool
+	beginFails := 0
+	f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+		if op == "begin" && armed && beginFails < anchorGap+4 {
+			beginFails++
+			return srErr("begin", starrocks.ClassTransient, "connection refused"), true
+		}
+		return nil, false
+	}
+	f.loadDelay = func() time.Duration {
+		if armed && beginFails < anchorGap+4 {
+			return 300 * time.Millisecond
+		}
+		return 0
+	}
+	o, _, _ := eoOutput(t, f, nil, "retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n")
+	s := newSrc("asm")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t0", 0)))}, 5*time.Second)
+	time.Sleep(50 * time.Millisecond)
+	f.mu.Lock()
+	armed = true
+	f.mu.Unlock()
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))}, 5*time.Second)
+	f.mu.Lock()
+	armed = false
+	f.mu.Unlock()
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))}, 5*time.Second)
+	f.mu.Lock()
+	require.Equal(t, anchorGap+4, beginFails)
+	f.mu.Unlock()
+	assertSuccessorFinds(t, o, f)
 }
