@@ -166,7 +166,12 @@ func (p *Producer) write(ctx context.Context, batch []Txn, abort bool) error {
 	if abort {
 		end = kgo.TryAbort
 	}
-	if err := p.cl.EndTransaction(ctx, end); err != nil {
+	// Not cancelled with ctx: a commit interrupted after it reached the
+	// broker would be counted aborted here yet be visible to consumers, and
+	// the model would lack it (the demo stops its producer by cancelling).
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := p.cl.EndTransaction(ectx, end); err != nil {
 		_ = p.cl.EndTransaction(context.Background(), kgo.TryAbort)
 		// The outcome of a failed commit is unknown to us only if the
 		// broker did not answer; kgo aborts on retry, so count it aborted.
