@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -475,4 +477,59 @@ func TestExactlyOnceKillCheckCatchesAtLeastOnce(t *testing.T) {
 	p.stop(t)
 	t.Logf("at_least_once after kills: %d events loaded twice", dups)
 	assert.Positive(t, dups, "the kill loop re-reads committed transactions, which at_least_once loads twice")
+}
+
+// TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting kills the pipeline
+// process right after the emulator (its own process) took a commit it
+// answers FAILED at once but keeps committing for 1.5 s (commit_late): the
+// dead process's last transaction lands after its successor has started.
+// The successor must find it through the writer row and wait for it before
+// it reads the progress, or its replays are applied twice.
+func TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	w := eoStart(t, 4)
+	pipeline := w.pipelineFile("exactly_once", false)
+	rctx, rcancel := context.WithCancel(context.Background())
+	waitReader := w.reader(rctx)
+	stopReader := func() { rcancel(); waitReader() }
+	stopProducer := w.produce()
+	kills := 3
+	if eoKillLoop {
+		kills = 20
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	p := w.startProc("solo", pipeline)
+	for i := 0; i < kills; i++ {
+		// Past the writer's anchor: the fault hits a commit of data.
+		time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+		w.fault(`{"op":"commit","action":"commit_late","delay":"1500ms"}`)
+		p.kill()
+		p = w.startProc("solo", pipeline)
+	}
+	time.Sleep(time.Second)
+	w.finish(stopProducer, stopReader, []*eoProc{p}, kills, true)
+	waited := w.grepLogs("became visible while this output waited for it")
+	t.Logf("successors waited for %d transactions a killed process left committing", waited)
+	assert.Positive(t, waited, "a successor found a dead process's committing transaction and waited for it")
+}
+
+// fault adds an emulator fault over its HTTP admin API and waits until a
+// request took it.
+func (w *eoWorld) fault(js string) {
+	t := w.t
+	resp, err := http.Post("http://"+w.httpAddr+"/_emulator/faults", "application/json", strings.NewReader(js))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + w.httpAddr + "/_emulator/faults")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var pending []json.RawMessage
+		return json.NewDecoder(resp.Body).Decode(&pending) == nil && len(pending) == 0
+	}, 20*time.Second, 5*time.Millisecond, "the fault %s fired", js)
 }
