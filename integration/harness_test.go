@@ -390,6 +390,9 @@ type pipeOpts struct {
 	// transactions (5–9 messages with BEGIN and END) span several batches.
 	batchCount  int
 	exactlyOnce bool
+	// writerRows sets pipeline_id and mysql_address with at_least_once:
+	// the output keeps writer rows and checks other writers' transactions.
+	writerRows bool
 	// commitPeriod is the input's offset commit period (default 100ms).
 	commitPeriod time.Duration
 	// isolation is the input's isolation_level (default read_committed).
@@ -418,6 +421,8 @@ func (r *rig) pipelineYAML(o pipeOpts) string {
 		// The output creates its progress table in every database it
 		// writes, before the first commit there.
 		eo = fmt.Sprintf("    semantic: exactly_once\n    pipeline_id: integration\n    mysql_address: %s\n", r.em.MySQLAddr())
+	} else if o.writerRows {
+		eo = fmt.Sprintf("    pipeline_id: integration\n    mysql_address: %s\n", r.em.MySQLAddr())
 	}
 	return fmt.Sprintf(`
 input:

@@ -21,21 +21,24 @@ import (
 // older rows over the newer ones — for good when those orders are not
 // updated again — and, with the progress table, a second copy of its events.
 //
-// exactly_once: before reading the progress, the successor finds the dead
-// writer's labels through its writer row and waits for the one the FE is
-// committing (output/starrocks_txn/writers.go): the test must pass.
+// exactly_once, and at_least_once with pipeline_id and mysql_address set:
+// before the partitions' messages are applied (and, with exactly_once, the
+// progress read), the successor finds the dead writer's labels through its
+// writer row and waits for the one the FE is committing
+// (output/starrocks_txn/writers.go): these must pass.
 //
-// at_least_once has no progress table, so no way to learn the dead writer's
-// labels: a known limit (the output README says so), run with
+// at_least_once without them has no way to learn the dead writer's labels:
+// a known limit (the output README says so), run with
 // STARROCKS_TXN_KNOWN_BUGS=1.
 func TestPipelineCrashDuringLateCommit(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
 		name        string
 		exactlyOnce bool
-	}{{"at_least_once", false}, {"exactly_once", true}} {
+		writerRows  bool
+	}{{"at_least_once", false, false}, {"at_least_once_writer_rows", false, true}, {"exactly_once", true, true}} {
 		t.Run(mode.name, func(t *testing.T) {
-			if !mode.exactlyOnce && os.Getenv("STARROCKS_TXN_KNOWN_BUGS") != "1" {
+			if !mode.writerRows && os.Getenv("STARROCKS_TXN_KNOWN_BUGS") != "1" {
 				t.Skip("known limit of at_least_once: a transaction the crashed output left committing can become visible after " +
 					"its successor's newer commits and overwrite them (use semantic exactly_once). Run with STARROCKS_TXN_KNOWN_BUGS=1.")
 			}
@@ -45,13 +48,13 @@ func TestPipelineCrashDuringLateCommit(t *testing.T) {
 			src := newSource(t, r, seed, 0.1)
 			rd := startReader(r.db, mode.exactlyOnce)
 			defer rd.stop()
-			opts := pipeOpts{group: "g-late", batchCount: 3, exactlyOnce: mode.exactlyOnce, commitPeriod: time.Second}
+			opts := pipeOpts{group: "g-late", batchCount: 3, exactlyOnce: mode.exactlyOnce, writerRows: mode.writerRows, commitPeriod: time.Second}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			wait := src.background(ctx, 0, 150)
 			p := r.startPipeline(t, "dying", opts)
 			time.Sleep(time.Second)
-			if mode.exactlyOnce {
+			if mode.writerRows {
 				// The fault must hit a commit of data, not the writer's anchor
 				// (its first commit, the writer row alone).
 				require.Eventually(t, func() bool {

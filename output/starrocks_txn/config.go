@@ -187,11 +187,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
 				Default(semanticAtLeastOnce),
 			service.NewStringField(fieldPipelineID).
-				Description("Names this pipeline's rows in `progress_table` (exactly_once). Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that read the same partitions into the same databases must use different ones. Changing it starts the pipeline over with no progress.").
+				Description("Names this pipeline's rows in `progress_table`. Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that read the same partitions into the same databases must use different ones. Changing it starts the pipeline over with no progress. With `at_least_once`, setting it together with `mysql_address` keeps the writer rows (no progress rows) in `progress_table`, so that a successor waits for a transaction the FE was still committing when a process died instead of letting it land over newer rows.").
 				Example("orders-cdc").
 				Default(""),
 			service.NewStringField(fieldProgressTable).
-				Description("The PRIMARY KEY progress table of `exactly_once`, created (when missing) in every database the pipeline writes, before the first commit there. Not used with `at_least_once`.").
+				Description("The PRIMARY KEY progress table, created (when missing) in every database the pipeline writes, before the first commit there: the partitions' progress (`exactly_once`) and the writer rows (`exactly_once`, or `at_least_once` with `pipeline_id` and `mysql_address` set).").
 				Default(defaultProgressTable).
 				Advanced(),
 			service.NewStringField(fieldMySQLAddress).
@@ -441,12 +441,12 @@ func (c *config) validate() error {
 	if c.sequenceGapTimeout <= 0 {
 		return errors.New("sequence_gap_timeout must be positive")
 	}
+	if len(c.pipelineID) > maxPipelineID {
+		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)
+	}
 	if c.exactlyOnce {
 		if c.pipelineID == "" {
 			return errors.New("semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table")
-		}
-		if len(c.pipelineID) > maxPipelineID {
-			return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)
 		}
 		if c.mysqlAddress == "" {
 			return errors.New("semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol")
@@ -459,6 +459,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("label_prefix %q must be 1 to 64 letters, digits, _ or -", c.labelPrefix)
 	}
 	return nil
+}
+
+// trackWriters reports whether the output keeps writer rows in the progress
+// table and checks other writers' transactions before it applies a
+// partition's messages (writers.go): always with exactly_once, and with
+// at_least_once when pipeline_id and mysql_address are set.
+func (c *config) trackWriters() bool {
+	return c.mysqlAddress != "" && (c.exactlyOnce || c.pipelineID != "")
 }
 
 // headersFor returns the stream-load headers of a table: the defaults, then

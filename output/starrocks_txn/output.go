@@ -247,7 +247,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 // which the kafka_txn input seeks a newly assigned partition after what
 // StarRocks already holds (an optimisation: the output drops replays itself).
 func (o *Output) enableProgress() {
-	if !o.conf.exactlyOnce || o.models == nil {
+	if !o.conf.trackWriters() || o.models == nil {
 		return
 	}
 	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable, mu: &o.models.infoMu})
@@ -255,6 +255,9 @@ func (o *Output) enableProgress() {
 
 func (o *Output) setProgressStore(ps progressStore) {
 	o.prog = ps
+	if !o.conf.exactlyOnce {
+		return
+	}
 	o.reg.SetProgress(func(ctx context.Context, partition string) (int64, bool, error) {
 		e, err := ps.read(ctx, o.conf.pipelineID, partition)
 		if err != nil {
@@ -635,7 +638,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		o.releaseStaleLocked(it)
 		return
 	}
-	if o.conf.exactlyOnce && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
+	if o.prog != nil && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
 		return
 	}
 	p := o.partitionLocked(it.pk)

@@ -293,7 +293,9 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 }
 
 // waitProgressLocked holds it when its partition's durable progress is not
-// known yet (exactly_once): at start, and after the partition was fenced.
+// known yet (exactly_once), or, with writer rows at_least_once, until other
+// writers' transactions are final: at start, and after the partition was
+// fenced.
 // The message has passed the sequencer, so admission of other partitions
 // goes on; the partition's messages are applied, in order, once the progress
 // is read. It reports whether it was held.
@@ -327,7 +329,7 @@ func (o *Output) readProgressLoop(part string) {
 		if o.prog != nil {
 			// What another writer left committing lands first: its rows and
 			// progress must be in what is read.
-			if err = o.settleWriters(o.ctx, ticket); err == nil {
+			if err = o.settleWriters(o.ctx, ticket); err == nil && o.conf.exactlyOnce {
 				e, err = o.prog.read(o.ctx, o.conf.pipelineID, part)
 			}
 		}

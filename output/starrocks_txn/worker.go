@@ -427,7 +427,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		w.setInDoubt(-1)
 		w.done(c.label)
 		if committed {
-			if c.progressLoaded && o.conf.exactlyOnce && o.prog != nil {
+			if c.progressLoaded && o.prog != nil {
 				w.durable(c.n, c.open)
 			}
 			w.committed(c, start)
@@ -736,11 +736,11 @@ func (w *dbWorker) awaitDeadLetters(ctx context.Context, c *cycle) bool {
 }
 
 // loadProgress writes the committed-through offsets of the cycle's
-// partitions into the progress table, under the cycle's label, so they
-// become visible with the rows (exactly-once mode).
+// partitions (exactly_once) and the writer row into the progress table,
+// under the cycle's label, so they become visible with the rows.
 func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 	o := w.o
-	if !o.conf.exactlyOnce || o.prog == nil || c.progressLoaded {
+	if o.prog == nil || c.progressLoaded {
 		return nil
 	}
 	if !w.progressReady {
@@ -751,7 +751,10 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 		}
 		w.progressReady = true
 	}
-	rows := w.progressRows(c)
+	var rows []progressRow
+	if o.conf.exactlyOnce {
+		rows = w.progressRows(c)
+	}
 	c.open = w.openExcept(c.n)
 	rows = append(rows, w.writerRow(c.label, c.n, c.open))
 	body, _ := json.Marshal(rows)

@@ -15,7 +15,8 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
-// Writers and their unresolved transactions (semantic exactly_once).
+// Writers and their unresolved transactions (semantic exactly_once, and
+// at_least_once with pipeline_id and mysql_address: config.trackWriters).
 //
 // A process that dies while the FE is still committing its last transaction
 // leaves that transaction to land later, possibly after a successor has read
@@ -413,7 +414,7 @@ func (w *dbWorker) loadProgressBody(ctx context.Context, label string, body []by
 // (the writer's first commit in the database, or labels burnt since).
 func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	o := w.o
-	if !o.conf.exactlyOnce || o.prog == nil || w.covered(c.n) {
+	if o.prog == nil || w.covered(c.n) {
 		return nil
 	}
 	label, n := w.nextLabel()
@@ -461,7 +462,7 @@ func (w *dbWorker) setInDoubt(d int) {
 // can be committed any more, so no successor needs to probe its labels. A
 // commit whose outcome is unknown keeps the row.
 func (o *Output) forgetWriter(ctx context.Context) {
-	if !o.conf.exactlyOnce || o.prog == nil {
+	if o.prog == nil {
 		return
 	}
 	for _, w := range o.workerList() {

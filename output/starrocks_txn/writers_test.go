@@ -459,3 +459,56 @@ func TestWriterEagerBeginBurnStaysFindable(t *testing.T) {
 	f.mu.Unlock()
 	assertSuccessorFinds(t, o, f)
 }
+
+// at_least_once keeps writer rows (and no partition progress) when
+// pipeline_id and mysql_address are set, and makes another writer's open
+// transaction final before it applies a partition's messages.
+func TestAtLeastOnceWithPipelineIDKeepsWriterRows(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want bool
+	}{
+		{"", false},
+		{"mysql_address: 127.0.0.1:1\n", false},
+		{"pipeline_id: pl\n", false},
+		{"pipeline_id: pl\nmysql_address: 127.0.0.1:1\n", true},
+		{"semantic: exactly_once\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n", true},
+	} {
+		o, _ := testOutput(t, tc.yaml, newFakeSR(), nil)
+		assert.Equal(t, tc.want, o.conf.trackWriters(), tc.yaml)
+	}
+
+	f := newFakeSR()
+	// A dead writer's row and its open transaction.
+	dead := starrocks.SeqLabel("benthos", "test", "0dead0de", 4)
+	require.NoError(t, f.Begin(context.Background(), starrocks.Txn{DB: "test", Label: dead, Multi: true}))
+	require.NoError(t, f.Load(context.Background(), starrocks.LoadRequest{Txn: starrocks.Txn{DB: "test", Label: dead, Table: "a", Multi: true},
+		Headers: map[string]string{"format": "json", "strip_outer_array": "true"}, Body: []byte(`[{"id":"old","txn":"old"}]`)}))
+	anchor := starrocks.SeqLabel("benthos", "test", "0dead0de", 3)
+	require.NoError(t, f.Begin(context.Background(), starrocks.Txn{DB: "test", Label: anchor, Multi: true}))
+	require.NoError(t, f.Load(context.Background(), starrocks.LoadRequest{Txn: starrocks.Txn{DB: "test", Label: anchor, Table: defaultProgressTable, Multi: true},
+		Headers: progressHeaders(), Body: []byte(`[{"pipeline_id":"pl","source_partition":"#writer/0dead0de","committed_offset":3,"txn_end_offset":4,"source_txn_id":"4","label":"` + anchor + `","updated_at":"` + time.Now().UTC().Format(progressTimeLayout) + `"}]`)}))
+	require.NoError(t, f.Commit(context.Background(), starrocks.Txn{DB: "test", Label: anchor, Multi: true}))
+
+	o, _ := testOutput(t, "commit_interval: 100ms\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n", f, nil)
+	o.setProgressStore(&fakeProgress{f: f, table: defaultProgressTable})
+	s := newSrc("asm")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))}, 5*time.Second)
+	f.mu.Lock()
+	state := f.txns[dead].state
+	var partitionRows, writerRows int
+	for _, c := range f.commits {
+		for _, r := range c.rows[defaultProgressTable] {
+			if isWriterRow(r["source_partition"].(string)) {
+				writerRows++
+			} else {
+				partitionRows++
+			}
+		}
+	}
+	f.mu.Unlock()
+	assert.Equal(t, starrocks.StateAborted, state, "the dead writer's open transaction was rolled back first")
+	assert.Zero(t, partitionRows, "at_least_once writes no partition progress")
+	assert.GreaterOrEqual(t, writerRows, 3, "the dead writer's anchor, this writer's anchor and its commit")
+	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")))
+}
