@@ -2,10 +2,8 @@ package emulator
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -164,26 +162,14 @@ func TestBEListInProcessing(t *testing.T) {
 		req.Header.Set(k, v)
 	}
 	req.ContentLength = int64(len(body))
-	var wg sync.WaitGroup
-	var slow resp
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		res, err := http.DefaultClient.Do(req)
-		if !assert.NoError(t, err) {
-			return
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		slow = resp{code: res.StatusCode, raw: string(raw)}
-	}()
+	waitSlow := sendAsync(t, req)
 	<-sb.started
 	require.Eventually(t, func() bool { return strings.Contains(list(), `"InProcessing": true`) }, 5*time.Second, 5*time.Millisecond)
 	assert.Equal(t, listObj(true, "lb1", id, 0, b, l, 0, -1), list())
 	t.Log("the locked context still refuses a second load")
 	requireStatus(t, c.do(http.MethodPut, e.BEURL()+"/api/transaction/load", classicH("lb1"), first), "TXN_IN_PROCESSING", "Transaction is in processing")
 	close(sb.release)
-	wg.Wait()
+	slow := waitSlow()
 	assert.Contains(t, slow.raw, `"Status":"OK"`)
 	b, l = ctxTimes(t, e, "lb1", before, time.Now())
 	assert.Equal(t, listObj(false, "lb1", id, int64(len(body)), b, l, 0, -1), list())

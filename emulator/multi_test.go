@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -288,19 +287,7 @@ func TestMultiConcurrentLoads(t *testing.T) {
 		req.Header.Set(k, v)
 	}
 	req.ContentLength = int64(len(body))
-	var wg sync.WaitGroup
-	var first resp
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		res, err := http.DefaultClient.Do(req)
-		if !assert.NoError(t, err) {
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		first = resp{code: res.StatusCode, raw: string(b)}
-	}()
+	waitFirst := sendAsync(t, req)
 	<-sb.started
 	// Wait until the emulator marked the channel busy.
 	require.Eventually(t, func() bool {
@@ -314,7 +301,7 @@ func TestMultiConcurrentLoads(t *testing.T) {
 	assert.Equal(t, "cl", r.str("Label"))
 	requireStatus(t, c.load(jsonLoadH("test", "cl", "order_items"), itemRows(1, 2)), "OK", "")
 	close(sb.release)
-	wg.Wait()
+	first := waitFirst()
 	assert.Contains(t, first.raw, `"Status":"OK"`)
 	requireStatus(t, c.commit(multiH("test", "cl")), "OK", "")
 	assert.Equal(t, 2, countRows(t, e, "orders"), "the rejected load ingested nothing")
@@ -759,4 +746,22 @@ func TestMultiRollbackCommitted(t *testing.T) {
 	e.multi["rc"].state = stateCommitted // committed, publish not finished
 	e.mu.Unlock()
 	requireStatus(t, c.rollback(multiH("test", "rc")), "FAILED", want)
+}
+
+// sendAsync sends req in the background; the returned func waits for the
+// reply.
+func sendAsync(t *testing.T, req *http.Request) func() resp {
+	t.Helper()
+	done := make(chan resp, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if !assert.NoError(t, err) {
+			done <- resp{}
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		done <- resp{code: res.StatusCode, raw: string(b)}
+	}()
+	return func() resp { return <-done }
 }

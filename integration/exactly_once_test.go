@@ -371,6 +371,21 @@ func (w *eoWorld) finish(stopProducer func(), stopReader func(), survivors []*eo
 	}
 }
 
+// traffic starts the reader and the producer and returns their stops, the
+// number of kills (3, or long under STARROCKS_TXN_KILL_LOOP=1) and the test's
+// random source.
+func (w *eoWorld) traffic(longKills int, stream uint64) (stopProducer, stopReader func(), kills int, rng *rand.Rand) {
+	rctx, rcancel := context.WithCancel(context.Background())
+	waitReader := w.reader(rctx)
+	stopReader = func() { rcancel(); waitReader() }
+	stopProducer = w.produce()
+	kills = 3
+	if eoKillLoop {
+		kills = longKills
+	}
+	return stopProducer, stopReader, kills, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), stream))
+}
+
 func (w *eoWorld) produce() func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -393,15 +408,7 @@ func TestExactlyOnceSurvivesSIGKILL(t *testing.T) {
 	// Runs 1, 3, 5, … start without the seek: each follows a kill, so the
 	// output's own dedup meets replays in every one of them.
 	pipelines := []string{w.pipelineFile("exactly_once", true), w.pipelineFile("exactly_once", false)}
-	rctx, rcancel := context.WithCancel(context.Background())
-	waitReader := w.reader(rctx)
-	stopReader := func() { rcancel(); waitReader() }
-	stopProducer := w.produce()
-	kills := 3
-	if eoKillLoop {
-		kills = 40
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	stopProducer, stopReader, kills, rng := w.traffic(40, 3)
 	p := w.startProc("solo", pipelines[0])
 	for i := 0; i < kills; i++ {
 		// At least a second: the run has committed something to re-read.
@@ -423,15 +430,7 @@ func TestExactlyOnceSurvivesSIGKILLAcrossRebalance(t *testing.T) {
 	}
 	w := eoStart(t, 4)
 	pipeline := w.pipelineFile("exactly_once", true)
-	rctx, rcancel := context.WithCancel(context.Background())
-	waitReader := w.reader(rctx)
-	stopReader := func() { rcancel(); waitReader() }
-	stopProducer := w.produce()
-	kills := 3
-	if eoKillLoop {
-		kills = 30
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	stopProducer, stopReader, kills, rng := w.traffic(30, 5)
 	procs := []*eoProc{w.startProc("a", pipeline), w.startProc("b", pipeline)}
 	time.Sleep(2 * time.Second)
 	for i := 0; i < kills; i++ {
@@ -491,15 +490,7 @@ func TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting(t *testing.T) {
 	}
 	w := eoStart(t, 4)
 	pipeline := w.pipelineFile("exactly_once", false)
-	rctx, rcancel := context.WithCancel(context.Background())
-	waitReader := w.reader(rctx)
-	stopReader := func() { rcancel(); waitReader() }
-	stopProducer := w.produce()
-	kills := 3
-	if eoKillLoop {
-		kills = 20
-	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	stopProducer, stopReader, kills, rng := w.traffic(20, 11)
 	p := w.startProc("solo", pipeline)
 	for i := 0; i < kills; i++ {
 		// Past the writer's anchor: the fault hits a commit of data.
