@@ -19,6 +19,8 @@ type txnClient interface {
 	// VISIBLE or ABORTED) or maxWait has passed, and returns the last state
 	// seen.
 	WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error)
+	// Cancel aborts a transaction through the FE cancel API.
+	Cancel(ctx context.Context, db, label string) error
 }
 
 // validPrefix reports whether a label prefix keeps labels within the FE rule

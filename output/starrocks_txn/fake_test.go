@@ -220,6 +220,10 @@ func (f *fakeSR) Rollback(ctx context.Context, t starrocks.Txn) error {
 	return nil
 }
 
+func (f *fakeSR) Cancel(ctx context.Context, db, label string) error {
+	return f.Rollback(ctx, starrocks.Txn{DB: db, Label: label, Multi: true})
+}
+
 func (f *fakeSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

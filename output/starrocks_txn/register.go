@@ -74,3 +74,7 @@ func (s srClient) Rollback(ctx context.Context, t starrocks.Txn) error {
 func (s srClient) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
 	return s.c.WaitFinal(ctx, db, label, maxWait)
 }
+
+func (s srClient) Cancel(ctx context.Context, db, label string) error {
+	return s.c.Cancel(ctx, db, label)
+}

@@ -37,11 +37,13 @@ type cycle struct {
 	// open labels, as the writer row under label has them (exactly_once).
 	n    int64
 	open []int64
+	// rowAt is the writer row's updated_at.
+	rowAt time.Time
 }
 
 // reset forgets the label and what was loaded under it, for a replay.
 func (c *cycle) reset() {
-	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open = "", nil, false, false, 0, nil
+	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt = "", nil, false, false, 0, nil, time.Time{}
 }
 
 // dbWorker runs the commit cycles of one database, one at a time: so there
@@ -428,7 +430,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		w.done(c.label)
 		if committed {
 			if c.progressLoaded && o.prog != nil {
-				w.durable(c.n, c.open)
+				w.durable(c.n, c.open, c.rowAt)
 			}
 			w.committed(c, start)
 			return nil
@@ -755,8 +757,8 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 	if o.conf.exactlyOnce {
 		rows = w.progressRows(c)
 	}
-	c.open = w.openExcept(c.n)
-	rows = append(rows, w.writerRow(c.label, c.n, c.open))
+	c.open, c.rowAt = w.openExcept(c.n), o.now()
+	rows = append(rows, w.writerRow(c.label, c.n, c.open, c.rowAt))
 	body, _ := json.Marshal(rows)
 	err := w.loadProgressBody(ctx, c.label, body)
 	if err != nil {

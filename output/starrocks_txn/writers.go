@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
@@ -183,19 +184,22 @@ func (o *Output) settleWriters(ctx context.Context, asked int64) error {
 		if err != nil {
 			return err
 		}
-		again := false
+		var jobs []writerJob
 		now := o.now()
 		for _, db := range sortedKeys(rows) {
 			for _, r := range rows[db] {
-				if r.writer == o.writer || (!r.updated.IsZero() && now.Sub(r.updated) > writerRowStale) {
-					continue
+				if r.writer != o.writer && (r.updated.IsZero() || now.Sub(r.updated) <= writerRowStale) {
+					jobs = append(jobs, writerJob{db: db, row: r})
 				}
-				advanced, err := o.probeWriter(ctx, db, r)
-				if err != nil {
-					return err
-				}
-				again = again || advanced
 			}
+		}
+		start := time.Now()
+		again, err := o.probeAll(ctx, jobs)
+		if err != nil {
+			return err
+		}
+		if len(jobs) > 0 {
+			o.log.Infof("starrocks_txn: checked the transactions of %d other writers of pipeline %s in %v", len(jobs), o.conf.pipelineID, time.Since(start).Round(time.Millisecond))
 		}
 		if !again {
 			break
@@ -207,6 +211,46 @@ func (o *Output) settleWriters(ctx context.Context, asked int64) error {
 	}
 	o.settleDone = run
 	return nil
+}
+
+// settleParallel bounds the writer rows checked at once.
+const settleParallel = 4
+
+type writerJob struct {
+	db  string
+	row writerRow
+}
+
+// probeAll runs probeWriter for every job, settleParallel at a time. It
+// reports whether one found its row behind; the first error stops the rest.
+func (o *Output) probeAll(ctx context.Context, jobs []writerJob) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		again    bool
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, settleParallel)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(j writerJob) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			advanced, err := o.probeWriter(ctx, j.db, j.row)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+				cancel()
+			}
+			again = again || advanced
+		}(j)
+	}
+	wg.Wait()
+	return again, firstErr
 }
 
 // settleTicket is what a caller of settleWriters passes: the runs started
@@ -248,20 +292,38 @@ func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) (advan
 	return advanced, nil
 }
 
-// notExistRe matches a rollback refused because StarRocks has no
-// transaction under the label (protocol §5.6, §4.4).
-var notExistRe = regexp.MustCompile(`(?i)does\s*not\s*exist|not exists|no transaction found`)
+// Answers that decide what another writer's label is (protocol §5.6, §4.4,
+// §6.1).
+var (
+	// notExistRe: no transaction under the label.
+	notExistRe = regexp.MustCompile(`(?i)does\s*not\s*exist|not exists|no transaction found`)
+	// committingRe: the FE is committing it; its outcome comes.
+	committingRe = regexp.MustCompile(`(?i)during committing|is committing|already committing`)
+	// finishedRe: committed and published (also when the label's state
+	// was evicted and get_load_state says UNKNOWN).
+	finishedRe = regexp.MustCompile(`(?i)can ?not abort (visible|committed|commited|finished)|has already been commit|already committed`)
+	// unknownDBRe: the database is gone; nothing can commit in it.
+	unknownDBRe = regexp.MustCompile(`(?i)unknown database|database\[[^\]]*\] does not exist`)
+)
+
+// maxSettleFailures bounds the failed queries about one label before the
+// check is given up and started again (the databases listed afresh).
+const maxSettleFailures = 20
 
 // settleLabel makes another writer's label final and, when it is committed,
 // visible. A transaction in PREPARE is rolled back, and so is one whose
 // label is UNKNOWN (an FE that registers a multi-table transaction only at
 // its commit reports UNKNOWN for a loaded one); a rollback refused because
-// the FE is committing it is waited for. It reports whether the label ends
-// committed. Failed queries are retried with backoff until ctx ends.
+// the FE is committing it is waited for, one refused because it is
+// committed counts as committed, and a PREPARE transaction the rollback
+// does not find is cancelled (/api/{db}/{label}/_cancel). It reports whether
+// the label ends committed. After maxSettleFailures failed queries it
+// returns an error.
 func (o *Output) settleLabel(ctx context.Context, db, label, writer string) (bool, error) {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	txn := starrocks.Txn{DB: db, Label: label, Multi: true, Timeout: o.conf.txnTimeout}
 	waited := false
+	failures := 0
 	for {
 		state, err := o.client.WaitFinal(ctx, db, label, 0)
 		if ctx.Err() != nil {
@@ -269,7 +331,10 @@ func (o *Output) settleLabel(ctx context.Context, db, label, writer string) (boo
 		}
 		var note error
 		switch {
+		case err != nil && unknownDBRe.MatchString(err.Error()):
+			return false, nil
 		case err != nil:
+			failures++
 			note = err
 		case state == starrocks.StateVisible:
 			if waited {
@@ -286,17 +351,36 @@ func (o *Output) settleLabel(ctx context.Context, db, label, writer string) (boo
 			rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 			rerr := o.client.Rollback(rctx, txn)
 			cancel()
-			if rerr == nil {
+			switch {
+			case rerr == nil:
 				if state != starrocks.StateUnknown {
 					o.log.Infof("starrocks_txn: database %s: rolled back transaction %s, left open by writer %s of pipeline %s", db, label, writer, o.conf.pipelineID)
 				}
 				return false, nil
-			}
-			if state == starrocks.StateUnknown && notExistRe.MatchString(rerr.Error()) {
+			case finishedRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown:
+				// Published long ago; its label state was evicted.
+				return true, nil
+			case finishedRe.MatchString(rerr.Error()), committingRe.MatchString(rerr.Error()):
+				waited = true
+				note = rerr
+			case notExistRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown:
 				return false, nil
+			case notExistRe.MatchString(rerr.Error()):
+				// PREPARE without a task (an FE restart or a leader
+				// change): the cancel API aborts it through the
+				// transaction manager.
+				failures++
+				cctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+				cerr := o.client.Cancel(cctx, db, label)
+				cancel()
+				note = fmt.Errorf("rollback: %v; cancel: %v", rerr, cerr)
+			default:
+				failures++
+				note = rerr
 			}
-			waited = true
-			note = rerr
+		}
+		if failures >= maxSettleFailures {
+			return false, fmt.Errorf("making transaction %s of writer %s in database %s final: %d attempts failed, the last: %w", label, writer, db, failures, note)
 		}
 		o.log.Warnf("starrocks_txn: database %s: transaction %s of writer %s of pipeline %s is not final (state %q: %v); the progress is read once it is", db, label, writer, o.conf.pipelineID, state, note)
 		if !sleepCtx(ctx, b.next()) {
@@ -353,13 +437,13 @@ func (w *dbWorker) openExcept(m int64) []int64 {
 
 // writerRow is the worker's row in the progress table, loaded under the
 // label numbered n with the other open labels.
-func (w *dbWorker) writerRow(label string, n int64, open []int64) progressRow {
+func (w *dbWorker) writerRow(label string, n int64, open []int64, at time.Time) progressRow {
 	floor := n + 1
 	if len(open) > 0 && open[0] < floor {
 		floor = open[0]
 	}
 	return progressRow{Pipeline: w.o.conf.pipelineID, Partition: writerRowPrefix + w.o.writer, Through: n, TxnEnd: floor,
-		TxnID: formatOpen(open), Label: label, Updated: w.o.now().UTC().Format(progressTimeLayout)}
+		TxnID: formatOpen(open), Label: label, Updated: at.UTC().Format(progressTimeLayout)}
 }
 
 // covered reports whether a successor reading the writer row StarRocks
@@ -376,15 +460,16 @@ func (w *dbWorker) covered(m int64) bool {
 	return w.durableOpen[m] || (m > w.durableTop && m-w.durableTop <= anchorGap)
 }
 
-// durable records the writer row of a committed label.
-func (w *dbWorker) durable(n int64, open []int64) {
+// durable records the writer row of a committed label; at is the row's
+// updated_at, from which successors measure its age.
+func (w *dbWorker) durable(n int64, open []int64, at time.Time) {
 	w.labelMu.Lock()
 	defer w.labelMu.Unlock()
 	if n < w.durableTop {
 		return
 	}
 	w.anchored = true
-	w.durableAt = w.o.now()
+	w.durableAt = at
 	w.durableTop = n
 	w.durableOpen = make(map[int64]bool, len(open))
 	for _, x := range open {
@@ -422,8 +507,8 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		return fmt.Errorf("beginning the anchor transaction %s: %w", label, err)
 	}
 	w.opened(n)
-	open := w.openExcept(n)
-	body, _ := json.Marshal([]progressRow{w.writerRow(label, n, open)})
+	open, at := w.openExcept(n), o.now()
+	body, _ := json.Marshal([]progressRow{w.writerRow(label, n, open, at)})
 	if err := w.loadProgressBody(ctx, label, body); err != nil {
 		w.rollback(label)
 		return fmt.Errorf("loading the writer row under the anchor transaction %s: %w", label, err)
@@ -446,7 +531,7 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	}
 	w.setInDoubt(-1)
 	w.done(label)
-	w.durable(n, open)
+	w.durable(n, open, at)
 	o.m.commits.Incr(1, w.db)
 	return nil
 }
@@ -488,7 +573,7 @@ func (w *dbWorker) deleteWriterRow(ctx context.Context) error {
 		progressRow
 		Op int `json:"__op"`
 	}
-	body, _ := json.Marshal([]delRow{{progressRow: w.writerRow(label, 0, nil), Op: 1}})
+	body, _ := json.Marshal([]delRow{{progressRow: w.writerRow(label, 0, nil, o.now()), Op: 1}})
 	req := starrocks.LoadRequest{
 		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: o.conf.progressTable, Multi: true, Timeout: o.conf.txnTimeout},
 		Headers: map[string]string{"format": "json", "strip_outer_array": "true"},

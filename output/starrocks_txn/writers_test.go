@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,7 +211,7 @@ func TestStaleWriterRowsAreSkippedAndWritersReanchor(t *testing.T) {
 	}
 
 	w := newDBWorker(o, "shop")
-	w.durable(5, []int64{7})
+	w.durable(5, []int64{7}, now)
 	assert.True(t, w.covered(6))
 	assert.True(t, w.covered(7))
 	now = now.Add(writerRowStale / 2)
@@ -511,4 +512,120 @@ func TestAtLeastOnceWithPipelineIDKeepsWriterRows(t *testing.T) {
 	assert.Zero(t, partitionRows, "at_least_once writes no partition progress")
 	assert.GreaterOrEqual(t, writerRows, 3, "the dead writer's anchor, this writer's anchor and its commit")
 	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")))
+}
+
+// refusingSR answers every get_load_state with state (or err) and every
+// rollback with refusal; cancels are recorded.
+type refusingSR struct {
+	*fakeSR
+	state    starrocks.LabelState
+	stateErr error
+	refusal  error
+	mu       sync.Mutex
+	cancels  []string
+	queries  int
+}
+
+func (s *refusingSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries++
+	if len(s.cancels) > 0 {
+		return starrocks.StateAborted, nil
+	}
+	return s.state, s.stateErr
+}
+
+func (s *refusingSR) Rollback(ctx context.Context, t starrocks.Txn) error { return s.refusal }
+
+func (s *refusingSR) Cancel(ctx context.Context, db, label string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancels = append(s.cancels, label)
+	return nil
+}
+
+// What each answer about another writer's label means (protocol §5.6,
+// §6.1): none of them may hold the check forever.
+func TestSettleLabelAnswers(t *testing.T) {
+	label := starrocks.SeqLabel("benthos", "shop", "deadbeef", 3)
+	for _, tc := range []struct {
+		name          string
+		sr            *refusingSR
+		committed     bool
+		wantErr       string
+		wantCancelled bool
+	}{
+		{name: "evicted label, committed long ago", sr: &refusingSR{state: starrocks.StateUnknown,
+			refusal: srErr("rollback", starrocks.ClassTransient, "Can not abort VISIBLE transaction 7, label is "+label)}, committed: true},
+		{name: "never begun", sr: &refusingSR{state: starrocks.StateUnknown,
+			refusal: srErr("rollback", starrocks.ClassPerTxn, "stream load task"+label+"does not exist")}},
+		{name: "database dropped", sr: &refusingSR{stateErr: srErr("get_load_state", starrocks.ClassTransient, "unknown database, database=shop")}},
+		{name: "PREPARE without a task: cancelled", sr: &refusingSR{state: starrocks.StatePrepare,
+			refusal: srErr("rollback", starrocks.ClassPerTxn, "stream load task"+label+"does not exist")}, wantCancelled: true},
+		{name: "a refusal nobody understands", sr: &refusingSR{state: starrocks.StatePrepare,
+			refusal: srErr("rollback", starrocks.ClassTransient, "something else")}, wantErr: "20 attempts failed"},
+		{name: "get_load_state keeps failing", sr: &refusingSR{stateErr: srErr("get_load_state", starrocks.ClassTransient, "connection refused")}, wantErr: "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.sr.fakeSR = newFakeSR()
+			o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n", tc.sr.fakeSR, nil)
+			o.client = tc.sr
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			committed, err := o.settleLabel(ctx, "shop", label, "deadbeef")
+			require.NoError(t, ctx.Err(), "settleLabel returned in time")
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.committed, committed)
+			assert.Equal(t, tc.wantCancelled, len(tc.sr.cancels) == 1)
+		})
+	}
+}
+
+// A writer measures its row's age from the row's updated_at, not from when
+// the commit that carried it resolved: after a commit that took long, the
+// next one anchors again before a successor could skip the row as stale.
+func TestWriterRowAgeIsTheRowsTime(t *testing.T) {
+	f := newFakeSR()
+	o, _, _ := eoOutput(t, f, nil, "")
+	var skew atomic.Int64
+	o.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	s := newSrc("asm")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t0", 0)))}, 5*time.Second)
+
+	gate := make(chan struct{})
+	f.mu.Lock()
+	f.commitGate = gate
+	f.mu.Unlock()
+	ch := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, p := range o.parts {
+			for _, tx := range p.order {
+				if tx.committing {
+					return true
+				}
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond)
+	skew.Store(int64(13 * time.Hour)) // the commit resolves 13 h after its row was written
+	f.mu.Lock()
+	f.commitGate = nil
+	f.mu.Unlock()
+	close(gate)
+	waitAll(t, []chan error{ch}, 5*time.Second)
+	before := f.commitCount()
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))}, 5*time.Second)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.commits, before+2, "an anchor, then t2")
+	assert.Empty(t, f.commits[before].rows["a"], "the anchor comes first")
+	assert.NotEmpty(t, f.commits[before+1].rows["a"])
 }
