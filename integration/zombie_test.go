@@ -40,7 +40,7 @@ func TestPipelineCrashDuringLateCommit(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			if !mode.writerRows && os.Getenv("STARROCKS_TXN_KNOWN_BUGS") != "1" {
 				t.Skip("known limit of at_least_once: a transaction the crashed output left committing can become visible after " +
-					"its successor's newer commits and overwrite them (use semantic exactly_once). Run with STARROCKS_TXN_KNOWN_BUGS=1.")
+					"its successor's newer commits and overwrite them (set pipeline_id and mysql_address, or use semantic exactly_once). Run with STARROCKS_TXN_KNOWN_BUGS=1.")
 			}
 			t.Parallel()
 			seed := testSeed(t)

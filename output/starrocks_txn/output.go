@@ -250,6 +250,9 @@ func (o *Output) enableProgress() {
 	if !o.conf.trackWriters() || o.models == nil {
 		return
 	}
+	if !o.conf.exactlyOnce {
+		o.log.Infof("starrocks_txn: at_least_once with pipeline_id %q and mysql_address: keeping writer rows in %s and checking other writers' transactions before applying a partition's messages", o.conf.pipelineID, o.conf.progressTable)
+	}
 	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable, mu: &o.models.infoMu})
 }
 

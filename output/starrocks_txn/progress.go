@@ -337,7 +337,7 @@ func (o *Output) readProgressLoop(part string) {
 			if o.ctx.Err() != nil {
 				return
 			}
-			o.log.Errorf("starrocks_txn: reading the exactly_once progress of partition %s: %v; retrying (its messages wait: admitting them without it could apply a source transaction twice)", part, err)
+			o.log.Errorf("starrocks_txn: partition %s: checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", part, err)
 			if !sleepCtx(o.ctx, b.next()) {
 				return
 			}

@@ -79,11 +79,11 @@ type dbWorker struct {
 	// open holds the numbers of begun labels that may still be committed.
 	open map[int64]bool
 	// anchored is set once StarRocks holds this writer's row in the
-	// database; durableTop and durableOpen are what that row says.
-	anchored    bool
-	durableAt   time.Time
-	durableTop  int64
-	durableOpen map[int64]bool
+	// database; held is what that row says (two candidates right after a
+	// commit that followed its anchor), durableAt its updated_at.
+	anchored  bool
+	durableAt time.Time
+	held      []heldRow
 	// inDoubt counts commits sent whose outcome is unknown.
 	inDoubt int
 }

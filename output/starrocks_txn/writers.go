@@ -322,7 +322,7 @@ const maxSettleFailures = 20
 func (o *Output) settleLabel(ctx context.Context, db, label, writer string) (bool, error) {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	txn := starrocks.Txn{DB: db, Label: label, Multi: true, Timeout: o.conf.txnTimeout}
-	waited := false
+	waited, evicted := false, false
 	failures := 0
 	for {
 		state, err := o.client.WaitFinal(ctx, db, label, 0)
@@ -357,9 +357,14 @@ func (o *Output) settleLabel(ctx context.Context, db, label, writer string) (boo
 					o.log.Infof("starrocks_txn: database %s: rolled back transaction %s, left open by writer %s of pipeline %s", db, label, writer, o.conf.pipelineID)
 				}
 				return false, nil
-			case finishedRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown:
-				// Published long ago; its label state was evicted.
+			case finishedRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown && evicted:
+				// UNKNOWN on both sides of a second refusal: published
+				// long ago, its label state evicted.
 				return true, nil
+			case finishedRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown:
+				// Evicted, or committed (not yet published) just now:
+				// ask again.
+				evicted, waited, note = true, true, rerr
 			case finishedRe.MatchString(rerr.Error()), committingRe.MatchString(rerr.Error()):
 				waited = true
 				note = rerr
@@ -446,9 +451,24 @@ func (w *dbWorker) writerRow(label string, n int64, open []int64, at time.Time) 
 		TxnID: formatOpen(open), Label: label, Updated: at.UTC().Format(progressTimeLayout)}
 }
 
+// heldRow is what a writer row committed by this writer says.
+type heldRow struct {
+	top  int64
+	open map[int64]bool
+}
+
+// finds reports whether a successor reading r checks label m.
+func (r heldRow) finds(m int64) bool {
+	return r.open[m] || (m > r.top && m-r.top <= anchorGap)
+}
+
 // covered reports whether a successor reading the writer row StarRocks
-// holds would check label m: listed as open, or at most anchorGap above the
-// row's own label, and the row is less than half writerRowStale old.
+// holds would check label m — listed as open, or at most anchorGap above
+// the row's own label — and the row is less than half writerRowStale old.
+// When a commit's row has a lower number than an anchor committed just
+// before it, merge_condition keeps the anchor's row; should the FE ignore
+// merge_condition the commit's row replaces it, so m must be found from
+// either.
 func (w *dbWorker) covered(m int64) bool {
 	now := w.o.now()
 	w.labelMu.Lock()
@@ -457,7 +477,12 @@ func (w *dbWorker) covered(m int64) bool {
 		// A row that old may be skipped as stale by a successor.
 		return false
 	}
-	return w.durableOpen[m] || (m > w.durableTop && m-w.durableTop <= anchorGap)
+	for _, r := range w.held {
+		if !r.finds(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // durable records the writer row of a committed label; at is the row's
@@ -465,16 +490,21 @@ func (w *dbWorker) covered(m int64) bool {
 func (w *dbWorker) durable(n int64, open []int64, at time.Time) {
 	w.labelMu.Lock()
 	defer w.labelMu.Unlock()
-	if n < w.durableTop {
+	r := heldRow{top: n, open: make(map[int64]bool, len(open))}
+	for _, x := range open {
+		r.open[x] = true
+	}
+	if w.anchored && len(w.held) > 0 && n < w.held[0].top {
+		// The anchor's row, or this one if merge_condition is ignored.
+		w.held = append(w.held, r)
+		if at.Before(w.durableAt) {
+			w.durableAt = at
+		}
 		return
 	}
 	w.anchored = true
 	w.durableAt = at
-	w.durableTop = n
-	w.durableOpen = make(map[int64]bool, len(open))
-	for _, x := range open {
-		w.durableOpen[x] = true
-	}
+	w.held = []heldRow{r}
 }
 
 // progressHeaders are the load headers of the progress table: JSON rows,

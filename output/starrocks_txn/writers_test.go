@@ -629,3 +629,73 @@ func TestWriterRowAgeIsTheRowsTime(t *testing.T) {
 	assert.Empty(t, f.commits[before].rows["a"], "the anchor comes first")
 	assert.NotEmpty(t, f.commits[before+1].rows["a"])
 }
+
+// seqSR answers get_load_state from a script (the last state repeats) and
+// refuses every rollback because the transaction is VISIBLE.
+type seqSR struct {
+	*fakeSR
+	mu           sync.Mutex
+	script, seen []starrocks.LabelState
+}
+
+func (s *seqSR) WaitFinal(ctx context.Context, db, label string, _ time.Duration) (starrocks.LabelState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.script[0]
+	if len(s.script) > 1 {
+		s.script = s.script[1:]
+	}
+	s.seen = append(s.seen, st)
+	return st, nil
+}
+
+func (s *seqSR) Rollback(ctx context.Context, t starrocks.Txn) error {
+	return srErr("rollback", starrocks.ClassTransient, "Can not abort VISIBLE transaction 7, label is "+t.Label)
+}
+
+// The FE refuses "Can not abort VISIBLE" for a COMMITED task too (§5.6): a
+// label UNKNOWN a moment ago that refuses may be committed and not
+// published yet. Only a second refusal with the label still UNKNOWN means
+// its state was evicted long after it was published.
+func TestSettleLabelVisibleRefusalOfAnUnknownLabelAsksAgain(t *testing.T) {
+	label := starrocks.SeqLabel("benthos", "shop", "deadbeef", 3)
+	sr := &seqSR{fakeSR: newFakeSR(), script: []starrocks.LabelState{starrocks.StateUnknown, starrocks.StateCommitted, starrocks.StateVisible}}
+	o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n", sr.fakeSR, nil)
+	o.client = sr
+	committed, err := o.settleLabel(context.Background(), "shop", label, "deadbeef")
+	require.NoError(t, err)
+	assert.True(t, committed)
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	assert.Equal(t, []starrocks.LabelState{starrocks.StateUnknown, starrocks.StateCommitted, starrocks.StateVisible}, sr.seen, "waited until visible")
+}
+
+// Right after a commit that followed its anchor, StarRocks holds the
+// anchor's row (merge_condition) or, should the FE ignore merge_condition,
+// the commit's: a label is covered only if a successor finds it from both.
+func TestCoveredHoldsForEitherRowAfterAnAnchor(t *testing.T) {
+	o, _ := testOutput(t, eoYAML, newFakeSR(), nil)
+	w := newDBWorker(o, "shop")
+	now := o.now()
+	w.durable(20, []int64{10}, now) // the anchor: top 20, lists the data cycle 10
+	w.durable(10, nil, now)         // then the data cycle 10 itself
+	assert.True(t, w.covered(21), "found from both rows")
+	assert.False(t, w.covered(20+anchorGap), "only from the anchor's row: anchor again")
+	assert.True(t, w.covered(10+anchorGap))
+	w.durable(30, nil, now) // a later commit: one row again
+	assert.True(t, w.covered(30+anchorGap))
+}
+
+// pipeline_id is only checked where it is used.
+func TestPipelineIDLengthCheckedWhenUsed(t *testing.T) {
+	long := strings.Repeat("p", maxPipelineID+1)
+	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\npipeline_id: "+long+"\n", nil)
+	require.NoError(t, err)
+	_, err = configFromParsed(pc)
+	assert.NoError(t, err, "at_least_once without mysql_address does not use it")
+	pc, err = outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\nmysql_address: 127.0.0.1:9030\npipeline_id: "+long+"\n", nil)
+	require.NoError(t, err)
+	_, err = configFromParsed(pc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "longer than 128")
+}
