@@ -213,8 +213,12 @@ func (o *Output) settleWriters(ctx context.Context, asked int64) error {
 	return nil
 }
 
-// settleParallel bounds the writer rows checked at once.
-const settleParallel = 4
+// settleParallel bounds the writer rows checked at once, labelParallel the
+// labels of one row.
+const (
+	settleParallel = 4
+	labelParallel  = 8
+)
 
 type writerJob struct {
 	db  string
@@ -222,35 +226,52 @@ type writerJob struct {
 }
 
 // probeAll runs probeWriter for every job, settleParallel at a time. It
-// reports whether one found its row behind; the first error stops the rest.
+// reports whether one found its row behind.
 func (o *Output) probeAll(ctx context.Context, jobs []writerJob) (bool, error) {
+	return anyOf(ctx, len(jobs), settleParallel, func(ctx context.Context, i int) (bool, error) {
+		return o.probeWriter(ctx, jobs[i].db, jobs[i].row)
+	})
+}
+
+// anyOf runs fn for 0 … n-1, at most limit at once, and reports whether any
+// returned true. The first error cancels the rest and is returned.
+func anyOf(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) (bool, error)) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu       sync.Mutex
-		again    bool
+		result   bool
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	sem := make(chan struct{}, settleParallel)
-	for _, j := range jobs {
+	sem := make(chan struct{}, limit)
+	for i := 0; i < n; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
-		go func(j writerJob) {
+		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			advanced, err := o.probeWriter(ctx, j.db, j.row)
+			ok, err := fn(ctx, i)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
 				firstErr = err
 				cancel()
 			}
-			again = again || advanced
-		}(j)
+			result = result || ok
+		}(i)
 	}
 	wg.Wait()
-	return again, firstErr
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	return result, firstErr
 }
 
 // settleTicket is what a caller of settleWriters passes: the runs started
@@ -280,16 +301,10 @@ func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) (advan
 	for n := r.top + 1; n <= r.top+anchorGap; n++ {
 		ns = append(ns, n)
 	}
-	for _, n := range ns {
-		committed, err := o.settleLabel(ctx, db, starrocks.StemLabel(stem, n), r.writer)
-		if err != nil {
-			return false, err
-		}
-		if committed && n > r.top {
-			advanced = true
-		}
-	}
-	return advanced, nil
+	return anyOf(ctx, len(ns), labelParallel, func(ctx context.Context, i int) (bool, error) {
+		committed, err := o.settleLabel(ctx, db, starrocks.StemLabel(stem, ns[i]), r.writer)
+		return committed && ns[i] > r.top, err
+	})
 }
 
 // Answers that decide what another writer's label is (protocol §5.6, §4.4,
