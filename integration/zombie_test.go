@@ -59,7 +59,7 @@ func TestPipelineCrashDuringLateCommit(t *testing.T) {
 				// (its first commit, the writer row alone).
 				require.Eventually(t, func() bool {
 					var n int
-					err := r.db.QueryRow("SELECT COUNT(*) FROM test.starrocks_txn_progress WHERE source_partition LIKE '#writer/%'").Scan(&n)
+					err := r.db.QueryRow("SELECT COUNT(*) FROM test.starrocks_txn_progress_writers").Scan(&n)
 					return err == nil && n > 0
 				}, 10*time.Second, 20*time.Millisecond, "the dying writer anchored")
 			}

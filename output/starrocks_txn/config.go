@@ -187,11 +187,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
 				Default(semanticAtLeastOnce),
 			service.NewStringField(fieldPipelineID).
-				Description("Names this pipeline's rows in `progress_table`. Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that write the same databases must use different ones. Changing it starts the pipeline over with no progress. With `at_least_once`, setting it together with `mysql_address` keeps the writer rows (no progress rows) in `progress_table`, so that a successor waits for a transaction the FE was still committing when a process died instead of letting it land over newer rows.").
+				Description("Names this pipeline's rows in `progress_table`. Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that write the same databases must use different ones. Changing it starts the pipeline over with no progress. With `at_least_once`, setting it together with `mysql_address` keeps the writer rows (no progress rows) in `<progress_table>_writers`, so that a successor waits for a transaction the FE was still committing when a process died instead of letting it land over newer rows.").
 				Example("orders-cdc").
 				Default(""),
 			service.NewStringField(fieldProgressTable).
-				Description("The PRIMARY KEY progress table, created (when missing) in every database the pipeline writes, before the first commit there: the partitions' progress (`exactly_once`) and the writer rows (`exactly_once`, or `at_least_once` with `pipeline_id` and `mysql_address` set).").
+				Description("The PRIMARY KEY progress table of `exactly_once` (the partitions' progress), and `<progress_table>_writers` beside it (the writer rows: `exactly_once`, or `at_least_once` with `pipeline_id` and `mysql_address` set), created when missing in every database the pipeline writes, before the first commit there.").
 				Default(defaultProgressTable).
 				Advanced(),
 			service.NewStringField(fieldMySQLAddress).

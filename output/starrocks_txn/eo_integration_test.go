@@ -144,15 +144,23 @@ func TestIntegrationProgressTableCreatedAndChecked(t *testing.T) {
 	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/?interpolateParams=true")
 	require.NoError(t, err)
 	defer db.Close()
-	ps := sqlProgress{db: db, table: "eo_progress"}
+	ps := sqlProgress{db: db, table: "eo_progress", partitions: true}
 	require.NoError(t, ps.ensure(context.Background(), "test"))
 	require.NoError(t, ps.ensure(context.Background(), "test"), "idempotent")
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.columns WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME = 'eo_progress' AND COLUMN_KEY = 'PRI'").Scan(&n))
 	assert.Equal(t, 2, n, "PRIMARY KEY (pipeline_id, source_partition)")
 
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.columns WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME = 'eo_progress_writers' AND COLUMN_KEY = 'PRI'").Scan(&n))
+	assert.Equal(t, 2, n, "the writers table: PRIMARY KEY (pipeline_id, writer)")
+
+	// Writer rows alone (at_least_once with pipeline_id): no progress table.
+	require.NoError(t, sqlProgress{db: db, table: "alo_progress"}.ensure(context.Background(), "test"))
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME IN ('alo_progress', 'alo_progress_writers')").Scan(&n))
+	assert.Equal(t, 1, n, "only alo_progress_writers")
+
 	require.NoError(t, e.Store().ExecDDL("CREATE TABLE test.old_progress (source_partition VARCHAR(255) NOT NULL, committed_offset BIGINT NOT NULL) PRIMARY KEY (source_partition) DISTRIBUTED BY HASH (source_partition)"))
-	err = sqlProgress{db: db, table: "old_progress"}.ensure(context.Background(), "test")
+	err = sqlProgress{db: db, table: "old_progress", partitions: true}.ensure(context.Background(), "test")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "without the columns")
 	assert.Contains(t, err.Error(), "CREATE TABLE IF NOT EXISTS `test`.`old_progress`")

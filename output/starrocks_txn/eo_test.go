@@ -224,9 +224,6 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 	last := map[string]int64{}
 	for _, r := range f.rows(defaultProgressTable) {
 		assert.Equal(t, "pl", r["pipeline_id"])
-		if isWriterRow(r["source_partition"].(string)) {
-			continue
-		}
 		last[r["source_partition"].(string)] = int64(r["committed_offset"].(float64))
 		assert.NotEmpty(t, r["updated_at"])
 	}
@@ -245,14 +242,13 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 		writers := 0
 		_, num, ok := starrocks.SplitSeqLabel(c.label)
 		require.True(t, ok, c.label)
-		for _, r := range c.rows[defaultProgressTable] {
-			if !isWriterRow(r["source_partition"].(string)) {
-				continue
-			}
+		for _, r := range c.rows[writersTable(defaultProgressTable)] {
 			writers++
 			assert.Equal(t, c.label, r["label"])
-			assert.Equal(t, num, int64(r["committed_offset"].(float64)), "the writer row names its own label's number")
-			open, err := parseOpen(r["source_txn_id"].(string))
+			assert.Equal(t, "pl", r["pipeline_id"])
+			assert.NotEmpty(t, r["updated_at"])
+			assert.Equal(t, num, int64(r["label_number"].(float64)), "the writer row names its own label's number")
+			open, err := parseOpen(r["open_labels"].(string))
 			require.NoError(t, err)
 			if len(c.rows["a"]) == 0 {
 				assert.NotEmpty(t, open, "an anchor lists the label of the commit it precedes")
@@ -267,9 +263,6 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 		}
 		withProgress := map[string]string{}
 		for _, r := range c.rows[defaultProgressTable] {
-			if isWriterRow(r["source_partition"].(string)) {
-				continue
-			}
 			withProgress[r["source_partition"].(string)] = r["source_txn_id"].(string)
 			assert.Equal(t, c.label, r["label"])
 			assert.Equal(t, r["committed_offset"], r["txn_end_offset"], "one database: everything committed is resolved")
@@ -375,12 +368,13 @@ func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
 func TestReadmeShowsProgressDDL(t *testing.T) {
 	b, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	want := progressDDL("<database>", defaultProgressTable)
-	var indented []string
-	for _, l := range strings.Split(want, "\n") {
-		indented = append(indented, "  "+l)
+	for _, want := range []string{progressDDL("<database>", defaultProgressTable), writersDDL("<database>", writersTable(defaultProgressTable))} {
+		var indented []string
+		for _, l := range strings.Split(want, "\n") {
+			indented = append(indented, "  "+l)
+		}
+		assert.Contains(t, string(b), strings.Join(indented, "\n"))
 	}
-	assert.Contains(t, string(b), strings.Join(indented, "\n"))
 }
 
 // gatedProgress blocks reads of one partition until released.

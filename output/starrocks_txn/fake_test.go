@@ -38,7 +38,7 @@ type fakeSR struct {
 	// loadDelay delays every load (random scheduling).
 	loadDelay func() time.Duration
 	// commitGate, when set, blocks every commit that carries rows other
-	// than the progress table's (not the exactly_once anchors) until it is
+	// than the progress and writers tables' (not the anchors) until it is
 	// closed.
 	commitGate chan struct{}
 	// lastBodyHasBad is set, for the hook, when the load being handled
@@ -163,7 +163,7 @@ func (f *fakeSR) Commit(ctx context.Context, t starrocks.Txn) error {
 	if ft, ok := f.txns[t.Label]; ok && gate != nil {
 		anchor := true
 		for tbl := range ft.pending {
-			if tbl != defaultProgressTable {
+			if tbl != defaultProgressTable && tbl != writersTable(defaultProgressTable) {
 				anchor = false
 			}
 		}

@@ -251,9 +251,9 @@ func (o *Output) enableProgress() {
 		return
 	}
 	if !o.conf.exactlyOnce {
-		o.log.Infof("starrocks_txn: at_least_once with pipeline_id %q and mysql_address: keeping writer rows in %s and checking other writers' transactions before applying a partition's messages", o.conf.pipelineID, o.conf.progressTable)
+		o.log.Infof("starrocks_txn: at_least_once with pipeline_id %q and mysql_address: keeping writer rows in %s and checking other writers' transactions before applying a partition's messages", o.conf.pipelineID, writersTable(o.conf.progressTable))
 	}
-	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable, mu: &o.models.infoMu})
+	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable, partitions: o.conf.exactlyOnce, mu: &o.models.infoMu})
 }
 
 func (o *Output) setProgressStore(ps progressStore) {

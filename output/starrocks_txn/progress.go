@@ -47,6 +47,32 @@ func progressDDL(db, table string) string {
 		"DISTRIBUTED BY HASH (`pipeline_id`, `source_partition`)", db, table)
 }
 
+// writersNumberCol is the writers table's merge_condition column.
+const writersNumberCol = "label_number"
+
+// writersColumns are the columns of the writers table.
+var writersColumns = []string{"pipeline_id", "writer", writersNumberCol, "open_labels", "label", "updated_at"}
+
+// writersTable is the name of the writers table that goes with a progress
+// table.
+func writersTable(progressTable string) string {
+	return progressTable + "_writers"
+}
+
+// writersDDL is the statement the output runs (and the README shows) to
+// create the writers table of a database when it is missing (writers.go).
+func writersDDL(db, table string) string {
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS `%s`.`%s` (\n"+
+		"  `pipeline_id` VARCHAR(128) NOT NULL COMMENT \"the output's pipeline_id\",\n"+
+		"  `writer` VARCHAR(32) NOT NULL COMMENT \"one run of the output (in its labels)\",\n"+
+		"  `label_number` BIGINT NOT NULL COMMENT \"number of the label that wrote this row\",\n"+
+		"  `open_labels` VARCHAR(1024) NULL COMMENT \"numbers of the writer's other labels open then\",\n"+
+		"  `label` VARCHAR(128) NULL COMMENT \"the label that wrote this row\",\n"+
+		"  `updated_at` DATETIME NULL COMMENT \"when the output wrote it (UTC)\"\n"+
+		") PRIMARY KEY (`pipeline_id`, `writer`)\n"+
+		"DISTRIBUTED BY HASH (`pipeline_id`, `writer`)", db, table)
+}
+
 // progressEntry is what StarRocks durably holds for one partition of this
 // pipeline: the highest committed_offset over every database (every source
 // transaction ending at or below it is resolved), and, per database, the END
@@ -94,6 +120,9 @@ type progressStore interface {
 type sqlProgress struct {
 	db    *sql.DB
 	table string
+	// partitions is set when the progress table itself is used
+	// (exactly_once); the writers table always is.
+	partitions bool
 	// mu serialises the queries (see tableModels.infoMu).
 	mu *sync.Mutex
 }
@@ -110,33 +139,45 @@ func (s sqlProgress) ensure(ctx context.Context, db string) error {
 	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
 	defer cancel()
 	defer s.lock()()
-	if _, err := s.db.ExecContext(ctx, progressDDL(db, s.table)); err != nil {
-		return fmt.Errorf("creating the progress table %s.%s (run it yourself if the account may not: %s): %w", db, s.table, progressDDL(db, s.table), err)
+	if s.partitions {
+		if err := s.ensureTable(ctx, db, s.table, progressDDL(db, s.table), progressColumns); err != nil {
+			return err
+		}
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, s.table)
+	w := writersTable(s.table)
+	return s.ensureTable(ctx, db, w, writersDDL(db, w), writersColumns)
+}
+
+// ensureTable creates a table with ddl when it is missing and checks that it
+// has the columns.
+func (s sqlProgress) ensureTable(ctx context.Context, db, table, ddl string, columns []string) error {
+	if _, err := s.db.ExecContext(ctx, ddl); err != nil {
+		return fmt.Errorf("creating the table %s.%s (run it yourself if the account may not: %s): %w", db, table, ddl, err)
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table)
 	if err != nil {
-		return fmt.Errorf("reading the columns of the progress table %s.%s: %w", db, s.table, err)
+		return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
 	}
 	have := map[string]bool{}
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
 			_ = rows.Close()
-			return fmt.Errorf("reading the columns of the progress table %s.%s: %w", db, s.table, err)
+			return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
 		}
 		have[strings.ToLower(name)] = true
 	}
 	if err := rows.Close(); err != nil {
-		return fmt.Errorf("reading the columns of the progress table %s.%s: %w", db, s.table, err)
+		return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
 	}
 	var missing []string
-	for _, c := range progressColumns {
+	for _, c := range columns {
 		if !have[c] {
 			missing = append(missing, c)
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the progress table %s.%s exists without the columns %v (an older layout?): drop it, or set progress_table to a new name; the output creates it as: %s", db, s.table, missing, progressDDL(db, s.table))
+		return fmt.Errorf("the table %s.%s exists without the columns %v (an older layout?): drop it, or set progress_table to a new name; the output creates it as: %s", db, table, missing, ddl)
 	}
 	return nil
 }
@@ -146,7 +187,7 @@ func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (pr
 	defer cancel()
 	defer s.lock()()
 	e := progressEntry{perDB: map[string]int64{}}
-	dbs, err := s.progressDatabases(ctx)
+	dbs, err := s.databasesWith(ctx, s.table)
 	if err != nil {
 		return e, err
 	}
@@ -166,25 +207,25 @@ func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (pr
 	return e, nil
 }
 
-// progressDatabases lists the databases holding a progress table.
-func (s sqlProgress) progressDatabases(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", s.table)
+// databasesWith lists the databases holding a table of that name.
+func (s sqlProgress) databasesWith(ctx context.Context, table string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", table)
 	if err != nil {
-		return nil, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
 	}
 	var dbs []string
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
 			_ = rows.Close()
-			return nil, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+			return nil, fmt.Errorf("finding the tables %q: %w", table, err)
 		}
 		if !strings.EqualFold(name, "information_schema") {
 			dbs = append(dbs, name)
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("finding the progress tables %q: %w", s.table, err)
+		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
 	}
 	return dbs, nil
 }
@@ -224,8 +265,8 @@ type progressRow struct {
 //   - txn_end_offset and source_txn_id: the partition's last transaction in
 //     c, which this database holds once c commits.
 //
-// Loaded under c's label with the writer's row (writers.go), the rows
-// become visible with the data or not at all.
+// Loaded under c's label (with the writer's row in the writers table,
+// writers.go), the rows become visible with the data or not at all.
 func (w *dbWorker) progressRows(c *cycle) []progressRow {
 	o := w.o
 	in := make(map[*srcTxn]bool, len(c.txns))

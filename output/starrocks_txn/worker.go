@@ -753,25 +753,29 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 		}
 		w.progressReady = true
 	}
-	var rows []progressRow
 	if o.conf.exactlyOnce {
-		rows = w.progressRows(c)
+		if rows := w.progressRows(c); len(rows) > 0 {
+			body, _ := json.Marshal(rows)
+			if err := w.loadRows(ctx, c.label, o.conf.progressTable, progressOffsetCol, body); err != nil {
+				if tableWide(err) {
+					// Dropped while running: create it again before the replay.
+					w.progressReady = false
+				}
+				return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
+			}
+			o.m.loads.Incr(1, w.db, o.conf.progressTable)
+			o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
+		}
 	}
 	c.open, c.rowAt = w.openExcept(c.n), o.now()
-	rows = append(rows, w.writerRow(c.label, c.n, c.open, c.rowAt))
-	body, _ := json.Marshal(rows)
-	err := w.loadProgressBody(ctx, c.label, body)
-	if err != nil {
+	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.n, c.open, c.rowAt)); err != nil {
 		if tableWide(err) {
-			// Dropped while running: create it again before the replay.
 			w.progressReady = false
 		}
-		return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
+		return err
 	}
 	c.progressLoaded = true
 	c.loaded = true
-	o.m.loads.Incr(1, w.db, o.conf.progressTable)
-	o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
 	return nil
 }
 

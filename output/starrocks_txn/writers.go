@@ -29,12 +29,12 @@ import (
 //
 // To find those transactions by label, each run of the output (a writer)
 // numbers its labels per database — "<label_prefix>-<db>-<writer><n>",
-// n = 1, 2, 3, … (starrocks.SeqLabel) — and keeps a writer row in the database's progress table:
-// source_partition "#writer/<writer>", committed_offset the number T of the
-// label that wrote the row, source_txn_id the numbers of the writer's other
-// labels that were open then (begun and possibly committed later: the
-// labels of at most a cycle being committed and the next one), and label the
-// label that wrote it. Every label of the writer below T that is not listed
+// n = 1, 2, 3, … (starrocks.SeqLabel) — and keeps a writer row in the
+// database's writers table (<progress_table>_writers, writersDDL):
+// label_number the number T of the label that wrote the row, open_labels the
+// numbers of the writer's other labels that were open then (begun and
+// possibly committed later: the labels of at most a cycle being committed
+// and the next one), and label the label that wrote it. Every label of the writer below T that is not listed
 // is final or can never be committed. The row is loaded under every commit,
 // and under an anchor transaction of its own before the writer's first
 // commit in the database and before any commit of a label that is neither
@@ -46,9 +46,6 @@ import (
 // writer may have sent a commit for.
 
 const (
-	// writerRowPrefix starts the source_partition of a writer row; '#' is
-	// not allowed in Kafka topic names.
-	writerRowPrefix = "#writer/"
 	// anchorGap bounds how far above its row's label a writer may commit
 	// without an anchor: a successor checks the anchorGap labels above it.
 	anchorGap = 16
@@ -116,46 +113,39 @@ type writerStore interface {
 	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
 }
 
-// isWriterRow reports whether a progress row's source_partition names a
-// writer rather than a source partition.
-func isWriterRow(partition string) bool {
-	return strings.HasPrefix(partition, writerRowPrefix)
-}
-
 func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
 	defer cancel()
 	defer s.lock()()
-	dbs, err := s.progressDatabases(ctx)
+	table := writersTable(s.table)
+	dbs, err := s.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]writerRow{}
 	for _, d := range dbs {
-		q := fmt.Sprintf("SELECT `%s`, `%s`, `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` LIKE ?",
-			progressPartitionCol, progressOffsetCol, progressTxnIDCol, progressLabelCol, progressUpdatedCol, d, s.table, progressPipelineCol, progressPartitionCol)
-		rows, err := s.db.QueryContext(ctx, q, pipelineID, writerRowPrefix+"%")
+		q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ?", d, table)
+		rows, err := s.db.QueryContext(ctx, q, pipelineID)
 		if err != nil {
-			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
+			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
 		}
 		for rows.Next() {
-			var part string
+			var writer string
 			var top int64
 			var open, lbl, updated sql.NullString
-			if err := rows.Scan(&part, &top, &open, &lbl, &updated); err != nil {
+			if err := rows.Scan(&writer, &top, &open, &lbl, &updated); err != nil {
 				_ = rows.Close()
-				return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
+				return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
 			}
 			ns, err := parseOpen(open.String)
 			if err != nil {
 				_ = rows.Close()
-				return nil, fmt.Errorf("reading the writer row %s of %s.%s: %w", part, d, s.table, err)
+				return nil, fmt.Errorf("reading the row of writer %s in %s.%s: %w", writer, d, table, err)
 			}
-			out[d] = append(out[d], writerRow{writer: strings.TrimPrefix(part, writerRowPrefix), top: top, open: ns, label: lbl.String,
-				updated: parseUpdated(updated.String)})
+			out[d] = append(out[d], writerRow{writer: writer, top: top, open: ns, label: lbl.String, updated: parseUpdated(updated.String)})
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, s.table, err)
+			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
 		}
 	}
 	return out, nil
@@ -289,7 +279,7 @@ func (o *Output) settleTicket() int64 {
 func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) (advanced bool, err error) {
 	stem, _, ok := starrocks.SplitSeqLabel(r.label)
 	if !ok {
-		o.log.Warnf("starrocks_txn: the writer row %s%s in %s.%s holds the label %q, which is not a numbered label: its transactions are not checked", writerRowPrefix, r.writer, db, o.conf.progressTable, r.label)
+		o.log.Warnf("starrocks_txn: the row of writer %s in %s.%s holds the label %q, which is not a numbered label: its transactions are not checked", r.writer, db, writersTable(o.conf.progressTable), r.label)
 		return false, nil
 	}
 	ns := make([]int64, 0, len(r.open)+anchorGap)
@@ -455,15 +445,21 @@ func (w *dbWorker) openExcept(m int64) []int64 {
 	return out
 }
 
-// writerRow is the worker's row in the progress table, loaded under the
+// writerRecord is one row of the writers table as loaded.
+type writerRecord struct {
+	Pipeline string `json:"pipeline_id"`
+	Writer   string `json:"writer"`
+	Number   int64  `json:"label_number"`
+	Open     string `json:"open_labels"`
+	Label    string `json:"label"`
+	Updated  string `json:"updated_at"`
+}
+
+// writerRow is the worker's row in the writers table, loaded under the
 // label numbered n with the other open labels.
-func (w *dbWorker) writerRow(label string, n int64, open []int64, at time.Time) progressRow {
-	floor := n + 1
-	if len(open) > 0 && open[0] < floor {
-		floor = open[0]
-	}
-	return progressRow{Pipeline: w.o.conf.pipelineID, Partition: writerRowPrefix + w.o.writer, Through: n, TxnEnd: floor,
-		TxnID: formatOpen(open), Label: label, Updated: at.UTC().Format(progressTimeLayout)}
+func (w *dbWorker) writerRow(label string, n int64, open []int64, at time.Time) writerRecord {
+	return writerRecord{Pipeline: w.o.conf.pipelineID, Writer: w.o.writer, Number: n, Open: formatOpen(open),
+		Label: label, Updated: at.UTC().Format(progressTimeLayout)}
 }
 
 // heldRow is what a writer row committed by this writer says.
@@ -522,21 +518,34 @@ func (w *dbWorker) durable(n int64, open []int64, at time.Time) {
 	w.held = []heldRow{r}
 }
 
-// progressHeaders are the load headers of the progress table: JSON rows,
-// nothing filtered, and a row never replaced by one with a lower
-// committed_offset.
-func progressHeaders() map[string]string {
-	return map[string]string{"format": "json", "strip_outer_array": "true", "merge_condition": progressOffsetCol}
+// tableHeaders are the load headers of the progress and writers tables:
+// JSON rows, nothing filtered, and a row never replaced by one with a lower
+// mergeCol.
+func tableHeaders(mergeCol string) map[string]string {
+	return map[string]string{"format": "json", "strip_outer_array": "true", "merge_condition": mergeCol}
 }
 
-// loadProgressBody loads rows of the progress table under label.
-func (w *dbWorker) loadProgressBody(ctx context.Context, label string, body []byte) error {
+// loadRows loads rows into table under label, a row never replacing one
+// with a higher mergeCol.
+func (w *dbWorker) loadRows(ctx context.Context, label, table, mergeCol string, body []byte) error {
 	req := starrocks.LoadRequest{
-		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: w.o.conf.progressTable, Multi: true, Timeout: w.o.conf.txnTimeout},
-		Headers: progressHeaders(),
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
+		Headers: tableHeaders(mergeCol),
 		Body:    body,
 	}
 	return w.send(ctx, req)
+}
+
+// loadWriterRow loads the worker's writer row under label.
+func (w *dbWorker) loadWriterRow(ctx context.Context, label string, r writerRecord) error {
+	body, _ := json.Marshal([]writerRecord{r})
+	table := writersTable(w.o.conf.progressTable)
+	if err := w.loadRows(ctx, label, table, writersNumberCol, body); err != nil {
+		return fmt.Errorf("loading the writer row into %s.%s: %w", w.db, table, err)
+	}
+	w.o.m.loads.Incr(1, w.db, table)
+	w.o.m.loadBytes.Incr(int64(len(body)), w.db, table)
+	return nil
 }
 
 // anchorIfNeeded commits the writer row on its own before the commit of c
@@ -553,10 +562,9 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	}
 	w.opened(n)
 	open, at := w.openExcept(n), o.now()
-	body, _ := json.Marshal([]progressRow{w.writerRow(label, n, open, at)})
-	if err := w.loadProgressBody(ctx, label, body); err != nil {
+	if err := w.loadWriterRow(ctx, label, w.writerRow(label, n, open, at)); err != nil {
 		w.rollback(label)
-		return fmt.Errorf("loading the writer row under the anchor transaction %s: %w", label, err)
+		return fmt.Errorf("anchor transaction %s: %w", label, err)
 	}
 	w.setInDoubt(1)
 	err := o.client.Commit(ctx, w.txn(label))
@@ -603,7 +611,7 @@ func (o *Output) forgetWriter(ctx context.Context) {
 			continue
 		}
 		if err := w.deleteWriterRow(ctx); err != nil {
-			o.log.Debugf("starrocks_txn: database %s: deleting the writer row %s%s: %v (successors check its labels instead)", w.db, writerRowPrefix, o.writer, err)
+			o.log.Debugf("starrocks_txn: database %s: deleting the row of writer %s: %v (successors check its labels instead)", w.db, o.writer, err)
 		}
 	}
 }
@@ -615,12 +623,12 @@ func (w *dbWorker) deleteWriterRow(ctx context.Context) error {
 		return err
 	}
 	type delRow struct {
-		progressRow
+		writerRecord
 		Op int `json:"__op"`
 	}
-	body, _ := json.Marshal([]delRow{{progressRow: w.writerRow(label, 0, nil, o.now()), Op: 1}})
+	body, _ := json.Marshal([]delRow{{writerRecord: w.writerRow(label, 0, nil, o.now()), Op: 1}})
 	req := starrocks.LoadRequest{
-		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: o.conf.progressTable, Multi: true, Timeout: o.conf.txnTimeout},
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: writersTable(o.conf.progressTable), Multi: true, Timeout: o.conf.txnTimeout},
 		Headers: map[string]string{"format": "json", "strip_outer_array": "true"},
 		Body:    body,
 	}

@@ -26,27 +26,27 @@ func (fp *fakeProgress) writers(ctx context.Context, pipelineID string) (map[str
 	last := map[string]map[string]writerRow{}
 	for _, c := range fp.f.commits {
 		db := fp.f.txns[c.label].db
-		for _, r := range c.rows[fp.table] {
-			part, _ := r["source_partition"].(string)
-			if r["pipeline_id"] != pipelineID || !isWriterRow(part) {
+		for _, r := range c.rows[writersTable(fp.table)] {
+			if r["pipeline_id"] != pipelineID {
 				continue
 			}
+			w := r["writer"].(string)
 			if last[db] == nil {
 				last[db] = map[string]writerRow{}
 			}
 			if op, _ := r["__op"].(float64); op == 1 {
-				delete(last[db], part)
+				delete(last[db], w)
 				continue
 			}
-			open, err := parseOpen(r["source_txn_id"].(string))
+			open, err := parseOpen(r["open_labels"].(string))
 			if err != nil {
 				return nil, err
 			}
-			top := int64(r["committed_offset"].(float64))
-			if prev, ok := last[db][part]; ok && top < prev.top {
-				continue // merge_condition: committed_offset
+			top := int64(r["label_number"].(float64))
+			if prev, ok := last[db][w]; ok && top < prev.top {
+				continue // merge_condition: label_number
 			}
-			last[db][part] = writerRow{writer: part[len(writerRowPrefix):], top: top, open: open, label: r["label"].(string)}
+			last[db][w] = writerRow{writer: w, top: top, open: open, label: r["label"].(string)}
 		}
 	}
 	out := map[string][]writerRow{}
@@ -274,15 +274,12 @@ func assertSuccessorFinds(t *testing.T, o *Output, f *fakeSR) {
 				"commit %s: a successor reading the row of label %d (open %v) would not wait for it", c.label, held.top, held.open)
 			checked++
 		}
-		for _, r := range c.rows[defaultProgressTable] {
-			if !isWriterRow(r["source_partition"].(string)) {
-				continue
-			}
-			top := int64(r["committed_offset"].(float64))
+		for _, r := range c.rows[writersTable(defaultProgressTable)] {
+			top := int64(r["label_number"].(float64))
 			if held != nil && top < held.top {
-				continue // merge_condition: committed_offset
+				continue // merge_condition: label_number
 			}
-			open, err := parseOpen(r["source_txn_id"].(string))
+			open, err := parseOpen(r["open_labels"].(string))
 			require.NoError(t, err)
 			held = &writerRow{writer: o.writer, top: top, open: open, label: r["label"].(string)}
 		}
@@ -488,8 +485,8 @@ func TestAtLeastOnceWithPipelineIDKeepsWriterRows(t *testing.T) {
 		Headers: map[string]string{"format": "json", "strip_outer_array": "true"}, Body: []byte(`[{"id":"old","txn":"old"}]`)}))
 	anchor := starrocks.SeqLabel("benthos", "test", "0dead0de", 3)
 	require.NoError(t, f.Begin(context.Background(), starrocks.Txn{DB: "test", Label: anchor, Multi: true}))
-	require.NoError(t, f.Load(context.Background(), starrocks.LoadRequest{Txn: starrocks.Txn{DB: "test", Label: anchor, Table: defaultProgressTable, Multi: true},
-		Headers: progressHeaders(), Body: []byte(`[{"pipeline_id":"pl","source_partition":"#writer/0dead0de","committed_offset":3,"txn_end_offset":4,"source_txn_id":"4","label":"` + anchor + `","updated_at":"` + time.Now().UTC().Format(progressTimeLayout) + `"}]`)}))
+	require.NoError(t, f.Load(context.Background(), starrocks.LoadRequest{Txn: starrocks.Txn{DB: "test", Label: anchor, Table: writersTable(defaultProgressTable), Multi: true},
+		Headers: tableHeaders(writersNumberCol), Body: []byte(`[{"pipeline_id":"pl","writer":"0dead0de","label_number":3,"open_labels":"4","label":"` + anchor + `","updated_at":"` + time.Now().UTC().Format(progressTimeLayout) + `"}]`)}))
 	require.NoError(t, f.Commit(context.Background(), starrocks.Txn{DB: "test", Label: anchor, Multi: true}))
 
 	o, _ := testOutput(t, "commit_interval: 100ms\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n", f, nil)
@@ -500,13 +497,8 @@ func TestAtLeastOnceWithPipelineIDKeepsWriterRows(t *testing.T) {
 	state := f.txns[dead].state
 	var partitionRows, writerRows int
 	for _, c := range f.commits {
-		for _, r := range c.rows[defaultProgressTable] {
-			if isWriterRow(r["source_partition"].(string)) {
-				writerRows++
-			} else {
-				partitionRows++
-			}
-		}
+		partitionRows += len(c.rows[defaultProgressTable])
+		writerRows += len(c.rows[writersTable(defaultProgressTable)])
 	}
 	f.mu.Unlock()
 	assert.Equal(t, starrocks.StateAborted, state, "the dead writer's open transaction was rolled back first")
