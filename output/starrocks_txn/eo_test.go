@@ -338,18 +338,7 @@ func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
 			s := newSrc("asm")
 			ch := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
 			// Wait until the commit is in flight.
-			require.Eventually(t, func() bool {
-				o.mu.Lock()
-				defer o.mu.Unlock()
-				for _, p := range o.parts {
-					for _, tx := range p.order {
-						if tx.committing {
-							return true
-						}
-					}
-				}
-				return false
-			}, 5*time.Second, 5*time.Millisecond)
+			waitCommitting(t, o)
 			done := make(chan error, 1)
 			go func() { done <- o.fence(context.Background(), "p0") }()
 			time.Sleep(100 * time.Millisecond)

@@ -596,18 +596,7 @@ func TestWriterRowAgeIsTheRowsTime(t *testing.T) {
 	f.commitGate = gate
 	f.mu.Unlock()
 	ch := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
-	require.Eventually(t, func() bool {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		for _, p := range o.parts {
-			for _, tx := range p.order {
-				if tx.committing {
-					return true
-				}
-			}
-		}
-		return false
-	}, 5*time.Second, 5*time.Millisecond)
+	waitCommitting(t, o)
 	skew.Store(int64(13 * time.Hour)) // the commit resolves 13 h after its row was written
 	f.mu.Lock()
 	f.commitGate = nil
