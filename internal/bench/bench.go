@@ -584,9 +584,7 @@ const erNoSuchTable = 1146
 // (starrocks_partition → the END offset of its last source transaction):
 // every partition of want must have a row of PipelineID whose
 // committed_offset equals it, and there must be no row of another
-// partition. Rows whose source_partition starts with '#' are the output's
-// own bookkeeping and are not partitions. It returns "" when the table
-// matches, else what differs.
+// partition. It returns "" when the table matches, else what differs.
 func CheckProgress(ctx context.Context, db *sql.DB, database string, want map[string]int64) (string, error) {
 	if len(want) == 0 {
 		return "no partition to check: the workload has no committed source transaction", nil

@@ -410,26 +410,14 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 			continue
 		}
 		start := o.now()
-		w.setInDoubt(1)
-		err := o.client.Commit(ctx, w.txn(c.label))
+		committed, ok, err := w.commitLabel(ctx, c.label)
 		o.log.Debugf("starrocks_txn: database %s: commit of label %s with %d source transactions took %v (err %v)", w.db, c.label, len(c.txns), o.now().Sub(start), err)
-		committed := err == nil
-		if err != nil {
-			if ctx.Err() != nil {
-				w.clearCommitting(c)
-				return ctx.Err()
-			}
-			state, ok := w.resolve(ctx, c.label, err)
-			if !ok {
-				w.clearCommitting(c)
-				return ctx.Err()
-			}
-			committed = state.Committed()
+		if !ok {
+			w.clearCommitting(c)
+			return ctx.Err()
 		}
-		w.setInDoubt(-1)
-		w.done(c.label)
 		if committed {
-			if c.progressLoaded && o.prog != nil {
+			if c.progressLoaded {
 				w.durable(c.n, c.open, c.rowAt)
 			}
 			w.committed(c, start)
@@ -459,6 +447,29 @@ func (w *dbWorker) clearCommitting(c *cycle) {
 		t.committing = false
 	}
 	w.o.mu.Unlock()
+}
+
+// commitLabel commits label and, when the reply is not OK, decides the
+// outcome by the label's state (resolve). It reports whether the
+// transaction is committed and the commit's error; ok is false when ctx
+// ended first, and then the outcome stays unknown (counted in inDoubt).
+func (w *dbWorker) commitLabel(ctx context.Context, label string) (committed, ok bool, err error) {
+	w.setInDoubt(1)
+	err = w.o.client.Commit(ctx, w.txn(label))
+	committed = err == nil
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, false, err
+		}
+		state, resolved := w.resolve(ctx, label, err)
+		if !resolved {
+			return false, false, err
+		}
+		committed = state.Committed()
+	}
+	w.setInDoubt(-1)
+	w.done(label)
+	return committed, true, err
 }
 
 // resolve decides the outcome of a commit that did not reply OK from the

@@ -519,14 +519,18 @@ func (w *dbWorker) durable(n int64, open []int64, at time.Time) {
 }
 
 // tableHeaders are the load headers of the progress and writers tables:
-// JSON rows, nothing filtered, and a row never replaced by one with a lower
-// mergeCol.
+// JSON rows, nothing filtered, and, with mergeCol, a row never replaced by
+// one with a lower mergeCol.
 func tableHeaders(mergeCol string) map[string]string {
-	return map[string]string{"format": "json", "strip_outer_array": "true", "merge_condition": mergeCol}
+	h := map[string]string{"format": "json", "strip_outer_array": "true"}
+	if mergeCol != "" {
+		h["merge_condition"] = mergeCol
+	}
+	return h
 }
 
 // loadRows loads rows into table under label, a row never replacing one
-// with a higher mergeCol.
+// with a higher mergeCol (none when empty).
 func (w *dbWorker) loadRows(ctx context.Context, label, table, mergeCol string, body []byte) error {
 	req := starrocks.LoadRequest{
 		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
@@ -566,24 +570,14 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		w.rollback(label)
 		return fmt.Errorf("anchor transaction %s: %w", label, err)
 	}
-	w.setInDoubt(1)
-	err := o.client.Commit(ctx, w.txn(label))
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		state, ok := w.resolve(ctx, label, err)
-		if !ok {
-			return ctx.Err()
-		}
-		if !state.Committed() {
-			w.setInDoubt(-1)
-			w.rollback(label)
-			return fmt.Errorf("committing the anchor transaction %s: %w", label, err)
-		}
+	committed, ok, err := w.commitLabel(ctx, label)
+	if !ok {
+		return ctx.Err()
 	}
-	w.setInDoubt(-1)
-	w.done(label)
+	if !committed {
+		w.rollback(label)
+		return fmt.Errorf("committing the anchor transaction %s: %w", label, err)
+	}
 	w.durable(n, open, at)
 	o.m.commits.Incr(1, w.db)
 	return nil
@@ -627,12 +621,8 @@ func (w *dbWorker) deleteWriterRow(ctx context.Context) error {
 		Op int `json:"__op"`
 	}
 	body, _ := json.Marshal([]delRow{{writerRecord: w.writerRow(label, 0, nil, o.now()), Op: 1}})
-	req := starrocks.LoadRequest{
-		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: writersTable(o.conf.progressTable), Multi: true, Timeout: o.conf.txnTimeout},
-		Headers: map[string]string{"format": "json", "strip_outer_array": "true"},
-		Body:    body,
-	}
-	if err := o.client.Load(ctx, req); err != nil {
+	// No merge_condition: it does not apply to deletes.
+	if err := w.loadRows(ctx, label, writersTable(o.conf.progressTable), "", body); err != nil {
 		w.rollback(label)
 		return err
 	}
