@@ -15,13 +15,10 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/bench"
-	"github.com/starrocks-txn/benthos-starrocks/internal/demo"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/bench"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
 
-	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
-	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
 var (

@@ -28,9 +28,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 
-	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
 // configCase is one production config and how its source events look.

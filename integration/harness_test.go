@@ -30,9 +30,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 
-	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
 // longRun selects the long variants (more restarts, more traffic).

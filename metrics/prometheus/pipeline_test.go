@@ -18,9 +18,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
 
 	// The plugins of the pipeline.
-	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
 // pipelineRun is what the real pipeline reported through the exporter.

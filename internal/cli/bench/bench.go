@@ -46,9 +46,7 @@ import (
 	// The components the configurations use.
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
-	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
 // Output kinds a configuration can load into.

@@ -26,9 +26,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 
 	// The plugins the pipeline uses.
-	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn"
-	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
 // Options configure a demo run.
