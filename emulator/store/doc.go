@@ -22,7 +22,7 @@
 // holding the wall clock (DATE, DATETIME; microseconds) and the compact JSON text as a string
 // (JSON). Rows returns these types.
 //
-// # Load semantics (protocol doc §9)
+// # Load semantics (docs/notes/starrocks-protocol.md §9)
 //
 //   - JSON keys map to columns case-insensitively; unknown keys are skipped; of duplicate keys
 //     the first wins; missing keys take the DEFAULT (CURRENT_TIMESTAMP = load time, wall clock

@@ -2,7 +2,7 @@
 // of CDC source transactions that delivers each partition in offset order,
 // keeps several batches of a partition in flight (bounded by checkpoint_limit),
 // and commits offsets only at source-transaction boundaries that the
-// starrocks_txn output has committed (DESIGN.md §4.6, §6).
+// starrocks_txn output has committed (ARCHITECTURE.md §4.6, §6).
 package kafka_txn
 
 import (

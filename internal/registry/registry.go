@@ -1,5 +1,5 @@
 // Package registry is the small in-process meeting point of the plugins of one
-// Benthos stream (DESIGN.md §4.6). The starrocks_txn output publishes, per
+// Benthos stream (ARCHITECTURE.md §4.6). The starrocks_txn output publishes, per
 // source partition, the offset through which StarRocks has committed whole
 // source transactions, and offers to fence a partition; the kafka_txn input
 // commits only those offsets, fences the partitions it loses and numbers each

@@ -2,7 +2,7 @@
 // transactions, as stamped by the txn_assembler processor (or a hand-written
 // mapping), into StarRocks multi-table transactions under one shared label per
 // database and commit cycle, and acknowledges a message only once StarRocks
-// has committed it (DESIGN.md §4).
+// has committed it (ARCHITECTURE.md §4).
 package starrocks_txn
 
 import (

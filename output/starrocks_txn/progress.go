@@ -15,7 +15,7 @@ const maxPipelineID = 128
 // progressQueryTimeout bounds one progress read or DDL statement.
 const progressQueryTimeout = 10 * time.Second
 
-// Columns of the progress table (semantic exactly_once, DESIGN §7), a
+// Columns of the progress table (semantic exactly_once, ARCHITECTURE.md §7), a
 // PRIMARY KEY table in every database the pipeline writes; see progressDDL.
 const (
 	progressPipelineCol  = "pipeline_id"

@@ -297,7 +297,7 @@ func (o *Output) probeWriter(ctx context.Context, db string, r writerRow) (advan
 	})
 }
 
-// Answers that decide what another writer's label is (protocol §5.6, §4.4,
+// Answers that decide what another writer's label is (docs/notes/starrocks-protocol.md §5.6, §4.4,
 // §6.1).
 var (
 	// notExistRe: no transaction under the label.

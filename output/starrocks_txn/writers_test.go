@@ -538,7 +538,7 @@ func (s *refusingSR) Cancel(ctx context.Context, db, label string) error {
 	return nil
 }
 
-// What each answer about another writer's label means (protocol §5.6,
+// What each answer about another writer's label means (docs/notes/starrocks-protocol.md §5.6,
 // §6.1): none of them may hold the check forever.
 func TestSettleLabelAnswers(t *testing.T) {
 	label := starrocks.SeqLabel("benthos", "shop", "deadbeef", 3)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The two rows of kafka-cdc.md §4 (Maxwell), verbatim.
+// The two rows of docs/notes/kafka-cdc.md §4 (Maxwell), verbatim.
 const (
 	maxwellRow1 = `{"database":"shop","table":"orders","type":"insert","ts":1477053217,"xid":23396,"xoffset":0,"position":"master.000006:800911","data":{"id":1,"customer_id":42}}`
 	maxwellRow2 = `{"database":"shop","table":"order_items","type":"insert","ts":1477053217,"xid":23396,"commit":true,"position":"master.000006:801203","data":{"id":7,"order_id":1}}`

@@ -5,7 +5,7 @@
 //
 // The processor only annotates and filters: exactly one batch comes out per
 // batch in, because Benthos acks a processor's dropped batches at once and
-// blocks a pipeline thread on split ones (docs/benthos-semantics.md §0).
+// blocks a pipeline thread on split ones (docs/notes/benthos-semantics.md §0).
 package txnassembler
 
 import (

@@ -209,7 +209,7 @@ func (r Result) RecordsPerBatch() float64 {
 
 // ModelBound is the commit-cycle model's ceiling for starrocks_txn in
 // records per second: max_in_flight × the mean delivered batch per
-// commit_interval (benthos-semantics §0.5); 0 for the other outputs.
+// commit_interval (docs/notes/benthos-semantics.md §0.5); 0 for the other outputs.
 func (r Result) ModelBound(commitInterval time.Duration) float64 {
 	if r.Output != OutputStarRocksTxn || commitInterval <= 0 {
 		return 0
