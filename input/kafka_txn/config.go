@@ -1,7 +1,6 @@
 package kafka_txn
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,17 +11,15 @@ import (
 	// of the pure components.
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
-// Field names of the kafka_txn input.
+// Field names of the kafka_txn input. The connection fields (seed_brokers,
+// client_id, tls, sasl) are internal/kafka's.
 const (
-	fieldSeedBrokers            = "seed_brokers"
 	fieldTopics                 = "topics"
 	fieldConsumerGroup          = "consumer_group"
-	fieldClientID               = "client_id"
 	fieldIsolationLevel         = "isolation_level"
 	fieldStartFromOldest        = "start_from_oldest"
 	fieldCheckpointLimit        = "checkpoint_limit"
@@ -36,25 +33,12 @@ const (
 	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
 	fieldStartAfterProgress     = "start_after_progress"
 	fieldBatching               = "batching"
-	fieldTLS                    = "tls"
-	fieldSASL                   = "sasl"
-	fieldSASLMechanism          = "mechanism"
-	fieldSASLUsername           = "username"
-	fieldSASLPassword           = "password"
 )
 
 // Isolation levels accepted by isolation_level.
 const (
 	isolationReadCommitted   = "read_committed"
 	isolationReadUncommitted = "read_uncommitted"
-)
-
-// SASL mechanisms accepted by sasl[].mechanism.
-const (
-	saslNone        = "none"
-	saslPlain       = "PLAIN"
-	saslScramSHA256 = "SCRAM-SHA-256"
-	saslScramSHA512 = "SCRAM-SHA-512"
 )
 
 const (
@@ -120,18 +104,13 @@ messages per partition), `+"`kafka_txn_commits`"+` and
 at the checkpoint limit), `+"`kafka_txn_checkpoint_stalls`"+`, `+"`kafka_txn_nacks`"+`
 and `+"`kafka_txn_fences`"+`.`).
 		Fields(
-			service.NewStringListField(fieldSeedBrokers).
-				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
-				Example([]string{"localhost:9092"}).
-				Example([]string{"broker-1:9092", "broker-2:9092"}),
+			kafka.SeedBrokersField(),
 			service.NewStringListField(fieldTopics).
 				Description("Topics to consume. Every topic must exist: the input refuses to start on an unknown topic.").
 				Example([]string{"shop.cdc"}),
 			service.NewStringField(fieldConsumerGroup).
 				Description("The consumer group. Partitions are shared among the members of the group, and offsets are committed to it."),
-			service.NewStringField(fieldClientID).
-				Description("The client ID sent to the brokers.").
-				Default("benthos"),
+			kafka.ClientIDField(),
 			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
 				isolationReadCommitted:   "Only records of committed producer transactions are delivered; an open transaction holds its partition at the last stable offset.",
 				isolationReadUncommitted: "Every record is delivered, including those of aborted and still-open producer transactions.",
@@ -181,26 +160,8 @@ and `+"`kafka_txn_fences`"+`.`).
 				Advanced(),
 			service.NewBatchPolicyField(fieldBatching).
 				Description(`How records are grouped into batches. The policy applies per partition, so a batch never mixes partitions. End batches at source-transaction ends with a `+"`check`"+` (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`) plus a `+"`count`"+` cap and a `+"`period`"+`. With no policy a batch holds what was fetched for one partition.`),
-			service.NewTLSToggledField(fieldTLS),
-			service.NewObjectListField(fieldSASL,
-				service.NewStringAnnotatedEnumField(fieldSASLMechanism, map[string]string{
-					saslNone:        "No SASL authentication.",
-					saslPlain:       "Plain text username and password.",
-					saslScramSHA256: "SCRAM with SHA-256.",
-					saslScramSHA512: "SCRAM with SHA-512.",
-				}).
-					Description("The SASL mechanism."),
-				service.NewStringField(fieldSASLUsername).
-					Description("The user name.").
-					Default(""),
-				service.NewStringField(fieldSASLPassword).
-					Description("The password.").
-					Default("").
-					Secret(),
-			).
-				Description("SASL authentication. Mechanisms are tried in order.").
-				Optional().
-				Advanced(),
+			kafka.TLSField(),
+			kafka.SASLField(),
 		).
 		LintRule(`root = if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { ["revoke_timeout must be below rebalance_timeout"] }`).
 		Example("Production CDC pipeline", "Reads source transactions in the envelope format, ends batches at transaction ends, and leaves offset commits to the starrocks_txn output's committed boundaries.", `
@@ -219,17 +180,10 @@ input:
 `)
 }
 
-type saslConf struct {
-	mechanism string
-	username  string
-	password  string
-}
-
 type inputConfig struct {
-	seedBrokers            []string
+	client                 kafka.ClientConfig
 	topics                 []string
 	consumerGroup          string
-	clientID               string
 	readCommitted          bool
 	startFromOldest        bool
 	checkpointLimit        int
@@ -243,25 +197,10 @@ type inputConfig struct {
 	fetchMaxPartitionBytes int32
 	startAfterProgress     bool
 	batching               service.BatchPolicy
-	tlsConf                *tls.Config
-	tlsEnabled             bool
-	sasl                   []saslConf
 }
 
 func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
-	var brokers []string
-	if brokers, err = conf.FieldStringList(fieldSeedBrokers); err != nil {
-		return
-	}
-	for _, b := range brokers {
-		for _, s := range strings.Split(b, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				c.seedBrokers = append(c.seedBrokers, s)
-			}
-		}
-	}
-	if len(c.seedBrokers) == 0 {
-		err = errors.New("seed_brokers must name at least one broker")
+	if c.client, err = kafka.ClientConfigFromParsed(conf); err != nil {
 		return
 	}
 	var topics []string
@@ -282,9 +221,6 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	}
 	if c.consumerGroup == "" {
 		err = errors.New("consumer_group must not be empty")
-		return
-	}
-	if c.clientID, err = conf.FieldString(fieldClientID); err != nil {
 		return
 	}
 	var iso string
@@ -348,40 +284,6 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
 		return
 	}
-	if c.tlsConf, c.tlsEnabled, err = conf.FieldTLSToggled(fieldTLS); err != nil {
-		return
-	}
-	if conf.Contains(fieldSASL) {
-		var list []*service.ParsedConfig
-		if list, err = conf.FieldObjectList(fieldSASL); err != nil {
-			return
-		}
-		for i, sc := range list {
-			var s saslConf
-			if s.mechanism, err = sc.FieldString(fieldSASLMechanism); err != nil {
-				return
-			}
-			if s.username, err = sc.FieldString(fieldSASLUsername); err != nil {
-				return
-			}
-			if s.password, err = sc.FieldString(fieldSASLPassword); err != nil {
-				return
-			}
-			switch s.mechanism {
-			case saslNone:
-				continue
-			case saslPlain, saslScramSHA256, saslScramSHA512:
-			default:
-				err = fmt.Errorf("sasl[%d].mechanism %q is not one of %s, %s, %s, %s", i, s.mechanism, saslNone, saslPlain, saslScramSHA256, saslScramSHA512)
-				return
-			}
-			if s.username == "" {
-				err = fmt.Errorf("sasl[%d].username must not be empty for mechanism %s", i, s.mechanism)
-				return
-			}
-			c.sasl = append(c.sasl, s)
-		}
-	}
 	return
 }
 
@@ -424,15 +326,4 @@ func parseBytes(s string) (int32, error) {
 		return 0, fmt.Errorf("%d bytes is above the 1GiB maximum", n)
 	}
 	return int32(n), nil
-}
-
-func (s saslConf) mechanismImpl() sasl.Mechanism {
-	switch s.mechanism {
-	case saslPlain:
-		return plain.Auth{User: s.username, Pass: s.password}.AsMechanism()
-	case saslScramSHA256:
-		return scram.Auth{User: s.username, Pass: s.password}.AsSha256Mechanism()
-	default:
-		return scram.Auth{User: s.username, Pass: s.password}.AsSha512Mechanism()
-	}
 }

@@ -9,21 +9,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
@@ -46,12 +43,6 @@ const (
 	// maxPollRecords bounds one poll so that the lock that spreads records
 	// over partitions is held briefly.
 	maxPollRecords = 10000
-	// connectTimeout bounds the reachability and topic checks of Connect when
-	// the caller's context has no deadline.
-	connectTimeout = 30 * time.Second
-	// fetchErrorLogInterval rate-limits the log line of a repeating fetch or
-	// commit error.
-	fetchErrorLogInterval = 10 * time.Second
 	// maxStallCheckInterval is the slowest tick of the checkpoint stall check.
 	maxStallCheckInterval = time.Second
 	// maxRevokeDrain bounds how long a revoke waits, after the last batch of
@@ -174,8 +165,9 @@ type Input struct {
 	rr     int
 	notify chan struct{}
 
-	logMu     sync.Mutex
-	fetchErrs map[string]time.Time
+	// logLim rate-limits repeating fetch and commit errors and franz-go's
+	// own warnings.
+	logLim *kafka.LogLimiter
 }
 
 // New builds a kafka_txn input from a parsed config.
@@ -213,9 +205,9 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 			nacks:           met.NewCounter("kafka_txn_nacks", "topic", "partition"),
 			fences:          met.NewCounter("kafka_txn_fences", "topic", "partition"),
 		},
-		parts:     map[string]*partState{},
-		notify:    make(chan struct{}),
-		fetchErrs: map[string]time.Time{},
+		parts:  map[string]*partState{},
+		notify: make(chan struct{}),
+		logLim: kafka.NewLogLimiter(kafka.LogInterval),
 	}
 	in.reg.OnCommitted(in.onCommitted)
 	return in, nil
@@ -224,22 +216,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 //------------------------------------------------------------------------------
 
 func (in *Input) clientOpts() []kgo.Opt {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(in.conf.seedBrokers...),
-		kgo.ClientID(in.conf.clientID),
-		kgo.WithLogger(kgoLogger{in: in}),
-	}
-	if in.conf.tlsEnabled {
-		opts = append(opts, kgo.DialTLSConfig(in.conf.tlsConf))
-	}
-	if len(in.conf.sasl) > 0 {
-		mechs := make([]sasl.Mechanism, 0, len(in.conf.sasl))
-		for _, s := range in.conf.sasl {
-			mechs = append(mechs, s.mechanismImpl())
-		}
-		opts = append(opts, kgo.SASL(mechs...))
-	}
-	return opts
+	return in.conf.client.Opts(kafka.NewLogger(in.log, in.logLim))
 }
 
 func (in *Input) consumerOpts() []kgo.Opt {
@@ -274,64 +251,17 @@ func (in *Input) consumerOpts() []kgo.Opt {
 }
 
 func (in *Input) brokersString() string {
-	return strings.Join(in.conf.seedBrokers, ",")
+	return in.conf.client.BrokersString()
 }
 
-// describeClusterErr turns a connection or authorization failure into an
-// error that names the setting to check.
-func (in *Input) describeClusterErr(doing string, err error) error {
-	switch {
-	case errors.Is(err, kerr.SaslAuthenticationFailed),
-		errors.Is(err, kerr.UnsupportedSaslMechanism),
-		errors.Is(err, kerr.IllegalSaslState):
-		return fmt.Errorf("%s: authentication to seed_brokers [%s] failed, check the sasl mechanism, username and password: %w", doing, in.brokersString(), err)
-	case errors.Is(err, kerr.TopicAuthorizationFailed),
-		errors.Is(err, kerr.GroupAuthorizationFailed),
-		errors.Is(err, kerr.ClusterAuthorizationFailed):
-		return fmt.Errorf("%s: the sasl user is not authorized (check the ACLs for topics %v and consumer_group %q): %w", doing, in.conf.topics, in.conf.consumerGroup, err)
-	case len(in.conf.sasl) > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
-		// Some brokers close the connection instead of answering a failed
-		// SASL authentication with an error code.
-		return fmt.Errorf("%s: seed_brokers [%s] closed the connection during the sasl handshake: authentication with sasl mechanism %s as user %q was probably refused, check the sasl username and password: %w", doing, in.brokersString(), in.conf.sasl[0].mechanism, in.conf.sasl[0].username, err)
-	default:
-		return fmt.Errorf("%s: seed_brokers [%s] are unreachable or refused the connection (check the addresses, tls and sasl): %w", doing, in.brokersString(), err)
-	}
+// acls names what the sasl user must be allowed to do, for errors.
+func (in *Input) acls() string {
+	return fmt.Sprintf("topics %v and consumer_group %q", in.conf.topics, in.conf.consumerGroup)
 }
 
 // checkCluster verifies that a broker answers and that every topic exists.
 func (in *Input) checkCluster(ctx context.Context) error {
-	cl, err := kgo.NewClient(in.clientOpts()...)
-	if err != nil {
-		return fmt.Errorf("creating kafka client: %w", err)
-	}
-	defer cl.Close()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, connectTimeout)
-		defer cancel()
-	}
-	if err := cl.Ping(ctx); err != nil {
-		return in.describeClusterErr("connecting to kafka", err)
-	}
-	details, err := kadm.NewClient(cl).ListTopics(ctx, in.conf.topics...)
-	if err != nil {
-		return in.describeClusterErr("listing topics", err)
-	}
-	var missing []string
-	for _, t := range in.conf.topics {
-		d, ok := details[t]
-		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			missing = append(missing, t)
-			continue
-		}
-		if d.Err != nil {
-			return in.describeClusterErr(fmt.Sprintf("reading metadata of topic %q", t), d.Err)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("topics %q do not exist on the cluster at seed_brokers [%s]: create them or fix topics", missing, in.brokersString())
-	}
-	return nil
+	return in.conf.client.CheckCluster(ctx, kafka.NewLogger(in.log, in.logLim), fieldTopics, in.acls(), in.conf.topics...)
 }
 
 // Connect checks the cluster and joins the consumer group.
@@ -468,18 +398,9 @@ func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
 }
 
 // logDue reports whether a log line with this key is due: the first time,
-// then at most once per fetchErrorLogInterval.
+// then at most once per kafka.LogInterval.
 func (in *Input) logDue(key string) bool {
-	// Its own lock: franz-go may log from a call made under in.mu.
-	in.logMu.Lock()
-	defer in.logMu.Unlock()
-	last, seen := in.fetchErrs[key]
-	now := time.Now()
-	if seen && now.Sub(last) < fetchErrorLogInterval {
-		return false
-	}
-	in.fetchErrs[key] = now
-	return true
+	return in.logLim.Due(key)
 }
 
 func (in *Input) reportFetchError(topic string, part int32, err error) {
@@ -787,7 +708,7 @@ func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, max(in.conf.commitPeriod*5, 10*time.Second))
 		if err := in.commit(cctx, cl, nil); err != nil && ctx.Err() == nil && in.logDue("commit:"+err.Error()) {
-			in.log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, in.conf.commitPeriod, fetchErrorLogInterval)
+			in.log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, in.conf.commitPeriod, kafka.LogInterval)
 		}
 		cancel()
 	}
@@ -1096,33 +1017,4 @@ func recordToMessage(r *kgo.Record) *service.Message {
 	msg.MetaSetMut(MetaTimestampMs, r.Timestamp.UnixMilli())
 	msg.MetaSetMut(MetaTombstone, r.Value == nil)
 	return msg
-}
-
-// kgoLogger forwards franz-go's warnings and errors to the Benthos logger;
-// an identical line is repeated at most once per fetchErrorLogInterval.
-type kgoLogger struct {
-	in *Input
-}
-
-func (l kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	var b strings.Builder
-	b.WriteString("kafka client: ")
-	b.WriteString(msg)
-	for i := 0; i+1 < len(keyvals); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", keyvals[i], keyvals[i+1])
-	}
-	line := b.String()
-	if !l.in.logDue("kgo:" + line) {
-		return
-	}
-	switch level {
-	case kgo.LogLevelError:
-		l.in.log.Error(line)
-	case kgo.LogLevelWarn:
-		l.in.log.Warn(line)
-	default:
-		l.in.log.Debug(line)
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
 // readUntil reads and acknowledges batches until a message with value last
@@ -220,7 +222,7 @@ consumer_group: g
 		}
 		// An authenticated consumer reads.
 		p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic(testTopic),
-			kgo.SASL(saslConf{mechanism: saslScramSHA256, username: "admin", password: "s3cret"}.mechanismImpl()))
+			kgo.SASL(kafka.SASL{Mechanism: kafka.SASLScramSHA256, Username: "admin", Password: "s3cret"}.KgoMechanism()))
 		require.NoError(t, err)
 		defer p.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
