@@ -9,21 +9,21 @@ import (
 )
 
 // getLoadState is GET /api/{db}/get_load_state?label=L.
-func (e *Emulator) getLoadState(w http.ResponseWriter, r *http.Request, db string) {
+func (e *Emulator) getLoadState(q *req) {
 	e.ctr.labelStates.Add(1)
+	db, label := q.db, q.label
 	if db == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No database selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No database selected."))
 		return
 	}
-	label := r.URL.Query().Get("label")
 	if label == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No label selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No label selected."))
 		return
 	}
-	q := &req{w: w, r: r, node: "fe", op: string(OpGetLoadState), db: db, label: label}
 	if _, done := e.takeFault(q, func(_, msg string) reply { return restResult(false, msg) }); done {
 		return
 	}
+	w := q.w
 	if _, ok := e.store.DatabaseID(db); !ok {
 		writeJSON(w, http.StatusOK, restResult(false, "unknown database, database="+db))
 		return
@@ -38,20 +38,21 @@ func (e *Emulator) getLoadState(w http.ResponseWriter, r *http.Request, db strin
 }
 
 // cancel is POST /api/{db}/{label}/_cancel: abort by label ("user cancel").
-func (e *Emulator) cancel(w http.ResponseWriter, r *http.Request, db, label string) {
+func (e *Emulator) cancel(q *req) {
 	e.ctr.cancels.Add(1)
+	db, label := q.db, q.label
 	if db == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No database selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No database selected."))
 		return
 	}
 	if label == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No label selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No label selected."))
 		return
 	}
-	q := &req{w: w, r: r, node: "fe", op: string(OpCancel), db: db, label: label}
 	if _, done := e.takeFault(q, func(_, msg string) reply { return restResult(false, msg) }); done {
 		return
 	}
+	w := q.w
 	if _, ok := e.store.DatabaseID(db); !ok {
 		writeJSON(w, http.StatusOK, restResult(false, "unknown database, database="+db))
 		return

@@ -20,20 +20,50 @@
 // In process, use Start and Emulator.Faults. Out of process (the `emulator`
 // subcommand), the FE port also serves a control API:
 //
-//	POST   /_emulator/faults    {"op":"commit","action":"commit_late","count":1,"delay":"2s"}
+//	POST   /_emulator/faults    {"op":"commit","action":"commit_reply_lost","count":1}
 //	                            (or an array of such objects); optional "db", "table",
-//	                            "http_code", "message", "delay_ms"
+//	                            "statement" (op mysql), "delay" ("1.5s") or "delay_ms",
+//	                            "http_code", "code", "message", "status"
 //	GET    /_emulator/faults    the pending faults with their remaining counts
 //	DELETE /_emulator/faults    drop every pending fault
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
 //	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
 //
-// fault ops: begin, load, prepare, commit, rollback, get_load_state,
-// stream_load, cancel (list takes no faults). actions: txn_in_processing,
-// internal_error, txn_not_exists, running_txn_limit, label_already_exists,
-// http_error, reset, delay, redirect (any op);
-// commit_report_failure, commit_reset, commit_no_answer, commit_late,
-// commit_abort (commit); abort_pending (rollback). See Action.
+// # Faults
+//
+// A fault hits the next Count requests of one op: begin, load, prepare,
+// commit, rollback, get_load_state, stream_load, cancel (the HTTP API;
+// loads of progress and writer rows are loads), or mysql (any statement
+// on the MySQL port, narrowed by a "statement" regular expression). For
+// every op each outcome of a remote call is one action:
+//
+//	action            server side                               the client sees
+//	status actions    nothing happens                           that status at once: refused definitely
+//	  (txn_in_processing, internal_error, txn_not_exists, running_txn_limit,
+//	  label_already_exists; http_error answers HTTP http_code, default 503;
+//	  on op mysql: error, a MySQL error code/message)
+//	reset             nothing happens (a load's body is half    a connection reset (or EOF) at once
+//	                  read; a statement is not executed)
+//	reply_lost        the operation completes (rows ingested,   a connection reset at once, no reply
+//	                  commit VISIBLE, statement executed), then
+//	                  the connection is dropped;
+//	                  <op>_reply_lost names it for one op
+//	                  (load_reply_lost, commit_reply_lost, …)
+//	reply_late        the operation completes, the reply is     its timeout if shorter than delay
+//	                  held for delay (default 3s), then sent    (the operation took effect), else
+//	                                                            the normal reply, late
+//	no_answer         the operation completes, nothing is       its own timeout; the connection is
+//	                  sent until delay passes or the client     then reset
+//	                  gives up
+//	delay             waits delay, then handles normally        a slow, normal reply
+//	redirect          307 to the same URL on the same node      a redirect it must follow
+//
+// Commit-only actions: commit_report_failure (commits, answers FAILED or
+// "status"), commit_late (answers FAILED at once, label PREPARE for delay,
+// then VISIBLE), commit_abort (answers FAILED and aborts), commit_reset (=
+// commit_reply_lost) and commit_no_answer (= no_answer). Rollback-only:
+// abort_pending (OK "abort initiated", the task ABORTING for delay). See
+// Action.
 package emulator
 
 import (
