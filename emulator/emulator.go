@@ -185,6 +185,8 @@ type Counters struct {
 	Rows int64 `json:"rows"`
 	// Bytes counts load body bytes received (as sent, before decompression).
 	Bytes int64 `json:"bytes"`
+	// Statements counts the statements the MySQL port executed.
+	Statements int64 `json:"mysql_statements"`
 }
 
 type counters struct {
@@ -263,7 +265,7 @@ func Start(cfg Config) (*Emulator, error) {
 		}
 	}
 	if cfg.MySQLAddr != "" {
-		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password); err != nil {
+		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault)); err != nil {
 			_ = e.feLn.Close()
 			if e.beLn != nil {
 				_ = e.beLn.Close()
@@ -325,7 +327,15 @@ func (e *Emulator) Counters() Counters {
 		LabelStates: c.labelStates.Load(), Cancels: c.cancels.Load(), Redirects: c.redirects.Load(),
 		FaultsFired: c.faultsFired.Load(), Committed: c.committed.Load(), Aborted: c.aborted.Load(),
 		RowsReceived: c.rowsReceived.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(),
+		Statements: e.statements(),
 	}
+}
+
+func (e *Emulator) statements() int64 {
+	if e.mysql == nil {
+		return 0
+	}
+	return e.mysql.Statements()
 }
 
 // Restart emulates an FE restart: every open (not committed) transaction is
