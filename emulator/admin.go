@@ -84,6 +84,7 @@ func (e *Emulator) cancel(q *req) {
 //	GET    /_emulator/faults    the pending faults
 //	DELETE /_emulator/faults    drop every pending fault
 //	GET    /_emulator/counters  the counters
+//	POST   /_emulator/evict_labels {"db":"d","labels":["l1"]}: forget finished labels
 //	POST   /_emulator/restart   emulate an FE restart
 func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	switch {
@@ -121,6 +122,23 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, reply{{"status", "OK"}})
 	case r.URL.Path == "/_emulator/counters" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, e.Counters())
+	case r.URL.Path == "/_emulator/evict_labels" && r.Method == http.MethodPost:
+		var sel struct {
+			DB     string   `json:"db"`
+			Labels []string `json:"labels"`
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody))
+		if err != nil {
+			return
+		}
+		if b := bytes.TrimSpace(body); len(b) > 0 {
+			if err := json.Unmarshal(b, &sel); err != nil {
+				writeJSON(w, http.StatusBadRequest, reply{{"status", "FAILED"}, {"msg", `decoding the selection (want {"db":"d","labels":["l1"]}): ` + err.Error()}})
+				return
+			}
+		}
+		n := e.EvictLabels(sel.DB, sel.Labels...)
+		writeJSON(w, http.StatusOK, reply{{"status", "OK"}, {"evicted", n}})
 	case r.URL.Path == "/_emulator/restart" && r.Method == http.MethodPost:
 		e.Restart()
 		writeJSON(w, http.StatusOK, reply{{"status", "OK"}})

@@ -27,6 +27,8 @@
 //	GET    /_emulator/faults    the pending faults with their remaining counts
 //	DELETE /_emulator/faults    drop every pending fault
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
+//	POST   /_emulator/evict_labels  {"db":"test","labels":["l1"]} (both optional):
+//	                            forget finished labels at once (Emulator.EvictLabels)
 //	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
 //
 // # Faults
@@ -118,10 +120,17 @@ type Config struct {
 	DefaultTxnTimeout time.Duration
 	// MaxRunningTxnPerDB is max_running_txn_num_per_db (1000).
 	MaxRunningTxnPerDB int
-	// LabelKeepMax and LabelKeepMaxAge bound the retention of finished
-	// labels (1000 and 3 days).
+	// LabelKeepMax and LabelKeepMaxAge are label_keep_max_num and
+	// label_keep_max_second: the retention of final transaction states per
+	// database (1000, running ones counted, and 3 days).
 	LabelKeepMax    int
 	LabelKeepMaxAge time.Duration
+	// StreamLoadTaskKeepMax and StreamLoadTaskKeepMaxAge are
+	// stream_load_task_keep_max_num and _second: the retention of finished
+	// multi tasks (default: LabelKeepMax and LabelKeepMaxAge, which have
+	// StarRocks's defaults of both, 1000 and 3 days).
+	StreamLoadTaskKeepMax    int
+	StreamLoadTaskKeepMaxAge time.Duration
 	// StreamingLoadMaxMB and JSONMaxBatchMB bound the body bytes of one
 	// transaction, cumulative over its loads (102400 and 100).
 	StreamingLoadMaxMB, JSONMaxBatchMB int
@@ -150,6 +159,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.LabelKeepMaxAge <= 0 {
 		c.LabelKeepMaxAge = DefaultLabelKeepMaxAge
+	}
+	if c.StreamLoadTaskKeepMax <= 0 {
+		c.StreamLoadTaskKeepMax = c.LabelKeepMax
+	}
+	if c.StreamLoadTaskKeepMaxAge <= 0 {
+		c.StreamLoadTaskKeepMaxAge = c.LabelKeepMaxAge
 	}
 	if c.StreamingLoadMaxMB <= 0 {
 		c.StreamingLoadMaxMB = DefaultStreamingLoadMaxMB
@@ -211,9 +226,11 @@ type Emulator struct {
 	multi      map[string]*txn    // multi-statement tasks by label, across databases
 	dbs        map[string]*dbTxns // the per-database transaction managers
 	beContexts map[string]*txn    // classic BE transaction contexts by label
-	finished   []*txn             // finished transactions in finish order, for retention
-	errorLogs  map[string][]string
-	errorOrder []string
+	// finishedTasks are the finished multi tasks in finish order, for the
+	// stream load manager's retention.
+	finishedTasks []*txn
+	errorLogs     map[string][]string
+	errorOrder    []string
 	// outcomes caches the final state of evicted classic transactions by
 	// db and label, so commit/rollback still answer idempotently.
 	outcomes     map[string]string
@@ -231,6 +248,9 @@ type Emulator struct {
 type dbTxns struct {
 	labels  map[string][]*txn
 	running map[int64]*txn
+	// finished are the registered transactions in a final state, in finish
+	// order, for label retention.
+	finished []*txn
 }
 
 // Start starts the listeners and runs the schema script.
