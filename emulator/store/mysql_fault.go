@@ -140,7 +140,7 @@ func (h *ddlHandler) withFault(c *mysql.Conn, stmt string, callback mysql.Result
 		}
 		var held []spooled
 		err := exec(func(r *sqltypes.Result, more bool) error {
-			held = append(held, spooled{r.Copy(), more})
+			held = append(held, spooled{deepCopy(r), more})
 			return nil
 		})
 		if !h.wait(f.Delay) {
@@ -164,4 +164,19 @@ func (h *ddlHandler) withFault(c *mysql.Conn, stmt string, callback mysql.Result
 		return errDropped
 	}
 	return exec(callback)
+}
+
+// deepCopy copies a result with its values' bytes: go-mysql-server reuses the buffers behind
+// a result's values once the spool returns.
+func deepCopy(r *sqltypes.Result) *sqltypes.Result {
+	out := r.Copy()
+	for _, row := range out.Rows {
+		for i, v := range row {
+			if v.IsNull() {
+				continue
+			}
+			row[i] = sqltypes.MakeTrusted(v.Type(), append([]byte(nil), v.Raw()...))
+		}
+	}
+	return out
 }
