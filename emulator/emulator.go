@@ -11,8 +11,9 @@
 // PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F.
 // BE (Config.BEAddr): POST/PUT /api/transaction/{begin,prepare,commit,rollback,list},
 // PUT-only /api/transaction/load, PUT /api/{db}/{table}/_stream_load,
-// GET /api/_load_error_log. Every /api/ endpoint but the error log needs
-// HTTP Basic auth. The BE's list shows its classic transaction contexts
+// GET /api/_load_error_log. Every endpoint, the error log and the control
+// API below included, needs HTTP Basic auth with Config.User and Password
+// (401 without). The BE's list shows its classic transaction contexts
 // (begun and not yet prepared, committed, rolled back or aborted) as one
 // pretty-printed object each, concatenated without an array; an empty
 // body when there are none.

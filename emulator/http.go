@@ -216,6 +216,11 @@ func (e *Emulator) checkAuth(w http.ResponseWriter, r *http.Request) bool {
 func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if strings.HasPrefix(path, "/_emulator/") {
+		// The control API changes what every client sees: the same
+		// credentials as the API.
+		if !e.checkAuth(w, r) {
+			return
+		}
 		e.serveAdmin(w, r)
 		return
 	}
@@ -261,6 +266,10 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 3 && seg[2] == "_stream_load":
 		e.serveStreamLoad(w, r, "fe", seg[0], seg[1])
 	case len(seg) == 1 && seg[0] == "_load_error_log":
+		// Rejected rows carry user data: the same credentials as the API.
+		if !e.checkAuth(w, r) {
+			return
+		}
 		e.serveErrorLog(w, r)
 	default:
 		http.NotFound(w, r)
@@ -295,6 +304,10 @@ func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 3 && seg[2] == "_stream_load":
 		e.serveStreamLoad(w, r, "be", seg[0], seg[1])
 	case len(seg) == 1 && seg[0] == "_load_error_log":
+		// Rejected rows carry user data: the same credentials as the API.
+		if !e.checkAuth(w, r) {
+			return
+		}
 		e.serveErrorLog(w, r)
 	default:
 		http.NotFound(w, r)
