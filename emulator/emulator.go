@@ -254,7 +254,9 @@ type dbTxns struct {
 	finished []*txn
 }
 
-// Start starts the listeners and runs the schema script.
+// Start runs the schema script and starts the listeners. On an error
+// nothing stays open, and a port already taken reads "listen tcp
+// 127.0.0.1:9030: bind: address already in use".
 func Start(cfg Config) (*Emulator, error) {
 	cfg.applyDefaults()
 	e := &Emulator{
@@ -275,14 +277,16 @@ func Start(cfg Config) (*Emulator, error) {
 			return nil, fmt.Errorf("running the schema script: %w", err)
 		}
 	}
+	// A listen error names the address ("listen tcp 127.0.0.1:9030: bind:
+	// address already in use"); callers add what they were starting.
 	var err error
 	if e.feLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("listening on the FE address %s: %w", cfg.HTTPAddr, err)
+		return nil, err
 	}
 	if cfg.BEAddr != "" {
 		if e.beLn, err = net.Listen("tcp", cfg.BEAddr); err != nil {
 			_ = e.feLn.Close()
-			return nil, fmt.Errorf("listening on the BE address %s: %w", cfg.BEAddr, err)
+			return nil, err
 		}
 	}
 	if cfg.MySQLAddr != "" {
@@ -291,7 +295,7 @@ func Start(cfg Config) (*Emulator, error) {
 			if e.beLn != nil {
 				_ = e.beLn.Close()
 			}
-			return nil, fmt.Errorf("starting the MySQL server on %s: %w", cfg.MySQLAddr, err)
+			return nil, err
 		}
 	}
 	e.feSrv = &http.Server{Handler: http.HandlerFunc(e.serveFE), ReadHeaderTimeout: 30 * time.Second}

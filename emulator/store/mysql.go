@@ -52,7 +52,7 @@ func (s *Store) ServeMySQL(addr, user, password string, opts ...MySQLOption) (My
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("mysql server: listening on %s: %w", addr, err)
+		return nil, err // "listen tcp <addr>: …" names what failed
 	}
 	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln, Version: "8.0.33-StarRocks-emulator"}
 	h := &ddlHandler{bridge: br, stop: make(chan struct{})}
