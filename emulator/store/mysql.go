@@ -117,30 +117,11 @@ type ddlHandler struct {
 	executed atomic.Int64
 }
 
-// catalogMu serialises the queries that read go-mysql-server's catalog tables
-// (information_schema, SHOW, DESCRIBE): v0.20.0 assigns the catalog to shared
-// information_schema tables on every such query (AssignCatalog) without a
-// lock, a data race that -race reports when two run at once. Data queries
-// do not take it.
-var catalogMu sync.Mutex
-
-// serialise takes catalogMu for a catalog query and returns its release.
-func serialise(query string) func() {
-	q := strings.ToLower(strings.TrimLeft(query, " \t\r\n("))
-	if strings.Contains(q, "information_schema") || strings.HasPrefix(q, "show") ||
-		strings.HasPrefix(q, "desc") || strings.HasPrefix(q, "explain") {
-		catalogMu.Lock()
-		return catalogMu.Unlock
-	}
-	return func() {}
-}
-
 func (h *ddlHandler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	return h.withFault(c, query, callback, func(callback mysql.ResultSpoolFn) error {
 		if toks, ok := h.interceptable(query); ok {
 			return h.runDDL(ctx, c, query, toks, false, callback)
 		}
-		defer serialise(query)()
 		defer h.bridge.pin(c.ConnectionID)()
 		return h.Handler.ComQuery(ctx, c, query, callback)
 	})
@@ -174,13 +155,11 @@ func (h *ddlHandler) multiQuery(ctx context.Context, c *mysql.Conn, query string
 		}
 		return rest, h.runDDL(ctx, c, stmt, toks[:end], rest != "", callback)
 	}
-	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComMultiQuery(ctx, c, query, callback)
 }
 
 func (h *ddlHandler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
-	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComPrepare(ctx, c, query, prepare)
 }
@@ -188,7 +167,6 @@ func (h *ddlHandler) ComPrepare(ctx context.Context, c *mysql.Conn, query string
 func (h *ddlHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
 	spool := func(r *sqltypes.Result, _ bool) error { return callback(r) }
 	return h.withFault(c, prepare.PrepareStmt, spool, func(spool mysql.ResultSpoolFn) error {
-		defer serialise(prepare.PrepareStmt)()
 		defer h.bridge.pin(c.ConnectionID)()
 		return h.Handler.ComStmtExecute(ctx, c, prepare, func(r *sqltypes.Result) error { return spool(r, false) })
 	})
@@ -346,6 +324,29 @@ func (d *sqlDatabase) GetViewDefinition(*sql.Context, string) (sql.ViewDefinitio
 
 // AllViews implements sql.ViewDatabase.
 func (d *sqlDatabase) AllViews(*sql.Context) ([]sql.ViewDefinition, error) { return nil, nil }
+
+var _ sql.StoredProcedureDatabase = (*sqlDatabase)(nil)
+
+// GetStoredProcedure implements sql.StoredProcedureDatabase: StarRocks tables have no stored
+// procedures, so information_schema.routines is empty rather than an error.
+func (d *sqlDatabase) GetStoredProcedure(*sql.Context, string) (sql.StoredProcedureDetails, bool, error) {
+	return sql.StoredProcedureDetails{}, false, nil
+}
+
+// GetStoredProcedures implements sql.StoredProcedureDatabase.
+func (d *sqlDatabase) GetStoredProcedures(*sql.Context) ([]sql.StoredProcedureDetails, error) {
+	return nil, nil
+}
+
+// SaveStoredProcedure implements sql.StoredProcedureDatabase.
+func (d *sqlDatabase) SaveStoredProcedure(*sql.Context, sql.StoredProcedureDetails) error {
+	return fmt.Errorf("stored procedures are not supported by the StarRocks emulator")
+}
+
+// DropStoredProcedure implements sql.StoredProcedureDatabase.
+func (d *sqlDatabase) DropStoredProcedure(_ *sql.Context, name string) error {
+	return sql.ErrStoredProcedureDoesNotExist.New(name)
+}
 
 var _ sql.TriggerDatabase = (*sqlDatabase)(nil)
 
