@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,6 +22,20 @@ func (in *Input) onCommitted(id string, offset int64) {
 		ps.committedThru = offset
 	}
 	in.mu.Unlock()
+}
+
+// onUnclaimed is told by the registry of a partition key the output or the
+// assembler uses that no input assigned: starrocks_partition was changed on
+// the way (the assembler's partition field or a mapping), so the output's
+// committed-through offsets and fences never meet this input's partitions.
+// The registry reports each key once.
+func (in *Input) onUnclaimed(key string, claimed []string) {
+	in.m.unmatchedKeys.Incr(1)
+	in.log.Warnf("Partition key %q of the metadata contract (%s) matches none of the Kafka partitions the input assigned (%s): "+
+		"the output publishes what it committed and takes fences under that key, so the input commits no offsets for it and a rebalance fences nothing "+
+		"(a restart re-reads everything; a revoked partition's open transaction is not dropped). "+
+		"%s must stay <topic>/<partition> as the input delivers it: leave the txn_assembler's partition field unset and do not change %s in a mapping",
+		key, contract.KeyPartition, strings.Join(claimed, ", "), contract.KeyPartition, contract.KeyPartition)
 }
 
 // commit commits the committable offsets of the given partitions (all

@@ -112,6 +112,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		logLim: kafka.NewLogLimiter(kafka.LogInterval),
 	}
 	in.reg.OnCommitted(in.onCommitted)
+	in.reg.OnUnclaimed(in.onUnclaimed)
 	return in, nil
 }
 

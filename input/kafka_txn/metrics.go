@@ -15,6 +15,7 @@ type inputMetrics struct {
 	stalls          *service.MetricCounter
 	nacks           *service.MetricCounter
 	fences          *service.MetricCounter
+	unmatchedKeys   *service.MetricCounter
 }
 
 // newInputMetrics creates the input's metrics.
@@ -29,5 +30,6 @@ func newInputMetrics(met *service.Metrics) inputMetrics {
 		stalls:          met.NewCounter("kafka_txn_checkpoint_stalls", "topic", "partition"),
 		nacks:           met.NewCounter("kafka_txn_nacks", "topic", "partition"),
 		fences:          met.NewCounter("kafka_txn_fences", "topic", "partition"),
+		unmatchedKeys:   met.NewCounter("kafka_txn_unmatched_partition_keys"),
 	}
 }
