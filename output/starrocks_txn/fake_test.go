@@ -44,6 +44,26 @@ type fakeSR struct {
 	// lastBodyHasBad is set, for the hook, when the load being handled
 	// carries a row with "bad": true.
 	lastBodyHasBad bool
+
+	// observers run before every call (the outputs' lifecycle checks).
+	omu       sync.Mutex
+	observers []func()
+}
+
+// observe runs fn before every call the fake serves.
+func (f *fakeSR) observe(fn func()) {
+	f.omu.Lock()
+	defer f.omu.Unlock()
+	f.observers = append(f.observers, fn)
+}
+
+func (f *fakeSR) notify() {
+	f.omu.Lock()
+	obs := append([]func(){}, f.observers...)
+	f.omu.Unlock()
+	for _, fn := range obs {
+		fn()
+	}
 }
 
 type fakeTxn struct {
@@ -83,6 +103,7 @@ func srErr(op string, class starrocks.Class, msg string) error {
 }
 
 func (f *fakeSR) Begin(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !t.Multi {
@@ -102,6 +123,7 @@ func (f *fakeSR) Begin(ctx context.Context, t starrocks.Txn) error {
 }
 
 func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
+	f.notify()
 	key := r.Label + "/" + r.Table
 	f.mu.Lock()
 	if f.inflight[key] {
@@ -158,6 +180,7 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 }
 
 func (f *fakeSR) Commit(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
 	f.mu.Lock()
 	gate := f.commitGate
 	if ft, ok := f.txns[t.Label]; ok && gate != nil {
@@ -207,6 +230,7 @@ func (f *fakeSR) apply(ft *fakeTxn) {
 }
 
 func (f *fakeSR) Rollback(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[t.Label]
@@ -225,6 +249,7 @@ func (f *fakeSR) Cancel(ctx context.Context, db, label string) error {
 }
 
 func (f *fakeSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	f.notify()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[label]
@@ -290,6 +315,8 @@ func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter) (*Output,
 	}
 	res := service.MockResources(opts...)
 	o := newOutput(c, f, dl, res)
+	watchLifecycle(t, o, f)
+	t.Cleanup(func() { checkLifecycle(t) })
 	require.NoError(t, o.Connect(context.Background()))
 	t.Cleanup(func() { _ = o.Close(context.Background()) })
 	return o, res
@@ -351,6 +378,7 @@ func waitAll(t *testing.T, chs []chan error, d time.Duration) {
 			t.Fatalf("batch %d of %d not acknowledged within %v", i, len(chs), d)
 		}
 	}
+	checkLifecycle(t)
 }
 
 func idOf(r map[string]any) string {

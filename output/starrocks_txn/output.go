@@ -64,56 +64,6 @@ type item struct {
 	finished bool
 }
 
-type txnState int
-
-const (
-	txnOpen txnState = iota
-	txnActive
-	txnQueued
-	txnInCycle
-	txnPoisoned
-	txnDone
-)
-
-// srcTxn is one source transaction of a partition.
-type srcTxn struct {
-	id     string
-	p      *partition
-	items  []*item
-	db     string
-	rows   map[string][][]byte
-	tables []string
-	bytes  int64
-	poison error
-	t0     time.Time
-	// deletes are the tables the transaction deletes from; modelChecked is
-	// set once their key models were checked.
-	deletes      map[string]bool
-	modelChecked bool
-	endOffset    int64
-	hasEnd       bool
-	state        txnState
-	// dropped is set when a fence or a stall takes the transaction out of
-	// every cycle; committing while a commit that contains it is in flight.
-	dropped    bool
-	committing bool
-	// fenced is set when a fence took the transaction: whoever discards it
-	// (the fence, or the cycle that still held it when the fence gave up
-	// waiting) releases its messages.
-	fenced bool
-	// resolved is set when the transaction no longer holds back the
-	// partition's committed-through offset.
-	resolved bool
-}
-
-func (t *srcTxn) rowCount() int {
-	n := 0
-	for _, r := range t.rows {
-		n += len(r)
-	}
-	return n
-}
-
 // partition is the state of one (seq source, partition): its open source
 // transaction, the completed ones not yet frozen (the active chunks of its
 // regions) and the order in which they must resolve.
@@ -210,6 +160,10 @@ type Output struct {
 
 	// lastStaleWarn rate-limits the warning about stale-epoch messages.
 	lastStaleWarn time.Time
+
+	// onLifecycleError, when set (tests), is told of every transition the
+	// lifecycle refused (lifecycle.go).
+	onLifecycleError func(error)
 }
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
@@ -671,8 +625,9 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	if !noContract && it.meta.HasOffset {
 		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
 			o.log.Errorf("starrocks_txn: partition %s: starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied", it.pk, it.meta.SourceOffset, p.hwm)
-			t := &srcTxn{id: it.meta.TxnID, p: p, items: []*item{it}, rows: map[string][][]byte{}, t0: it.t0,
-				poison: fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)}
+			t := newTxnLocked(p, it.meta.TxnID, it.t0)
+			t.items = []*item{it}
+			t.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
 			p.order = append(p.order, t)
 			o.poisonLocked(t)
 			return
@@ -685,18 +640,19 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 			t.items = append(t.items, it)
 			p.order = append(p.order, t)
-			o.finishTxnLocked(t)
+			o.moveLocked(t, txnSkipped)
 			return
 		}
-		t := &srcTxn{id: it.meta.TxnID, p: p, items: []*item{it}, rows: map[string][][]byte{},
-			hasEnd: it.meta.HasOffset, endOffset: it.meta.SourceOffset}
+		t := newTxnLocked(p, it.meta.TxnID, time.Time{})
+		t.items = []*item{it}
+		t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 		p.order = append(p.order, t)
-		o.finishTxnLocked(t)
+		o.moveLocked(t, txnSkipped)
 		return
 	}
 	t := p.open
 	if t == nil {
-		t = &srcTxn{id: it.meta.TxnID, p: p, rows: map[string][][]byte{}, t0: it.t0}
+		t = newTxnLocked(p, it.meta.TxnID, it.t0)
 		p.open = t
 	}
 	t.items = append(t.items, it)
@@ -713,18 +669,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		case t.db != it.db && t.poison == nil:
 			t.poison = fmt.Errorf("source transaction %q writes to two databases, %s and %s; a StarRocks transaction spans one", t.id, t.db, it.db)
 		}
-		if _, seen := t.rows[it.table]; !seen {
-			t.tables = append(t.tables, it.table)
-		}
-		t.rows[it.table] = append(t.rows[it.table], it.body)
-		if it.isDelete {
-			if t.deletes == nil {
-				t.deletes = map[string]bool{}
-			}
-			t.deletes[it.table] = true
-		}
-		t.bytes += int64(len(it.body))
-		o.buffered += int64(len(it.body))
+		o.addRowLocked(t, it)
 	}
 	if !it.meta.TxnEnd && !noContract {
 		return
@@ -739,7 +684,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		// loaded again.
 		o.noteReplayLocked(p, t.endOffset)
 		o.m.replaysDropped.Incr(int64(len(t.items)), it.pk.partition)
-		o.finishTxnLocked(t)
+		o.moveLocked(t, txnSkipped)
 		return
 	}
 	if t.poison != nil {
@@ -747,12 +692,13 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		return
 	}
 	if len(t.rows) == 0 {
-		o.finishTxnLocked(t)
+		o.moveLocked(t, txnSkipped)
 		return
 	}
-	t.state = txnActive
+	if !o.moveLocked(t, txnActive) {
+		return
+	}
 	p.active = append(p.active, t)
-	o.committable++
 	if now.Sub(p.lastSwitch) >= o.conf.miniInterval() {
 		o.switchLocked(p, now)
 	}
@@ -778,8 +724,10 @@ func (o *Output) switchLocked(p *partition, now time.Time) {
 		return
 	}
 	for _, t := range p.active {
+		if !o.moveLocked(t, txnQueued) {
+			continue
+		}
 		w := o.workerLocked(t.db)
-		t.state = txnQueued
 		w.queue = append(w.queue, t)
 		w.lastTraffic = now
 		w.signal()
@@ -808,75 +756,13 @@ func (o *Output) cutLocked(now time.Time) {
 	}
 }
 
-// finishTxnLocked resolves a transaction: committed, abandoned by its
-// source, dead-lettered or released by a fence. Its messages count as done.
-func (o *Output) finishTxnLocked(t *srcTxn) {
-	if t.state == txnDone {
-		return
-	}
-	if t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
-		o.committable--
-	}
-	t.state = txnDone
-	if !t.dropped {
-		o.buffered -= t.bytes
-	}
-	for _, it := range t.items {
-		o.itemDoneLocked(it)
-	}
-	t.resolved = true
-	o.advanceLocked(t.p)
-}
-
-func (o *Output) itemDoneLocked(it *item) {
-	if it.finished {
-		return
-	}
-	it.finished = true
-	it.call.pending--
-	if it.call.pending == 0 {
-		close(it.call.done)
-	}
-}
-
-// advanceLocked publishes the partition's committed-through offset: the END
-// offset of the last transaction of the resolved prefix.
-func (o *Output) advanceLocked(p *partition) {
-	n := 0
-	var last *srcTxn
-	for _, t := range p.order {
-		if !t.resolved {
-			break
-		}
-		n++
-		if t.hasEnd {
-			last = t
-		}
-	}
-	if n == 0 {
-		return
-	}
-	p.order = p.order[n:]
-	if last != nil && !p.fenced && p.key.partition != noContractPartition {
-		if !p.hasPublished || last.endOffset > p.published {
-			p.published, p.hasPublished = last.endOffset, true
-		}
-		o.reg.PublishCommitted(p.key.partition, last.endOffset)
-	}
-}
-
 // poisonLocked hands a poisoned source transaction to dead_letter, or stalls
 // its partition when there is none.
 func (o *Output) poisonLocked(t *srcTxn) {
-	if t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
-		o.committable--
-	}
-	if !t.dropped {
-		o.buffered -= t.bytes
-		t.dropped = true
-	}
 	if o.dl != nil {
-		t.state = txnPoisoned
+		if !o.moveLocked(t, txnPoisoned) {
+			return
+		}
 		o.log.Errorf("starrocks_txn: partition %s: source transaction %q is poisoned and goes to dead_letter: %v", t.p.key, t.id, t.poison)
 		o.dlQueue = append(o.dlQueue, t)
 		select {
@@ -885,7 +771,9 @@ func (o *Output) poisonLocked(t *srcTxn) {
 		}
 		return
 	}
-	t.state = txnPoisoned
+	if !o.moveLocked(t, txnStalled) {
+		return
+	}
 	o.stallLocked(t.p, t)
 }
 
@@ -901,17 +789,9 @@ func (o *Output) stallLocked(p *partition, t *srcTxn) {
 	o.m.stalled.Set(1, p.key.String(), t.id)
 	o.m.stalledCount.Incr(1)
 	drop := func(x *srcTxn) {
-		if x.state == txnDone || x == t {
-			return
+		if x != t && x.state.live() {
+			o.moveLocked(x, txnStalled)
 		}
-		if x.state == txnActive || x.state == txnQueued || x.state == txnInCycle {
-			o.committable--
-		}
-		if !x.dropped {
-			o.buffered -= x.bytes
-			x.dropped = true
-		}
-		x.state = txnPoisoned
 	}
 	// Everything after t in the partition is held back with it.
 	after := false
@@ -940,7 +820,7 @@ func (o *Output) stallLocked(p *partition, t *srcTxn) {
 func (o *Output) poisonFromCycle(t *srcTxn, reason error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if t.state == txnDone || t.dropped {
+	if !t.state.live() {
 		return
 	}
 	t.poison = reason
@@ -1091,7 +971,12 @@ func (o *Output) deadLetterLoop() {
 		o.m.deadLettered.Incr(1, t.p.key.String())
 		o.mu.Lock()
 		o.dlWriting = nil
-		o.finishTxnLocked(t)
+		if !t.state.over() {
+			// Released already when a fence took its partition meanwhile:
+			// the write happened all the same (dead_letter is at least
+			// once), and nothing is left to resolve.
+			o.moveLocked(t, txnDeadLettered)
+		}
 		o.mu.Unlock()
 	}
 }
@@ -1126,11 +1011,9 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		}
 		txns = append(txns, mine...)
 		for _, t := range mine {
-			if !t.dropped && t.state != txnDone {
-				o.buffered -= t.bytes
-				t.dropped = true
+			if !t.state.over() {
+				o.moveLocked(t, txnFenced)
 			}
-			t.fenced = true
 		}
 		delete(o.parts, k)
 		held = append(held, p.held...)
@@ -1165,7 +1048,7 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		o.mu.Lock()
 		busy := false
 		for _, t := range txns {
-			if t.committing {
+			if t.inCommit {
 				busy = true
 				break
 			}
@@ -1199,7 +1082,7 @@ func (o *Output) fenceGiveUp(txns []*srcTxn, held []*item, err error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range txns {
-		if !t.committing {
+		if !t.inCommit {
 			o.releaseFencedLocked(t)
 		}
 	}
@@ -1213,15 +1096,8 @@ func (o *Output) fenceGiveUp(txns []*srcTxn, held []*item, err error) error {
 // their WriteBatch calls return with success (the partition's new owner reads
 // them again). Nothing is published as committed.
 func (o *Output) releaseFencedLocked(t *srcTxn) {
-	if t.state == txnDone {
-		return
-	}
-	if t.state == txnActive || t.state == txnQueued || t.state == txnInCycle {
-		o.committable--
-	}
-	t.state = txnDone
-	for _, it := range t.items {
-		o.itemDoneLocked(it)
+	if t.state == txnFenced && !t.inCommit {
+		o.moveLocked(t, txnReleased)
 	}
 }
 
@@ -1230,10 +1106,8 @@ func (o *Output) releaseFencedLocked(t *srcTxn) {
 func (o *Output) liveTxnsLocked(txns []*srcTxn) []*srcTxn {
 	out := make([]*srcTxn, 0, len(txns))
 	for _, t := range txns {
-		if t.fenced {
-			o.releaseFencedLocked(t)
-		}
-		if !t.dropped && t.state != txnDone {
+		o.releaseFencedLocked(t)
+		if t.state.live() {
 			out = append(out, t)
 		}
 	}

@@ -291,7 +291,7 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 			through, found = e.through, true
 		}
 		for _, t := range p.order {
-			if !t.resolved && !in[t] {
+			if !t.state.resolved() && !in[t] {
 				break
 			}
 			if t.hasEnd && (!found || t.endOffset > through) {

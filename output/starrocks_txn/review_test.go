@@ -42,7 +42,7 @@ func waitCommitting(t *testing.T, o *Output) {
 		defer o.mu.Unlock()
 		for _, p := range o.parts {
 			for _, tx := range p.order {
-				if tx.committing {
+				if tx.inCommit {
 					return true
 				}
 			}

@@ -142,13 +142,10 @@ func (w *dbWorker) take(cut bool) (recent bool) {
 		o.cutLocked(now)
 	}
 	for _, t := range w.queue {
-		if t.fenced {
-			o.releaseFencedLocked(t)
-		}
-		if t.dropped || t.state != txnQueued {
+		o.releaseFencedLocked(t)
+		if t.state != txnQueued || !o.moveLocked(t, txnInCycle) {
 			continue
 		}
-		t.state = txnInCycle
 		w.cyc.txns = append(w.cyc.txns, t)
 	}
 	w.queue = nil
@@ -400,7 +397,7 @@ func (w *dbWorker) settle(ctx context.Context, c *cycle) error {
 		o.mu.Lock()
 		liveNow := w.liveLocked(c)
 		for _, t := range liveNow {
-			t.committing = true
+			t.inCommit = true
 		}
 		dropped := len(liveNow) != len(c.txns)
 		o.mu.Unlock()
@@ -444,7 +441,7 @@ func (w *dbWorker) liveLocked(c *cycle) []*srcTxn {
 func (w *dbWorker) clearCommitting(c *cycle) {
 	w.o.mu.Lock()
 	for _, t := range c.txns {
-		t.committing = false
+		t.inCommit = false
 	}
 	w.o.mu.Unlock()
 }
@@ -525,16 +522,17 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range c.txns {
-		t.committing = false
-		if t.state == txnDone {
-			continue
+		if !t.state.over() {
+			for _, tbl := range t.tables {
+				o.m.rows.Incr(int64(len(t.rows[tbl])), w.db, tbl)
+			}
+			o.m.srcTxns.Incr(1, w.db)
+			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.db)
+			// A fence or a stall may have taken it while the commit was
+			// in flight: it is committed all the same.
+			o.moveLocked(t, txnCommitted)
 		}
-		for _, tbl := range t.tables {
-			o.m.rows.Incr(int64(len(t.rows[tbl])), w.db, tbl)
-		}
-		o.m.srcTxns.Incr(1, w.db)
-		o.m.visibility.Timing(int64(now.Sub(t.t0)), w.db)
-		o.finishTxnLocked(t)
+		t.inCommit = false
 	}
 }
 
@@ -584,7 +582,7 @@ func (w *dbWorker) poisonWaiting(c *cycle, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range append(append([]*srcTxn{}, c.txns...), w.queue...) {
-		if t.state == txnDone || t.dropped {
+		if !t.state.live() {
 			continue
 		}
 		t.poison = reason

@@ -375,7 +375,7 @@ func TestWriterRowForgottenOnCleanCloseKeptWhenInDoubt(t *testing.T) {
 		defer dying.mu.Unlock()
 		for _, p := range dying.parts {
 			for _, tx := range p.order {
-				if tx.committing {
+				if tx.inCommit {
 					return hung != ""
 				}
 			}
