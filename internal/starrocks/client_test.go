@@ -355,14 +355,12 @@ func TestRedirectLimits(t *testing.T) {
 		// A chain FE0 → FE1 → FE2 → FE3 → BE: 4 hops.
 		be := newFake(t, nil)
 		next := be.srv.URL
-		var chain []*fake
 		for range 4 {
 			to := next
 			f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				w.Header().Set("Location", to+r.URL.RequestURI())
 				w.WriteHeader(http.StatusTemporaryRedirect)
 			})
-			chain = append(chain, f)
 			next = f.srv.URL
 		}
 		c := newClient(t, Config{LoadURLs: []string{next}, MaxRedirects: 3})

@@ -224,7 +224,7 @@ func (o *Output) moveLocked(t *srcTxn, to txnState) bool {
 // at worst holds its messages until a fence or a restart, and never
 // acknowledges anything that was not committed.
 func (o *Output) refuseLocked(t *srcTxn, err error) {
-	o.log.Errorf("starrocks_txn: %v: refused, the transaction keeps its state; this is a bug of the output, please report it", err)
+	o.log.Errorf("Refused a change of a source transaction: %v; it keeps its state (a bug of the output: please report it)", err)
 	o.m.lifecycleErrors.Incr(1)
 	if o.onLifecycleError != nil {
 		o.onLifecycleError(err)

@@ -3,11 +3,16 @@ package starrocks_txn
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 )
+
+// exactly_once (ARCHITECTURE.md §7): the progress table, what StarRocks holds
+// of each partition (progressEntry), reading it before a partition's first
+// message, and the progress rows every commit carries.
 
 // maxPipelineID bounds pipeline_id to its column's size.
 const maxPipelineID = 128
@@ -107,6 +112,19 @@ func (e *progressEntry) coversMessage(offset int64) bool {
 	return e != nil && e.hasThrough && offset <= e.through
 }
 
+// merge adds one database's row.
+func (e *progressEntry) merge(db string, through, txnEnd int64) {
+	if through >= 0 && (!e.hasThrough || through > e.through) {
+		e.through, e.hasThrough = through, true
+	}
+	if e.perDB == nil {
+		e.perDB = map[string]int64{}
+	}
+	if cur, ok := e.perDB[db]; !ok || txnEnd > cur {
+		e.perDB[db] = txnEnd
+	}
+}
+
 // progressStore creates and reads the progress table.
 type progressStore interface {
 	// ensure creates the progress table of db when it is missing and checks
@@ -114,6 +132,9 @@ type progressStore interface {
 	ensure(ctx context.Context, db string) error
 	// read returns the partition's durable progress for pipelineID.
 	read(ctx context.Context, pipelineID, partition string) (progressEntry, error)
+	// writers returns the writer rows of pipelineID, by database, of every
+	// database with a writers table.
+	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
 }
 
 // sqlProgress is the progress store over the FE's MySQL protocol.
@@ -230,17 +251,42 @@ func (s sqlProgress) databasesWith(ctx context.Context, table string) ([]string,
 	return dbs, nil
 }
 
-// merge adds one database's row.
-func (e *progressEntry) merge(db string, through, txnEnd int64) {
-	if through >= 0 && (!e.hasThrough || through > e.through) {
-		e.through, e.hasThrough = through, true
+func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
+	defer cancel()
+	defer s.lock()()
+	table := writersTable(s.table)
+	dbs, err := s.databasesWith(ctx, table)
+	if err != nil {
+		return nil, err
 	}
-	if e.perDB == nil {
-		e.perDB = map[string]int64{}
+	out := map[string][]writerRow{}
+	for _, d := range dbs {
+		q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ?", d, table)
+		rows, err := s.db.QueryContext(ctx, q, pipelineID)
+		if err != nil {
+			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
+		}
+		for rows.Next() {
+			var writer string
+			var top int64
+			var open, lbl, updated sql.NullString
+			if err := rows.Scan(&writer, &top, &open, &lbl, &updated); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
+			}
+			ns, err := parseOpen(open.String)
+			if err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("reading the row of writer %s in %s.%s: %w", writer, d, table, err)
+			}
+			out[d] = append(out[d], writerRow{writer: writer, top: top, open: ns, label: lbl.String, updated: parseUpdated(updated.String)})
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
+		}
 	}
-	if cur, ok := e.perDB[db]; !ok || txnEnd > cur {
-		e.perDB[db] = txnEnd
-	}
+	return out, nil
 }
 
 // progressRow is one row of the progress table as loaded.
@@ -364,21 +410,22 @@ func (o *Output) readProgressLoop(part string) {
 		o.mu.Lock()
 		gen := o.progressGen[part]
 		o.mu.Unlock()
-		ticket := o.settleTicket()
+		prog, k := o.prog, o.takeover
 		var e progressEntry
 		var err error
-		if o.prog != nil {
+		if prog != nil {
+			ticket := k.ticket()
 			// What another writer left committing lands first: its rows and
 			// progress must be in what is read.
-			if err = o.settleWriters(o.ctx, ticket); err == nil && o.conf.exactlyOnce {
-				e, err = o.prog.read(o.ctx, o.conf.pipelineID, part)
+			if err = k.run(o.ctx, ticket); err == nil && o.conf.exactlyOnce {
+				e, err = prog.read(o.ctx, o.conf.pipelineID, part)
 			}
 		}
 		if err != nil {
 			if o.ctx.Err() != nil {
 				return
 			}
-			o.log.Errorf("starrocks_txn: partition %s: checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", part, err)
+			o.log.With("partition", part).Errorf("Checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", err)
 			if !sleepCtx(o.ctx, b.next()) {
 				return
 			}
@@ -395,7 +442,7 @@ func (o *Output) readProgressLoop(part string) {
 		held := o.progressWait[part]
 		delete(o.progressWait, part)
 		if e.hasThrough {
-			o.log.Infof("starrocks_txn: partition %s: StarRocks holds its source transactions through offset %d (pipeline %s)", part, e.through, o.conf.pipelineID)
+			o.log.With("partition", part).Infof("StarRocks holds its source transactions through offset %d (pipeline %s)", e.through, o.conf.pipelineID)
 		}
 		now := o.now()
 		for _, it := range held {
@@ -408,4 +455,79 @@ func (o *Output) readProgressLoop(part string) {
 		}
 		return
 	}
+}
+
+// awaitDeadLetters holds the commit of c (exactly_once) while a poisoned
+// transaction of one of its partitions is on its way to dead_letter. The
+// progress rows of c claim, per database, the partition's last transaction
+// in c; a restart skips every transaction of the partition at or below it
+// into this database, so an earlier poisoned one must be in dead_letter
+// before c can be visible, or a crash in between would lose its delivery.
+func (w *dbWorker) awaitDeadLetters(ctx context.Context, c *cycle) bool {
+	o := w.o
+	if !o.conf.exactlyOnce || o.dl == nil {
+		return true
+	}
+	for {
+		o.mu.Lock()
+		parts := make(map[*partition]bool, len(c.txns))
+		for _, t := range c.txns {
+			parts[t.p] = true
+		}
+		pending := o.dlWriting != nil && parts[o.dlWriting.p]
+		for _, t := range o.dlQueue {
+			if parts[t.p] {
+				pending = true
+			}
+		}
+		o.mu.Unlock()
+		if !pending {
+			return true
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+// loadProgress writes the committed-through offsets of the cycle's
+// partitions (exactly_once) and the writer row into the progress table,
+// under the cycle's label, so they become visible with the rows.
+func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
+	o := w.o
+	if o.prog == nil || c.progressLoaded {
+		return nil
+	}
+	if !w.progressReady {
+		// Created before the database's first commit. The transaction was
+		// begun already; its loads wait for the table, not for the label.
+		if err := o.prog.ensure(ctx, w.db); err != nil {
+			return err
+		}
+		w.progressReady = true
+	}
+	if o.conf.exactlyOnce {
+		if rows := w.progressRows(c); len(rows) > 0 {
+			body, _ := json.Marshal(rows)
+			if err := w.loadRows(ctx, c.label, o.conf.progressTable, progressOffsetCol, body); err != nil {
+				if tableWide(err) {
+					// Dropped while running: create it again before the replay.
+					w.progressReady = false
+				}
+				return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
+			}
+			o.m.loads.Incr(1, w.db, o.conf.progressTable)
+			o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
+		}
+	}
+	c.open, c.rowAt = w.labels.openExcept(c.n), o.now()
+	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.n, c.open, c.rowAt)); err != nil {
+		if tableWide(err) {
+			w.progressReady = false
+		}
+		return err
+	}
+	c.progressLoaded = true
+	c.loaded = true
+	return nil
 }
