@@ -193,7 +193,7 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 		it.poison = err
 		return
 	}
-	it.isDelete = isDelete(trimmed)
+	it.isDelete = starrocks.IsDeleteRow(trimmed)
 }
 
 // sourceTime is the creation time of the message for the visibility latency:

@@ -370,7 +370,7 @@ func (fp *fakeProgress) writers(ctx context.Context, pipelineID string) (map[str
 				delete(last[db], w)
 				continue
 			}
-			open, err := parseOpen(r["open_labels"].(string))
+			open, err := starrocks.ParseOpenLabels(r["open_labels"].(string))
 			if err != nil {
 				return nil, err
 			}

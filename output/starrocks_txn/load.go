@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
@@ -143,7 +142,7 @@ func classifyLoad(err error) (loadOutcome, *loadError) {
 	if !errors.As(err, &le) || starrocks.ClassOf(le.err) != starrocks.ClassPerTxn {
 		return loadReplay, le
 	}
-	if tableWide(le.err) {
+	if starrocks.IsTableWide(le.err) {
 		return loadBadTable, le
 	}
 	return loadBadRows, le
@@ -188,11 +187,11 @@ func (w *dbWorker) checkModels(ctx context.Context, c *cycle) {
 	removed := false
 	for _, t := range c.txns[first:] {
 		t.modelChecked = true
-		if o.models == nil || len(t.deletes) == 0 {
+		if o.meta == nil || len(t.deletes) == 0 {
 			continue
 		}
 		for _, tbl := range sortedKeys(t.deletes) {
-			pk, known, err := o.models.primaryKey(ctx, w.db, tbl)
+			pk, known, err := o.meta.PrimaryKey(ctx, w.db, tbl)
 			if err != nil {
 				w.log.Warnf("%v; deletes to %s.%s are not checked", err, w.db, tbl)
 				continue
@@ -209,13 +208,4 @@ func (w *dbWorker) checkModels(ctx context.Context, c *cycle) {
 		c.txns = append(c.txns[:first], o.liveTxnsLocked(c.txns[first:])...)
 		o.mu.Unlock()
 	}
-}
-
-// tableWideRe matches per-transaction load failures that concern the table
-// itself rather than some of its rows: every source transaction writing to
-// the table fails the same way.
-var tableWideRe = regexp.MustCompile(`(?i)failed to find table|unknown table|unknown database|does not exist|not an olap table|only primary key table support`)
-
-func tableWide(err error) bool {
-	return tableWideRe.MatchString(err.Error())
 }

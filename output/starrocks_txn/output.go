@@ -42,7 +42,9 @@ type Output struct {
 	conf   config
 	client txnClient
 	dl     deadLetter
-	models *tableModels
+	// meta asks StarRocks over its MySQL port (mysql_address): table
+	// models, and the progress and writers tables.
+	meta *starrocks.Meta
 	// prog creates and reads the progress table (exactly_once).
 	prog progressStore
 	// parseHook, when set (tests), runs before each message body is parsed.
@@ -130,13 +132,13 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 // which the kafka_txn input seeks a newly assigned partition after what
 // StarRocks already holds (an optimisation: the output drops replays itself).
 func (o *Output) enableProgress() {
-	if !o.conf.trackWriters() || o.models == nil {
+	if !o.conf.trackWriters() || o.meta == nil {
 		return
 	}
 	if !o.conf.exactlyOnce {
 		o.log.Infof("At_least_once with pipeline_id %q and mysql_address: keeping writer rows in %s and checking other writers' transactions before applying a partition's messages", o.conf.pipelineID, writersTable(o.conf.progressTable))
 	}
-	o.setProgressStore(sqlProgress{db: o.models.db, table: o.conf.progressTable, partitions: o.conf.exactlyOnce, mu: &o.models.infoMu})
+	o.setProgressStore(metaProgress{meta: o.meta, table: o.conf.progressTable, partitions: o.conf.exactlyOnce})
 }
 
 // setProgressStore keeps progress (exactly_once) or writer rows in ps.
@@ -175,8 +177,8 @@ func (o *Output) Close(ctx context.Context) error {
 	o.cancel()
 	o.wg.Wait()
 	o.forgetWriter(ctx)
-	if o.models != nil {
-		_ = o.models.close()
+	if o.meta != nil {
+		_ = o.meta.Close()
 	}
 	if o.dl != nil {
 		return o.dl.Close(ctx)

@@ -2,80 +2,24 @@ package starrocks_txn
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 // exactly_once (ARCHITECTURE.md §7): the progress table, what StarRocks holds
 // of each partition (progressEntry), reading it before a partition's first
 // message, and the progress rows every commit carries.
 
-// maxPipelineID bounds pipeline_id to its column's size.
-const maxPipelineID = 128
-
-// progressQueryTimeout bounds one progress read or DDL statement.
-const progressQueryTimeout = 10 * time.Second
-
-// Columns of the progress table (semantic exactly_once, ARCHITECTURE.md §7), a
-// PRIMARY KEY table in every database the pipeline writes; see progressDDL.
-const (
-	progressPipelineCol  = "pipeline_id"
-	progressPartitionCol = "source_partition"
-	progressOffsetCol    = "committed_offset"
-	progressTxnEndCol    = "txn_end_offset"
-	progressTxnIDCol     = "source_txn_id"
-	progressLabelCol     = "label"
-	progressUpdatedCol   = "updated_at"
-)
-
-// progressColumns are the columns the output writes; a progress table
-// without one of them is refused with the DDL.
-var progressColumns = []string{progressPipelineCol, progressPartitionCol, progressOffsetCol,
-	progressTxnEndCol, progressTxnIDCol, progressLabelCol, progressUpdatedCol}
-
-// progressDDL is the statement the output runs (and the README shows) to
-// create the progress table of a database when it is missing.
-func progressDDL(db, table string) string {
-	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS `%s`.`%s` (\n"+
-		"  `pipeline_id` VARCHAR(128) NOT NULL COMMENT \"the output's pipeline_id\",\n"+
-		"  `source_partition` VARCHAR(255) NOT NULL COMMENT \"starrocks_partition, e.g. topic/3\",\n"+
-		"  `committed_offset` BIGINT NOT NULL COMMENT \"every source transaction of the partition ending at or below it is resolved (committed, dead-lettered or abandoned); -1 for none\",\n"+
-		"  `txn_end_offset` BIGINT NOT NULL COMMENT \"END offset of the partition's last source transaction committed into this database\",\n"+
-		"  `source_txn_id` VARCHAR(255) NULL COMMENT \"that source transaction's id\",\n"+
-		"  `label` VARCHAR(128) NULL COMMENT \"the StarRocks transaction that wrote this row\",\n"+
-		"  `updated_at` DATETIME NULL COMMENT \"when the output wrote it (UTC)\"\n"+
-		") PRIMARY KEY (`pipeline_id`, `source_partition`)\n"+
-		"DISTRIBUTED BY HASH (`pipeline_id`, `source_partition`)", db, table)
-}
-
-// writersNumberCol is the writers table's merge_condition column.
-const writersNumberCol = "label_number"
-
-// writersColumns are the columns of the writers table.
-var writersColumns = []string{"pipeline_id", "writer", writersNumberCol, "open_labels", "label", "updated_at"}
+// maxPipelineID bounds pipeline_id to its column's width.
+const maxPipelineID = starrocks.PipelineIDWidth
 
 // writersTable is the name of the writers table that goes with a progress
 // table.
 func writersTable(progressTable string) string {
 	return progressTable + "_writers"
-}
-
-// writersDDL is the statement the output runs (and the README shows) to
-// create the writers table of a database when it is missing (writers.go).
-func writersDDL(db, table string) string {
-	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS `%s`.`%s` (\n"+
-		"  `pipeline_id` VARCHAR(128) NOT NULL COMMENT \"the output's pipeline_id\",\n"+
-		"  `writer` VARCHAR(32) NOT NULL COMMENT \"one run of the output (in its labels)\",\n"+
-		"  `label_number` BIGINT NOT NULL COMMENT \"number of the label that wrote this row\",\n"+
-		"  `open_labels` VARCHAR(1024) NULL COMMENT \"numbers of the writer's other labels open then\",\n"+
-		"  `label` VARCHAR(128) NULL COMMENT \"the label that wrote this row\",\n"+
-		"  `updated_at` DATETIME NULL COMMENT \"when the output wrote it (UTC)\"\n"+
-		") PRIMARY KEY (`pipeline_id`, `writer`)\n"+
-		"DISTRIBUTED BY HASH (`pipeline_id`, `writer`)", db, table)
 }
 
 // progressEntry is what StarRocks durably holds for one partition of this
@@ -137,153 +81,46 @@ type progressStore interface {
 	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
 }
 
-// sqlProgress is the progress store over the FE's MySQL protocol.
-type sqlProgress struct {
-	db    *sql.DB
+// metaProgress is the progress store over the FE's MySQL port.
+type metaProgress struct {
+	meta  *starrocks.Meta
 	table string
 	// partitions is set when the progress table itself is used
 	// (exactly_once); the writers table always is.
 	partitions bool
-	// mu serialises the queries (see tableModels.infoMu).
-	mu *sync.Mutex
 }
 
-func (s sqlProgress) lock() func() {
-	if s.mu == nil {
-		return func() {}
-	}
-	s.mu.Lock()
-	return s.mu.Unlock
-}
-
-func (s sqlProgress) ensure(ctx context.Context, db string) error {
-	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
-	defer cancel()
-	defer s.lock()()
+func (s metaProgress) ensure(ctx context.Context, db string) error {
+	var tables []starrocks.TableDef
 	if s.partitions {
-		if err := s.ensureTable(ctx, db, s.table, progressDDL(db, s.table), progressColumns); err != nil {
-			return err
-		}
+		tables = append(tables, starrocks.TableDef{Name: s.table, DDL: starrocks.ProgressDDL(db, s.table), Columns: starrocks.ProgressColumns})
 	}
 	w := writersTable(s.table)
-	return s.ensureTable(ctx, db, w, writersDDL(db, w), writersColumns)
+	tables = append(tables, starrocks.TableDef{Name: w, DDL: starrocks.WritersDDL(db, w), Columns: starrocks.WritersColumns})
+	return s.meta.EnsureTables(ctx, db, tables...)
 }
 
-// ensureTable creates a table with ddl when it is missing and checks that it
-// has the columns.
-func (s sqlProgress) ensureTable(ctx context.Context, db, table, ddl string, columns []string) error {
-	if _, err := s.db.ExecContext(ctx, ddl); err != nil {
-		return fmt.Errorf("creating the table %s.%s (run it yourself if the account may not: %s): %w", db, table, ddl, err)
-	}
-	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table)
-	if err != nil {
-		return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-	}
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-		}
-		have[strings.ToLower(name)] = true
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-	}
-	var missing []string
-	for _, c := range columns {
-		if !have[c] {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the table %s.%s exists without the columns %v (an older layout?): drop it, or set progress_table to a new name; the output creates it as: %s", db, table, missing, ddl)
-	}
-	return nil
-}
-
-func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
-	defer cancel()
-	defer s.lock()()
+func (s metaProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
 	e := progressEntry{perDB: map[string]int64{}}
-	dbs, err := s.databasesWith(ctx, s.table)
+	rows, err := s.meta.ReadProgress(ctx, s.table, pipelineID, partition)
 	if err != nil {
 		return e, err
 	}
-	for _, d := range dbs {
-		var through, txnEnd int64
-		q := fmt.Sprintf("SELECT `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
-			progressOffsetCol, progressTxnEndCol, d, s.table, progressPipelineCol, progressPartitionCol)
-		err := s.db.QueryRowContext(ctx, q, pipelineID, partition).Scan(&through, &txnEnd)
-		if err == sql.ErrNoRows {
-			continue
-		}
-		if err != nil {
-			return e, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, d, s.table, err)
-		}
-		e.merge(d, through, txnEnd)
+	for _, r := range rows {
+		e.merge(r.DB, r.Through, r.TxnEnd)
 	}
 	return e, nil
 }
 
-// databasesWith lists the databases holding a table of that name.
-func (s sqlProgress) databasesWith(ctx context.Context, table string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", table)
-	if err != nil {
-		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
-	}
-	var dbs []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return nil, fmt.Errorf("finding the tables %q: %w", table, err)
-		}
-		if !strings.EqualFold(name, "information_schema") {
-			dbs = append(dbs, name)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
-	}
-	return dbs, nil
-}
-
-func (s sqlProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
-	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
-	defer cancel()
-	defer s.lock()()
-	table := writersTable(s.table)
-	dbs, err := s.databasesWith(ctx, table)
+func (s metaProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
+	rows, err := s.meta.ReadWriterRows(ctx, writersTable(s.table), pipelineID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]writerRow{}
-	for _, d := range dbs {
-		q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ?", d, table)
-		rows, err := s.db.QueryContext(ctx, q, pipelineID)
-		if err != nil {
-			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
-		}
-		for rows.Next() {
-			var writer string
-			var top int64
-			var open, lbl, updated sql.NullString
-			if err := rows.Scan(&writer, &top, &open, &lbl, &updated); err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
-			}
-			ns, err := parseOpen(open.String)
-			if err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("reading the row of writer %s in %s.%s: %w", writer, d, table, err)
-			}
-			out[d] = append(out[d], writerRow{writer: writer, top: top, open: ns, label: lbl.String, updated: parseUpdated(updated.String)})
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
+	out := make(map[string][]writerRow, len(rows))
+	for db, rs := range rows {
+		for _, r := range rs {
+			out[db] = append(out[db], writerRow{writer: r.Writer, top: r.Number, open: r.Open, label: r.Label, updated: r.Updated})
 		}
 	}
 	return out, nil
@@ -326,7 +163,7 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 		}
 	}
 	byPart := map[string]*progressRow{}
-	now := o.now().UTC().Format("2006-01-02 15:04:05")
+	now := o.now().UTC().Format(starrocks.RowTimeLayout)
 	o.mu.Lock()
 	for _, p := range parts {
 		if p.fenced || p.key.partition == noContractPartition {
@@ -509,8 +346,8 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 	if o.conf.exactlyOnce {
 		if rows := w.progressRows(c); len(rows) > 0 {
 			body, _ := json.Marshal(rows)
-			if err := w.loadRows(ctx, c.label, o.conf.progressTable, progressOffsetCol, body); err != nil {
-				if tableWide(err) {
+			if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
+				if starrocks.IsTableWide(err) {
 					// Dropped while running: create it again before the replay.
 					w.progressReady = false
 				}
@@ -522,7 +359,7 @@ func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
 	}
 	c.open, c.rowAt = w.labels.openExcept(c.n), o.now()
 	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.n, c.open, c.rowAt)); err != nil {
-		if tableWide(err) {
+		if starrocks.IsTableWide(err) {
 			w.progressReady = false
 		}
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +167,7 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 			assert.Equal(t, "pl", r["pipeline_id"])
 			assert.NotEmpty(t, r["updated_at"])
 			assert.Equal(t, num, int64(r["label_number"].(float64)), "the writer row names its own label's number")
-			open, err := parseOpen(r["open_labels"].(string))
+			open, err := starrocks.ParseOpenLabels(r["open_labels"].(string))
 			require.NoError(t, err)
 			if len(c.rows["a"]) == 0 {
 				assert.NotEmpty(t, open, "an anchor lists the label of the commit it precedes")
@@ -295,11 +296,27 @@ func TestExactlyOnceCommitWaitsForEarlierDeadLetter(t *testing.T) {
 func TestReadmeShowsProgressDDL(t *testing.T) {
 	b, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	for _, want := range []string{progressDDL("<database>", defaultProgressTable), writersDDL("<database>", writersTable(defaultProgressTable))} {
+	for _, want := range []string{starrocks.ProgressDDL("<database>", defaultProgressTable), starrocks.WritersDDL("<database>", writersTable(defaultProgressTable))} {
 		var indented []string
 		for _, l := range strings.Split(want, "\n") {
 			indented = append(indented, "  "+l)
 		}
 		assert.Contains(t, string(b), strings.Join(indented, "\n"))
 	}
+}
+
+// The rows the output loads into the progress and writers tables name
+// exactly the columns of the tables it creates (internal/starrocks).
+func TestLoadedRowsNameTheTablesColumns(t *testing.T) {
+	names := func(v any) []string {
+		rt := reflect.TypeOf(v)
+		var out []string
+		for i := 0; i < rt.NumField(); i++ {
+			out = append(out, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+		}
+		return out
+	}
+	assert.Equal(t, starrocks.ProgressColumns, names(progressRow{}))
+	assert.Equal(t, starrocks.WritersColumns, names(writerRecord{}))
+	assert.Contains(t, starrocks.ProgressDDL("d", "t"), fmt.Sprintf("`pipeline_id` VARCHAR(%d)", maxPipelineID), "pipeline_id fits its column")
 }

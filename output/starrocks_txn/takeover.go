@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
@@ -25,7 +24,7 @@ import (
 // To find those transactions by label, each run of the output (a writer)
 // numbers its labels per database — "<label_prefix>-<db>-<writer><n>",
 // n = 1, 2, 3, … (starrocks.SeqLabel) — and keeps a writer row in the
-// database's writers table (<progress_table>_writers, writersDDL; this
+// database's writers table (<progress_table>_writers, starrocks.WritersDDL; this
 // writer's side is in writerrow.go and ledger.go): label_number the number T
 // of the label that wrote the row, open_labels the numbers of the writer's
 // other labels that were open then (begun and possibly committed later: the
@@ -221,20 +220,6 @@ func (k *takeOver) probeWriter(ctx context.Context, db string, r writerRow) (adv
 	})
 }
 
-// Answers that decide what another writer's label is (docs/notes/starrocks-protocol.md §5.6, §4.4,
-// §6.1).
-var (
-	// notExistRe: no transaction under the label.
-	notExistRe = regexp.MustCompile(`(?i)does\s*not\s*exist|not exists|no transaction found`)
-	// committingRe: the FE is committing it; its outcome comes.
-	committingRe = regexp.MustCompile(`(?i)during committing|is committing|already committing`)
-	// finishedRe: committed and published (also when the label's state
-	// was evicted and get_load_state says UNKNOWN).
-	finishedRe = regexp.MustCompile(`(?i)can ?not abort (visible|committed|commited|finished)|has already been commit|already committed`)
-	// unknownDBRe: the database is gone; nothing can commit in it.
-	unknownDBRe = regexp.MustCompile(`(?i)unknown database|database\[[^\]]*\] does not exist`)
-)
-
 // finalizeLabel makes another writer's label final and, when it is committed,
 // visible. A transaction in PREPARE is rolled back, and so is one whose
 // label is UNKNOWN (an FE that registers a multi-table transaction only at
@@ -258,7 +243,7 @@ func (k *takeOver) finalizeLabel(ctx context.Context, db, label, writer string) 
 		}
 		var note error
 		switch {
-		case err != nil && unknownDBRe.MatchString(err.Error()):
+		case err != nil && starrocks.IsUnknownDatabase(err):
 			return false, nil
 		case err != nil:
 			failures++
@@ -278,26 +263,29 @@ func (k *takeOver) finalizeLabel(ctx context.Context, db, label, writer string) 
 			rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 			rerr := o.client.Rollback(rctx, txn)
 			cancel()
+			// What the refusal says (docs/notes/starrocks-protocol.md §4.4,
+			// §5.6).
+			refusal := starrocks.RollbackRefusalOf(rerr)
 			switch {
 			case rerr == nil:
 				if state != starrocks.StateUnknown {
 					log.Infof("Rolled back transaction %s, left open by writer %s of pipeline %s", label, writer, o.conf.pipelineID)
 				}
 				return false, nil
-			case finishedRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown && evicted:
+			case refusal == starrocks.RefusalFinished && state == starrocks.StateUnknown && evicted:
 				// UNKNOWN on both sides of a second refusal: published
 				// long ago, its label state evicted.
 				return true, nil
-			case finishedRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown:
+			case refusal == starrocks.RefusalFinished && state == starrocks.StateUnknown:
 				// Evicted, or committed (not yet published) just now:
 				// ask again.
 				evicted, waited, note = true, true, rerr
-			case finishedRe.MatchString(rerr.Error()), committingRe.MatchString(rerr.Error()):
+			case refusal == starrocks.RefusalFinished, refusal == starrocks.RefusalCommitting:
 				waited = true
 				note = rerr
-			case notExistRe.MatchString(rerr.Error()) && state == starrocks.StateUnknown:
+			case refusal == starrocks.RefusalNotFound && state == starrocks.StateUnknown:
 				return false, nil
-			case notExistRe.MatchString(rerr.Error()):
+			case refusal == starrocks.RefusalNotFound:
 				// PREPARE without a task (an FE restart or a leader
 				// change): the cancel API aborts it through the
 				// transaction manager.

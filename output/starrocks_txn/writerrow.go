@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
@@ -29,44 +27,6 @@ func (w *dbWorker) labelDone(label string) {
 	}
 }
 
-// progressTimeLayout is how updated_at is written and read back (UTC).
-const progressTimeLayout = "2006-01-02 15:04:05"
-
-// parseUpdated reads a writer row's updated_at; zero when it is not a
-// time (then the row is never taken as stale).
-func parseUpdated(s string) time.Time {
-	t, err := time.ParseInLocation(progressTimeLayout, strings.TrimSpace(s), time.UTC)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-// formatOpen and parseOpen write and read the open label numbers of a
-// writer row ("12,15").
-func formatOpen(ns []int64) string {
-	parts := make([]string, len(ns))
-	for i, n := range ns {
-		parts[i] = strconv.FormatInt(n, 10)
-	}
-	return strings.Join(parts, ",")
-}
-
-func parseOpen(s string) ([]int64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []int64
-	for _, p := range strings.Split(s, ",") {
-		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("open label list %q: %w", s, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // writerRecord is one row of the writers table as loaded.
 type writerRecord struct {
 	Pipeline string `json:"pipeline_id"`
@@ -80,8 +40,8 @@ type writerRecord struct {
 // writerRow is the worker's row in the writers table, loaded under the
 // label numbered n with the other open labels.
 func (w *dbWorker) writerRow(label string, n int64, open []int64, at time.Time) writerRecord {
-	return writerRecord{Pipeline: w.o.conf.pipelineID, Writer: w.o.writer, Number: n, Open: formatOpen(open),
-		Label: label, Updated: at.UTC().Format(progressTimeLayout)}
+	return writerRecord{Pipeline: w.o.conf.pipelineID, Writer: w.o.writer, Number: n, Open: starrocks.FormatOpenLabels(open),
+		Label: label, Updated: at.UTC().Format(starrocks.RowTimeLayout)}
 }
 
 // tableHeaders are the load headers of the progress and writers tables:
@@ -110,7 +70,7 @@ func (w *dbWorker) loadRows(ctx context.Context, label, table, mergeCol string, 
 func (w *dbWorker) loadWriterRow(ctx context.Context, label string, r writerRecord) error {
 	body, _ := json.Marshal([]writerRecord{r})
 	table := writersTable(w.o.conf.progressTable)
-	if err := w.loadRows(ctx, label, table, writersNumberCol, body); err != nil {
+	if err := w.loadRows(ctx, label, table, starrocks.WritersNumberCol, body); err != nil {
 		return fmt.Errorf("loading the writer row into %s.%s: %w", w.db, table, err)
 	}
 	w.o.m.loads.Incr(1, w.db, table)

@@ -40,7 +40,7 @@ func assertSuccessorFinds(t *testing.T, o *Output, f *fakeSR) {
 			if held != nil && top < held.top {
 				continue // merge_condition: label_number
 			}
-			open, err := parseOpen(r["open_labels"].(string))
+			open, err := starrocks.ParseOpenLabels(r["open_labels"].(string))
 			require.NoError(t, err)
 			held = &writerRow{writer: o.writer, top: top, open: open, label: r["label"].(string)}
 		}
@@ -261,7 +261,7 @@ func TestAtLeastOnceWithPipelineIDKeepsWriterRows(t *testing.T) {
 	anchor := starrocks.SeqLabel("benthos", "test", "0dead0de", 3)
 	require.NoError(t, f.Begin(context.Background(), starrocks.Txn{DB: "test", Label: anchor, Multi: true}))
 	require.NoError(t, f.Load(context.Background(), starrocks.LoadRequest{Txn: starrocks.Txn{DB: "test", Label: anchor, Table: writersTable(defaultProgressTable), Multi: true},
-		Headers: tableHeaders(writersNumberCol), Body: []byte(`[{"pipeline_id":"pl","writer":"0dead0de","label_number":3,"open_labels":"4","label":"` + anchor + `","updated_at":"` + time.Now().UTC().Format(progressTimeLayout) + `"}]`)}))
+		Headers: tableHeaders(starrocks.WritersNumberCol), Body: []byte(`[{"pipeline_id":"pl","writer":"0dead0de","label_number":3,"open_labels":"4","label":"` + anchor + `","updated_at":"` + time.Now().UTC().Format(starrocks.RowTimeLayout) + `"}]`)}))
 	require.NoError(t, f.Commit(context.Background(), starrocks.Txn{DB: "test", Label: anchor, Multi: true}))
 
 	o, _ := testOutput(t, "commit_interval: 100ms\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n", f, nil)
