@@ -85,16 +85,13 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
-		if err := w.loadProgress(ctx, c); err != nil {
+		if err := o.track.loadRows(ctx, w, c); err != nil {
 			if !replay("progress", err) {
 				return ctx.Err()
 			}
 			continue
 		}
-		if !w.awaitDeadLetters(ctx, c) {
-			return ctx.Err()
-		}
-		if err := w.anchorIfNeeded(ctx, c); err != nil {
+		if err := o.track.beforeCommit(ctx, w, c); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -103,34 +100,23 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
-		// Commit. A fence waits while it is in flight.
-		o.mu.Lock()
-		liveNow := w.liveLocked(c)
-		for _, t := range liveNow {
-			t.inCommit = true
-		}
-		dropped := len(liveNow) != len(c.txns)
-		o.mu.Unlock()
-		if dropped {
+		if !w.startCommit(c) {
 			// A fence got in between: replay without its rows.
-			w.clearCommitting(c)
 			continue
 		}
 		start := o.now()
 		committed, ok, err := w.commitLabel(ctx, c.label)
 		w.log.Debugf("Commit of label %s with %d source transactions took %v (err %v)", c.label, len(c.txns), o.now().Sub(start), err)
 		if !ok {
-			w.clearCommitting(c)
+			w.endCommit(c)
 			return ctx.Err()
 		}
 		if committed {
-			if c.progressLoaded {
-				w.labels.durable(c.n, c.open, c.rowAt)
-			}
+			o.track.committed(w, c)
 			w.committed(c, start)
 			return nil
 		}
-		w.clearCommitting(c)
+		w.endCommit(c)
 		o.m.rollbacks.Incr(1, w.db)
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
 			w.log.Errorf("Commit of label %s failed for its data: %v; isolating the offending source transactions", c.label, err)
@@ -178,13 +164,25 @@ func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
 	}
 }
 
-// liveLocked is liveTxnsLocked over the cycle's transactions.
-func (w *dbWorker) liveLocked(c *cycle) []*srcTxn {
-	return w.o.liveTxnsLocked(c.txns)
+// startCommit marks c's transactions as held by a commit in flight, which a
+// fence waits for and which keeps them from being released. It reports
+// false, marking nothing, when a fence or a stall took one of them since the
+// loop head: the cycle is then replayed without it.
+func (w *dbWorker) startCommit(c *cycle) bool {
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	if len(w.o.liveTxnsLocked(c.txns)) != len(c.txns) {
+		return false
+	}
+	for _, t := range c.txns {
+		t.inCommit = true
+	}
+	return true
 }
 
-// clearCommitting marks the end of a commit request that holds c.
-func (w *dbWorker) clearCommitting(c *cycle) {
+// endCommit marks the end of a commit request that held c and did not
+// commit it (committed clears the mark itself).
+func (w *dbWorker) endCommit(c *cycle) {
 	w.o.mu.Lock()
 	for _, t := range c.txns {
 		t.inCommit = false

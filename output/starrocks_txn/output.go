@@ -45,13 +45,11 @@ type Output struct {
 	// meta asks StarRocks over its MySQL port (mysql_address): table
 	// models, and the progress and writers tables.
 	meta *starrocks.Meta
-	// prog creates and reads the progress table (exactly_once).
-	prog progressStore
+	// track keeps, in StarRocks, what a successor needs (tracker.go): none,
+	// writer rows, or writer rows and the partitions' progress.
+	track tracker
 	// parseHook, when set (tests), runs before each message body is parsed.
 	parseHook func()
-	// takeover is the take-over check of other writers' transactions
-	// (takeover.go), set with prog.
-	takeover *takeOver
 	// writer names this run of the output in its labels and its writer
 	// rows (writerrow.go).
 	writer string
@@ -117,6 +115,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		workers:         map[string]*dbWorker{},
 		dlWake:          make(chan struct{}, 1),
 		now:             time.Now,
+		track:           noTracking{},
 		writer:          starrocks.NewWriterID(),
 	}
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
@@ -127,34 +126,19 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 	return o
 }
 
-// enableProgress sets up exactly_once over the MySQL connection: the
-// progress store, and the progress reader in the partition registry, through
-// which the kafka_txn input seeks a newly assigned partition after what
-// StarRocks already holds (an optimisation: the output drops replays itself).
+// enableProgress keeps writer rows, and with exactly_once the partitions'
+// progress, over the MySQL connection, when the configuration asks for them
+// (config.trackWriters).
 func (o *Output) enableProgress() {
 	if !o.conf.trackWriters() || o.meta == nil {
 		return
-	}
-	if !o.conf.exactlyOnce {
-		o.log.Infof("At_least_once with pipeline_id %q and mysql_address: keeping writer rows in %s and checking other writers' transactions before applying a partition's messages", o.conf.pipelineID, writersTable(o.conf.progressTable))
 	}
 	o.setProgressStore(metaProgress{meta: o.meta, table: o.conf.progressTable, partitions: o.conf.exactlyOnce})
 }
 
 // setProgressStore keeps progress (exactly_once) or writer rows in ps.
 func (o *Output) setProgressStore(ps progressStore) {
-	o.prog = ps
-	o.takeover = newTakeOver(o, ps)
-	if !o.conf.exactlyOnce {
-		return
-	}
-	o.reg.SetProgress(func(ctx context.Context, partition string) (int64, bool, error) {
-		e, err := ps.read(ctx, o.conf.pipelineID, partition)
-		if err != nil {
-			return 0, false, err
-		}
-		return e.through, e.hasThrough, nil
-	})
+	o.track = newTracker(o, ps)
 }
 
 // Connect starts the background loops once.
@@ -176,7 +160,7 @@ func (o *Output) Connect(ctx context.Context) error {
 func (o *Output) Close(ctx context.Context) error {
 	o.cancel()
 	o.wg.Wait()
-	o.forgetWriter(ctx)
+	o.track.close(ctx)
 	if o.meta != nil {
 		_ = o.meta.Close()
 	}

@@ -93,7 +93,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		o.releaseStaleLocked(it)
 		return
 	}
-	if o.prog != nil && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
+	if o.track.learnsPartitions() && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
 		return
 	}
 	p := o.partitionLocked(it.pk)
@@ -104,8 +104,10 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		return
 	}
 	noContract := it.pk.partition == noContractPartition
+	// What StarRocks holds of the partition: read before its first message
+	// when the tracker keeps progress (exactly_once), nil or empty else.
 	var prog *progressEntry
-	if o.conf.exactlyOnce && !noContract {
+	if !noContract {
 		prog = o.progress[it.pk.partition]
 	}
 	if prog.coversMessage(it.meta.SourceOffset) && it.meta.HasOffset && p.open == nil {

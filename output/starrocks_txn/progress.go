@@ -2,9 +2,6 @@ package starrocks_txn
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -247,17 +244,7 @@ func (o *Output) readProgressLoop(part string) {
 		o.mu.Lock()
 		gen := o.progressGen[part]
 		o.mu.Unlock()
-		prog, k := o.prog, o.takeover
-		var e progressEntry
-		var err error
-		if prog != nil {
-			ticket := k.ticket()
-			// What another writer left committing lands first: its rows and
-			// progress must be in what is read.
-			if err = k.run(o.ctx, ticket); err == nil && o.conf.exactlyOnce {
-				e, err = prog.read(o.ctx, o.conf.pipelineID, part)
-			}
-		}
+		e, err := o.track.learn(o.ctx, part)
 		if err != nil {
 			if o.ctx.Err() != nil {
 				return
@@ -292,79 +279,4 @@ func (o *Output) readProgressLoop(part string) {
 		}
 		return
 	}
-}
-
-// awaitDeadLetters holds the commit of c (exactly_once) while a poisoned
-// transaction of one of its partitions is on its way to dead_letter. The
-// progress rows of c claim, per database, the partition's last transaction
-// in c; a restart skips every transaction of the partition at or below it
-// into this database, so an earlier poisoned one must be in dead_letter
-// before c can be visible, or a crash in between would lose its delivery.
-func (w *dbWorker) awaitDeadLetters(ctx context.Context, c *cycle) bool {
-	o := w.o
-	if !o.conf.exactlyOnce || o.dl == nil {
-		return true
-	}
-	for {
-		o.mu.Lock()
-		parts := make(map[*partition]bool, len(c.txns))
-		for _, t := range c.txns {
-			parts[t.p] = true
-		}
-		pending := o.dlWriting != nil && parts[o.dlWriting.p]
-		for _, t := range o.dlQueue {
-			if parts[t.p] {
-				pending = true
-			}
-		}
-		o.mu.Unlock()
-		if !pending {
-			return true
-		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
-			return false
-		}
-	}
-}
-
-// loadProgress writes the committed-through offsets of the cycle's
-// partitions (exactly_once) and the writer row into the progress table,
-// under the cycle's label, so they become visible with the rows.
-func (w *dbWorker) loadProgress(ctx context.Context, c *cycle) error {
-	o := w.o
-	if o.prog == nil || c.progressLoaded {
-		return nil
-	}
-	if !w.progressReady {
-		// Created before the database's first commit. The transaction was
-		// begun already; its loads wait for the table, not for the label.
-		if err := o.prog.ensure(ctx, w.db); err != nil {
-			return err
-		}
-		w.progressReady = true
-	}
-	if o.conf.exactlyOnce {
-		if rows := w.progressRows(c); len(rows) > 0 {
-			body, _ := json.Marshal(rows)
-			if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
-				if starrocks.IsTableWide(err) {
-					// Dropped while running: create it again before the replay.
-					w.progressReady = false
-				}
-				return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
-			}
-			o.m.loads.Incr(1, w.db, o.conf.progressTable)
-			o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
-		}
-	}
-	c.open, c.rowAt = w.labels.openExcept(c.n), o.now()
-	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.n, c.open, c.rowAt)); err != nil {
-		if starrocks.IsTableWide(err) {
-			w.progressReady = false
-		}
-		return err
-	}
-	c.progressLoaded = true
-	c.loaded = true
-	return nil
 }

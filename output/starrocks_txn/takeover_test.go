@@ -65,6 +65,19 @@ func (s *scriptedSR) left(label string) []starrocks.LabelState {
 	return s.states[label]
 }
 
+// takeOverOf is the take-over check of an output that keeps writer rows.
+func takeOverOf(t *testing.T, o *Output) *takeOver {
+	t.Helper()
+	switch tr := o.track.(type) {
+	case *writerTracking:
+		return tr.takeover
+	case *exactlyOnceTracking:
+		return tr.takeover
+	}
+	t.Fatalf("the output keeps no writer rows (%T)", o.track)
+	return nil
+}
+
 // probeOutput returns the take-over check of an output that talks to sr
 // (and has no store: set one to run it whole).
 func probeOutput(t *testing.T, sr *scriptedSR) *takeOver {
@@ -204,7 +217,7 @@ func TestStaleWriterRowsAreSkippedAndWritersReanchor(t *testing.T) {
 func TestTakeOverCoalesces(t *testing.T) {
 	f := newFakeSR()
 	o, _, _ := eoOutput(t, f, nil, "")
-	k := o.takeover
+	k := takeOverOf(t, o)
 	ticket := k.ticket()
 	require.NoError(t, k.run(context.Background(), ticket))
 	k.mu.Lock()

@@ -83,7 +83,7 @@ func (w *dbWorker) loadWriterRow(ctx context.Context, label string, r writerReco
 // (the writer's first commit in the database, or labels burnt since).
 func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	o := w.o
-	if o.prog == nil || w.labels.covered(c.n, o.now()) {
+	if w.labels.covered(c.n, o.now()) {
 		return nil
 	}
 	label, n := w.nextLabel()
@@ -113,9 +113,6 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 // can be committed any more, so no successor needs to probe its labels. A
 // commit whose outcome is unknown keeps the row.
 func (o *Output) forgetWriter(ctx context.Context) {
-	if o.prog == nil {
-		return
-	}
 	for _, w := range o.workerList() {
 		if !w.labels.forgettable() {
 			continue
