@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// The texts are the replies docs/notes/starrocks-protocol.md quotes, wrapped
-// as the client returns them.
+// The texts are the replies docs/notes/starrocks-protocol.md quotes (the §
+// below are its sections), wrapped as the client returns them.
 func replyErr(op string, class Class, status, msg string) error {
 	return &Error{Op: op, DB: "shop", Label: "benthos-shop-0123456789abcdef", Class: class, HTTPCode: 200, Status: status, Message: msg}
 }

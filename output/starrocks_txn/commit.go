@@ -10,9 +10,9 @@ import (
 )
 
 // Delivering a cycle: load what is pending, commit, and decide a commit's
-// outcome by label state when the reply does not say (ARCHITECTURE.md §4.3,
-// §4.4); begin, rollback, and the split of a cycle that failed for some of
-// its data.
+// outcome by label state when the reply does not say (ARCHITECTURE.md
+// §4.3 and §4.4); begin, rollback, and the split of a cycle that failed for
+// some of its data.
 
 // rollbackTimeout bounds a best-effort rollback.
 const rollbackTimeout = 10 * time.Second

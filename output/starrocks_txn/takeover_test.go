@@ -329,10 +329,11 @@ func (s *seqSR) Rollback(ctx context.Context, t starrocks.Txn) error {
 	return srErr("rollback", starrocks.ClassTransient, "Can not abort VISIBLE transaction 7, label is "+t.Label)
 }
 
-// The FE refuses "Can not abort VISIBLE" for a COMMITED task too (§5.6): a
-// label UNKNOWN a moment ago that refuses may be committed and not
-// published yet. Only a second refusal with the label still UNKNOWN means
-// its state was evicted long after it was published.
+// The FE refuses "Can not abort VISIBLE" for a COMMITED task too
+// (docs/notes/starrocks-protocol.md §5.6): a label UNKNOWN a moment ago that
+// refuses may be committed and not published yet. Only a second refusal
+// with the label still UNKNOWN means its state was evicted long after it was
+// published.
 func TestFinalizeLabelVisibleRefusalOfAnUnknownLabelAsksAgain(t *testing.T) {
 	label := starrocks.SeqLabel("benthos", "shop", "deadbeef", 3)
 	sr := &seqSR{fakeSR: newFakeSR(), script: []starrocks.LabelState{starrocks.StateUnknown, starrocks.StateCommitted, starrocks.StateVisible}}

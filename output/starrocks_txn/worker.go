@@ -8,10 +8,10 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
-// The database worker: its commit cycles, one at a time (ARCHITECTURE.md
-// §4.3). step begins a cycle eagerly, takes what the switches froze, streams
-// it (load.go) and, when the cycle is due, hands it to a commit goroutine
-// that delivers it (commit.go).
+// The database worker runs its commit cycles one at a time
+// (ARCHITECTURE.md §4.3): step begins a cycle eagerly, takes what the
+// switches froze, streams it (load.go) and, when the cycle is due, hands it
+// to a commit goroutine that delivers it (commit.go).
 
 // cycle is one shared multi-table transaction of a database: its label and
 // the source transactions retained in it until the commit resolves.
