@@ -462,7 +462,7 @@ func (c *config) validate() error {
 
 // trackWriters reports whether the output keeps writer rows in the progress
 // table and checks other writers' transactions before it applies a
-// partition's messages (writers.go): always with exactly_once, and with
+// partition's messages (takeover.go): always with exactly_once, and with
 // at_least_once when pipeline_id and mysql_address are set.
 func (c *config) trackWriters() bool {
 	return c.mysqlAddress != "" && (c.exactlyOnce || c.pipelineID != "")

@@ -13,7 +13,9 @@ import (
 // fence drops everything uncommitted of a partition (under every seq
 // source), waits (bounded) for an in-flight commit that contains its rows,
 // and releases its held WriteBatch calls with success: the new owner of the
-// partition reads them again.
+// partition reads them again. Its transactions move to fenced at once, so
+// they stop counting as buffered and committable when the fence takes them;
+// their messages are acknowledged when they are released.
 func (o *Output) fence(ctx context.Context, part string) error {
 	o.mu.Lock()
 	var txns []*srcTxn

@@ -146,7 +146,7 @@ type progressRow struct {
 //     c, which this database holds once c commits.
 //
 // Loaded under c's label (with the writer's row in the writers table,
-// writers.go), the rows become visible with the data or not at all.
+// writerrow.go), the rows become visible with the data or not at all.
 func (w *dbWorker) progressRows(c *cycle) []progressRow {
 	o := w.o
 	in := make(map[*srcTxn]bool, len(c.txns))
