@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // testOutput builds an output over the fake from YAML.

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 func TestTxnInProcessingResendsLoad(t *testing.T) {

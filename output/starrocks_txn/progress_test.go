@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
-	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 func TestProgressEntryCoversComparesNumbers(t *testing.T) {

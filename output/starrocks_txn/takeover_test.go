@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 // scriptedSR answers get_load_state from a script and records rollbacks: the

@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 func TestNToOneMapping(t *testing.T) {
