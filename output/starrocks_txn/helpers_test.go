@@ -18,8 +18,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
-// testOutput builds an output over the fake from YAML.
-func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter) (*Output, *service.Resources) {
+// testOutput builds an output over the fake from YAML; opts change it
+// before its loops start.
+func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter, changes ...func(*Output)) (*Output, *service.Resources) {
 	t.Helper()
 	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\n"+yaml, nil)
 	require.NoError(t, err)
@@ -31,6 +32,9 @@ func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter) (*Output,
 	}
 	res := service.MockResources(opts...)
 	o := newOutput(c, f, dl, res)
+	for _, change := range changes {
+		change(o)
+	}
 	watchLifecycle(t, o, f)
 	t.Cleanup(func() { checkLifecycle(t) })
 	require.NoError(t, o.Connect(context.Background()))
@@ -40,10 +44,17 @@ func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter) (*Output,
 
 const eoYAML = "commit_interval: 100ms\nsemantic: exactly_once\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n"
 
+// withClock makes an output read the time from now.
+func withClock(now func() time.Time) func(*Output) { return func(o *Output) { o.now = now } }
+
+// withClient makes an output talk to c instead of the fake it was built
+// over (whose calls still run the lifecycle checks).
+func withClient(c txnClient) func(*Output) { return func(o *Output) { o.client = c } }
+
 // eoOutput builds an exactly_once output over the fake server.
-func eoOutput(t *testing.T, f *fakeSR, dl deadLetter, extra string) (*Output, *service.Resources, *fakeProgress) {
+func eoOutput(t *testing.T, f *fakeSR, dl deadLetter, extra string, opts ...func(*Output)) (*Output, *service.Resources, *fakeProgress) {
 	t.Helper()
-	o, res := testOutput(t, eoYAML+extra, f, dl)
+	o, res := testOutput(t, eoYAML+extra, f, dl, opts...)
 	fp := &fakeProgress{f: f, table: defaultProgressTable}
 	o.setProgressStore(fp)
 	return o, res, fp

@@ -81,10 +81,9 @@ func takeOverOf(t *testing.T, o *Output) *takeOver {
 
 // probeOutput returns the take-over check of an output that talks to sr
 // (and has no store: set one to run it whole).
-func probeOutput(t *testing.T, sr *scriptedSR) *takeOver {
+func probeOutput(t *testing.T, sr *scriptedSR, opts ...func(*Output)) *takeOver {
 	t.Helper()
-	o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 5ms }\n", sr.fakeSR, nil)
-	o.client = sr
+	o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 5ms }\n", sr.fakeSR, nil, append([]func(*Output){withClient(sr)}, opts...)...)
 	return newTakeOver(o, nil)
 }
 
@@ -149,8 +148,7 @@ func TestProbeWriterWaitsForAnUnknownLabelTheFEIsCommitting(t *testing.T) {
 // goes on instead of starting over.
 func TestTakeOverRetriesAFailedQuery(t *testing.T) {
 	sr := &flakySR{scriptedSR: &scriptedSR{fakeSR: newFakeSR(), states: map[string][]starrocks.LabelState{}, committing: map[string]bool{}}, k: 7}
-	k := probeOutput(t, sr.scriptedSR)
-	k.o.client = sr
+	k := probeOutput(t, sr.scriptedSR, withClient(sr))
 	rows := map[string][]writerRow{}
 	for i := 0; i < 8; i++ {
 		w := fmt.Sprintf("dead%04d", i)
@@ -193,9 +191,9 @@ func TestStaleWriterRowsAreSkippedAndWritersReanchor(t *testing.T) {
 		starrocks.StemLabel(stem, 11):  {starrocks.StatePrepare},
 		starrocks.StemLabel(fresh, 11): {starrocks.StatePrepare},
 	}, committing: map[string]bool{}}
-	k := probeOutput(t, sr)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	k.o.now = func() time.Time { return now }
+	clock := now
+	k := probeOutput(t, sr, withClock(func() time.Time { return clock }))
 	k.store = &staticWriters{fakeProgress: fakeProgress{f: sr.fakeSR, table: defaultProgressTable}, rows: map[string][]writerRow{"shop": {
 		{writer: "01d01d01", top: 10, label: starrocks.StemLabel(stem, 10), updated: now.Add(-writerRowStale - time.Minute)},
 		{writer: "f2e5f2e5", top: 10, label: starrocks.StemLabel(fresh, 10), updated: now.Add(-writerRowStale + time.Minute)},
@@ -289,8 +287,7 @@ func TestFinalizeLabelAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.sr.fakeSR = newFakeSR()
-			o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n", tc.sr.fakeSR, nil)
-			o.client = tc.sr
+			o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n", tc.sr.fakeSR, nil, withClient(tc.sr))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			committed, err := newTakeOver(o, nil).finalizeLabel(ctx, "shop", label, "deadbeef")
@@ -338,8 +335,7 @@ func (s *seqSR) Rollback(ctx context.Context, t starrocks.Txn) error {
 func TestFinalizeLabelVisibleRefusalOfAnUnknownLabelAsksAgain(t *testing.T) {
 	label := starrocks.SeqLabel("benthos", "shop", "deadbeef", 3)
 	sr := &seqSR{fakeSR: newFakeSR(), script: []starrocks.LabelState{starrocks.StateUnknown, starrocks.StateCommitted, starrocks.StateVisible}}
-	o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n", sr.fakeSR, nil)
-	o.client = sr
+	o, _ := testOutput(t, eoYAML+"retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n", sr.fakeSR, nil, withClient(sr))
 	committed, err := newTakeOver(o, nil).finalizeLabel(context.Background(), "shop", label, "deadbeef")
 	require.NoError(t, err)
 	assert.True(t, committed)

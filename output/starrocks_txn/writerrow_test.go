@@ -132,9 +132,8 @@ func TestWriterEagerBeginBurnStaysFindable(t *testing.T) {
 // next one anchors again before a successor could skip the row as stale.
 func TestWriterRowAgeIsTheRowsTime(t *testing.T) {
 	f := newFakeSR()
-	o, _, _ := eoOutput(t, f, nil, "")
 	var skew atomic.Int64
-	o.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	o, _, _ := eoOutput(t, f, nil, "", withClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
 	s := newSrc("asm")
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t0", 0)))}, 5*time.Second)
 
