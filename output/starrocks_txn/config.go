@@ -33,7 +33,6 @@ const (
 	fieldTPDatabase         = "database"
 	fieldTPTable            = "table"
 	fieldTPProperties       = "properties"
-	fieldMaxInFlight        = "max_in_flight"
 	fieldDeadLetter         = "dead_letter"
 	fieldRetryBackoff       = "retry_backoff"
 	fieldRBInitial          = "initial_interval"
@@ -151,7 +150,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("Per-table stream-load headers overriding `load_properties`.").
 				Advanced().
 				Default([]any{}),
-			service.NewIntField(fieldMaxInFlight).
+			service.NewOutputMaxInFlightField().
 				Description("The number of concurrent `WriteBatch` calls. Each one is held until its rows are committed, so this must cover (batches per commit cycle + batches one open source transaction spans) × partitions; the default fits 1024 such batches.").
 				Default(defaultMaxInFlight),
 			service.NewOutputField(fieldDeadLetter).
@@ -330,7 +329,7 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		}
 		c.tableProperties = append(c.tableProperties, p)
 	}
-	if c.maxInFlight, err = conf.FieldInt(fieldMaxInFlight); err != nil {
+	if c.maxInFlight, err = conf.FieldMaxInFlight(); err != nil {
 		return
 	}
 	if c.retryInitial, err = conf.FieldDuration(fieldRetryBackoff, fieldRBInitial); err != nil {
@@ -463,7 +462,7 @@ func (c *config) validate() error {
 
 // trackWriters reports whether the output keeps writer rows in the progress
 // table and checks other writers' transactions before it applies a
-// partition's messages (writers.go): always with exactly_once, and with
+// partition's messages (takeover.go): always with exactly_once, and with
 // at_least_once when pipeline_id and mysql_address are set.
 func (c *config) trackWriters() bool {
 	return c.mysqlAddress != "" && (c.exactlyOnce || c.pipelineID != "")
