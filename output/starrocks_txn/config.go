@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"gopkg.in/yaml.v3"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -226,6 +227,27 @@ root = [
   if $ci != null && $tt != null && $ci * 2 > $tt { "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout" } else { null },
 ].filter(v -> v != null)
 `)
+}
+
+// deadLetterSet reports whether dead_letter names an output. A generated
+// config (`create`, the reference's full config) writes the optional output
+// as `dead_letter: null`, which means the same as leaving it out.
+func deadLetterSet(conf *service.ParsedConfig) bool {
+	if !conf.Contains(fieldDeadLetter) {
+		return false
+	}
+	v, err := conf.FieldAny(fieldDeadLetter)
+	if err != nil || v == nil {
+		return false
+	}
+	// A field parsed from YAML holds the node itself.
+	switch n := v.(type) {
+	case *yaml.Node:
+		return n.ShortTag() != "!!null"
+	case yaml.Node:
+		return n.ShortTag() != "!!null"
+	}
+	return true
 }
 
 type tableProps struct {

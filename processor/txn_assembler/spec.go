@@ -127,6 +127,26 @@ var customDefaultsJSON = func() string {
 	return string(b)
 }()
 
+// errBlankDatabase is the lint message and the start-time error of a
+// database of only blanks (empty is the default: keep each event's database).
+const errBlankDatabase = "database must not be blank: leave it empty to keep each event's database"
+
+// isSet reports whether an optional string field holds a value. The optional
+// fields default to "" rather than being absent, so that a generated config
+// (`create`, the reference's full config) carries no example as a value; ""
+// means unset.
+func isSet(conf *service.ParsedConfig, field string) bool {
+	if !conf.Contains(field) {
+		return false
+	}
+	v, err := conf.FieldAny(field)
+	if err != nil {
+		return false
+	}
+	s, ok := v.(string)
+	return !ok || s != ""
+}
+
 func processorSpec() *service.ConfigSpec {
 	return service.NewConfigSpec().
 		Beta().
@@ -141,27 +161,27 @@ func processorSpec() *service.ConfigSpec {
 				formatCustom:   "Any shape: the Bloblang mappings under `custom` give each message's kind, transaction id, database, table, row and delete flag.",
 			}).Description("The format of the source events.").Default(formatEnvelope),
 			service.NewInterpolatedStringField(fieldPartition).
-				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When unset: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
+				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When empty: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
 				Example(`${! @kafka_topic }/${! @kafka_partition }`).
 				Example(`${! meta("source") }`).
-				Optional(),
+				Default(""),
 			service.NewInterpolatedStringField(fieldSourceOffset).
-				Description("The source position of a message, a whole number that must strictly increase within a partition. When unset: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). With the counter, replays cannot be recognised (a replayed message gets a new number), so use a real offset wherever the source has one.").
+				Description("The source position of a message, a whole number that must strictly increase within a partition. When empty: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). With the counter, replays cannot be recognised (a replayed message gets a new number), so use a real offset wherever the source has one.").
 				Example(`${! @kafka_offset }`).
 				Example(`${! this.position }`).
-				Optional(),
+				Default(""),
 			service.NewStringMapField(fieldTableMapping).
 				Description("Maps a source table to a target table. Keys are the source `db.table` (or a bare `table`, which matches that table in any database); values are a target `table` (database unchanged, or `database` if set) or `db.table`. Unmapped tables keep their names.").
 				Example(map[string]any{"shop.orders": "orders", "shop.order_lines": "analytics.order_items"}).
 				Optional(),
 			service.NewStringField(fieldDatabase).
-				Description("Overrides the target database of every data row (a `db.table` value of `table_mapping` still wins). Also supplies the database when events carry none.").
+				Description("Overrides the target database of every data row (a `db.table` value of `table_mapping` still wins). Also supplies the database when events carry none. Empty: every row keeps its event's database.").
 				Example("analytics").
-				Optional(),
+				Default(""),
 			service.NewStringField(fieldInstanceID).
-				Description("A name prefixed to the random instance tag in `starrocks_seq_source`, to tell instances apart in logs and metrics.").
+				Description("A name prefixed to the random instance tag in `starrocks_seq_source`, to tell instances apart in logs and metrics. Empty: the random tag alone.").
 				Example("orders-pipeline").
-				Optional().
+				Default("").
 				Advanced(),
 			service.NewObjectField(fieldCustom,
 				service.NewBloblangField(fieldCustomKind).
@@ -192,7 +212,7 @@ let defaults = `+customDefaultsJSON+`
 let custom_set = this.custom.or({}).key_values().any(kv -> kv.value != $defaults.get(kv.key))
 let errs = if this.format.or("envelope") != "custom" && $custom_set { $errs.append("custom is only read when format is custom") } else { $errs }
 let errs = if this.table_mapping.or({}).values().any(v -> v.trim() == "") { $errs.append("table_mapping values must not be empty") } else { $errs }
-let errs = if this.exists("database") && this.database.trim() == "" { $errs.append("database must not be empty when set") } else { $errs }
+let errs = if this.database.or("") != "" && this.database.trim() == "" { $errs.append("`+errBlankDatabase+`") } else { $errs }
 root = if $errs.length() > 0 { $errs }
 `).
 		Example("Envelope events from Kafka",
