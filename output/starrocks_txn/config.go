@@ -130,16 +130,16 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default("${! @starrocks_table }"),
 			service.NewDurationField(fieldCommitInterval).
 				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
-				Default("1s"),
+				Default(defaultCommitInterval),
 			service.NewIntField(fieldBufferSize).
 				Description("Bytes of uncommitted rows held in memory. Reaching it commits the cycle early; at twice this size admission blocks (unless nothing buffered is committable, in which case an error names this field).").
 				Default(defaultBufferSize),
 			service.NewDurationField(fieldTxnTimeout).
 				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it.").
-				Default("600s"),
+				Default(defaultTxnTimeout),
 			service.NewStringField(fieldLabelPrefix).
 				Description("Prefix of the shared transaction labels `<prefix>-<database>-<writer><n>` (`<writer>`: 8 random hex digits per run of the output; `<n>`: 1, 2, 3, … per database, as 8 hex digits). Letters, digits, `_` and `-` only.").
-				Default("benthos"),
+				Default(defaultLabelPrefix),
 			service.NewStringMapField(fieldLoadProperties).
 				Description("Stream-load headers sent with every load, over the defaults `format: json`, `strip_outer_array: true`, `ignore_json_size: true`. `enable_merge_commit` and `where` are rejected: the first is incompatible with multi-table transactions, the second would drop rows of a source transaction and break its atomicity.").
 				Example(map[string]string{"max_filter_ratio": "0", "strict_mode": "true"}).
@@ -159,14 +159,14 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Optional(),
 			service.NewObjectField(fieldRetryBackoff,
-				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Default("500ms"),
-				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Default("30s"),
+				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Default(defaultRetryInitial),
+				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Default(defaultRetryMax),
 			).
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
 				Advanced(),
 			service.NewDurationField(fieldSequenceGapTimeout).
 				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
-				Default("10s").
+				Default(defaultSequenceGapTimeout).
 				Advanced(),
 			service.NewStringEnumField(fieldCompression, "none", "gzip", "lz4_frame").
 				Description("Compression of load bodies.").
@@ -175,11 +175,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 			service.NewTLSToggledField(fieldTLS),
 			service.NewDurationField(fieldRequestTimeout).
 				Description("The timeout of one HTTP request to StarRocks.").
-				Default("60s").
+				Default(defaultRequestTimeout).
 				Advanced(),
 			service.NewDurationField(fieldCommitWait).
 				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
-				Default("60s").
+				Default(defaultLabelStateWait).
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
 				semanticAtLeastOnce: "Nothing is lost; after a crash, a restart or a rebalance, source transactions StarRocks committed but Kafka had not yet recorded are loaded again (PRIMARY KEY tables absorb them, DUPLICATE KEY tables get them twice).",
@@ -203,30 +203,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
 		).
-		LintRule(`
-map secs {
-  root = match {
-    this.has_suffix("ns") => this.trim_suffix("ns").number() / 1000000000
-    this.has_suffix("us") => this.trim_suffix("us").number() / 1000000
-    this.has_suffix("ms") => this.trim_suffix("ms").number() / 1000
-    this.has_suffix("s") => this.trim_suffix("s").number()
-    this.has_suffix("m") => this.trim_suffix("m").number() * 60
-    this.has_suffix("h") => this.trim_suffix("h").number() * 3600
-    _ => null
-  }
-}
-let props = this.load_properties.or({}).keys().map_each(k -> k.lowercase()).merge(this.table_properties.or([]).map_each(tp -> tp.properties.or({}).keys().map_each(k -> k.lowercase())).flatten())
-let ci = this.commit_interval.or("1s").apply("secs").catch(null)
-let tt = this.txn_timeout.or("600s").apply("secs").catch(null)
-root = [
-  if this.load_urls.or([]).length() == 0 { "load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030" } else { null },
-  if $props.contains("enable_merge_commit") { "enable_merge_commit is incompatible with multi-table transactions: remove it from load_properties and table_properties" } else { null },
-  if $props.contains("where") { "a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead" } else { null },
-  if this.semantic.or("at_least_once") == "exactly_once" && this.pipeline_id.or("") == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
-  if this.semantic.or("at_least_once") == "exactly_once" && this.mysql_address.or("") == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
-  if $ci != null && $tt != null && $ci * 2 > $tt { "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout" } else { null },
-].filter(v -> v != null)
-`)
+		LintRule(lintRule)
 }
 
 // deadLetterSet reports whether dead_letter names an output. A generated
@@ -318,7 +295,7 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
 		return
 	}
-	if c.commitInterval, err = conf.FieldDuration(fieldCommitInterval); err != nil {
+	if c.commitInterval, err = durationField(conf, fieldCommitInterval); err != nil {
 		return
 	}
 	var bs int
@@ -326,7 +303,7 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	c.bufferSize = int64(bs)
-	if c.txnTimeout, err = conf.FieldDuration(fieldTxnTimeout); err != nil {
+	if c.txnTimeout, err = durationField(conf, fieldTxnTimeout); err != nil {
 		return
 	}
 	if c.labelPrefix, err = conf.FieldString(fieldLabelPrefix); err != nil {
@@ -355,13 +332,13 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.maxInFlight, err = conf.FieldInt(fieldMaxInFlight); err != nil {
 		return
 	}
-	if c.retryInitial, err = conf.FieldDuration(fieldRetryBackoff, fieldRBInitial); err != nil {
+	if c.retryInitial, err = durationField(conf, fieldRetryBackoff, fieldRBInitial); err != nil {
 		return
 	}
-	if c.retryMax, err = conf.FieldDuration(fieldRetryBackoff, fieldRBMax); err != nil {
+	if c.retryMax, err = durationField(conf, fieldRetryBackoff, fieldRBMax); err != nil {
 		return
 	}
-	if c.sequenceGapTimeout, err = conf.FieldDuration(fieldSequenceGapTimeout); err != nil {
+	if c.sequenceGapTimeout, err = durationField(conf, fieldSequenceGapTimeout); err != nil {
 		return
 	}
 	if c.compression, err = conf.FieldString(fieldCompression); err != nil {
@@ -377,10 +354,10 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if !tlsOn {
 		c.tls = nil
 	}
-	if c.requestTimeout, err = conf.FieldDuration(fieldRequestTimeout); err != nil {
+	if c.requestTimeout, err = durationField(conf, fieldRequestTimeout); err != nil {
 		return
 	}
-	if c.labelStateWait, err = conf.FieldDuration(fieldCommitWait); err != nil {
+	if c.labelStateWait, err = durationField(conf, fieldCommitWait); err != nil {
 		return
 	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
@@ -411,7 +388,12 @@ func (c *config) validate() error {
 		return errors.New("load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030")
 	}
 	check := func(where string, props map[string]string) error {
+		keys := make([]string, 0, len(props))
 		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
 			lk := strings.ToLower(k)
 			if reservedLoadHeaders[lk] {
 				return fmt.Errorf("%s: header %s is set by the output itself and cannot be a load property", where, k)
@@ -436,32 +418,32 @@ func (c *config) validate() error {
 	}
 	for _, tp := range c.tableProperties {
 		if tp.database == "" || tp.table == "" {
-			return errors.New("table_properties: every entry needs a database and a table")
+			return errors.New(msgTableProperties)
 		}
 		if err := check(fmt.Sprintf("table_properties %s.%s", tp.database, tp.table), tp.props); err != nil {
 			return err
 		}
 	}
 	if c.commitInterval <= 0 {
-		return errors.New("commit_interval must be positive")
+		return errors.New(msgCommitIntervalPositive)
 	}
 	if c.txnTimeout < time.Second {
-		return errors.New("txn_timeout must be at least 1s")
+		return errors.New(msgTxnTimeoutMin)
 	}
 	if float64(c.commitInterval) > maxCommitIntervalFraction*float64(c.txnTimeout) {
-		return fmt.Errorf("commit_interval must be well below 80%% of txn_timeout (at most half of it): %v is too long for txn_timeout %v", c.commitInterval, c.txnTimeout)
+		return errors.New(msgCommitVsTimeout)
 	}
-	if c.bufferSize <= 0 {
-		return errors.New("buffer_size must be positive")
+	if c.bufferSize < 1 {
+		return errors.New(msgBufferSize)
 	}
 	if c.maxInFlight < 1 {
-		return errors.New("max_in_flight must be at least 1")
+		return errors.New(msgMaxInFlight)
 	}
 	if c.retryInitial <= 0 || c.retryMax < c.retryInitial {
-		return errors.New("retry_backoff: initial_interval must be positive and not above max_interval")
+		return errors.New(msgRetryBackoff)
 	}
 	if c.sequenceGapTimeout <= 0 {
-		return errors.New("sequence_gap_timeout must be positive")
+		return errors.New(msgSequenceGap)
 	}
 	if c.trackWriters() && len(c.pipelineID) > maxPipelineID {
 		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)
@@ -473,12 +455,20 @@ func (c *config) validate() error {
 		if c.mysqlAddress == "" {
 			return errors.New("semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol")
 		}
+	}
+	if c.trackWriters() {
+		if !progressTableRE.MatchString(c.progressTable) {
+			return errors.New(msgProgressTable(c.progressTable))
+		}
 		if err := starrocks.ValidateName("table", c.progressTable); err != nil {
 			return fmt.Errorf("progress_table: %w", err)
 		}
 	}
 	if !validPrefix(c.labelPrefix) {
-		return fmt.Errorf("label_prefix %q must be 1 to 64 letters, digits, _ or -", c.labelPrefix)
+		return errors.New(msgLabelPrefix(c.labelPrefix))
+	}
+	if c.mysqlAddress != "" && !validMySQLAddress(c.mysqlAddress) {
+		return errors.New(msgMySQLAddress(c.mysqlAddress))
 	}
 	return nil
 }

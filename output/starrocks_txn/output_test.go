@@ -678,8 +678,8 @@ func TestLintRules(t *testing.T) {
 		}
 		assert.True(t, found, "config %q: want a lint containing %q, got %v", yaml, want, texts)
 	}
-	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [x]\ncommit_interval: 1s\ntxn_timeout: 2s",
-		"load_urls: [x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030"} {
+	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [http://x]\ncommit_interval: 1s\ntxn_timeout: 2s",
+		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030"} {
 		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(ok)))
 		require.NoError(t, err)
 		assert.Empty(t, lints, ok)

@@ -139,6 +139,9 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 			if strings.TrimSpace(v) == "" || strings.TrimSpace(k) == "" {
 				return nil, fmt.Errorf("table_mapping entry %q: %q: source and target must not be empty", k, v)
 			}
+			if err := checkMappingTarget(k, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if isSet(conf, fieldDatabase) {

@@ -2,6 +2,8 @@ package txnassembler
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -131,6 +133,21 @@ var customDefaultsJSON = func() string {
 // database of only blanks (empty is the default: keep each event's database).
 const errBlankDatabase = "database must not be blank: leave it empty to keep each event's database"
 
+// mappingTargetPattern is a table_mapping target: a table, or a database and
+// a table joined by one dot, without blanks.
+const mappingTargetPattern = `^[^.\s]+(\.[^.\s]+)?$`
+
+var mappingTargetRE = regexp.MustCompile(mappingTargetPattern)
+
+// checkMappingTarget refuses a table_mapping target the lint refuses, with
+// its text.
+func checkMappingTarget(source, target string) error {
+	if !mappingTargetRE.MatchString(target) {
+		return fmt.Errorf("table_mapping entry %q: %q: the target must be table or database.table", source, target)
+	}
+	return nil
+}
+
 // isSet reports whether an optional string field holds a value. The optional
 // fields default to "" rather than being absent, so that a generated config
 // (`create`, the reference's full config) carries no example as a value; ""
@@ -211,7 +228,11 @@ let errs = []
 let defaults = `+customDefaultsJSON+`
 let custom_set = this.custom.or({}).key_values().any(kv -> kv.value != $defaults.get(kv.key))
 let errs = if this.format.or("envelope") != "custom" && $custom_set { $errs.append("custom is only read when format is custom") } else { $errs }
-let errs = if this.table_mapping.or({}).values().any(v -> v.trim() == "") { $errs.append("table_mapping values must not be empty") } else { $errs }
+let errs = $errs.merge(this.table_mapping.or({}).key_values().sort_by(kv -> kv.key).map_each(kv -> if kv.key.trim() == "" || kv.value.string().trim() == "" {
+  "table_mapping entry %q: %q: source and target must not be empty".format(kv.key, kv.value.string())
+} else if !kv.value.string().re_match("""`+mappingTargetPattern+`""") {
+  "table_mapping entry %q: %q: the target must be table or database.table".format(kv.key, kv.value.string())
+} else { null }).filter(v -> v != null))
 let errs = if this.database.or("") != "" && this.database.trim() == "" { $errs.append("`+errBlankDatabase+`") } else { $errs }
 root = if $errs.length() > 0 { $errs }
 `).
