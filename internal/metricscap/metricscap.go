@@ -183,3 +183,7 @@ type gauge struct{ v *atomic.Int64 }
 
 func (g gauge) Set(v int64)          { g.v.Store(v) }
 func (g gauge) SetFloat64(v float64) { g.v.Store(int64(v)) }
+
+// Exporter returns an exporter that reports into c, for combining the
+// capture with another exporter.
+func (c *Capture) Exporter() service.MetricsExporter { return exporter{c} }

@@ -77,9 +77,11 @@ type Running struct {
 	model   *workload.Model
 	stream  *service.Stream
 	metrics *metricscap.Capture
-	db      *sql.DB
-	opts    Options
-	start   time.Time
+	// closeMetrics closes the pipeline's own metrics exporter, if any.
+	closeMetrics func(context.Context) error
+	db           *sql.DB
+	opts         Options
+	start        time.Time
 
 	checks, torn atomic.Int64
 	consErr      atomic.Value
@@ -134,10 +136,6 @@ func Start(ctx context.Context, o Options) (r *Running, err error) {
 	r.db = sql.OpenDB(connector)
 
 	env := service.GlobalEnvironment().Clone()
-	if r.metrics, err = metricscap.Register(env, "demo_metrics"); err != nil {
-		return nil, fmt.Errorf("registering the demo's metrics: %w", err)
-	}
-	b := env.NewStreamBuilder()
 	vars := map[string]string{
 		"KAFKA_BROKERS":      strings.Join(brokers, ","),
 		"KAFKA_TOPIC":        topic,
@@ -146,6 +144,14 @@ func Start(ctx context.Context, o Options) (r *Running, err error) {
 		"STARROCKS_USER":     "root",
 		"STARROCKS_PASSWORD": "",
 	}
+	section, err := metricsSection(o.Pipeline)
+	if err != nil {
+		return nil, err
+	}
+	if r.metrics, r.closeMetrics, err = registerMetrics(env, "demo_metrics", section, vars); err != nil {
+		return nil, fmt.Errorf("registering the demo's metrics: %w", err)
+	}
+	b := env.NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err = b.SetYAML(o.Pipeline); err != nil {
 		return nil, fmt.Errorf("reading the pipeline config: %w", err)
@@ -334,6 +340,11 @@ func (r *Running) summary() *Summary {
 func (r *Running) Close() {
 	if r.stream != nil {
 		_ = r.stream.StopWithin(5 * time.Second)
+	}
+	if r.closeMetrics != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = r.closeMetrics(ctx)
+		cancel()
 	}
 	if r.prod != nil {
 		r.prod.Close()
