@@ -13,6 +13,7 @@ import (
 	"context"
 	_ "embed"
 	"os"
+	"path/filepath"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
@@ -23,6 +24,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -56,6 +58,12 @@ func benthosLint(args []string) int {
 }
 
 func main() {
+	// Benthos's own --version prints only its version; this binary's names
+	// both (and leaves the engine version Benthos reports elsewhere alone).
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, filepath.Base(os.Args[0]))
+		return
+	}
 	service.RunCLI(context.Background(), append(options(),
 		service.CLIOptAddCommand(emulator.Command()),
 		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),

@@ -46,6 +46,9 @@ type Options struct {
 	Out io.Writer
 	// Live prints a status line every second.
 	Live bool
+	// Terminal rewrites the status line in place (carriage return); else
+	// every status is a line of its own, as a log wants.
+	Terminal bool
 	// Seed makes the traffic reproducible.
 	Seed uint64
 }
@@ -218,7 +221,7 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 	}
 	stopChecks()
 	wg.Wait()
-	if r.opts.Live {
+	if r.opts.Live && r.opts.Terminal {
 		fmt.Fprintln(r.opts.Out)
 	}
 
@@ -309,14 +312,25 @@ func (r *Running) statusLoop(ctx context.Context) {
 			rows := r.metrics.Counter("starrocks_txn_rows_committed")
 			secs := now.Sub(last).Seconds()
 			lat := r.metrics.Timings("starrocks_txn_visibility_latency_ns")
-			fmt.Fprintf(r.opts.Out, "\r%5.0fs  source txns/s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d   ",
+			writeStatus(r.opts.Out, r.opts.Terminal, fmt.Sprintf("%5.0fs  source txns/s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d",
 				now.Sub(r.start).Seconds(), float64(txns-lastTxns)/secs, float64(rows-lastRows)/secs,
 				r.metrics.Counter("starrocks_txn_commits"),
 				metricscap.Quantile(lat, 0.5).Round(time.Millisecond), metricscap.Quantile(lat, 0.99).Round(time.Millisecond),
-				r.torn.Load())
+				r.torn.Load()))
 			lastTxns, lastRows, last = txns, rows, now
 		}
 	}
+}
+
+// writeStatus writes one status line: on a terminal over the previous one
+// (a carriage return, and blanks to clear a longer line), elsewhere as a
+// line of its own.
+func writeStatus(w io.Writer, terminal bool, line string) {
+	if terminal {
+		fmt.Fprintf(w, "\r%s   ", line)
+		return
+	}
+	fmt.Fprintln(w, line)
 }
 
 func (r *Running) summary() *Summary {
