@@ -16,6 +16,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"gopkg.in/yaml.v3"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -117,68 +118,87 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example([]string{"http://127.0.0.1:8030"}),
 			service.NewStringField(fieldUsername).
 				Description("The StarRocks user.").
+				Example("loader").
 				Default("root"),
 			service.NewStringField(fieldPassword).
 				Description("The StarRocks password.").
 				Secret().
+				Example("${STARROCKS_PASSWORD}").
 				Default(""),
 			service.NewInterpolatedStringField(fieldDatabase).
 				Description("The target database of a data row.").
+				Example("analytics").
+				Example(`${! @starrocks_database.replace_all("shop_", "") }`).
 				Default("${! @starrocks_database }"),
 			service.NewInterpolatedStringField(fieldTable).
 				Description("The target table of a data row.").
+				Example(`${! "cdc_" + @starrocks_table }`).
 				Default("${! @starrocks_table }"),
 			service.NewDurationField(fieldCommitInterval).
 				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
+				Example("500ms").
+				Example("5s").
 				Default(defaultCommitInterval),
 			service.NewIntField(fieldBufferSize).
 				Description("Bytes of uncommitted rows held in memory. Reaching it commits the cycle early; at twice this size admission blocks (unless nothing buffered is committable, in which case an error names this field).").
+				Example(268435456).
 				Default(defaultBufferSize),
 			service.NewDurationField(fieldTxnTimeout).
 				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it.").
+				Example("300s").
 				Default(defaultTxnTimeout),
 			service.NewStringField(fieldLabelPrefix).
 				Description("Prefix of the shared transaction labels `<prefix>-<database>-<writer><n>` (`<writer>`: 8 random hex digits per run of the output; `<n>`: 1, 2, 3, … per database, as 8 hex digits). Letters, digits, `_` and `-` only.").
+				Example("orders_cdc").
 				Default(defaultLabelPrefix),
 			service.NewStringMapField(fieldLoadProperties).
 				Description("Stream-load headers sent with every load, over the defaults `format: json`, `strip_outer_array: true`, `ignore_json_size: true`. `enable_merge_commit` and `where` are rejected: the first is incompatible with multi-table transactions, the second would drop rows of a source transaction and break its atomicity.").
 				Example(map[string]string{"max_filter_ratio": "0", "strict_mode": "true"}).
 				Default(map[string]any{}),
 			service.NewObjectListField(fieldTableProperties,
-				service.NewStringField(fieldTPDatabase).Description("The database of the table."),
-				service.NewStringField(fieldTPTable).Description("The table."),
-				service.NewStringMapField(fieldTPProperties).Description("Stream-load headers for this table, over `load_properties`."),
+				service.NewStringField(fieldTPDatabase).Description("The database of the table.").Example("test"),
+				service.NewStringField(fieldTPTable).Description("The table.").Example("orders"),
+				service.NewStringMapField(fieldTPProperties).Description("Stream-load headers for this table, over `load_properties`.").
+					Example(map[string]any{"partial_update": "true", "columns": "order_id,order_status"}),
 			).
 				Description("Per-table stream-load headers overriding `load_properties`.").
+				Example([]any{map[string]any{"database": "test", "table": "orders", "properties": map[string]any{"max_filter_ratio": "0.1"}}}).
 				Advanced().
 				Default([]any{}),
 			service.NewIntField(fieldMaxInFlight).
 				Description("The number of concurrent `WriteBatch` calls. Each one is held until its rows are committed, so this must cover (batches per commit cycle + batches one open source transaction spans) × partitions; the default fits 1024 such batches.").
+				Example(4096).
 				Default(defaultMaxInFlight),
 			service.NewOutputField(fieldDeadLetter).
 				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
+				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
 				Optional(),
 			service.NewObjectField(fieldRetryBackoff,
-				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Default(defaultRetryInitial),
-				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Default(defaultRetryMax),
+				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Example("1s").Default(defaultRetryInitial),
+				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Example("2m").Default(defaultRetryMax),
 			).
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
+				Example(map[string]any{"initial_interval": "1s", "max_interval": "2m"}).
 				Advanced(),
 			service.NewDurationField(fieldSequenceGapTimeout).
 				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
+				Example("30s").
 				Default(defaultSequenceGapTimeout).
 				Advanced(),
 			service.NewStringEnumField(fieldCompression, "none", "gzip", "lz4_frame").
 				Description("Compression of load bodies.").
+				Example("lz4_frame").
 				Default("none").
 				Advanced(),
-			service.NewTLSToggledField(fieldTLS),
+			specfields.TLS(fieldTLS),
 			service.NewDurationField(fieldRequestTimeout).
 				Description("The timeout of one HTTP request to StarRocks.").
+				Example("30s").
 				Default(defaultRequestTimeout).
 				Advanced(),
 			service.NewDurationField(fieldCommitWait).
 				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
+				Example("30s").
 				Default(defaultLabelStateWait).
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
@@ -186,6 +206,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				semanticExactlyOnce: "Every commit also writes, in the same StarRocks transaction, one row per source partition into `progress_table`; on start and whenever a partition is (re)assigned or fenced the output reads it back and acknowledges, without loading, every source transaction StarRocks already holds. Needs `mysql_address` and `pipeline_id`.",
 			}).
 				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
+				Example(semanticExactlyOnce).
 				Default(semanticAtLeastOnce),
 			service.NewStringField(fieldPipelineID).
 				Description("Names this pipeline's rows in `progress_table`. Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that write the same databases must use different ones. Changing it starts the pipeline over with no progress. With `at_least_once`, setting it together with `mysql_address` keeps the writer rows (no progress rows) in `<progress_table>_writers`, so that a successor waits for a transaction the FE was still committing when a process died instead of letting it land over newer rows.").
@@ -193,13 +214,14 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default(""),
 			service.NewStringField(fieldProgressTable).
 				Description("The PRIMARY KEY progress table of `exactly_once` (the partitions' progress), and `<progress_table>_writers` beside it (the writer rows: `exactly_once`, or `at_least_once` with `pipeline_id` and `mysql_address` set), created when missing in every database the pipeline writes, before the first commit there.").
+				Example("orders_cdc_progress").
 				Default(defaultProgressTable).
 				Advanced(),
 			service.NewStringField(fieldMySQLAddress).
 				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
 				Example("127.0.0.1:9030").
 				Default(""),
-			service.NewBatchPolicyField(fieldBatching).
+			specfields.Batching(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
 		).

@@ -176,7 +176,7 @@ func processorSpec() *service.ConfigSpec {
 				formatEnvelope: "Events `{\"partition\": 3, \"txnId\": \"t-17\", \"type\": \"TXN_BEGIN\" | \"DATA\" | \"TXN_END\", \"database\": \"test\", \"table\": \"orders\", \"json\": \"{...}\"}`, where `json` is the row as a JSON string or an object. An optional `op` (`insert`, `update`, `upsert`, `delete`, `c`, `u`, `r`, `d`, `0`, `1`) marks deletes; without it an `__op` already in the row is kept, else the row is an upsert.",
 				formatMaxwell:  "Maxwell rows `{\"database\": \"shop\", \"table\": \"orders\", \"type\": \"insert\", \"xid\": 1234, \"commit\": true, \"data\": {...}}` (needs `output_commit_info`, the default). The transaction id is `xid`; the row with `commit: true` ends the transaction. `insert`/`update` load `data` as an upsert, `delete` loads `data` as a delete. Each `bootstrap-insert` row is its own one-row transaction (id `bootstrap@<offset>`). `bootstrap-start`, `bootstrap-complete`, DDL (`database-*`/`table-*` types, or any message with `sql` or `def`) are dropped.",
 				formatCustom:   "Any shape: the Bloblang mappings under `custom` give each message's kind, transaction id, database, table, row and delete flag.",
-			}).Description("The format of the source events.").Default(formatEnvelope),
+			}).Description("The format of the source events.").Example(formatMaxwell).Default(formatEnvelope),
 			service.NewInterpolatedStringField(fieldPartition).
 				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When empty: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
 				Example(`${! @kafka_topic }/${! @kafka_partition }`).
@@ -203,23 +203,30 @@ func processorSpec() *service.ConfigSpec {
 			service.NewObjectField(fieldCustom,
 				service.NewBloblangField(fieldCustomKind).
 					Description("Gives the event kind: `begin`, `data`, `end`, `data_end` (a data row that also ends its transaction), `abort` (discard the open transaction) or `skip` (drop the message).").
+					Example(`root = match this.op { "BEGIN" => "begin", "COMMIT" => "end", "ROLLBACK" => "abort", _ => "data" }`).
 					Default(customDefaults[fieldCustomKind]),
 				service.NewBloblangField(fieldCustomTxnID).
 					Description("Gives the source transaction id (a string or a number).").
+					Example(`root = this.xid`).
 					Default(customDefaults[fieldCustomTxnID]),
 				service.NewBloblangField(fieldCustomDB).
 					Description("Gives the source database of a data row (may be empty when `database` is set).").
+					Example(`root = this.source.db`).
 					Default(customDefaults[fieldCustomDB]),
 				service.NewBloblangField(fieldCustomTable).
 					Description("Gives the source table of a data row.").
+					Example(`root = this.source.table`).
 					Default(customDefaults[fieldCustomTable]),
 				service.NewBloblangField(fieldCustomRow).
 					Description("Gives the row object of a data row (an object, or a JSON string of one).").
+					Example(`root = if this.op == "d" { this.before } else { this.after }`).
 					Default(customDefaults[fieldCustomRow]),
 				service.NewBloblangField(fieldCustomDelete).
 					Description("Gives whether a data row is a delete (a boolean).").
+					Example(`root = this.op == "d"`).
 					Default(customDefaults[fieldCustomDelete]),
 			).Description("The mappings of `format: custom`. Each runs against the original message; `this` is its JSON body and `@` its metadata.").
+				Example(map[string]any{"kind": `root = this.event`, "txn_id": `root = this.tx`, "table": `root = this.tbl`, "row": `root = this.data`}).
 				Advanced(),
 		).
 		// A spec keeps only its last LintRule, so the checks are one rule.
