@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -106,4 +107,40 @@ func TestAssemblerMappingExamplesParse(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 6, n)
+}
+
+// The README's "coming from the Flink connector" table names fields the
+// output has.
+func TestReadmeFlinkTableNamesRealFields(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := string(raw)
+	start := strings.Index(text, "## Coming from the StarRocks Flink connector")
+	require.Positive(t, start)
+	section := text[start:]
+	section = section[:strings.Index(section[3:], "\n## ")+3]
+
+	view, ok := service.GlobalEnvironment().GetOutputConfig("starrocks_txn")
+	require.True(t, ok)
+	data, err := view.TemplateData()
+	require.NoError(t, err)
+	known := map[string]bool{"txn_assembler": true, "starrocks_txn_end": true, "at_least_once": true, "exactly_once": true}
+	for _, f := range data.Fields {
+		known[f.FullName] = true
+	}
+	ident := regexp.MustCompile("^[a-z_]+$")
+	rows := 0
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") || strings.Contains(cells[1], "Flink connector option") {
+			continue
+		}
+		rows++
+		for _, m := range regexp.MustCompile("`([^`]*)`").FindAllStringSubmatch(cells[2], -1) {
+			if ident.MatchString(m[1]) {
+				assert.True(t, known[m[1]], "the Flink table names %q, which is not a field of starrocks_txn", m[1])
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, rows, 12)
 }
