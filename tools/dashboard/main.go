@@ -271,7 +271,14 @@ func legend(format string, labels map[string]string) string {
 
 func injectFaults(addr string, n int) error {
 	body := fmt.Sprintf(`{"op":"commit","action":"commit_abort","count":%d}`, n)
-	resp, err := http.Post("http://"+addr+"/_emulator/faults", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/_emulator/faults", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	// The control API takes the API's credentials: the demo's root user.
+	req.SetBasicAuth("root", "")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
