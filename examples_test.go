@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,17 +32,23 @@ func runExample(t *testing.T, file string, vars map[string]string) *emulator.Emu
 
 	conf, err := os.ReadFile(filepath.Join("examples", file))
 	require.NoError(t, err)
+	runConf(t, em, string(conf), vars)
+	return em
+}
+
+// runConf runs a pipeline config against em until its input ends.
+func runConf(t *testing.T, em *emulator.Emulator, conf string, vars map[string]string) {
+	t.Helper()
 	vars["STARROCKS_LOAD_URL"] = em.FEURL()
 	b := service.GlobalEnvironment().NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-	require.NoError(t, b.SetYAML(string(conf)), "examples/%s must lint cleanly", file)
+	require.NoError(t, b.SetYAML(conf), "the example must lint cleanly")
 	require.NoError(t, b.SetLoggerYAML("level: warn"))
 	s, err := b.Build()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, s.Run(ctx), "the pipeline must drain its file and stop by itself")
-	return em
 }
 
 func rows(t *testing.T, em *emulator.Emulator, table string, cols ...string) []string {
@@ -92,4 +100,70 @@ func TestExampleDeadLetter(t *testing.T) {
 	assert.Equal(t, "orders", first["table"])
 	assert.Equal(t, "order_itemz", second["table"])
 	assert.Contains(t, fmt.Sprint(second["reason"]), "order_itemz", "the reason names the missing table")
+}
+
+// A relative path in a config is taken from the working directory, as
+// everywhere in Benthos, not from the config file's directory: the
+// examples' default paths name their data from the repository root, where
+// the README runs them.
+func TestExampleRelativePathsAreFromTheWorkingDirectory(t *testing.T) {
+	conf, err := os.ReadFile("examples/envelope_file.yaml")
+	require.NoError(t, err)
+	require.Contains(t, string(conf), "${INPUT_FILE:./examples/data/orders.envelope.jsonl}")
+	schema, err := os.ReadFile("examples/schema.sql")
+	require.NoError(t, err)
+	start := func() *emulator.Emulator {
+		em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = em.Close() })
+		return em
+	}
+
+	// From the repository root the default path finds the data.
+	em := start()
+	runConf(t, em, string(conf), map[string]string{})
+	assert.Equal(t, []string{"1|20|shipped", "2|199|created"}, rows(t, em, "orders", "order_id", "total_amount", "order_status"))
+
+	// From the config file's own directory the same path names no file:
+	// the input says so, and nothing is loaded.
+	t.Chdir("examples")
+	em = start()
+	var logs syncBuffer
+	b := service.GlobalEnvironment().NewStreamBuilder()
+	b.SetEnvVarLookupFunc(func(k string) (string, bool) {
+		if k == "STARROCKS_LOAD_URL" {
+			return em.FEURL(), true
+		}
+		return "", false
+	})
+	require.NoError(t, b.SetYAML(string(conf)))
+	b.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	s, err := b.Build()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "open ./examples/data/orders.envelope.jsonl: no such file or directory")
+	}, 30*time.Second, 20*time.Millisecond, "the input names the path it cannot open")
+	require.NoError(t, s.StopWithin(10*time.Second))
+	<-done
+	assert.Empty(t, rows(t, em, "orders", "order_id"), "./examples/data/… is not looked up beside the config file")
+}
+
+// syncBuffer is a log sink the stream writes from its goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -207,3 +207,7 @@ type gauge struct {
 
 func (g gauge) Set(v int64)          { g.g.set(g.key, v) }
 func (g gauge) SetFloat64(v float64) { g.g.set(g.key, int64(v)) }
+
+// Exporter returns an exporter that reports into c, for combining the
+// capture with another exporter.
+func (c *Capture) Exporter() service.MetricsExporter { return exporter{c} }

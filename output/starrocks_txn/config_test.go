@@ -23,8 +23,8 @@ func TestLintRules(t *testing.T) {
 		"load_urls: [x]\nload_properties: {enable_merge_commit: 'true'}":                          "enable_merge_commit is incompatible with multi-table transactions",
 		"load_urls: [x]\nload_properties: {WHERE: 'a > 1'}":                                       "where header",
 		"load_urls: [x]\ntable_properties: [{database: d, table: t, properties: {where: 'a>1'}}]": "where header",
-		"load_urls: [x]\nsemantic: exactly_once\nmysql_address: fe:9030\n":                        "semantic exactly_once needs pipeline_id",
-		"load_urls: [x]\nsemantic: exactly_once\npipeline_id: p\n":                                "semantic exactly_once needs mysql_address",
+		"load_urls: [http://x]\nsemantic: exactly_once\nmysql_address: fe:9030\n":                 "semantic exactly_once needs pipeline_id",
+		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\n":                         "semantic exactly_once needs mysql_address",
 		"load_urls: [x]\ncommit_interval: 1500ms\ntxn_timeout: 2s\n":                              "commit_interval must be well below 80% of txn_timeout",
 		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be well below 80% of txn_timeout",
 	}
@@ -43,8 +43,8 @@ func TestLintRules(t *testing.T) {
 		}
 		assert.True(t, found, "config %q: want a lint containing %q, got %v", yaml, want, texts)
 	}
-	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [x]\ncommit_interval: 1s\ntxn_timeout: 2s",
-		"load_urls: [x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030"} {
+	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [http://x]\ncommit_interval: 1s\ntxn_timeout: 2s",
+		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030"} {
 		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(ok)))
 		require.NoError(t, err)
 		assert.Empty(t, lints, ok)

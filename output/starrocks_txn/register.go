@@ -29,7 +29,7 @@ func init() {
 				return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating the StarRocks client: %w", err)
 			}
 			var dl deadLetter
-			if conf.Contains(fieldDeadLetter) {
+			if deadLetterSet(conf) {
 				owned, err := conf.FieldOutput(fieldDeadLetter)
 				if err != nil {
 					return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating dead_letter: %w", err)
