@@ -88,6 +88,22 @@ func TestMetaAgainstTheEmulator(t *testing.T) {
 		ws, err := m.ReadWriterRows(ctx, "meta_progress_writers", "pl")
 		require.NoError(t, err)
 		assert.Equal(t, map[string][]starrocks.WriterRow{"test": {{Writer: "0dead0de", Number: 7, Open: []int64{8, 9}, Label: "meta-test-1", Updated: at}}}, ws)
+
+		// One database's rows, with the label that wrote them.
+		pr, found, err := m.ReadProgressRow(ctx, "test", "meta_progress", "pl", "t/0")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, starrocks.LabeledProgress{Through: 41, TxnEnd: 42, Label: "meta-test-1"}, pr)
+		_, found, err = m.ReadProgressRow(ctx, "test", "meta_progress", "pl", "t/1")
+		require.NoError(t, err)
+		assert.False(t, found)
+		wr, found, err := m.ReadWriterRow(ctx, "test", "meta_progress_writers", "pl", "0dead0de")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, starrocks.WriterRow{Writer: "0dead0de", Number: 7, Open: []int64{8, 9}, Label: "meta-test-1", Updated: at}, wr)
+		_, found, err = m.ReadWriterRow(ctx, "test", "meta_progress_writers", "pl", "01234567")
+		require.NoError(t, err)
+		assert.False(t, found, "that writer's row is another pipeline's")
 	})
 }
 

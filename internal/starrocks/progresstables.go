@@ -184,3 +184,54 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[
 	}
 	return out, nil
 }
+
+// LabeledProgress is one partition's row of the progress table of one
+// database, with the label that wrote it.
+type LabeledProgress struct {
+	Through, TxnEnd int64
+	Label           string
+}
+
+// ReadProgressRow returns pipeline's row of partition in db's progress
+// table; found is false when there is none. A caller settles by it whether
+// a label that carried the row committed: StarRocks forgets the states of
+// finished labels by count (label_keep_max_num), the row stays.
+func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partition string) (r LabeledProgress, found bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	defer m.lock()()
+	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
+		ProgressOffsetCol, ProgressTxnEndCol, ProgressLabelCol, db, table, ProgressPipelineCol, ProgressPartitionCol)
+	var lbl sql.NullString
+	err = m.db.QueryRowContext(ctx, q, pipeline, partition).Scan(&r.Through, &r.TxnEnd, &lbl)
+	switch {
+	case err == sql.ErrNoRows:
+		return r, false, nil
+	case err != nil:
+		return r, false, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, db, table, err)
+	}
+	r.Label = lbl.String
+	return r, true, nil
+}
+
+// ReadWriterRow returns the row of one writer of pipeline in db's writers
+// table; found is false when there is none.
+func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer string) (r WriterRow, found bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	defer m.lock()()
+	q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ? AND `writer` = ?", db, table)
+	var open, lbl, updated sql.NullString
+	err = m.db.QueryRowContext(ctx, q, pipeline, writer).Scan(&r.Writer, &r.Number, &open, &lbl, &updated)
+	switch {
+	case err == sql.ErrNoRows:
+		return r, false, nil
+	case err != nil:
+		return r, false, fmt.Errorf("reading the row of writer %s from %s.%s: %w", writer, db, table, err)
+	}
+	if r.Open, err = ParseOpenLabels(open.String); err != nil {
+		return r, false, fmt.Errorf("reading the row of writer %s in %s.%s: %w", writer, db, table, err)
+	}
+	r.Label, r.Updated = lbl.String, ParseRowTime(updated.String)
+	return r, true, nil
+}

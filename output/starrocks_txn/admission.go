@@ -119,7 +119,7 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the StarRocks commit: %w", ctx.Err())
-	case <-o.ctx.Done():
+	case <-o.closed:
 		return errors.New("starrocks_txn output closed before the batch was committed")
 	}
 }

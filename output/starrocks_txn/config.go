@@ -44,6 +44,7 @@ const (
 	fieldTLS                = "tls"
 	fieldRequestTimeout     = "request_timeout"
 	fieldCommitWait         = "label_state_wait"
+	fieldUnknownCommit      = "unknown_commit_timeout"
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
 	fieldProgressTable      = "progress_table"
@@ -200,6 +201,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example("30s").
 				Default(defaultLabelStateWait).
 				Advanced(),
+			service.NewDurationField(fieldUnknownCommit).
+				Description("How long a commit whose outcome StarRocks cannot tell any more is waited for before it is taken as not committed and its cycle replayed. StarRocks forgets the state of finished labels by count (`label_keep_max_num`), so a commit whose reply was lost can find its label UNKNOWN for good. The output first settles it from the writer or progress rows the label carried (`exactly_once`, or `pipeline_id` with `mysql_address`); without them, or when they cannot tell, it waits this long, then replays (at-least-once: a DUPLICATE KEY table may get the cycle's rows twice), logs a warning naming the label and counts it in `starrocks_txn_unknown_commits`. The same bound applies to a commit whose label stays PREPARE while re-sent commits are refused: it is then rolled back, which proves it was not committed, and replayed.").
+				Example("2m").
+				Default(defaultUnknownCommit).
+				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
 				semanticAtLeastOnce: "Nothing is lost; after a crash, a restart or a rebalance, source transactions StarRocks committed but Kafka had not yet recorded are loaded again (PRIMARY KEY tables absorb them, DUPLICATE KEY tables get them twice).",
 				semanticExactlyOnce: "Every commit also writes, in the same StarRocks transaction, one row per source partition into `progress_table`; on start and whenever a partition is (re)assigned or fenced the output reads it back and acknowledges, without loading, every source transaction StarRocks already holds. Needs `mysql_address` and `pipeline_id`.",
@@ -273,6 +279,7 @@ type config struct {
 	tls                *tls.Config
 	requestTimeout     time.Duration
 	labelStateWait     time.Duration
+	unknownCommit      time.Duration
 	batching           service.BatchPolicy
 	mysqlAddress       string
 	progressTable      string
@@ -381,6 +388,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.labelStateWait, err = durationField(conf, fieldCommitWait); err != nil {
 		return
 	}
+	if c.unknownCommit, err = durationField(conf, fieldUnknownCommit); err != nil {
+		return
+	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
 		return
 	}
@@ -465,6 +475,9 @@ func (c *config) validate() error {
 	}
 	if c.sequenceGapTimeout <= 0 {
 		return errors.New(msgSequenceGap)
+	}
+	if c.unknownCommit <= 0 {
+		return errors.New(msgUnknownCommit)
 	}
 	if c.trackWriters() && len(c.pipelineID) > maxPipelineID {
 		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
@@ -300,4 +302,102 @@ func TestIntegrationChaosSoak(t *testing.T) {
 		steps = append(steps, faultStep{after: at, fault: menu[rng.Intn(len(menu))]})
 	}
 	runOrdersSized(t, 8, 150, 20*time.Second, steps)
+}
+
+// A load streamed between commits that StarRocks applied but whose reply
+// the client never saw (dropped, or later than request_timeout) is never
+// sent again under the same label: the DUPLICATE KEY order_events table
+// holds every event once (runOrdersWith checks the tables against the
+// model and a concurrent reader for partial transactions).
+func TestIntegrationAmbiguousStreamedLoadNeverDoubles(t *testing.T) {
+	// A commit interval long enough for loads to stream between commits,
+	// and a short request timeout.
+	out := `  commit_interval: 1s
+  txn_timeout: 10s
+  max_in_flight: 64
+  label_state_wait: 500ms
+  request_timeout: 400ms
+  retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
+`
+	cases := map[string]emulator.Fault{
+		"load_reply_lost": {Op: emulator.OpLoad, Table: "order_events", Action: emulator.ActLoadReplyLost, Count: 1},
+		"reply_late":      {Op: emulator.OpLoad, Table: "order_events", Action: emulator.ActReplyLate, Count: 1, Delay: 900 * time.Millisecond},
+		"no_answer":       {Op: emulator.OpLoad, Table: "order_events", Action: emulator.ActNoAnswer, Count: 1},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runOrdersWith(t, ordersRun{partitions: 4, txns: 15, pace: 2 * time.Second, output: out,
+				steps: []faultStep{{after: 300 * time.Millisecond, fault: f}}})
+		})
+	}
+}
+
+// A commit whose reply is lost and whose label StarRocks forgets at once
+// (label_keep_max_num: here every finished label is evicted as soon as it
+// is final) never stalls the database: with exactly_once or writer rows
+// the rows the label carried settle it (every event once); without them it
+// is taken as not committed after unknown_commit_timeout, replayed, and
+// counted (every event at least once). A commit refused while its label
+// stays PREPARE is sent again within about a second, not after
+// label_state_wait.
+func TestIntegrationForgottenCommitNeverStalls(t *testing.T) {
+	evict := func(ctx context.Context, e *emulator.Emulator) {
+		for ctx.Err() == nil {
+			e.EvictLabels("test")
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	const timing = `  commit_interval: 200ms
+  txn_timeout: 5s
+  max_in_flight: 64
+  label_state_wait: 500ms
+  request_timeout: 2s
+  unknown_commit_timeout: 500ms
+  retry_backoff: { initial_interval: 20ms, max_interval: 300ms }
+`
+	// The label-state queries come late enough for the eviction to have
+	// happened.
+	lost := []faultStep{
+		{after: 300 * time.Millisecond, fault: emulator.Fault{Op: emulator.OpGetLoadState, Action: emulator.ActDelay, Count: 2, Delay: 50 * time.Millisecond}},
+		{after: 300 * time.Millisecond, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActCommitReplyLost, Count: 2}},
+	}
+	cases := map[string]struct {
+		output     string
+		dups       bool
+		unknown    bool
+		steps      []faultStep
+		noEviction bool
+	}{
+		"at_least_once": {output: timing, dups: true, unknown: true, steps: lost},
+		"writer rows":   {output: timing + "  pipeline_id: it\n  mysql_address: $MYSQL\n", steps: lost},
+		"exactly_once":  {output: timing + "  semantic: exactly_once\n  pipeline_id: it\n  mysql_address: $MYSQL\n", steps: lost},
+		"refused while PREPARE, label_state_wait 1h": {
+			// The emulator leaves a commit it refused with INTERNAL_ERROR
+			// PREPARE until txn_timeout: long enough that waiting for it
+			// misses the run's deadline.
+			output:     strings.NewReplacer("label_state_wait: 500ms", "label_state_wait: 1h", "txn_timeout: 5s", "txn_timeout: 60s").Replace(timing),
+			steps:      []faultStep{{after: 300 * time.Millisecond, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActInternalError, Count: 3}}},
+			noEviction: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var m *metricscap.Capture
+			r := ordersRun{partitions: 4, txns: 15, pace: 1500 * time.Millisecond, output: tc.output,
+				steps: tc.steps, during: evict, duplicateEvents: tc.dups, metrics: &m}
+			if tc.noEviction {
+				r.during = nil
+			}
+			runOrdersWith(t, r)
+			if tc.unknown {
+				assert.Positive(t, m.Counter("starrocks_txn_unknown_commits"), "the commits taken as not committed are counted")
+			} else {
+				assert.Zero(t, m.Counter("starrocks_txn_unknown_commits"), "every forgotten commit was settled from its rows")
+			}
+			assert.Positive(t, m.Peak("starrocks_txn_unresolved_commits"), "the commit in doubt showed")
+			assert.Zero(t, m.Gauge("starrocks_txn_unresolved_commits"))
+		})
+	}
 }

@@ -71,6 +71,10 @@ var lintCases = []lintCase{
 		want: "retry_backoff: initial_interval must be positive and not above max_interval"},
 	{name: "sequence_gap_timeout zero", bad: "sequence_gap_timeout: 0s", good: "sequence_gap_timeout: 1s",
 		want: "sequence_gap_timeout must be positive"},
+	{name: "unknown_commit_timeout zero", bad: "unknown_commit_timeout: 0s", good: "unknown_commit_timeout: 1s",
+		want: "unknown_commit_timeout must be positive"},
+	{name: "unknown_commit_timeout without unit", bad: "unknown_commit_timeout: 30", good: "unknown_commit_timeout: 30s",
+		want: `unknown_commit_timeout: "30" is not a duration: give a number and a unit, e.g. 500ms or 10s`},
 
 	{name: "max_in_flight zero", bad: "max_in_flight: 0", good: "max_in_flight: 1",
 		want: "max_in_flight must be at least 1"},

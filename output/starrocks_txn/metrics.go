@@ -25,6 +25,8 @@ type metrics struct {
 	replaysDropped    *service.MetricCounter
 	staleEpoch        *service.MetricCounter
 	lifecycleErrors   *service.MetricCounter
+	unknownCommits    *service.MetricCounter
+	unresolved        *service.MetricGauge
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -50,5 +52,12 @@ func newMetrics(m *service.Metrics) *metrics {
 		replaysDropped:    m.NewCounter("starrocks_txn_replays_dropped", "partition"),
 		staleEpoch:        m.NewCounter("starrocks_txn_stale_epoch_messages", "partition"),
 		lifecycleErrors:   m.NewCounter("starrocks_txn_lifecycle_errors"),
+		unknownCommits:    m.NewCounter("starrocks_txn_unknown_commits", "database"),
+		unresolved:        m.NewGauge("starrocks_txn_unresolved_commits"),
 	}
 }
+
+// partitionLabel is the partition label value of the per-partition metrics:
+// the source partition alone, without the seq source (an assembler
+// instance), so that their series are bounded by the source's partitions.
+func (o *Output) partitionLabel(p *partition) string { return p.key.partition }

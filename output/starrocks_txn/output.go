@@ -35,6 +35,9 @@ const (
 	fenceWait = 30 * time.Second
 	// reportEvery rate-limits repeated error logs (capacity, max_in_flight).
 	reportEvery = 10 * time.Second
+	// closeCommitWait bounds how long Close waits for commits in flight when
+	// its context has no deadline (Benthos closes an output with none).
+	closeCommitWait = 30 * time.Second
 )
 
 // Output is the starrocks_txn output.
@@ -57,9 +60,18 @@ type Output struct {
 	reg    *registry.Registry
 	m      *metrics
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// ctx ends when Close begins: admission, the background loops and the
+	// workers' cycles stop. commitCtx ends when Close stops waiting for the
+	// commits in flight, which run on it (commits, commitWG); closed is
+	// closed then, and releases the WriteBatch calls still waiting.
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	commitCtx    context.Context
+	commitCancel context.CancelFunc
+	commits      sync.WaitGroup
+	closed       chan struct{}
+	closeOnce    sync.Once
 
 	mu    sync.Mutex
 	seqs  map[string]*sequencer[*item]
@@ -81,11 +93,17 @@ type Output struct {
 	buffered    int64
 	committable int
 	waiting     int
-	warnedMIF   bool
-	lastCapErr  time.Time
-	lastMIFErr  time.Time
-	now         func() time.Time
-	started     bool
+	// unresolved counts the commits whose outcome is being resolved
+	// (commit.go: resolve); inFlight maps the label of every commit request
+	// sent and not resolved to its database, for Close to name what it
+	// leaves in doubt.
+	unresolved int
+	inFlight   map[string]string
+	warnedMIF  bool
+	lastCapErr time.Time
+	lastMIFErr time.Time
+	now        func() time.Time
+	started    bool
 
 	// lastStaleWarn rate-limits the warning about stale-epoch messages.
 	lastStaleWarn time.Time
@@ -97,7 +115,12 @@ type Output struct {
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
 	ctx, cancel := context.WithCancel(context.Background())
+	commitCtx, commitCancel := context.WithCancel(context.Background())
 	o := &Output{
+		commitCtx:       commitCtx,
+		commitCancel:    commitCancel,
+		closed:          make(chan struct{}),
+		inFlight:        map[string]string{},
 		conf:            c,
 		client:          cl,
 		dl:              dl,
@@ -155,11 +178,18 @@ func (o *Output) Connect(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the loops and rolls back open shared transactions. Nothing
-// uncommitted was acknowledged, so nothing is lost.
+// Close stops admission and the loops, rolls back the open shared
+// transactions that sent no commit, and waits — until ctx ends, at most
+// closeCommitWait — for every commit in flight to resolve, so that a commit
+// StarRocks is carrying out is neither abandoned nor left unknown when it
+// could be known (ARCHITECTURE.md §4.5). A cycle whose commit fails
+// meanwhile is not replayed. What is still unresolved when the wait ends is
+// logged by label and left to StarRocks (the writer rows keep it findable).
+// Nothing uncommitted was acknowledged, so nothing is lost.
 func (o *Output) Close(ctx context.Context) error {
 	o.cancel()
 	o.wg.Wait()
+	o.awaitCommits(ctx)
 	o.track.close(ctx)
 	if o.meta != nil {
 		_ = o.meta.Close()
@@ -168,6 +198,39 @@ func (o *Output) Close(ctx context.Context) error {
 		return o.dl.Close(ctx)
 	}
 	return nil
+}
+
+// closing reports whether Close has begun.
+func (o *Output) closing() bool { return o.ctx.Err() != nil }
+
+// awaitCommits waits for the commit goroutines until ctx ends or
+// closeCommitWait passes, then names the commits left in doubt and stops
+// them.
+func (o *Output) awaitCommits(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		o.commits.Wait()
+		close(done)
+	}()
+	limit := time.NewTimer(closeCommitWait)
+	defer limit.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-limit.C:
+	}
+	select {
+	case <-done:
+	default:
+		o.mu.Lock()
+		for _, label := range sortedKeys(o.inFlight) {
+			o.log.With("database", o.inFlight[label]).Warnf("Closing while the commit of label %s is unresolved: its outcome is left to StarRocks (nothing of it was acknowledged; with writer rows a successor waits for it)", label)
+		}
+		o.mu.Unlock()
+	}
+	o.commitCancel()
+	<-done
+	o.closeOnce.Do(func() { close(o.closed) })
 }
 
 func (o *Output) workerLocked(db string) *dbWorker {

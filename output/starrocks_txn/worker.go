@@ -2,6 +2,7 @@ package starrocks_txn
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -28,13 +29,25 @@ type cycle struct {
 	// open labels, as the writer row under label has them (exactly_once).
 	n    int64
 	open []int64
-	// rowAt is the writer row's updated_at.
-	rowAt time.Time
+	// rowAt is the writer row's updated_at; rowTop its label_number: n, or
+	// the number of the anchor committed for the cycle (anchor) when that
+	// is higher.
+	rowAt  time.Time
+	rowTop int64
+	anchor int64
+	// progress are the progress rows loaded under label (exactly_once).
+	progress []progressRow
+	// tainted is the failure of a load streamed under label between
+	// commits: the label may hold that load's rows (a reply lost or late),
+	// so nothing is sent under it again and the commit replays the cycle
+	// under a new label (ARCHITECTURE.md §4.4).
+	tainted error
 }
 
 // reset forgets the label and what was loaded under it, for a replay.
 func (c *cycle) reset() {
-	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt = "", nil, false, false, 0, nil, time.Time{}
+	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt, c.tainted = "", nil, false, false, 0, nil, time.Time{}, nil
+	c.progress, c.rowTop, c.anchor = nil, 0, 0
 }
 
 // dbWorker runs the commit cycles of one database, one at a time: so there
@@ -178,15 +191,21 @@ func (w *dbWorker) step(ctx context.Context) {
 		// Stream what froze under the shared label, at most once per
 		// miniInterval, so that the frozen chunks of every partition of a
 		// table go in one request and loads grow with tables × time, not
-		// with partitions or source transactions. A failure is handled by
-		// the commit, which replays the cycle.
+		// with partitions or source transactions. A failure taints the
+		// label and is handled by the commit, which replays the cycle under
+		// a new one.
 		if now.Sub(w.lastLoad) < o.conf.miniInterval() {
 			return
 		}
 		w.lastLoad = now
-		if err := w.loadPending(ctx, w.cyc); err == nil {
+		err := w.loadPending(ctx, w.cyc)
+		if err == nil {
 			return
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.cyc.tainted = err
 	}
 	// A later cycle never commits before the earlier one is resolved.
 	if !w.waitCommitter(ctx) {
@@ -228,16 +247,18 @@ func (w *dbWorker) commitCycle(ctx context.Context) {
 	w.o.mu.Lock()
 	w.committing++
 	w.o.mu.Unlock()
-	w.o.wg.Add(1)
+	// The commit runs on commitCtx: Close waits for it (output.go).
+	ctx = w.o.commitCtx
+	w.o.commits.Add(1)
 	go func() {
-		defer w.o.wg.Done()
+		defer w.o.commits.Done()
 		defer close(done)
 		defer func() {
 			w.o.mu.Lock()
 			w.committing--
 			w.o.mu.Unlock()
 		}()
-		if err := w.deliver(ctx, c); err != nil && ctx.Err() == nil {
+		if err := w.deliver(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errClosing) {
 			// A per-transaction failure StarRocks reported at commit (rows
 			// filtered, a table left with no rows): find the offenders by
 			// committing the cycle's partitions separately, then prefixes
@@ -254,3 +275,6 @@ func (w *dbWorker) live(txns []*srcTxn) []*srcTxn {
 	defer w.o.mu.Unlock()
 	return w.o.liveTxnsLocked(txns)
 }
+
+// metricDB is the database label of the worker's metrics.
+func (w *dbWorker) metricDB() string { return w.db }

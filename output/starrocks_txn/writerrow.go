@@ -86,6 +86,11 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	if w.labels.covered(c.n, o.now()) {
 		return nil
 	}
+	if c.progressLoaded {
+		// An anchor now would hide the cycle's own writer row
+		// (tracker.settle): replay it instead.
+		return fmt.Errorf("label %s needs an anchor after its writer row was loaded", c.label)
+	}
 	label, n := w.nextLabel()
 	if err := o.client.Begin(ctx, w.txn(label)); err != nil {
 		return fmt.Errorf("beginning the anchor transaction %s: %w", label, err)
@@ -96,7 +101,7 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		w.rollback(label)
 		return fmt.Errorf("anchor transaction %s: %w", label, err)
 	}
-	committed, ok, err := w.commitLabel(ctx, label)
+	committed, ok, err := w.commitLabel(ctx, label, carried{writerTop: n})
 	if !ok {
 		return ctx.Err()
 	}
@@ -105,6 +110,7 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		return fmt.Errorf("committing the anchor transaction %s: %w", label, err)
 	}
 	w.labels.durable(n, open, at)
+	c.anchor = n
 	o.m.commits.Incr(1, w.db)
 	return nil
 }
