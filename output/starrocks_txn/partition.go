@@ -122,19 +122,24 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		o.itemDoneLocked(it)
 		return
 	}
+	// A message at or below the partition's high-water mark (a replay or a
+	// reorder) is never applied: it poisons the source transaction it
+	// belongs to — the partition's open one, or one it opens — which then
+	// goes whole to dead_letter (or stalls the partition) once it ends; a
+	// regressed END or abort marker ends it.
+	regressed := false
 	if !noContract && it.meta.HasOffset {
 		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
-			o.log.With("partition", it.pk.String()).Errorf("A message at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied", it.meta.SourceOffset, p.hwm)
-			t := newTxnLocked(p, it.meta.TxnID, it.t0)
-			t.items = []*item{it}
-			t.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
-			p.order = append(p.order, t)
-			o.poisonLocked(t)
-			return
+			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
+			regressed = true
+			if it.poison == nil {
+				it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
+			}
+		} else {
+			p.hwm, p.hasHWM = it.meta.SourceOffset, true
 		}
-		p.hwm, p.hasHWM = it.meta.SourceOffset, true
 	}
-	if it.meta.TxnAbort {
+	if it.meta.TxnAbort && !regressed {
 		if t := p.open; t != nil {
 			p.open = nil
 			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
@@ -171,12 +176,16 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		}
 		o.addRowLocked(t, it)
 	}
-	if !it.meta.TxnEnd && !noContract {
+	if !it.meta.TxnEnd && !noContract && !(regressed && it.meta.TxnAbort) {
 		return
 	}
 	// The source transaction is complete.
 	p.open = nil
 	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+	if regressed && p.hasHWM {
+		// Its END is behind: it resolves at the high-water mark.
+		t.endOffset = p.hwm
+	}
 	p.order = append(p.order, t)
 	if t.hasEnd && prog.covers(t.db, t.endOffset) {
 		// exactly_once: this database already holds the transaction (a
