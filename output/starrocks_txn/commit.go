@@ -30,7 +30,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	replay := func(reason string, err error) bool {
-		o.m.retries.Incr(1, w.db, reason)
+		o.m.retries.Incr(1, w.metricDB(), reason)
 		if starrocks.ClassOf(err) == starrocks.ClassFatal {
 			w.log.Errorf("Replaying the commit cycle of label %s after an error that needs an operator (%s): %v", c.label, reason, err)
 		} else {
@@ -84,7 +84,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 				// A failure caused by some rows: find their source
 				// transactions by splitting the cycle.
 				w.rollback(c.label)
-				o.m.rollbacks.Incr(1, w.db)
+				o.m.rollbacks.Incr(1, w.metricDB())
 				c.reset()
 				return err
 			case loadBadTable:
@@ -95,7 +95,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 						o.poisonFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
 					}
 				}
-				o.m.retries.Incr(1, w.db, "per_transaction")
+				o.m.retries.Incr(1, w.metricDB(), "per_transaction")
 				w.rollback(c.label)
 				c.reset()
 			default:
@@ -147,7 +147,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			return nil
 		}
 		w.endCommit(c)
-		o.m.rollbacks.Incr(1, w.db)
+		o.m.rollbacks.Incr(1, w.metricDB())
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
 			w.log.Errorf("Commit of label %s failed for its data: %v; isolating the offending source transactions", c.label, err)
 			c.reset()
@@ -395,17 +395,17 @@ func (w *dbWorker) tryRollback(ctx context.Context, label string) error {
 func (w *dbWorker) committed(c *cycle, start time.Time) {
 	o := w.o
 	now := o.now()
-	o.m.commits.Incr(1, w.db)
-	o.m.commitLatency.Timing(int64(now.Sub(start)), w.db)
+	o.m.commits.Incr(1, w.metricDB())
+	o.m.commitLatency.Timing(int64(now.Sub(start)), w.metricDB())
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range c.txns {
 		if !t.state.over() {
 			for _, tbl := range t.tables {
-				o.m.rows.Incr(int64(len(t.rows[tbl])), w.db, tbl)
+				o.m.rows.Incr(int64(len(t.rows[tbl])), w.metricDB(), tbl)
 			}
-			o.m.srcTxns.Incr(1, w.db)
-			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.db)
+			o.m.srcTxns.Incr(1, w.metricDB())
+			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.metricDB())
 			// A fence or a stall may have taken it while the commit was
 			// in flight: it is committed all the same.
 			o.moveLocked(t, txnCommitted)
@@ -425,6 +425,10 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
 			w.labels.opened(n)
+			w.begun.Store(true)
+			o.mu.Lock()
+			w.refused = nil
+			o.mu.Unlock()
 			c.reset()
 			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
 			return true
@@ -432,12 +436,13 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		o.m.retries.Incr(1, w.db, "begin")
+		o.m.retries.Incr(1, w.metricDB(), "begin")
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
-			had := len(c.txns) > 0
 			w.poisonWaiting(c, err)
-			if had && len(c.txns) == 0 {
-				// Nothing of the cycle is left to begin for.
+			if len(c.txns) == 0 {
+				// Nothing of the cycle is left to begin for: no retry until
+				// a source transaction wants the database again.
+				w.log.Errorf("Beginning a shared transaction: %v; its source transactions are poisoned, and a begin is tried again only for the next one", err)
 				return false
 			}
 		}
@@ -459,6 +464,7 @@ func (w *dbWorker) poisonWaiting(c *cycle, err error) {
 	reason := fmt.Errorf("beginning a StarRocks transaction in database %s: %w", w.db, err)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	w.refused = err
 	for _, t := range append(append([]*srcTxn{}, c.txns...), w.queue...) {
 		if !t.state.live() {
 			continue

@@ -45,6 +45,7 @@ const (
 	fieldRequestTimeout     = "request_timeout"
 	fieldCommitWait         = "label_state_wait"
 	fieldUnknownCommit      = "unknown_commit_timeout"
+	fieldMaxDatabases       = "max_databases"
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
 	fieldProgressTable      = "progress_table"
@@ -55,8 +56,9 @@ const (
 	semanticExactlyOnce  = "exactly_once"
 	defaultProgressTable = "starrocks_txn_progress"
 
-	defaultBufferSize  = 128 << 20
-	defaultMaxInFlight = 1024
+	defaultBufferSize   = 128 << 20
+	defaultMaxInFlight  = 1024
+	defaultMaxDatabases = 256
 	// recycleFraction of the server-side transaction timeout is the age at
 	// which a shared transaction is committed (or rolled back when empty) and
 	// reopened, so that it never expires while it is being loaded.
@@ -169,6 +171,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The number of concurrent `WriteBatch` calls. Each one is held until its rows are committed, so this must cover (batches per commit cycle + batches one open source transaction spans) × partitions; the default fits 1024 such batches.").
 				Example(4096).
 				Default(defaultMaxInFlight),
+			service.NewIntField(fieldMaxDatabases).
+				Description("The most databases written at once: each has a worker (its own shared transaction and commit cycle). A source transaction to one database more is poisoned (to `dead_letter`, or its partition stalls) with an error naming this field. A worker retires once its database has been idle for 80% of `txn_timeout`, and at once when StarRocks said its database does not exist, so the limit bounds what the database names in the data can make the output hold.").
+				Example(16).
+				Default(defaultMaxDatabases).
+				Advanced(),
 			service.NewOutputField(fieldDeadLetter).
 				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
@@ -272,6 +279,7 @@ type config struct {
 	loadProperties     map[string]string
 	tableProperties    []tableProps
 	maxInFlight        int
+	maxDatabases       int
 	retryInitial       time.Duration
 	retryMax           time.Duration
 	sequenceGapTimeout time.Duration
@@ -358,6 +366,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		c.tableProperties = append(c.tableProperties, p)
 	}
 	if c.maxInFlight, err = conf.FieldMaxInFlight(); err != nil {
+		return
+	}
+	if c.maxDatabases, err = conf.FieldInt(fieldMaxDatabases); err != nil {
 		return
 	}
 	if c.retryInitial, err = durationField(conf, fieldRetryBackoff, fieldRBInitial); err != nil {
@@ -469,6 +480,9 @@ func (c *config) validate() error {
 	}
 	if c.maxInFlight < 1 {
 		return errors.New(msgMaxInFlight)
+	}
+	if c.maxDatabases < 1 {
+		return errors.New(msgMaxDatabases)
 	}
 	if c.retryInitial <= 0 || c.retryMax < c.retryInitial {
 		return errors.New(msgRetryBackoff)

@@ -401,3 +401,46 @@ func TestIntegrationForgottenCommitNeverStalls(t *testing.T) {
 		})
 	}
 }
+
+// Database names come from the data: many that do not exist are each
+// dead-lettered once, with an error naming the database; their begins are
+// not retried, and no metric series is named after them (a database's
+// metrics are labelled with its name only once StarRocks began a
+// transaction in it). TestMaxDatabasesBoundsTheWorkers covers the limit.
+func TestIntegrationManyMissingDatabasesStayBounded(t *testing.T) {
+	e := startEmulator(t)
+	s := newSrc("asm")
+	var batches []service.MessageBatch
+	for i := 0; i < 12; i++ {
+		m := s.row(fmt.Sprintf("p%d", i), fmt.Sprintf("nodb-%d", i), "orders", map[string]any{"order_id": i, "customer_id": 1, "total_amount": 0}, true)
+		m.MetaSetMut(contract.KeyDatabase, fmt.Sprintf("nodb_%d", i))
+		batches = append(batches, service.MessageBatch{m})
+	}
+	batches = append(batches, service.MessageBatch{s.row("q0", "good", "orders", map[string]any{"order_id": 100, "customer_id": 1, "total_amount": 0}, true)})
+	errs, metrics := poisonStream(t, e, "dl-manydb", batches, 20*time.Second,
+		"  retry_backoff: { initial_interval: 20ms, max_interval: 100ms }\n")
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	d, _ := captures.Load("dl-manydb")
+	dl := d.(*fakeDL)
+	assert.Len(t, dl.txnIDs(), 12, "every transaction to a missing database is dead-lettered, once")
+	dl.mu.Lock()
+	for _, b := range dl.batches {
+		reason, _ := b[0].MetaGet(deadLetterReasonKey)
+		assert.Contains(t, reason, "does not exist")
+	}
+	dl.mu.Unlock()
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	assert.Len(t, rows, 1)
+	begins := e.Counters().Begins
+	time.Sleep(500 * time.Millisecond)
+	assert.LessOrEqual(t, e.Counters().Begins-begins, int64(2), "no begin retried into a missing database (the one live database may begin its next cycle)")
+	for _, name := range []string{"starrocks_txn_cycle_retries", "starrocks_txn_rollbacks", "starrocks_txn_commits"} {
+		for _, series := range metrics.Series(name) {
+			assert.NotContains(t, series, "nodb", "%s has a series named after a database that does not exist", name)
+		}
+	}
+	assert.NotEmpty(t, metrics.Series("starrocks_txn_cycle_retries"), "the refused begins are counted")
+}

@@ -148,6 +148,13 @@ func (l *labelLedger) commitResolved() {
 	l.mu.Unlock()
 }
 
+// idle reports whether no label is open and no commit in doubt.
+func (l *labelLedger) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.open) == 0 && l.inDoubt == 0
+}
+
 // forgettable reports whether the writer's row may be deleted on close:
 // StarRocks holds one, and no commit of the writer is in doubt.
 func (l *labelLedger) forgettable() bool {

@@ -72,6 +72,7 @@ const (
 	msgCommitVsTimeout        = "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout"
 	msgBufferSize             = "buffer_size must be at least 1 (bytes)"
 	msgMaxInFlight            = "max_in_flight must be at least 1"
+	msgMaxDatabases           = "max_databases must be at least 1"
 	msgRetryBackoff           = "retry_backoff: initial_interval must be positive and not above max_interval"
 	msgSequenceGap            = "sequence_gap_timeout must be positive"
 	msgUnknownCommit          = "unknown_commit_timeout must be positive"
@@ -192,6 +193,7 @@ root = [
   if $ci != null && $tt != null && $ci > 0 && $tt >= 1000000000 && $ci * 2 > $tt { "` + msgCommitVsTimeout + `" } else { null },
   if this.buffer_size.or(1).number().catch(1) < 1 { "` + msgBufferSize + `" } else { null },
   if this.max_in_flight.or(1).number().catch(1) < 1 { "` + msgMaxInFlight + `" } else { null },
+  if this.max_databases.or(1).number().catch(1) < 1 { "` + msgMaxDatabases + `" } else { null },
   if $ri != null && $rm != null && ($ri <= 0 || $rm < $ri) { "` + msgRetryBackoff + `" } else { null },
   if $sg != null && $sg <= 0 { "` + msgSequenceGap + `" } else { null },
   if $uc != null && $uc <= 0 { "` + msgUnknownCommit + `" } else { null },

@@ -80,6 +80,8 @@ var lintCases = []lintCase{
 		want: "max_in_flight must be at least 1"},
 	{name: "max_in_flight negative", bad: "max_in_flight: -4", good: "max_in_flight: 65536",
 		want: "max_in_flight must be at least 1"},
+	{name: "max_databases zero", bad: "max_databases: 0", good: "max_databases: 1",
+		want: "max_databases must be at least 1"},
 	{name: "buffer_size zero", bad: "buffer_size: 0", good: "buffer_size: 1",
 		want: "buffer_size must be at least 1 (bytes)"},
 

@@ -86,7 +86,10 @@ type Output struct {
 	progressLoading map[string]bool
 	progressGen     map[string]int
 	workers         map[string]*dbWorker
-	dlQueue         []*srcTxn
+	// retired keeps the ledgers of retired workers whose database began
+	// transactions (worker.go: retire).
+	retired map[string]*labelLedger
+	dlQueue []*srcTxn
 	// dlWriting is the poisoned transaction being written to dead_letter.
 	dlWriting   *srcTxn
 	dlWake      chan struct{}
@@ -136,6 +139,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
 		workers:         map[string]*dbWorker{},
+		retired:         map[string]*labelLedger{},
 		dlWake:          make(chan struct{}, 1),
 		now:             time.Now,
 		track:           noTracking{},
@@ -233,10 +237,16 @@ func (o *Output) awaitCommits(ctx context.Context) {
 	o.closeOnce.Do(func() { close(o.closed) })
 }
 
+// workerLocked returns the worker of db, starting one when there is none;
+// nil when max_databases workers run already.
 func (o *Output) workerLocked(db string) *dbWorker {
 	w := o.workers[db]
 	if w == nil {
-		w = newDBWorker(o, db)
+		if len(o.workers) >= o.conf.maxDatabases {
+			return nil
+		}
+		w = newDBWorker(o, db, o.retired[db])
+		delete(o.retired, db)
 		o.workers[db] = w
 		o.wg.Add(1)
 		go w.run()

@@ -233,10 +233,17 @@ func (o *Output) switchLocked(p *partition, now time.Time) {
 		return
 	}
 	for _, t := range p.active {
+		w := o.workerLocked(t.db)
+		if w == nil {
+			// A database worker per database, at most max_databases: a
+			// transaction to one more cannot be loaded.
+			t.poison = fmt.Errorf("source transaction %q writes to database %s, which would need a database worker beyond max_databases (%d running): raise max_databases, or check the database names the data carries", t.id, t.db, o.conf.maxDatabases)
+			o.poisonLocked(t)
+			continue
+		}
 		if !o.moveLocked(t, txnQueued) {
 			continue
 		}
-		w := o.workerLocked(t.db)
 		w.queue = append(w.queue, t)
 		w.lastTraffic = now
 		w.signal()

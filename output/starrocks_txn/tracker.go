@@ -222,8 +222,8 @@ func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycl
 			}
 			return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
 		}
-		o.m.loads.Incr(1, w.db, o.conf.progressTable)
-		o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
+		o.m.loads.Incr(1, w.metricDB(), o.conf.progressTable)
+		o.m.loadBytes.Incr(int64(len(body)), w.metricDB(), o.conf.progressTable)
 	}
 	return t.loadWriterRow(ctx, w, c)
 }

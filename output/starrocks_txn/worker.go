@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -65,6 +66,16 @@ type dbWorker struct {
 	urgent      bool
 	busy        bool
 	committing  int
+	// refused is the last definite refusal of a begin in the database (it
+	// does not exist): while it stands, no transaction is begun eagerly,
+	// only for source transactions that wait for one.
+	refused error
+
+	// begun is set once StarRocks began a transaction in the database: it
+	// exists. Until then the worker's metrics use notBegunDB, so a database
+	// name that reached the output from data but does not exist never
+	// becomes a metric series.
+	begun atomic.Bool
 
 	wake chan struct{}
 	cyc  *cycle
@@ -80,12 +91,26 @@ type dbWorker struct {
 
 	// labels numbers the worker's labels and knows which of them may still
 	// be committed and what the writer row StarRocks holds says (ledger.go).
-	// Labels are begun by the worker and by its commit goroutine.
-	labels labelLedger
+	// Labels are begun by the worker and by its commit goroutine. A retired
+	// worker's ledger is kept (Output.retired) for the next worker of the
+	// database, so that labels are never numbered twice.
+	labels *labelLedger
 }
 
-func newDBWorker(o *Output, db string) *dbWorker {
-	return &dbWorker{o: o, db: db, log: o.log.With("database", db), wake: make(chan struct{}, 1)}
+// notBegunDB is the database label of the metrics of a worker whose
+// database has not begun a transaction yet.
+const notBegunDB = "(not begun)"
+
+// newDBWorker returns the worker of db, continuing the ledger of a retired
+// one when there is one.
+func newDBWorker(o *Output, db string, ledger *labelLedger) *dbWorker {
+	w := &dbWorker{o: o, db: db, log: o.log.With("database", db), wake: make(chan struct{}, 1), labels: ledger}
+	if w.labels == nil {
+		w.labels = &labelLedger{}
+	} else {
+		w.begun.Store(true)
+	}
+	return w
 }
 
 func (w *dbWorker) signal() {
@@ -112,7 +137,48 @@ func (w *dbWorker) run() {
 		case <-t.C:
 		}
 		w.step(w.o.ctx)
+		if w.retire() {
+			return
+		}
 	}
+}
+
+// retire removes the worker when it is idle: nothing queued, no cycle, no
+// commit in flight, and — once its database began a transaction — no
+// traffic for the recycle age (80 % of txn_timeout; its eager cycle is
+// rolled back by then) and no label open or in doubt. A worker whose
+// database never began a transaction (it does not exist) retires as soon as
+// the source transactions that wanted it are poisoned. The ledger of a
+// database that began transactions is kept for its next worker: those
+// databases exist in StarRocks, so the kept ledgers are bounded by the
+// cluster's databases, whatever database names the data carries.
+func (w *dbWorker) retire() bool {
+	if w.cyc != nil {
+		return false
+	}
+	if w.committer != nil {
+		select {
+		case <-w.committer:
+			w.committer = nil
+		default:
+			return false
+		}
+	}
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(w.queue) > 0 || w.busy || w.committing > 0 || o.workers[w.db] != w {
+		return false
+	}
+	if w.begun.Load() {
+		if o.now().Sub(w.lastTraffic) < w.recycleAge() || !w.labels.idle() {
+			return false
+		}
+		o.retired[w.db] = w.labels
+	}
+	delete(o.workers, w.db)
+	w.log.Debugf("The database worker is idle and retires")
+	return true
 }
 
 func (w *dbWorker) rollbackOnClose() {
@@ -160,9 +226,11 @@ func (w *dbWorker) step(ctx context.Context) {
 	// The soft cap: a full buffer commits the cycle early.
 	urgent := w.urgent || o.buffered >= o.conf.bufferSize
 	w.urgent = false
+	refused := w.refused != nil
 	o.mu.Unlock()
 	if w.cyc == nil {
-		if !hasWork && !recent {
+		if !hasWork && (!recent || refused) {
+			// No eager begin into a database StarRocks said does not exist.
 			return
 		}
 		w.cyc = &cycle{}
@@ -171,6 +239,9 @@ func (w *dbWorker) step(ctx context.Context) {
 	defer w.setBusy(false)
 	// Eager begin: the shared transaction is open before the rows arrive.
 	if w.cyc.label == "" && !w.begin(ctx, w.cyc) {
+		if len(w.cyc.txns) == 0 {
+			w.cyc = nil
+		}
 		return
 	}
 	w.take(urgent)
@@ -276,5 +347,11 @@ func (w *dbWorker) live(txns []*srcTxn) []*srcTxn {
 	return w.o.liveTxnsLocked(txns)
 }
 
-// metricDB is the database label of the worker's metrics.
-func (w *dbWorker) metricDB() string { return w.db }
+// metricDB is the database label of the worker's metrics: notBegunDB until
+// StarRocks began a transaction in the database.
+func (w *dbWorker) metricDB() string {
+	if w.begun.Load() {
+		return w.db
+	}
+	return notBegunDB
+}

@@ -73,8 +73,8 @@ func (w *dbWorker) loadWriterRow(ctx context.Context, label string, r writerReco
 	if err := w.loadRows(ctx, label, table, starrocks.WritersNumberCol, body); err != nil {
 		return fmt.Errorf("loading the writer row into %s.%s: %w", w.db, table, err)
 	}
-	w.o.m.loads.Incr(1, w.db, table)
-	w.o.m.loadBytes.Incr(int64(len(body)), w.db, table)
+	w.o.m.loads.Incr(1, w.metricDB(), table)
+	w.o.m.loadBytes.Incr(int64(len(body)), w.metricDB(), table)
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	}
 	w.labels.durable(n, open, at)
 	c.anchor = n
-	o.m.commits.Incr(1, w.db)
+	o.m.commits.Incr(1, w.metricDB())
 	return nil
 }
 
@@ -119,7 +119,13 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 // can be committed any more, so no successor needs to probe its labels. A
 // commit whose outcome is unknown keeps the row.
 func (o *Output) forgetWriter(ctx context.Context) {
-	for _, w := range o.workerList() {
+	ws := o.workerList()
+	o.mu.Lock()
+	for _, db := range sortedKeys(o.retired) {
+		ws = append(ws, newDBWorker(o, db, o.retired[db]))
+	}
+	o.mu.Unlock()
+	for _, w := range ws {
 		if !w.labels.forgettable() {
 			continue
 		}
