@@ -338,7 +338,7 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, r
 					}
 					if overdue {
 						o.m.unknownCommits.Incr(1, w.metricDB())
-						w.log.Warnf("StarRocks no longer knows label %s (its state was evicted, rollback: %v) and nothing it holds tells whether it committed; after unknown_commit_timeout (%v) it is taken as not committed and its cycle replayed: a DUPLICATE KEY table may get its rows twice", label, rerr, o.conf.unknownCommit)
+						w.log.Warnf("StarRocks no longer knows label %s (its state was evicted, rollback: %v) and nothing it holds tells whether it committed (%v); after unknown_commit_timeout (%v) it is taken as not committed and its cycle replayed: a DUPLICATE KEY table may get its rows twice", label, rerr, settleNote(serr), o.conf.unknownCommit)
 						return starrocks.StateAborted, true
 					}
 					note = fmt.Errorf("rollback: %v; settling from the rows it carried: %v", rerr, serr)
@@ -372,6 +372,14 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, r
 			return state, false
 		}
 	}
+}
+
+// settleNote says why the rows a label carried did not settle it.
+func settleNote(err error) string {
+	if err != nil {
+		return "reading its rows: " + err.Error()
+	}
+	return "it carried no writer or progress rows, or they cannot tell"
 }
 
 // countUnresolved adds delta to the commits being resolved, shown by

@@ -148,6 +148,19 @@ func (l *labelLedger) commitResolved() {
 	l.mu.Unlock()
 }
 
+// top is the highest label_number of a writer row StarRocks holds (0:
+// none). A row the writer loads is numbered at least this high, so that
+// merge_condition never keeps an older row over it.
+func (l *labelLedger) top() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var t int64
+	for _, r := range l.held {
+		t = max(t, r.top)
+	}
+	return t
+}
+
 // idle reports whether no label is open and no commit in doubt.
 func (l *labelLedger) idle() bool {
 	l.mu.Lock()

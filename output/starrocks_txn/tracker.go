@@ -137,8 +137,9 @@ func (t *writerTracking) close(ctx context.Context) { t.o.forgetWriter(ctx) }
 
 // settle reads this writer's row in the database. The row a label carried
 // is numbered at least as high as every row the writer committed in the
-// database before it (its own number, or the anchor's committed for it),
-// and merge_condition keeps a row unless one with a higher number is held;
+// database before it (its own number, or the highest of those rows, an
+// anchor committed for it included: loadWriterRow), and merge_condition
+// keeps a row unless one with a higher number is held;
 // while no later label of the writer committed there (one unresolved commit
 // per database, ARCHITECTURE.md §10.2), the row names the label if and only
 // if it committed, and one numbered no higher that names another label, or
@@ -176,7 +177,7 @@ func (t *writerTracking) ensureTables(ctx context.Context, w *dbWorker) error {
 // loadWriterRow loads the writer row under c's label: the row lists the
 // writer's other open labels.
 func (t *writerTracking) loadWriterRow(ctx context.Context, w *dbWorker, c *cycle) error {
-	c.open, c.rowAt, c.rowTop = w.labels.openExcept(c.n), t.o.now(), max(c.n, c.anchor)
+	c.open, c.rowAt, c.rowTop = w.labels.openExcept(c.n), t.o.now(), max(c.n, w.labels.top())
 	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.rowTop, c.open, c.rowAt)); err != nil {
 		if starrocks.IsTableWide(err) {
 			// Dropped while running: create it again before the replay.

@@ -31,11 +31,10 @@ type cycle struct {
 	n    int64
 	open []int64
 	// rowAt is the writer row's updated_at; rowTop its label_number: n, or
-	// the number of the anchor committed for the cycle (anchor) when that
-	// is higher.
+	// the highest label_number of the rows StarRocks holds when that is
+	// higher (an anchor committed for the cycle, a row numbered so before).
 	rowAt  time.Time
 	rowTop int64
-	anchor int64
 	// progress are the progress rows loaded under label (exactly_once).
 	progress []progressRow
 	// tainted is the failure of a load streamed under label between
@@ -48,7 +47,7 @@ type cycle struct {
 // reset forgets the label and what was loaded under it, for a replay.
 func (c *cycle) reset() {
 	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt, c.tainted = "", nil, false, false, 0, nil, time.Time{}, nil
-	c.progress, c.rowTop, c.anchor = nil, 0, 0
+	c.progress, c.rowTop = nil, 0
 }
 
 // dbWorker runs the commit cycles of one database, one at a time: so there

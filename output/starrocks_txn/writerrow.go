@@ -110,7 +110,6 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		return fmt.Errorf("committing the anchor transaction %s: %w", label, err)
 	}
 	w.labels.durable(n, open, at)
-	c.anchor = n
 	o.m.commits.Incr(1, w.metricDB())
 	return nil
 }
