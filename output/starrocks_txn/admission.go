@@ -277,6 +277,11 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 	s := o.seqs[source]
 	if s == nil {
 		s = newSequencer[*item]()
+		if next, ok := o.retiredSeqs.take(source); ok {
+			// A source forgotten while idle comes back: its order goes on.
+			s.next = next
+		}
+		s.touched = o.now()
 		o.seqs[source] = s
 	}
 	return s

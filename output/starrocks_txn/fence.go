@@ -54,7 +54,7 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		delete(o.parts, k)
 		held = append(held, p.held...)
 		if p.stalled != nil {
-			o.m.stalled.Set(0, k.String(), p.stalledTxn)
+			o.m.stalled.Set(0, o.partitionLabel(p))
 		}
 	}
 	// Messages of the partition still waiting for a sequence gap.

@@ -444,3 +444,52 @@ func TestIntegrationManyMissingDatabasesStayBounded(t *testing.T) {
 	}
 	assert.NotEmpty(t, metrics.Series("starrocks_txn_cycle_retries"), "the refused begins are counted")
 }
+
+// A partition that stalls again and again, each time at another source
+// transaction, keeps one series of starrocks_txn_stalled_partition: the
+// metric is labelled with the partition only (Benthos cannot delete a
+// series; a label per transaction id would grow without bound). It is 1
+// while the partition is stalled and 0 once a fence released it.
+func TestIntegrationStalledPartitionSeriesAreBounded(t *testing.T) {
+	e := startEmulator(t)
+	sb, metrics := metricStream(t)
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	name := t.Name()
+	registries.Delete(name)
+	t.Cleanup(func() { registries.Delete(name) })
+	require.NoError(t, sb.AddProcessorYAML("starrocks_txn_test_registry: { name: "+name+" }"))
+	require.NoError(t, sb.AddOutputYAML(`
+starrocks_txn:
+  load_urls: [ `+e.FEURL()+` ]
+  commit_interval: 100ms
+  max_in_flight: 16
+`))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	go func() { _ = stream.Run(context.Background()) }()
+	t.Cleanup(func() { _ = stream.StopWithin(time.Second) })
+	var reg *registry.Registry
+	require.Eventually(t, func() bool {
+		v, ok := registries.Load(name)
+		if ok {
+			reg = v.(*registry.Registry)
+		}
+		return ok
+	}, 5*time.Second, 5*time.Millisecond)
+	s := newSrc("asm")
+	for i := 0; i < 4; i++ {
+		done := make(chan error, 1)
+		batch := service.MessageBatch{s.row("p0", fmt.Sprintf("bad-%d", i), "no_such_table", map[string]any{"x": i}, true)}
+		go func() { done <- produce(context.Background(), batch) }()
+		require.Eventually(t, func() bool { return metrics.Gauge("starrocks_txn_stalled_partition") == 1 }, 5*time.Second, 5*time.Millisecond, "stall %d", i)
+		require.NoError(t, reg.Fence(context.Background(), "p0"))
+		require.NoError(t, <-done, "the fence releases the stalled transaction")
+		assert.Zero(t, metrics.Gauge("starrocks_txn_stalled_partition"))
+	}
+	assert.Equal(t, int64(4), metrics.Counter("starrocks_txn_partition_stalls"))
+	series := metrics.Series("starrocks_txn_stalled_partition")
+	require.Len(t, series, 1, "one series per partition, whatever transaction it stalled at: %v", series)
+	assert.True(t, strings.HasSuffix(series[0], ",p0"), series[0])
+}

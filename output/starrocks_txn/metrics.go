@@ -3,6 +3,11 @@ package starrocks_txn
 import "github.com/redpanda-data/benthos/v4/public/service"
 
 // metrics are the output's own metrics, through the Benthos metrics API.
+// The Benthos API cannot delete a series, so no label takes a value without
+// bound: databases only once StarRocks began a transaction in them
+// (dbWorker.metricDB), partitions as the source names them
+// (partitionLabel), never a transaction id (a stalled partition's
+// transaction is in the log line that reports the stall).
 type metrics struct {
 	commits           *service.MetricCounter
 	rollbacks         *service.MetricCounter
@@ -41,7 +46,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		rows:              m.NewCounter("starrocks_txn_rows_committed", "database", "table"),
 		srcTxns:           m.NewCounter("starrocks_txn_source_txns_committed", "database"),
 		deadLettered:      m.NewCounter("starrocks_txn_dead_lettered", "partition"),
-		stalled:           m.NewGauge("starrocks_txn_stalled_partition", "partition", "txn_id"),
+		stalled:           m.NewGauge("starrocks_txn_stalled_partition", "partition"),
 		stalledCount:      m.NewCounter("starrocks_txn_partition_stalls"),
 		stalledPartitions: m.NewGauge("starrocks_txn_stalled_partitions"),
 		seqGaps:           m.NewCounter("starrocks_txn_sequence_gaps", "seq_source"),

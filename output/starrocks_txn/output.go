@@ -73,9 +73,14 @@ type Output struct {
 	closed       chan struct{}
 	closeOnce    sync.Once
 
-	mu    sync.Mutex
-	seqs  map[string]*sequencer[*item]
-	parts map[pkey]*partition
+	mu   sync.Mutex
+	seqs map[string]*sequencer[*item]
+	// retiredSeqs and lastPrune: manager.go, pruneLocked; sourceIdle is
+	// the constant of that name (tests shorten it).
+	retiredSeqs retiredSources
+	lastPrune   time.Time
+	sourceIdle  time.Duration
+	parts       map[pkey]*partition
 	// progress is the durable progress of each partition, read before its
 	// first message is admitted (at start, and after a fence).
 	progress map[string]*progressEntry
@@ -139,6 +144,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
 		workers:         map[string]*dbWorker{},
+		sourceIdle:      sourceIdle,
 		retired:         map[string]*labelLedger{},
 		dlWake:          make(chan struct{}, 1),
 		now:             time.Now,

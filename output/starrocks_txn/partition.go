@@ -52,6 +52,12 @@ type partition struct {
 	replayNoted bool
 }
 
+// quiescent reports whether the partition state holds nothing: no open,
+// complete, unresolved or held transaction, no stall.
+func (p *partition) quiescent() bool {
+	return p.open == nil && len(p.active) == 0 && len(p.order) == 0 && p.stalled == nil && len(p.held) == 0
+}
+
 func (o *Output) partitionLocked(k pkey) *partition {
 	p := o.parts[k]
 	if p == nil {
@@ -281,7 +287,7 @@ func (o *Output) stallLocked(p *partition, t *srcTxn) {
 	}
 	p.stalled, p.stalledTxn = t.poison, t.id
 	o.log.With("partition", p.key.String()).Errorf("The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
-	o.m.stalled.Set(1, p.key.String(), t.id)
+	o.m.stalled.Set(1, o.partitionLabel(p))
 	o.m.stalledCount.Incr(1)
 	drop := func(x *srcTxn) {
 		if x != t && x.state.live() {
