@@ -117,9 +117,30 @@ type TableDef struct {
 	Columns []string
 }
 
+// checkIdents validates identifiers before they are put into a statement's
+// text (between backticks): a database or table name of letters, digits,
+// '_', '-' and '$' (ValidateName) can neither close the quoting nor carry a
+// second statement. Names the server lists are checked too.
+func checkIdents(db string, tables ...string) error {
+	if err := ValidateName("database", db); err != nil {
+		return fmt.Errorf("refusing to put it into SQL: %w", err)
+	}
+	for _, t := range tables {
+		if err := ValidateName("table", t); err != nil {
+			return fmt.Errorf("refusing to put it into SQL: %w", err)
+		}
+	}
+	return nil
+}
+
 // EnsureTables creates each table of db that is missing (its DDL must say IF
 // NOT EXISTS) and checks that it has the columns, in one call.
 func (m *Meta) EnsureTables(ctx context.Context, db string, tables ...TableDef) error {
+	for _, t := range tables {
+		if err := checkIdents(db, t.Name); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
 	defer m.lock()()

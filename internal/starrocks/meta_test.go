@@ -2,6 +2,7 @@ package starrocks_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"testing"
 	"time"
@@ -121,4 +122,33 @@ func TestOpenLabelsAndRowTimes(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
 	assert.Equal(t, at, starrocks.ParseRowTime(at.Format(starrocks.RowTimeLayout)))
 	assert.True(t, starrocks.ParseRowTime("not a time").IsZero(), "a row whose time cannot be read is never taken as stale")
+}
+
+// No identifier reaches a statement's text unchecked: a database or table
+// name that could close the backquotes or add a statement is refused
+// before anything is sent.
+func TestMetaRefusesHostileIdentifiers(t *testing.T) {
+	// Nothing listens there: a statement sent would fail with a dial error.
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:1)/")
+	require.NoError(t, err)
+	m := starrocks.NewMeta(db)
+	defer m.Close()
+	ctx := context.Background()
+	bad := "p`; DROP TABLE test.orders; --"
+	check := func(err error) {
+		t.Helper()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "refusing to put it into SQL")
+		assert.NotContains(t, err.Error(), "dial", "refused before any statement was sent")
+	}
+	check(m.EnsureTables(ctx, "test", starrocks.TableDef{Name: bad, DDL: "CREATE TABLE x (a INT)"}))
+	check(m.EnsureTables(ctx, bad, starrocks.TableDef{Name: "ok", DDL: "CREATE TABLE x (a INT)"}))
+	_, _, err = m.ReadProgressRow(ctx, bad, "starrocks_txn_progress", "pl", "p0")
+	check(err)
+	_, _, err = m.ReadWriterRow(ctx, "test", bad, "pl", "w")
+	check(err)
+	_, err = m.ReadProgress(ctx, bad, "pl", "p0")
+	check(err)
+	_, err = m.ReadWriterRows(ctx, bad, "pl")
+	check(err)
 }

@@ -113,6 +113,9 @@ type ProgressRow struct {
 // ReadProgress returns the row of pipeline's partition in the progress table
 // of every database that has one.
 func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) ([]ProgressRow, error) {
+	if err := checkIdents("information_schema", table); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
 	defer m.lock()()
@@ -122,6 +125,11 @@ func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition stri
 	}
 	var out []ProgressRow
 	for _, d := range dbs {
+		if checkIdents(d) != nil {
+			// The output never writes to a database of such a name
+			// (admission refuses it), so it holds none of its rows.
+			continue
+		}
 		r := ProgressRow{DB: d}
 		q := fmt.Sprintf("SELECT `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
 			ProgressOffsetCol, ProgressTxnEndCol, d, table, ProgressPipelineCol, ProgressPartitionCol)
@@ -150,6 +158,9 @@ type WriterRow struct {
 // ReadWriterRows returns pipeline's rows of the writers table, by database,
 // of every database that has one.
 func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[string][]WriterRow, error) {
+	if err := checkIdents("information_schema", table); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
 	defer m.lock()()
@@ -159,6 +170,9 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[
 	}
 	out := map[string][]WriterRow{}
 	for _, d := range dbs {
+		if checkIdents(d) != nil {
+			continue // as in ReadProgress
+		}
 		q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ?", d, table)
 		rows, err := m.db.QueryContext(ctx, q, pipeline)
 		if err != nil {
@@ -197,6 +211,9 @@ type LabeledProgress struct {
 // a label that carried the row committed: StarRocks forgets the states of
 // finished labels by count (label_keep_max_num), the row stays.
 func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partition string) (r LabeledProgress, found bool, err error) {
+	if err := checkIdents(db, table); err != nil {
+		return r, false, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
 	defer m.lock()()
@@ -217,6 +234,9 @@ func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partiti
 // ReadWriterRow returns the row of one writer of pipeline in db's writers
 // table; found is false when there is none.
 func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer string) (r WriterRow, found bool, err error) {
+	if err := checkIdents(db, table); err != nil {
+		return r, false, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
 	defer m.lock()()

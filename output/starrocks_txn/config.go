@@ -504,13 +504,13 @@ func (c *config) validate() error {
 			return errors.New("semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol")
 		}
 	}
-	if c.trackWriters() {
-		if !progressTableRE.MatchString(c.progressTable) {
-			return errors.New(msgProgressTable(c.progressTable))
-		}
-		if err := starrocks.ValidateName("table", c.progressTable); err != nil {
-			return fmt.Errorf("progress_table: %w", err)
-		}
+	// Checked in every mode, used or not: the name goes into SQL (DDL and
+	// queries) whenever writer rows or progress are kept.
+	if !progressTableRE.MatchString(c.progressTable) {
+		return errors.New(msgProgressTable(c.progressTable))
+	}
+	if err := starrocks.ValidateName("table", writersTable(c.progressTable)); err != nil {
+		return fmt.Errorf("progress_table: %w", err)
 	}
 	if !validPrefix(c.labelPrefix) {
 		return errors.New(msgLabelPrefix(c.labelPrefix))

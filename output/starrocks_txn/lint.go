@@ -200,7 +200,7 @@ root = [
   if $track && $pid.length() > ` + strconv.Itoa(maxPipelineID) + ` { "pipeline_id %q is longer than %d characters".format($pid, ` + strconv.Itoa(maxPipelineID) + `) } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $pid == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $mysql == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
-  if $track && !$progress.re_match("""` + progressTablePattern + `""") { "progress_table %q must be 1 to 1000 letters, digits, _, - or $".format($progress) } else { null },
+  if !$progress.re_match("""` + progressTablePattern + `""") { "progress_table %q must be 1 to 1000 letters, digits, _, - or $".format($progress) } else { null },
   if !$prefix.re_match("""` + labelPrefixPattern + `""") { "label_prefix %q must be 1 to 64 letters, digits, _ or -".format($prefix) } else { null },
   if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
     "mysql_address %q must be host:port (e.g. fe:9030)".format($mysql)

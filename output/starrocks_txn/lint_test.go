@@ -112,6 +112,8 @@ var lintCases = []lintCase{
 	{name: "progress_table with a space", bad: "semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: 'a b'", good: "semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: a_b$1",
 		want: `progress_table "a b" must be 1 to 1000 letters, digits, _, - or $`},
 
+	{name: "progress_table with a backquote, at_least_once", bad: "progress_table: 'p`x'", good: "progress_table: p_x",
+		want: "progress_table \"p`x\" must be 1 to 1000 letters, digits, _, - or $"},
 	{name: "table_properties without a database", bad: "table_properties: [{database: '', table: t, properties: {}}]", good: "table_properties: [{database: d, table: t, properties: {}}]",
 		want: "table_properties: every entry needs a database and a table"},
 	{name: "reserved header", bad: "load_properties: {Label: x}", good: "load_properties: {max_filter_ratio: '0'}",
