@@ -189,7 +189,7 @@ func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
 			continue
 		}
 		if len(c.txns) == 1 {
-			w.o.poisonFromCycle(c.txns[0], err)
+			w.o.poisonFromCycle(c.txns[0], w.rejection(ctx, c.txns[0], err))
 			continue
 		}
 		half := len(c.txns) / 2

@@ -43,6 +43,8 @@ type fakeSR struct {
 	// (label_keep_max_num): get_load_state answers UNKNOWN, commit and
 	// rollback "does not exist"; their commits and rows stay.
 	evicted map[string]bool
+	// errorLogs are the error logs ErrorLog serves, by URL.
+	errorLogs map[string][]string
 
 	// observers run before every call (the outputs' lifecycle checks).
 	omu       sync.Mutex
@@ -95,6 +97,7 @@ func newFakeSR() *fakeSR {
 		inflight:      map[string]bool{},
 		unknownTables: map[string]bool{},
 		evicted:       map[string]bool{},
+		errorLogs:     map[string][]string{},
 	}
 }
 
@@ -262,6 +265,17 @@ func (f *fakeSR) WaitFinal(ctx context.Context, db, label string, maxWait time.D
 		}
 	}
 	return ft.state, nil
+}
+
+// ErrorLog serves the lines of errorLogs[url].
+func (f *fakeSR) ErrorLog(ctx context.Context, url string, maxLines int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, ok := f.errorLogs[url]
+	if !ok {
+		return nil, fmt.Errorf("no error log at %s", url)
+	}
+	return lines[:min(maxLines, len(lines))], nil
 }
 
 func (f *fakeSR) rows(table string) []map[string]any {

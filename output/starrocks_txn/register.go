@@ -78,3 +78,7 @@ func (s srClient) WaitFinal(ctx context.Context, db, label string, maxWait time.
 func (s srClient) Cancel(ctx context.Context, db, label string) error {
 	return s.c.Cancel(ctx, db, label)
 }
+
+func (s srClient) ErrorLog(ctx context.Context, url string, maxLines int) ([]string, error) {
+	return s.c.ErrorLog(ctx, url, maxLines)
+}
