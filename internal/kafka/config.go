@@ -13,10 +13,11 @@ package kafka
 import (
 	"crypto/tls"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // Field names of the connection settings, the same in every Kafka component
@@ -172,10 +173,10 @@ func ParseSeedBrokers(entries []string) ([]string, error) {
 				continue
 			}
 			if strings.Contains(s, "@") {
-				return nil, fmt.Errorf("seed_brokers entry %q: credentials in a broker address are not allowed; give host:port and set sasl instead", RedactAddress(s))
+				return nil, fmt.Errorf("seed_brokers entry %q: credentials in a broker address are not allowed; give host:port and set sasl instead", redact.URL(s))
 			}
 			if strings.Contains(s, "://") {
-				return nil, fmt.Errorf("seed_brokers entry %q: a broker address is host:port, without a scheme; set tls to encrypt", RedactAddress(s))
+				return nil, fmt.Errorf("seed_brokers entry %q: a broker address is host:port, without a scheme; set tls to encrypt", redact.URL(s))
 			}
 			out = append(out, s)
 		}
@@ -184,27 +185,6 @@ func ParseSeedBrokers(entries []string) ([]string, error) {
 		return nil, fmt.Errorf("%s", errNoSeedBrokersText)
 	}
 	return out, nil
-}
-
-// RedactAddress removes the userinfo of an address or URL
-// (`kafka://user:secret@host:9092` → `kafka://host:9092`,
-// `user:secret@host:9092` → `host:9092`), so that it can be logged or put
-// into an error.
-func RedactAddress(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		if u, err := url.Parse(s); err == nil && u.User != nil {
-			u.User = nil
-			return u.String()
-		}
-	}
-	if i := strings.LastIndexByte(s, '@'); i >= 0 {
-		scheme := ""
-		if j := strings.Index(s, "://"); j >= 0 && j < i {
-			scheme = s[:j+3]
-		}
-		return scheme + s[i+1:]
-	}
-	return s
 }
 
 // BrokersString is the seed brokers as one comma-separated string for logs

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // Defaults for zero Config fields.
@@ -133,28 +135,28 @@ func parseLoadURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Parse quotes the whole input, credentials included: keep only
-		// what follows the last '@'.
-		shown := raw
-		if at := strings.LastIndexByte(shown, '@'); at >= 0 {
-			shown = "…@" + shown[at+1:]
-		}
-		return nil, fmt.Errorf("%q is not a valid URL; use http://host:8030", shown)
+		// url.Parse quotes the whole input, credentials included: the
+		// error is not wrapped.
+		return nil, fmt.Errorf("%q is not a valid URL; use http://host:8030", redact.URL(raw))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%q: scheme must be http or https (e.g. http://fe:8030)", u.Redacted())
+		return nil, fmt.Errorf("%q: scheme must be http or https (e.g. http://fe:8030)", shownURL(u))
 	case u.Host == "":
-		return nil, fmt.Errorf("%q: no host (e.g. http://fe:8030)", u.Redacted())
+		return nil, fmt.Errorf("%q: no host (e.g. http://fe:8030)", shownURL(u))
 	case u.User != nil:
-		return nil, fmt.Errorf("%q: credentials in the URL are not allowed; set username and password instead", u.Redacted())
+		return nil, fmt.Errorf("%q: credentials in the URL are not allowed; set username and password instead", shownURL(u))
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("%q: a load URL takes no query or fragment", u.Redacted())
+		return nil, fmt.Errorf("%q: a load URL takes no query or fragment", shownURL(u))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u, nil
 }
+
+// shownURL is u as logs and errors show it: without userinfo (URL.Redacted
+// would keep the user name).
+func shownURL(u *url.URL) string { return redact.URL(u.String()) }
 
 // Close releases idle connections.
 func (c *Client) Close() { c.transport.CloseIdleConnections() }
@@ -313,24 +315,27 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, e
 		req.Header = k.header.Clone()
 		resp, err := c.http.Do(req)
 		if err != nil {
-			return nil, err
+			// net/http quotes a Location it cannot parse, userinfo
+			// included.
+			return nil, redact.Error(err)
 		}
 		if resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect {
 			loc := resp.Header.Get("Location")
 			discard(resp)
 			if loc == "" {
-				return nil, fmt.Errorf("HTTP %d from %s has no Location header", resp.StatusCode, u.Redacted())
+				return nil, fmt.Errorf("HTTP %d from %s has no Location header", resp.StatusCode, shownURL(u))
 			}
 			next, err := u.Parse(loc)
 			if err != nil {
-				return nil, fmt.Errorf("following redirect from %s: bad Location: %w", u.Redacted(), err)
+				// The parse error quotes the Location, userinfo included.
+				return nil, fmt.Errorf("following redirect from %s: bad Location: %w", shownURL(u), redact.Error(err))
 			}
 			next.User = nil
 			if hops >= c.maxRedirects {
-				return nil, fmt.Errorf("following redirects from %s to %s: %w (limit %d)", target.Redacted(), next.Redacted(), ErrTooManyRedirects, c.maxRedirects)
+				return nil, fmt.Errorf("following redirects from %s to %s: %w (limit %d)", shownURL(&target), shownURL(next), ErrTooManyRedirects, c.maxRedirects)
 			}
 			if seen[next.String()] {
-				return nil, fmt.Errorf("following redirects from %s: %w: %s was already visited", target.Redacted(), ErrRedirectLoop, next.Redacted())
+				return nil, fmt.Errorf("following redirects from %s: %w: %s was already visited", shownURL(&target), ErrRedirectLoop, shownURL(next))
 			}
 			seen[next.String()] = true
 			u = next
@@ -339,7 +344,7 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, e
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 		discard(resp)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s reply from %s: %w", k.op, u.Redacted(), err)
+			return nil, fmt.Errorf("reading %s reply from %s: %w", k.op, shownURL(u), err)
 		}
 		rep, perr := parseReply(resp.StatusCode, raw)
 		rep.parseErr = perr

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // metaTimeout bounds one call of Meta: a catalog lookup, a DDL statement
@@ -44,7 +46,7 @@ func OpenMeta(addr, user, password string) (*Meta, error) {
 	cfg.Timeout = metaTimeout
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", addr, err)
+		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", redact.URL(addr), redact.Error(err))
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
