@@ -41,6 +41,10 @@ const (
 var (
 	ErrRedirectLoop     = errors.New("redirect loop")
 	ErrTooManyRedirects = errors.New("too many redirects")
+	// ErrInsecureRedirect is a 307/308 from an https URL to an http one,
+	// refused unless Config.AllowInsecureRedirect: following it would send
+	// the credentials and the rows in clear.
+	ErrInsecureRedirect = errors.New("redirect from https to http refused")
 )
 
 // Client talks to StarRocks FEs over HTTP. It is safe for concurrent use.
@@ -269,8 +273,9 @@ func isTLSSetupError(err error) bool {
 func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 	if err != nil {
 		class := Classify(k.op, 0, "", "", "")
-		if isTLSSetupError(err) {
-			// Nothing was sent, and retrying will not fix a certificate.
+		if isTLSSetupError(err) || errors.Is(err, ErrInsecureRedirect) {
+			// Nothing was sent (or acted on), and retrying will not fix a
+			// certificate or a refused downgrade.
 			class = ClassFatal
 		}
 		return nil, k.fail(class, nil, err)
@@ -290,8 +295,11 @@ func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 }
 
 // attempt sends k to one load URL and follows 307/308 redirects by hand,
-// re-sending the method, every header (Authorization included) and the
-// body. It returns the final reply, or an error when no reply was obtained.
+// re-sending the method, every header (Authorization included: StarRocks
+// authenticates the BE leg of a load too) and the body, to any host; a hop
+// from https to http is refused (ErrInsecureRedirect) unless
+// Config.AllowInsecureRedirect. It returns the final reply, or an error
+// when no reply was obtained.
 func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, error) {
 	if c.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc
@@ -331,6 +339,11 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, e
 				return nil, fmt.Errorf("following redirect from %s: bad Location: %w", shownURL(u), redact.Error(err))
 			}
 			next.User = nil
+			if u.Scheme == "https" && next.Scheme == "http" && !c.cfg.AllowInsecureRedirect {
+				// Nothing was sent to next: the server that redirected
+				// did not act on the request.
+				return nil, fmt.Errorf("%s redirected the %s request to %s: %w: it would send the credentials and the data without TLS (StarRocks FEs redirect to http:// whatever the scheme they were reached on)", shownURL(u), k.op, shownURL(next), ErrInsecureRedirect)
+			}
 			if hops >= c.maxRedirects {
 				return nil, fmt.Errorf("following redirects from %s to %s: %w (limit %d)", shownURL(&target), shownURL(next), ErrTooManyRedirects, c.maxRedirects)
 			}

@@ -190,6 +190,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default("none").
 				Advanced(),
 			specfields.TLS(fieldTLS),
+			allowInsecureRedirectField(),
 			service.NewDurationField(fieldRequestTimeout).
 				Description("The timeout of one HTTP request to StarRocks.").
 				Example("30s").
@@ -278,6 +279,7 @@ type config struct {
 	progressTable      string
 	exactlyOnce        bool
 	pipelineID         string
+	conn               connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -396,6 +398,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	}
 	c.exactlyOnce = sem == semanticExactlyOnce
 	if c.pipelineID, err = conf.FieldString(fieldPipelineID); err != nil {
+		return
+	}
+	if c.conn, err = connConfigFromParsed(conf); err != nil {
 		return
 	}
 	err = c.validate()
