@@ -25,6 +25,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
+	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -64,11 +65,33 @@ func main() {
 		version.Print(os.Stdout, filepath.Base(os.Args[0]))
 		return
 	}
-	service.RunCLI(context.Background(), append(options(),
+	if code := runCLI(context.Background(), commands()...); code != 0 {
+		os.Exit(code)
+	}
+}
+
+// commands are the subcommands this binary adds to Benthos's.
+func commands() []service.CLIOptFunc {
+	return []service.CLIOptFunc{
 		service.CLIOptAddCommand(emulator.Command()),
 		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
 		service.CLIOptAddCommand(bench.Command(demoSchema)),
 		service.CLIOptAddCommand(create.Command()),
 		service.CLIOptAddCommand(lint.Command(benthosLint)),
-	)...)
+	}
+}
+
+// runCLI runs Benthos's CLI and returns the exit status: Benthos's own, or 1
+// when a component stopped the pipeline because of an error no retry fixes
+// (internal/exitstatus), which Benthos would end with status 0 like a
+// pipeline that finished.
+func runCLI(ctx context.Context, opts ...service.CLIOptFunc) int {
+	code, err := service.RunCLIToCode(ctx, append(options(), opts...)...)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+	}
+	if stopped := exitstatus.Take(); stopped != nil && code == 0 {
+		code = 1
+	}
+	return code
 }

@@ -58,6 +58,27 @@ type Client struct {
 	http         *http.Client
 	// preferred is the index of the load URL that answered last.
 	preferred atomic.Int32
+	// health, when set, is told after each request whether StarRocks
+	// answered it (SetHealthObserver).
+	health atomic.Pointer[func(healthy bool)]
+}
+
+// SetHealthObserver makes the client call fn after every request it did not
+// give up because of the caller's context: healthy is true when an FE (or
+// the BE it redirected to) answered with accepted credentials, whatever the
+// answer said, and false when no load URL could be reached, every one
+// answered 5xx, or the credentials were refused. fn must be cheap and safe
+// for concurrent calls.
+func (c *Client) SetHealthObserver(fn func(healthy bool)) { c.health.Store(&fn) }
+
+func (c *Client) observe(ctx context.Context, rep *Reply, err error) {
+	fn := c.health.Load()
+	if fn == nil || ctx.Err() != nil {
+		return
+	}
+	healthy := err == nil && rep != nil && rep.HTTPCode < 500 &&
+		rep.HTTPCode != http.StatusUnauthorized && rep.HTTPCode != http.StatusForbidden
+	(*fn)(healthy)
 }
 
 // New validates cfg and builds a Client: at least one http(s) load URL
@@ -227,6 +248,7 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 			err = fmt.Errorf("all %d load URLs failed, the last with: %w", n, err)
 		}
 	}
+	c.observe(ctx, rep, err)
 	return c.result(k, rep, err)
 }
 
@@ -260,13 +282,16 @@ func isConnError(err error) bool {
 }
 
 // isTLSSetupError reports a TLS handshake that failed on the certificate or
-// on a peer that does not speak TLS: configuration only an operator fixes.
+// on a peer that does not speak TLS (net/http reports an https URL to a
+// plain-HTTP port as ErrSchemeMismatch): configuration only an operator
+// fixes.
 func isTLSSetupError(err error) bool {
 	var cert *tls.CertificateVerificationError
 	var rec tls.RecordHeaderError
 	var unknownCA x509.UnknownAuthorityError
 	var host x509.HostnameError
-	return errors.As(err, &cert) || errors.As(err, &rec) || errors.As(err, &unknownCA) || errors.As(err, &host)
+	return errors.As(err, &cert) || errors.As(err, &rec) || errors.As(err, &unknownCA) || errors.As(err, &host) ||
+		errors.Is(err, http.ErrSchemeMismatch)
 }
 
 // result turns the outcome into (*Reply, *Error).

@@ -3,6 +3,7 @@ package starrocks
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ const metaTimeout = 10 * time.Second
 // the rows of the progress and writers tables (progresstables.go).
 type Meta struct {
 	db *sql.DB
+	// addr is the MySQL address, for errors.
+	addr string
 	// catalogMu serialises this client's statements. It exists only for
 	// the emulator, whose SQL engine races on concurrent information_schema
 	// plans; StarRocks needs no such lock, and it can go once the emulator
@@ -50,7 +53,9 @@ func OpenMeta(addr, user, password string) (*Meta, error) {
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
-	return NewMeta(db), nil
+	m := NewMeta(db)
+	m.addr = addr
+	return m, nil
 }
 
 // NewMeta uses an open connection pool (tests open their own).
@@ -193,4 +198,57 @@ func (m *Meta) databasesWith(ctx context.Context, table string) ([]string, error
 		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
 	}
 	return dbs, nil
+}
+
+// MySQL error numbers a probe tells apart.
+const (
+	mysqlDBAccessDenied = 1044 // ER_DBACCESS_DENIED_ERROR
+	mysqlAccessDenied   = 1045 // ER_ACCESS_DENIED_ERROR
+	mysqlBadDB          = 1049 // ER_BAD_DB_ERROR
+)
+
+// Probe connects to the MySQL port and, when db is not empty, checks that
+// the database exists. A failure is a *ProbeError whose Cause tells an
+// operator's error (refused credentials, a host name that does not resolve,
+// a TLS setup the server refuses, a missing database) from one that may pass
+// (the FE is down).
+func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	fail := func(cause Cause, err error) *ProbeError {
+		return &ProbeError{Addr: redact.URL(m.addr), Cause: cause, Err: redact.Error(err)}
+	}
+	if err := m.db.PingContext(ctx); err != nil {
+		return fail(mysqlCause(err), err)
+	}
+	if db == "" {
+		return nil
+	}
+	defer m.lock()()
+	var n int
+	if err := m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE SCHEMA_NAME = ?", db).Scan(&n); err != nil {
+		return fail(mysqlCause(err), fmt.Errorf("looking the database %s up: %w", db, err))
+	}
+	if n == 0 {
+		return fail(CauseNoDatabase, fmt.Errorf("the database %s does not exist", db))
+	}
+	return nil
+}
+
+// mysqlCause classifies an error of the MySQL driver.
+func mysqlCause(err error) Cause {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case mysqlAccessDenied, mysqlDBAccessDenied:
+			return CauseAuth
+		case mysqlBadDB:
+			return CauseNoDatabase
+		}
+		return CauseUnreachable
+	}
+	if errors.Is(err, mysql.ErrNoTLS) {
+		return CauseTLS
+	}
+	return transportCause(err)
 }

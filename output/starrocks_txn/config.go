@@ -179,6 +179,8 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
 				Example(map[string]any{"initial_interval": "1s", "max_interval": "2m"}).
 				Advanced(),
+			maxRetriesField(),
+			maxRetryDurationField(),
 			service.NewDurationField(fieldSequenceGapTimeout).
 				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
 				Example("30s").

@@ -25,6 +25,8 @@ type metrics struct {
 	replaysDropped    *service.MetricCounter
 	staleEpoch        *service.MetricCounter
 	lifecycleErrors   *service.MetricCounter
+	// connected is 1 while StarRocks answers (connect.go).
+	connected *service.MetricGauge
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -50,5 +52,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		replaysDropped:    m.NewCounter("starrocks_txn_replays_dropped", "partition"),
 		staleEpoch:        m.NewCounter("starrocks_txn_stale_epoch_messages", "partition"),
 		lifecycleErrors:   m.NewCounter("starrocks_txn_lifecycle_errors"),
+		connected:         m.NewGauge("starrocks_txn_connected"),
 	}
 }

@@ -56,6 +56,8 @@ type Output struct {
 	log    *service.Logger
 	reg    *registry.Registry
 	m      *metrics
+	// conn is whether StarRocks answers: Connect's probes (connect.go).
+	conn *connection
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -118,6 +120,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		track:           noTracking{},
 		writer:          starrocks.NewWriterID(),
 	}
+	o.conn = newConnection(c, o.log, o.m.connected)
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("Output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
 	}
@@ -141,8 +144,12 @@ func (o *Output) setProgressStore(ps progressStore) {
 	o.track = newTracker(o, ps)
 }
 
-// Connect starts the background loops once.
+// Connect probes StarRocks (connect.go), then starts the background loops
+// once.
 func (o *Output) Connect(ctx context.Context) error {
+	if err := o.connect(ctx); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {
