@@ -46,9 +46,10 @@ type connConfig struct {
 	// FE or MySQL port that does not answer (0: no limit).
 	maxRetries       int
 	maxRetryDuration time.Duration
-	// database is the target database when the database field is a
-	// literal, checked by the probes; "" when it is interpolated.
-	database string
+	// database and table are the targets when the database and table
+	// fields are literals ("" when interpolated): the probes check the
+	// database, and the metrics of the pair exist from the start.
+	database, table string
 }
 
 func allowInsecureRedirectField() *service.ConfigField {
@@ -119,14 +120,21 @@ func connConfigFromParsed(conf *service.ParsedConfig) (c connConfig, err error) 
 	}
 	// A database that is not interpolated from the message is checked at
 	// Connect.
-	var raw string
-	if raw, err = conf.FieldString(fieldDatabase); err != nil {
+	if c.database, err = literalName(conf, fieldDatabase); err != nil {
 		return
 	}
-	if !strings.Contains(raw, "${!") && starrocks.ValidateName("database", raw) == nil {
-		c.database = raw
-	}
+	c.table, err = literalName(conf, fieldTable)
 	return
+}
+
+// literalName is the value of an interpolated name field that interpolates
+// nothing, "" when it does (or is not a valid name).
+func literalName(conf *service.ParsedConfig, field string) (string, error) {
+	raw, err := conf.FieldString(field)
+	if err != nil || strings.Contains(raw, "${!") || starrocks.ValidateName(field, raw) != nil {
+		return "", err
+	}
+	return raw, nil
 }
 
 // connHint adds to a client error the field that fixes it, for the errors
@@ -177,7 +185,6 @@ type connection struct {
 }
 
 func newConnection(c config, log *service.Logger, gauge *service.MetricGauge) *connection {
-	gauge.Set(0)
 	return &connection{conf: c.conn, user: c.username, log: log, gauge: gauge, now: time.Now,
 		wait: newBackoff(c.retryInitial, c.retryMax), retryInitial: c.retryInitial, retryMax: c.retryMax}
 }

@@ -120,6 +120,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		track:           noTracking{},
 		writer:          starrocks.NewWriterID(),
 	}
+	o.m.startAtZero(c)
 	o.conn = newConnection(c, o.log, o.m.connected)
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("Output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
