@@ -2,6 +2,7 @@ package starrocks
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -37,25 +38,66 @@ type Meta struct {
 	models map[string]bool
 }
 
+// MetaConfig configures the metadata client.
+type MetaConfig struct {
+	// Addr is the FE MySQL-protocol address (host:9030).
+	Addr           string
+	User, Password string
+	// TLS, when not nil, encrypts the connection; a server that does not
+	// offer TLS is then refused (no fallback to plain text).
+	TLS *tls.Config
+	// Log receives the driver's own messages ("closing bad idle
+	// connection: …", a connection reset while reading), one line each,
+	// with whether the driver went on without any harm (an idle connection
+	// it discarded). Nil: they are dropped. They never go to the driver's
+	// process-wide logger (stderr), so several clients in one process
+	// each keep their own.
+	Log func(msg string, harmless bool)
+}
+
 // OpenMeta connects to the FE MySQL-protocol address (host:9030) with the
-// account of the HTTP loads. Errors name the address, never the password.
+// account of the HTTP loads, in plain text, dropping the driver's messages.
 func OpenMeta(addr, user, password string) (*Meta, error) {
+	return OpenMetaWith(MetaConfig{Addr: addr, User: user, Password: password})
+}
+
+// OpenMetaWith connects as cfg says. Errors name the address, never the
+// password.
+func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	cfg := mysql.NewConfig()
 	cfg.Net = "tcp"
-	cfg.Addr = addr
-	cfg.User = user
-	cfg.Passwd = password
+	cfg.Addr = c.Addr
+	cfg.User = c.User
+	cfg.Passwd = c.Password
 	cfg.InterpolateParams = true
 	cfg.Timeout = metaTimeout
+	if c.TLS != nil {
+		cfg.TLS = c.TLS.Clone()
+	}
+	cfg.Logger = driverLogger{log: c.Log}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", redact.URL(addr), redact.Error(err))
+		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", redact.URL(c.Addr), redact.Error(err))
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
 	m := NewMeta(db)
-	m.addr = addr
+	m.addr = c.Addr
 	return m, nil
+}
+
+// driverLogger is go-sql-driver/mysql's Logger of one client. The driver
+// logs what it recovers from itself; a caller sees the error it returns.
+type driverLogger struct {
+	log func(msg string, harmless bool)
+}
+
+func (d driverLogger) Print(v ...any) {
+	if d.log == nil {
+		return
+	}
+	msg := strings.TrimSpace(fmt.Sprint(v...))
+	d.log(redact.Text(msg), strings.HasPrefix(msg, "closing bad idle connection"))
 }
 
 // NewMeta uses an open connection pool (tests open their own).

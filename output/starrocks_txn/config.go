@@ -223,6 +223,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
 				Example("127.0.0.1:9030").
 				Default(""),
+			mysqlTLSField(),
 			specfields.Batching(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),

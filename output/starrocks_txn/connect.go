@@ -2,6 +2,7 @@ package starrocks_txn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -32,6 +34,7 @@ import (
 // ready, the gauge says 0).
 
 const (
+	fieldMySQLTLS              = "mysql_tls"
 	fieldAllowInsecureRedirect = "allow_insecure_redirect"
 	fieldMaxRetries            = "max_retries"
 	fieldMaxRetryDuration      = "max_retry_duration"
@@ -46,6 +49,8 @@ type connConfig struct {
 	// FE or MySQL port that does not answer (0: no limit).
 	maxRetries       int
 	maxRetryDuration time.Duration
+	// mysqlTLS encrypts the MySQL connection (nil: plain).
+	mysqlTLS *tls.Config
 	// database and table are the targets when the database and table
 	// fields are literals ("" when interpolated): the probes check the
 	// database, and the metrics of the pair exist from the start.
@@ -62,6 +67,13 @@ func allowInsecureRedirectField() *service.ConfigField {
 		Example(true).
 		Default(false).
 		Advanced()
+}
+
+func mysqlTLSField() *service.ConfigField {
+	return specfields.TLS(fieldMySQLTLS).
+		Description("TLS for the MySQL-protocol connection of `" + fieldMySQLAddress + "` (StarRocks FEs serve it when `ssl_enable` is on). " +
+			"When enabled, a server that does not offer TLS is refused rather than used in plain text. Independent of `" + fieldTLS + "`, which covers the HTTP load URLs.").
+		Example(map[string]any{"enabled": true, "root_cas_file": "./starrocks_ca.pem"})
 }
 
 func maxRetriesField() *service.ConfigField {
@@ -102,6 +114,23 @@ func newStarRocksClient(c config) (*starrocks.Client, error) {
 	return cl, nil
 }
 
+// openMeta opens the metadata client of mysql_address, its TLS, and a log
+// of the driver's own messages through the output's logger (the driver's
+// default is a process-wide logger to stderr): a discarded idle connection,
+// which harms nothing, at debug level, the rest as warnings.
+func openMeta(c config, log *service.Logger) (*starrocks.Meta, error) {
+	return starrocks.OpenMetaWith(starrocks.MetaConfig{
+		Addr: c.mysqlAddress, User: c.username, Password: c.password, TLS: c.conn.mysqlTLS,
+		Log: func(msg string, harmless bool) {
+			if harmless {
+				log.Debugf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)
+				return
+			}
+			log.Warnf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)
+		},
+	})
+}
+
 func connConfigFromParsed(conf *service.ParsedConfig) (c connConfig, err error) {
 	if c.allowInsecureRedirect, err = conf.FieldBool(fieldAllowInsecureRedirect); err != nil {
 		return
@@ -120,6 +149,13 @@ func connConfigFromParsed(conf *service.ParsedConfig) (c connConfig, err error) 
 	}
 	// A database that is not interpolated from the message is checked at
 	// Connect.
+	var tlsOn bool
+	if c.mysqlTLS, tlsOn, err = conf.FieldTLSToggled(fieldMySQLTLS); err != nil {
+		return
+	}
+	if !tlsOn {
+		c.mysqlTLS = nil
+	}
 	if c.database, err = literalName(conf, fieldDatabase); err != nil {
 		return
 	}
@@ -219,7 +255,7 @@ func (cn *connection) fieldOf(cause starrocks.Cause, mysql bool) string {
 	switch cause {
 	case starrocks.CauseTLS:
 		if mysql {
-			return fieldMySQLAddress
+			return fieldMySQLTLS
 		}
 		return fieldTLS + ", or the scheme of " + fieldLoadURLs
 	case starrocks.CauseAuth:

@@ -147,7 +147,9 @@ metrics:
 	require.NoError(t, err)
 	go func() { cs.done <- cs.stream.Run(context.Background()) }()
 	t.Cleanup(func() {
-		_ = cs.stream.StopWithin(10 * time.Second)
+		// Not graceful for long: an output that never connected holds
+		// its first batch until the stop gives up on it.
+		_ = cs.stream.StopWithin(2 * time.Second)
 		_ = exitstatus.Take()
 	})
 	return cs
@@ -189,6 +191,7 @@ func TestConnectStopsOnDefiniteErrors(t *testing.T) {
 		{"https to the plain FE port", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    tls: { enabled: true }\n", strings.Replace(e.FEURL(), "http://", "https://", 1)), "check tls, or the scheme of load_urls"},
 		{"missing database", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n", e.FEURL()), "database: create the database nodb"},
 		{"mysql port refuses the password", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    mysql_address: %s\n", e.FEURL(), e.MySQLAddr()), "username and password"},
+		{"mysql_tls to a MySQL port without TLS", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    mysql_address: %s\n    mysql_tls: { enabled: true }\n", e.FEURL(), e.MySQLAddr()), "TLS requested but server does not support TLS (check mysql_tls)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,4 +274,29 @@ func TestConnectGivesUp(t *testing.T) {
 			assert.Error(t, exitstatus.Take())
 		})
 	}
+}
+
+// The MySQL driver's own messages go through the output's logger, naming
+// the address, not to stderr: here the lost connections of a MySQL port
+// that hangs up at once.
+func TestMySQLDriverMessagesGoThroughTheLogger(t *testing.T) {
+	e := startEmulator(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	cs := startConnStream(t, fmt.Sprintf("    load_urls: [ %q ]\n    mysql_address: %s\n", e.FEURL(), ln.Addr()))
+	require.Eventually(t, func() bool {
+		return strings.Contains(cs.logs.String(), "MySQL driver (mysql_address "+ln.Addr().String()+")")
+	}, 10*time.Second, 20*time.Millisecond, "logs:\n%s", cs.logs.String())
+	code, _ := cs.ready()
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a MySQL port that hangs up may recover: not ready, retried")
 }

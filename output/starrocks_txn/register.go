@@ -31,7 +31,7 @@ func init() {
 			}
 			o := newOutput(c, srClient{cl}, dl, mgr)
 			if c.mysqlAddress != "" {
-				if o.meta, err = starrocks.OpenMeta(c.mysqlAddress, c.username, c.password); err != nil {
+				if o.meta, err = openMeta(c, o.log); err != nil {
 					return nil, service.BatchPolicy{}, 0, err
 				}
 			}
