@@ -1,9 +1,10 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
-// output, the kafka_txn input and a prometheus metrics exporter. It adds three
+// output, the kafka_txn input and a prometheus metrics exporter. It adds four
 // subcommands: `emulator`, a StarRocks-compatible server for local work and
 // tests; `demo`, which runs the whole pipeline on this machine and verifies
-// the result; and `bench`, the comparative benchmark. It replaces two of
+// the result; `bench`, the comparative benchmark; and `inspect`, which prints
+// a pipeline's progress and writer rows from StarRocks. It replaces two of
 // Benthos's: `create`, which puts txn_assembler under input.processors, and
 // `lint`, which also refuses a txn_assembler placed where it cannot see each
 // partition in order (the same check runs when a config starts).
@@ -23,6 +24,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/bench"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/inspect"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
@@ -78,6 +80,7 @@ func commands() []service.CLIOptFunc {
 		service.CLIOptAddCommand(bench.Command(demoSchema)),
 		service.CLIOptAddCommand(create.Command()),
 		service.CLIOptAddCommand(lint.Command(benthosLint)),
+		service.CLIOptAddCommand(inspect.Command()),
 	}
 }
 

@@ -97,3 +97,9 @@ logger:
 	assert.Contains(t, string(logs), "The starrocks_txn output stops, and the pipeline with it")
 	assert.Contains(t, string(logs), "check username and password")
 }
+
+// The binary has the inspect subcommand (an unknown one exits 1).
+func TestInspectIsASubcommand(t *testing.T) {
+	assert.Equal(t, 1, runCLI(context.Background(), append(commands(), service.CLIOptSetArgs("benthos-starrocks", "no-such-command"))...))
+	assert.Equal(t, 0, runCLI(context.Background(), append(commands(), service.CLIOptSetArgs("benthos-starrocks", "inspect", "--help"))...))
+}
