@@ -93,6 +93,39 @@ type tableLoad struct {
 	errors   []string
 	parseErr string
 	errFile  string
+	// stream is the table's CSV load stream: its bodies form one stream,
+	// ended at prepare or commit.
+	stream store.Stream
+}
+
+// endStreamsLocked ends the load stream of every table of t (prepare or
+// commit): a CSV record left open by the last body becomes its last row.
+func (e *Emulator) endStreamsLocked(t *txn) {
+	for _, tl := range t.tables {
+		if !tl.stream.Pending() {
+			continue
+		}
+		p, err := e.store.EndStream(t.db, tl.name, tl.params, &tl.stream)
+		if err != nil {
+			if tl.parseErr == "" {
+				tl.parseErr = err.Error()
+			}
+			continue
+		}
+		e.addParsedLocked(t, tl, p)
+	}
+}
+
+// addParsedLocked adds a parse result to a table of t.
+func (e *Emulator) addParsedLocked(t *txn, tl *tableLoad, p *parsedLoad) {
+	tl.rows = append(tl.rows, p.Rows...)
+	tl.loaded += p.Loaded
+	tl.filtered += p.Filtered
+	tl.unsel += p.Unselected
+	if len(p.Errors) > 0 {
+		e.recordErrorsLocked(t, tl, p.Errors)
+	}
+	e.ctr.rowsReceived.Add(p.Loaded)
 }
 
 // labelState is the get_load_state view of t.
