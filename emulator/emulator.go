@@ -237,6 +237,7 @@ type Emulator struct {
 	outcomes     map[string]string
 	outcomeOrder []string
 
+	started  time.Time
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	closed   atomic.Bool
@@ -271,6 +272,7 @@ func Start(cfg Config) (*Emulator, error) {
 		errorLogs:  map[string][]string{},
 		outcomes:   map[string]string{},
 		stop:       make(chan struct{}),
+		started:    time.Now(),
 	}
 	if cfg.Schema != "" {
 		if err := e.store.ExecScript(cfg.Schema); err != nil {
@@ -290,7 +292,7 @@ func Start(cfg Config) (*Emulator, error) {
 		}
 	}
 	if cfg.MySQLAddr != "" {
-		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault)); err != nil {
+		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault), store.WithSystem(sysView{e})); err != nil {
 			_ = e.feLn.Close()
 			if e.beLn != nil {
 				_ = e.beLn.Close()

@@ -398,6 +398,7 @@ func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
 		e.abortLocked(t, err.Error())
 		return fmt.Errorf("applying transaction %d: %w", t.id, err)
 	}
+	t.committedAt = time.Now()
 	if t.multi {
 		t.state = stateFinished
 	} else {

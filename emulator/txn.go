@@ -51,8 +51,10 @@ type txn struct {
 	created    time.Time
 	timeout    time.Duration
 	finishedAt time.Time
-	done       bool
-	reason     string
+	// committedAt is when the commit applied the rows (zero until then).
+	committedAt time.Time
+	done        bool
+	reason      string
 	// abortingUntil is when an ABORTING task (injected slow abort) becomes
 	// CANCELLED.
 	abortingUntil time.Time

@@ -369,6 +369,8 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 		switch c.Type {
 		case TypeChar, TypeVarchar, TypeString:
 			v, err = convertText(c, compactJSON(raw))
+		case TypeArray, TypeMap:
+			v, err = convertComplex(c, string(raw))
 		}
 		b.setValue(ci, v, err, rawText)
 	}

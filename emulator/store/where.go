@@ -17,6 +17,7 @@ import (
 
 type whereKey struct {
 	tableID int64
+	version int
 	where   string
 }
 
@@ -25,7 +26,7 @@ type whereFunc func(vals []any) (bool, error)
 var whereCache sync.Map // whereKey -> whereFunc
 
 func (s *Store) compileWhere(sc *TableSchema, where string) (whereFunc, error) {
-	key := whereKey{sc.ID, where}
+	key := whereKey{sc.ID, sc.version, where}
 	if f, ok := whereCache.Load(key); ok {
 		return f.(whereFunc), nil
 	}
