@@ -463,6 +463,9 @@ func (p *parser) createTable() (ddlStmt, error) {
 		}
 		break
 	}
+	if len(ts.Columns) == 0 {
+		return nil, fmt.Errorf("table %s has no columns: declare at least one", name)
+	}
 	keySeen := false
 	// Table clauses, in StarRocks order; each optional.
 	for {
