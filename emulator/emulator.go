@@ -138,6 +138,11 @@ type Config struct {
 	// ReaperInterval is how often timeouts and label retention are enforced
 	// (1 s).
 	ReaperInterval time.Duration
+	// DataDir, when set, keeps the committed data and the label states in
+	// that directory across restarts (a journal, see persist.go); the Schema
+	// script runs only when the directory holds no journal yet. Empty: memory
+	// only.
+	DataDir string
 	// Logger is optional.
 	Logger *slog.Logger
 }
@@ -274,8 +279,20 @@ func Start(cfg Config) (*Emulator, error) {
 		stop:       make(chan struct{}),
 		started:    time.Now(),
 	}
-	if cfg.Schema != "" {
+	replayed := false
+	if cfg.DataDir != "" {
+		var err error
+		if replayed, err = e.openJournal(); err != nil {
+			return nil, fmt.Errorf("opening the data directory %s: %w", cfg.DataDir, err)
+		}
+	}
+	closeJournal := func() { _ = e.store.CloseJournal() }
+	switch {
+	case replayed && cfg.Schema != "":
+		e.log.Info("the data directory holds a journal: the schema script is not run again", "data_dir", cfg.DataDir)
+	case cfg.Schema != "":
 		if err := e.store.ExecScript(cfg.Schema); err != nil {
+			closeJournal()
 			return nil, fmt.Errorf("running the schema script: %w", err)
 		}
 	}
@@ -283,11 +300,13 @@ func Start(cfg Config) (*Emulator, error) {
 	// address already in use"); callers add what they were starting.
 	var err error
 	if e.feLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		closeJournal()
 		return nil, err
 	}
 	if cfg.BEAddr != "" {
 		if e.beLn, err = net.Listen("tcp", cfg.BEAddr); err != nil {
 			_ = e.feLn.Close()
+			closeJournal()
 			return nil, err
 		}
 	}
@@ -297,6 +316,7 @@ func Start(cfg Config) (*Emulator, error) {
 			if e.beLn != nil {
 				_ = e.beLn.Close()
 			}
+			closeJournal()
 			return nil, err
 		}
 	}
@@ -416,6 +436,9 @@ func (e *Emulator) Close() error {
 		}
 	}
 	e.bg.Wait()
+	if err := e.store.CloseJournal(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the journal: %w", err))
+	}
 	e.closeErr = errors.Join(errs...)
 	return e.closeErr
 }

@@ -391,7 +391,18 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 
 // completeCommit applies the changes and makes t visible.
 func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
-	err := e.store.Apply(changes)
+	var meta any
+	if e.cfg.DataDir != "" {
+		// the commit's record carries the VISIBLE state: both survive a restart or neither
+		e.mu.Lock()
+		now := time.Now()
+		saved := t.committedAt
+		t.committedAt, t.finishedAt = now, now
+		meta = t.record(statusVisible)
+		t.committedAt, t.finishedAt = saved, time.Time{}
+		e.mu.Unlock()
+	}
+	err := e.store.ApplyWithMeta(changes, meta)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {

@@ -176,6 +176,7 @@ func (e *Emulator) registerLocked(t *txn) {
 	d.labels[t.label] = append(d.labels[t.label], t)
 	d.running[t.id] = t
 	t.registered = true
+	e.journalLocked(t, t.labelState())
 }
 
 // runningLocked is the number of running transactions of db.
@@ -275,6 +276,9 @@ func (e *Emulator) abortLocked(t *txn, reason string) {
 	e.ctr.aborted.Add(1)
 	e.log.Debug("transaction aborted", "label", t.label, "txn_id", t.id, "reason", reason)
 	e.finishLocked(t)
+	if t.registered || t.multi {
+		e.journalLocked(t, statusAborted)
+	}
 }
 
 // evictLocked applies label retention the way StarRocks has two of it.
@@ -379,6 +383,15 @@ func (e *Emulator) EvictLabels(db string, labels ...string) int {
 		evicted[t] = true
 	}
 	e.finishedTasks = kept
+	if e.cfg.DataDir != "" {
+		for t := range evicted {
+			r := t.record(t.labelState())
+			r.Evicted = true
+			if err := e.store.Journal(r); err != nil {
+				e.log.Error("journaling an eviction failed", "label", t.label, "error", err)
+			}
+		}
+	}
 	// The outcomes cached when retention dropped a classic state go too.
 	for k := range e.outcomes {
 		kdb, klabel, _ := strings.Cut(k, "\x00")

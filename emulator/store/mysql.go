@@ -243,7 +243,7 @@ func (h *ddlHandler) runDDL(ctx context.Context, c *mysql.Conn, stmt string, tok
 	}
 	before := cur
 	h.bridge.store.mu.Lock()
-	err := h.bridge.store.execLocked(toks, &cur)
+	err := h.bridge.store.execLocked(toks, &cur, stmt)
 	h.bridge.store.mu.Unlock()
 	if err != nil {
 		return mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "%s", err.Error())

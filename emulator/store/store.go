@@ -26,6 +26,10 @@ type Store struct {
 	cur    atomic.Pointer[snapshot]
 	nextID int64
 	useDB  string // current database of ExecDDL/ExecScript (USE)
+	// journal, when set, receives every DDL statement and Apply before it is visible
+	// (journal.go); replaying is set while the journal is being replayed.
+	journal   *journal
+	replaying bool
 }
 
 type snapshot struct {
@@ -136,7 +140,7 @@ func (s *Store) ExecDDL(stmt string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.useDB
-	if err := s.execLocked(stmts[0], &cur); err != nil {
+	if err := s.execLocked(stmts[0], &cur, stmt); err != nil {
 		return fmt.Errorf("ddl %q: %w", abbreviate(stmt), err)
 	}
 	s.useDB = cur
@@ -154,7 +158,7 @@ func (s *Store) ExecScript(script string) error {
 	defer s.mu.Unlock()
 	cur := s.useDB
 	for i, st := range splitStatements(toks) {
-		if err := s.execLocked(st, &cur); err != nil {
+		if err := s.execLocked(st, &cur, script[st[0].off:st[len(st)-1].end]); err != nil {
 			return fmt.Errorf("ddl script statement %d (line %d, %q): %w", i+1, st[0].line, abbreviate(script[st[0].off:st[len(st)-1].end]), err)
 		}
 	}
@@ -174,7 +178,7 @@ func (s *Store) execDDLIn(stmt string, curDB *string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.execLocked(stmts[0], curDB)
+	return s.execLocked(stmts[0], curDB, stmt)
 }
 
 func abbreviate(s string) string {
@@ -185,8 +189,20 @@ func abbreviate(s string) string {
 	return s
 }
 
-// execLocked parses and runs one statement; s.mu is held.
-func (s *Store) execLocked(toks []token, curDB *string) error {
+// execLocked parses and runs one statement (text is its source, for the journal); s.mu is
+// held.
+func (s *Store) execLocked(toks []token, curDB *string, text string) error {
+	before := *curDB
+	if err := s.execStmtLocked(toks, curDB); err != nil {
+		return err
+	}
+	if len(toks) > 0 && toks[0].is("use") {
+		return nil
+	}
+	return s.journalDDLLocked(before, text)
+}
+
+func (s *Store) execStmtLocked(toks []token, curDB *string) error {
 	st, err := parseDDL(toks)
 	if err != nil {
 		return err
@@ -419,12 +435,27 @@ func (d *dbState) withTable(name string, t *tableState) *dbState {
 // does not convert to the column type). Apply keeps the rows' Values slices (no copy) and may
 // normalise their elements to the storage types in place: callers must not modify them
 // afterwards.
-func (s *Store) Apply(changes []TableChange) error {
-	if len(changes) == 0 {
+func (s *Store) Apply(changes []TableChange) error { return s.ApplyWithMeta(changes, nil) }
+
+// ApplyWithMeta is Apply that also journals meta (the caller's facts about the change, such
+// as the transaction it commits) in the same record, so both survive a restart or neither.
+// Without a journal it is Apply; with one, a change with no rows still journals meta.
+func (s *Store) ApplyWithMeta(changes []TableChange, meta any) error {
+	if len(changes) == 0 && (meta == nil || s.journalless()) {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.applyLocked(changes, meta)
+}
+
+func (s *Store) journalless() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.journal == nil
+}
+
+func (s *Store) applyLocked(changes []TableChange, meta any) error {
 	old := s.snap()
 	next := &snapshot{version: old.version + 1, dbs: old.dbs}
 	dbCopied := map[string]bool{}
@@ -462,6 +493,10 @@ func (s *Store) Apply(changes []TableChange) error {
 		if err := t.apply(ch.Rows); err != nil {
 			return fmt.Errorf("apply to %s.%s: %w", ch.DB, ch.Table, err)
 		}
+	}
+	// Durable before visible: a change whose record is not in the journal never shows.
+	if err := s.journalApplyLocked(next, changes, meta); err != nil {
+		return err
 	}
 	s.cur.Store(next)
 	return nil
