@@ -8,15 +8,30 @@
 // Endpoints. FE: POST/PUT /api/transaction/{begin,load,prepare,commit,rollback}
 // (any other op, list included, is "Unknown transaction operation: <op>"),
 // GET /api/{db}/get_load_state?label=L, POST /api/{db}/{label}/_cancel,
-// PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F.
+// PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F,
+// GET /api/health and /api/bootstrap.
 // BE (Config.BEAddr): POST/PUT /api/transaction/{begin,prepare,commit,rollback,list},
 // PUT-only /api/transaction/load, PUT /api/{db}/{table}/_stream_load,
-// GET /api/_load_error_log. Every endpoint, the error log and the control
-// API below included, needs HTTP Basic auth with Config.User and Password
-// (401 without). The BE's list shows its classic transaction contexts
+// GET /api/_load_error_log, GET /api/health. Every endpoint but the liveness
+// probes (/api/health, /api/bootstrap), the error log and the control API
+// below included, needs HTTP Basic auth with Config.User and Password (401
+// without). The BE's list shows its classic transaction contexts
 // (begun and not yet prepared, committed, rolled back or aborted) as one
 // pretty-printed object each, concatenated without an array; an empty
 // body when there are none.
+//
+// The MySQL port (Config.MySQLAddr) serves the committed data and the
+// StarRocks statements a user tries first: SHOW PROC '/transactions…', SHOW
+// TRANSACTION, SHOW LOAD, information_schema.loads and load_tracking_logs,
+// SHOW FRONTENDS / BACKENDS, SHOW CREATE TABLE, ADMIN SET / SHOW FRONTEND
+// CONFIG (label_keep_max_num, label_keep_max_second,
+// stream_load_task_keep_max_num, stream_load_task_keep_max_second,
+// max_running_txn_num_per_db; effective at once), current_version() and
+// @@version_comment (see package store). Config.DataDir keeps the committed
+// data and the label states across restarts (persist.go).
+//
+// The conformance suite (conformance_test.go) replays StarRocks's own
+// regression-test sequences; each case names its source.
 //
 // In process, use Start and Emulator.Faults. Out of process (the `emulator`
 // subcommand), the FE port also serves a control API:
