@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
@@ -60,7 +59,7 @@ func compileExpr(fields []string, expr string) (exprFunc, error) {
 	for i, n := range fields {
 		schema[i] = &sql.Column{Name: n, Type: types.LongText, Nullable: true, Source: "src"}
 	}
-	engine := sqle.NewDefault(srcProvider{srcDB{srcTable{schema}}})
+	engine := newEngine(srcProvider{srcDB{srcTable{schema}}})
 	ctx := sql.NewContext(context.Background())
 	ctx.SetCurrentDatabase("load_source")
 	node, err := engine.AnalyzeQuery(ctx, "SELECT "+mysqlCasts(expr)+" FROM src")

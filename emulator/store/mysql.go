@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -42,7 +41,7 @@ func (s *Store) ServeMySQL(addr, user, password string, opts ...MySQLOption) (My
 		return nil, fmt.Errorf("mysql server: user must not be empty")
 	}
 	br := &sqlBridge{store: s}
-	engine := sqle.NewDefault(br)
+	engine := newEngine(br)
 	engine.Analyzer.Catalog.InfoSchema = &infoSchema{Database: engine.Analyzer.Catalog.InfoSchema, bridge: br}
 	// current_version() and @@version_comment answer as StarRocks does, naming the emulator.
 	engine.Analyzer.Catalog.RegisterFunction(sql.NewEmptyContext(), sql.NewFunction0("current_version", func() sql.Expression {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
@@ -30,7 +29,7 @@ func (s *Store) compileWhere(sc *TableSchema, where string) (whereFunc, error) {
 	if f, ok := whereCache.Load(key); ok {
 		return f.(whereFunc), nil
 	}
-	engine := sqle.NewDefault(&sqlBridge{store: s})
+	engine := newEngine(&sqlBridge{store: s})
 	ctx := sql.NewContext(context.Background())
 	ctx.SetCurrentDatabase(sc.DB)
 	node, err := engine.AnalyzeQuery(ctx, fmt.Sprintf("SELECT * FROM `%s`.`%s` WHERE %s", sc.DB, sc.Name, where))
