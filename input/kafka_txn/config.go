@@ -3,7 +3,6 @@ package kafka_txn
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -281,7 +280,7 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
 		return
 	}
-	if c.fetchMaxPartitionBytes, err = parseBytes(fmpb); err != nil {
+	if c.fetchMaxPartitionBytes, err = kafka.ParseByteSize(fmpb); err != nil {
 		err = fmt.Errorf("parsing fetch_max_partition_bytes: %w", err)
 		return
 	}
@@ -300,34 +299,4 @@ func durationField(conf *service.ParsedConfig, name string) (time.Duration, erro
 		return 0, fmt.Errorf("%s must be positive, got %s", name, d)
 	}
 	return d, nil
-}
-
-// parseBytes reads a size such as 1048576, 512KiB, 1MiB or 1MB.
-func parseBytes(s string) (int32, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-		{"B", 1},
-	}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			mult = u.mult
-			s = strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 1MiB)", s)
-	}
-	n *= mult
-	if n > 1<<30 {
-		return 0, fmt.Errorf("%d bytes is above the 1GiB maximum", n)
-	}
-	return int32(n), nil
 }

@@ -63,14 +63,6 @@ func TestConfigLintAndValidation(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
 	})
-
-	t.Run("byte sizes", func(t *testing.T) {
-		for in, want := range map[string]int32{"1048576": 1 << 20, "512KiB": 512 << 10, "1MiB": 1 << 20, "2MB": 2000000} {
-			got, err := parseBytes(in)
-			require.NoError(t, err)
-			assert.Equal(t, want, got, in)
-		}
-	})
 }
 
 // TestReadmeDocumentsEveryField lints the README's full configuration block
