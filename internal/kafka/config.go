@@ -73,12 +73,15 @@ func SeedBrokersField() *service.ConfigField {
 func ClientIDField() *service.ConfigField {
 	return service.NewStringField(FieldClientID).
 		Description("The client ID sent to the brokers.").
-		Default(DefaultClientID)
+		Default(DefaultClientID).
+		Example("shop-cdc-loader")
 }
 
 // TLSField is the standard Benthos TLS block, off by default.
 func TLSField() *service.ConfigField {
-	return service.NewTLSToggledField(FieldTLS)
+	return service.NewTLSToggledField(FieldTLS).
+		Example(map[string]any{"enabled": true}).
+		Example(map[string]any{"enabled": true, "root_cas_file": "/etc/kafka/ca.pem"})
 }
 
 // SASLField is the list of SASL mechanisms, tried in order.
@@ -90,16 +93,20 @@ func SASLField() *service.ConfigField {
 			SASLScramSHA256: "SCRAM with SHA-256.",
 			SASLScramSHA512: "SCRAM with SHA-512.",
 		}).
-			Description("The SASL mechanism."),
+			Description("The SASL mechanism.").
+			Example(SASLScramSHA512),
 		service.NewStringField(FieldSASLUsername).
 			Description("The user name.").
-			Default(""),
+			Default("").
+			Example("loader"),
 		service.NewStringField(FieldSASLPassword).
 			Description("The password.").
 			Default("").
+			Example("${KAFKA_PASSWORD}").
 			Secret(),
 	).
 		Description("SASL authentication. Mechanisms are tried in order.").
+		Example([]any{map[string]any{"mechanism": SASLScramSHA512, "username": "loader", "password": "${KAFKA_PASSWORD}"}}).
 		Optional().
 		Advanced()
 }

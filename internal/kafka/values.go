@@ -94,3 +94,11 @@ func IntRangeError(name string, v, min, max int) error {
 	}
 	return nil
 }
+
+// BloblangDuration returns a Bloblang expression that renders the
+// nanoseconds in expr (a positive integer, e.g. from parse_duration) the way
+// Go's time.Duration.String does ("1m0s", "1.5s", "250ms"), so that a lint
+// rule can show a duration in the start-time error's words.
+func BloblangDuration(expr string) string {
+	return fmt.Sprintf(`(if %[1]s < 1000 { "%%vns".format(%[1]s) } else if %[1]s < 1000000 { "%%vµs".format(%[1]s / 1000) } else if %[1]s < 1000000000 { "%%vms".format(%[1]s / 1000000) } else if %[1]s >= 3600000000000 { "%%vh%%vm%%vs".format((%[1]s / 3600000000000).floor(), ((%[1]s %% 3600000000000) / 60000000000).floor(), (%[1]s %% 60000000000) / 1000000000) } else if %[1]s >= 60000000000 { "%%vm%%vs".format((%[1]s / 60000000000).floor(), (%[1]s %% 60000000000) / 1000000000) } else { "%%vs".format(%[1]s / 1000000000) })`, expr)
+}

@@ -1,8 +1,13 @@
 package kafka
 
 import (
+	"math/rand/v2"
+	"time"
+
 	"strings"
 	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/bloblang"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
@@ -95,4 +100,24 @@ func indentLines(s string) string {
 		return "  {}\n"
 	}
 	return b.String()
+}
+
+// TestBloblangDurationMatchesGo renders durations with the Bloblang
+// expression and with time.Duration.String and compares them.
+func TestBloblangDurationMatchesGo(t *testing.T) {
+	exec, err := bloblang.Parse(`root = ` + BloblangDuration("this"))
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := []time.Duration{1, 999, time.Microsecond, 1500, time.Millisecond, 1500 * time.Microsecond, 250 * time.Millisecond,
+		time.Second, 1500 * time.Millisecond, 30 * time.Second, time.Minute, 90 * time.Second, time.Hour, 25*time.Hour + time.Second,
+		45 * time.Second, 60 * time.Second, 61*time.Minute + 500*time.Millisecond}
+	for range 300 {
+		// Whole milliseconds up to a day: what configurations hold.
+		cases = append(cases, time.Duration(rng.Int64N(int64(24*time.Hour/time.Millisecond))+1)*time.Millisecond)
+	}
+	for _, d := range cases {
+		got, err := exec.Query(int64(d))
+		require.NoError(t, err, d)
+		assert.Equal(t, d.String(), got, "%d ns", int64(d))
+	}
 }

@@ -120,6 +120,7 @@ a string). For dead letters include `+"`starrocks_dead_letter_reason`"+` (and
 			}).
 				Description("How a record's partition is chosen.").
 				Default(partitionerMurmur2).
+				Example(partitionerRoundRobin).
 				Advanced(),
 			service.NewInterpolatedStringField(fieldPartition).
 				Description("The partition of each record, as a whole number; with `partitioner: manual` only, and required by it.").
@@ -131,6 +132,7 @@ a string). For dead letters include `+"`starrocks_dead_letter_reason`"+` (and
 			service.NewBoolField(fieldIdempotentWrite).
 				Description("Use the idempotent producer: a produce request the client retries (after a lost reply or a reset connection) never writes its records twice, and order per partition holds. Needs the IDEMPOTENT_WRITE permission on clusters before Kafka 3.0; turn it off only where that cannot be granted.").
 				Default(true).
+				Example(false).
 				Advanced(),
 			service.NewStringField(fieldTransactionalID).
 				Description("Write each batch as one Kafka transaction under this transactional ID: committed whole or aborted whole, never half visible to `read_committed` consumers. Must be unique per running output: a second producer with the same ID fences the first. Needs the idempotent producer.").
@@ -139,10 +141,13 @@ a string). For dead letters include `+"`starrocks_dead_letter_reason`"+` (and
 				Optional(),
 			service.NewMetadataFilterField(fieldMetadata).
 				Description("Which metadata keys become record headers.").
+				Example(map[string]any{"include_patterns": []any{"^starrocks_"}}).
+				Example(map[string]any{"include_prefixes": []any{"kafka_", "trace_"}}).
 				Optional(),
 			service.NewOutputMaxInFlightField().
 				Description("The maximum number of batches written at once. With `transactional_id` batches are written one transaction at a time whatever this is.").
 				Default(defaultMaxInFlight).
+				Example(64).
 				LintRule(kafka.IntRangeLintRule(fieldMaxInFlight, 1, 0)),
 			service.NewDurationField(fieldTimeout).
 				Description("How long one batch may take to be written (and its transaction committed) before it fails and is retried.").

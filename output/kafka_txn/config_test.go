@@ -97,3 +97,20 @@ func TestConnectErrors(t *testing.T) {
 	require.NoError(t, o.Close(ctx))
 	assert.ErrorIs(t, o.WriteBatch(ctx, batchOf([]string{"x"}, nil)), service.ErrNotConnected)
 }
+
+// TestEveryFieldHasAnExample: each field this project defines shows an
+// example in the docs. The children of the tls and batching blocks are
+// Benthos's own (its TLS and batch policy fields) and cannot take one.
+func TestEveryFieldHasAnExample(t *testing.T) {
+	spec, ok := service.NewEnvironment().GetOutputConfig(Name)
+	require.True(t, ok)
+	data, err := spec.TemplateData()
+	require.NoError(t, err)
+	var missing []string
+	for _, f := range data.Fields {
+		if len(f.Examples) == 0 && !strings.HasPrefix(f.FullName, "tls.") && !strings.HasPrefix(f.FullName, "batching.") {
+			missing = append(missing, f.FullName)
+		}
+	}
+	assert.Empty(t, missing, "fields without an example")
+}
