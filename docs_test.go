@@ -23,6 +23,7 @@ func TestComponentDocs(t *testing.T) {
 	views := map[string]func() (*service.ConfigView, bool){
 		"inputs/kafka_txn.md":         func() (*service.ConfigView, bool) { return env.GetInputConfig("kafka_txn") },
 		"outputs/starrocks_txn.md":    func() (*service.ConfigView, bool) { return env.GetOutputConfig("starrocks_txn") },
+		"outputs/kafka_txn.md":        func() (*service.ConfigView, bool) { return env.GetOutputConfig("kafka_txn") },
 		"processors/txn_assembler.md": func() (*service.ConfigView, bool) { return env.GetProcessorConfig("txn_assembler") },
 		"metrics/prometheus.md":       func() (*service.ConfigView, bool) { return env.GetMetricsConfig("prometheus") },
 	}

@@ -1,6 +1,6 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
-// output, the kafka_txn input and a prometheus metrics exporter. It adds three
+// output, the kafka_txn input and output and a prometheus metrics exporter. It adds three
 // subcommands: `emulator`, a StarRocks-compatible server for local work and
 // tests; `demo`, which runs the whole pipeline on this machine and verifies
 // the result; and `bench`, the comparative benchmark. It replaces two of
