@@ -81,6 +81,7 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 		return ev, badField("custom.delete", "must give a boolean, got %s", typeName(v))
 	}
 	setOp(row, del)
+	ev.del = del
 	if ev.rowJSON, err = encodeRow(row); err != nil {
 		return ev, badField("custom.row", "cannot be encoded: %v", err)
 	}

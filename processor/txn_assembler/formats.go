@@ -57,8 +57,10 @@ type event struct {
 	bootstrap bool
 	database  string
 	table     string
-	// rowJSON is the row object to load, with __op set.
+	// rowJSON is the row object to load, with __op set; del is that
+	// __op (1).
 	rowJSON []byte
+	del     bool
 	// envPartition is the envelope's own partition field, the fallback
 	// partition identity for non-Kafka sources.
 	envPartition string
