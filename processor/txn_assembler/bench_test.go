@@ -3,6 +3,7 @@ package txnassembler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -187,3 +188,50 @@ func benchmarkWorkload(b *testing.B, format string) {
 
 func BenchmarkProcessBatchEnvelope(b *testing.B) { benchmarkWorkload(b, formatEnvelope) }
 func BenchmarkProcessBatchMaxwell(b *testing.B)  { benchmarkWorkload(b, formatMaxwell) }
+
+// Decoder benchmarks: one event per op, the single-pass decoder against
+// the encoding/json one, on the workload's DATA events (rows as JSON
+// strings; a delete carries __op) and on maxwell rows.
+var (
+	benchEnvelopeRow    = []byte(`{"database":"test","json":"{\"customer_id\":4242,\"order_id\":17,\"order_status\":\"created\",\"total_amount\":\"1234.56\",\"updated_at\":\"2026-11-29 12:00:00\"}","partition":1,"table":"orders","txnId":"p1-t17","type":"DATA"}`)
+	benchEnvelopeDelete = []byte(`{"database":"test","json":"{\"__op\":1,\"item_id\":3,\"order_id\":17}","partition":1,"table":"order_items","txnId":"p1-t17","type":"DATA"}`)
+	benchMaxwellRow     = []byte(`{"database":"shop","table":"orders","type":"insert","ts":1477053217,"xid":23396,"xoffset":0,"position":"master.000006:800911","data":{"customer_id":4242,"order_id":17,"order_status":"created","total_amount":"1234.56"}}`)
+)
+
+func benchmarkDecode(b *testing.B, body []byte, decode func(*service.Message) (event, error)) {
+	msg := service.NewMessage(body)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		ev, err := decode(msg)
+		if err != nil || ev.kind == kindUnknown {
+			b.Fatal(ev, err)
+		}
+	}
+}
+
+func fastOnly(decode func(*fastDecoder, *service.Message) (event, bool)) func(*service.Message) (event, error) {
+	d := &fastDecoder{}
+	return func(msg *service.Message) (event, error) {
+		ev, ok := decode(d, msg)
+		if !ok {
+			return ev, errors.New("the fast path declined")
+		}
+		return ev, nil
+	}
+}
+
+func BenchmarkDecodeEnvelopeFast(b *testing.B) {
+	benchmarkDecode(b, benchEnvelopeRow, fastOnly((*fastDecoder).envelopeFast))
+}
+func BenchmarkDecodeEnvelopeJSON(b *testing.B) { benchmarkDecode(b, benchEnvelopeRow, decodeEnvelope) }
+func BenchmarkDecodeEnvelopeDeleteFast(b *testing.B) {
+	benchmarkDecode(b, benchEnvelopeDelete, fastOnly((*fastDecoder).envelopeFast))
+}
+func BenchmarkDecodeEnvelopeDeleteJSON(b *testing.B) {
+	benchmarkDecode(b, benchEnvelopeDelete, decodeEnvelope)
+}
+func BenchmarkDecodeMaxwellFast(b *testing.B) {
+	benchmarkDecode(b, benchMaxwellRow, fastOnly((*fastDecoder).maxwellFast))
+}
+func BenchmarkDecodeMaxwellJSON(b *testing.B) { benchmarkDecode(b, benchMaxwellRow, decodeMaxwell) }

@@ -62,6 +62,29 @@ func TestFastDecodersOnHostileInputs(t *testing.T) {
 		}
 	}
 	assert.Greater(t, decided, 30, "the fast paths decide the ordinary events themselves")
+
+	// Events the fast paths must decide themselves (declining is always
+	// correct, but slow).
+	for format, bodies := range map[string][]string{
+		formatEnvelope: {
+			`{"partition":3,"txnId":"t-17","type":"txn_begin"}`,
+			`{"txnId":17,"type":"TXN_END"}`,
+			`{"partition":"3","txnId":"t-17","type":"DATA","database":"test","table":"orders","json":"{\"__op\":1,\"order_id\":1}"}`,
+			`{"partition":3,"txnId":"t-17","type":"DATA","database":"test","table":"orders","json":{"order_id":1},"op":"d"}`,
+			`{"partition":3,"txnId":"t-17","type":"DATA","database":"test","table":"orders","json":"{\"__op\":0,\"a\":1}","op":1}`,
+		},
+		formatMaxwell: {
+			`{"database":"shop","table":"t","type":"weird","xid":5,"sql":null,"data":{"id":1}}`,
+			`{"database":"shop","type":"table-create","def":{"x":1}}`,
+			`{"database":"shop","table":"orders","type":"bootstrap-insert","data":{"id":1}}`,
+			`{"database":"shop","table":"orders","type":"delete","xid":5,"data":{"__op":0,"id":1}}`,
+			`{"database":"shop","table":"t","type":"update","xid":"x-5","commit":false,"data":{"id":1}}`,
+		},
+	} {
+		for _, b := range bodies {
+			assert.True(t, checkDecode(t, format, []byte(b)), "%s: the fast path declined %s", format, b)
+		}
+	}
 }
 
 // TestFastDecodersTakeTheWorkload guards the point of the fast paths: every
