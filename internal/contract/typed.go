@@ -91,9 +91,14 @@ type Writer struct {
 	digits []byte
 }
 
+// Block sizes: a block stays in memory while any message made from it
+// does, so stamps (which reference their message's body) come in small
+// blocks.
 const (
-	stampBlock = 128
+	stampBlock = 32
 	digitBlock = 4096
+	// maxBoxed is the longest string the Writer keeps boxed.
+	maxBoxed = 256
 )
 
 // Write stamps m onto msg, as the package function Write does.
@@ -197,7 +202,7 @@ func (w *Writer) setFlag(msg *service.Message, st *stamp, f Field, v bool) {
 // box returns s as an interface value, reusing the one made for the same
 // string recently.
 func (w *Writer) box(f Field, s string) any {
-	if w == nil {
+	if w == nil || len(s) > maxBoxed {
 		return s
 	}
 	return w.boxes[f].box(s)

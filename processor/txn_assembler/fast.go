@@ -33,6 +33,13 @@ type fastDecoder struct {
 	off bool
 }
 
+const (
+	// maxScratch bounds the unquoting buffer kept between events.
+	maxScratch = 1 << 20
+	// maxInterned is the longest string an interner keeps.
+	maxInterned = 256
+)
+
 // envelope decodes an envelope event, fast when it can.
 func (d *fastDecoder) envelope(msg *service.Message) (event, error) {
 	if ev, ok := d.envelopeFast(msg); ok {
@@ -126,6 +133,9 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	case jsonscan.KindObject:
 		row = j.Raw // validated with the envelope
 	case jsonscan.KindString:
+		if cap(d.buf) > maxScratch {
+			d.buf = nil // do not keep the largest row ever seen
+		}
 		d.buf = jsonscan.AppendUnquoted(d.buf[:0], j.Raw)
 		row = bytes.TrimSpace(d.buf)
 		if len(row) == 0 || row[0] != '{' || jsonscan.Valid(row) != jsonscan.OK {
@@ -349,6 +359,9 @@ type interner struct {
 }
 
 func (in *interner) bytes(b []byte) string {
+	if len(b) > maxInterned {
+		return string(b)
+	}
 	for _, s := range in.s {
 		if s == string(b) && s != "" {
 			return s
