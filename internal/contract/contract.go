@@ -2,6 +2,12 @@
 // processor (or a hand-written mapping) tells the starrocks_txn output where
 // source transactions begin and end. It is a public API: the keys and their
 // formats are documented in the README and must not change without notice.
+//
+// The string keys are the contract. Write (and a Writer, one per assembler)
+// also stores a typed copy under KeyTyped; Parse reads that first, after
+// checking that the string keys still hold what was written with it, and
+// Parsed.Row tells the output what the assembler already checked about a
+// row body. Parse also says which keys were present and which malformed.
 package contract
 
 import (
