@@ -129,6 +129,7 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 		return r, false
 	}
 	var row []byte
+	var scanned *jsonscan.Row
 	switch j := v[envJSON]; j.Kind {
 	case jsonscan.KindObject:
 		row = j.Raw // validated with the envelope
@@ -138,7 +139,18 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 		}
 		d.buf = jsonscan.AppendUnquoted(d.buf[:0], j.Raw)
 		row = bytes.TrimSpace(d.buf)
-		if len(row) == 0 || row[0] != '{' || jsonscan.Valid(row) != jsonscan.OK {
+		if len(row) == 0 || row[0] != '{' {
+			return r, false
+		}
+		// Validated once: with the analysis withOpFast needs when the row
+		// carries __op text, plainly otherwise.
+		if bytes.Contains(row, opKey) {
+			st, info := jsonscan.ScanRow(row, contract.OpField)
+			if st != jsonscan.OK {
+				return r, false
+			}
+			scanned = &info
+		} else if jsonscan.Valid(row) != jsonscan.OK {
 			return r, false
 		}
 	default:
@@ -167,7 +179,7 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	default:
 		return r, false
 	}
-	ev.rowJSON, ev.del, ok = withOpFast("json", row, del, explicit)
+	ev.rowJSON, ev.del, ok = withOpFast("json", row, scanned, del, explicit)
 	return r, ok
 }
 
@@ -278,7 +290,7 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 	if v[mxData].Kind != jsonscan.KindObject {
 		return r, false
 	}
-	ev.rowJSON, ev.del, ok = withOpFast("data", v[mxData].Raw, del, true)
+	ev.rowJSON, ev.del, ok = withOpFast("data", v[mxData].Raw, nil, del, true)
 	return r, ok
 }
 
@@ -286,14 +298,20 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 // the same result; it also returns the row's final __op. A row in
 // encoding/json's canonical form that already carries a top-level __op of 0
 // or 1 keeps its bytes (withOp would decode and re-encode it to the same
-// text); ok is false where withOp fails.
-func withOpFast(field string, row []byte, del, explicit bool) ([]byte, bool, bool) {
+// text); ok is false where withOp fails. scanned is ScanRow's analysis of
+// the row when the caller has it already.
+func withOpFast(field string, row []byte, scanned *jsonscan.Row, del, explicit bool) ([]byte, bool, bool) {
 	if !bytes.Contains(row, opKey) {
 		// withOp appends the __op: it is del.
 		out, ierr := withOp(field, row, del, explicit)
 		return out, del, ierr == nil
 	}
-	st, info := jsonscan.ScanRow(row, contract.OpField)
+	st, info := jsonscan.OK, jsonscan.Row{}
+	if scanned != nil {
+		info = *scanned
+	} else {
+		st, info = jsonscan.ScanRow(row, contract.OpField)
+	}
 	if op := info.Member; st == jsonscan.OK && info.Canonical && op.Kind == jsonscan.KindNumber &&
 		len(op.Raw) == 1 && (op.Raw[0] == '0' || op.Raw[0] == '1') {
 		if !explicit {
