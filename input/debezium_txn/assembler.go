@@ -556,4 +556,3 @@ func (a *assembler) releaseSide(s *sideRow) {
 		a.gateUncommitted--
 	}
 }
-
