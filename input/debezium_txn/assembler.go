@@ -212,6 +212,10 @@ type assembler struct {
 	endHeld []heldEvent
 	txnNext int64
 	txnHWM  int64
+	// txnFailed stops the transaction topic at txnFailedAt: an unreadable
+	// metadata record leaves every later boundary unknown.
+	txnFailed   error
+	txnFailedAt int64
 	// done remembers completed transaction ids (a ring of resendWindow).
 	done     map[string]struct{}
 	doneRing []string
@@ -303,6 +307,9 @@ var errPartitionStopped = errors.New("partition stopped")
 
 // addTxnMeta feeds one record of the transaction topic.
 func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error {
+	if a.txnFailed != nil {
+		return errPartitionStopped
+	}
 	if offset < a.txnNext {
 		return nil
 	}
@@ -312,7 +319,9 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 	}
 	m, err := decodeTxnMeta(value)
 	if err != nil {
-		return fmt.Errorf("%s offset %d: %w", tp{a.cfg.txnTopic, 0}, offset, err)
+		a.txnFailed = fmt.Errorf("%s offset %d: %w (is transaction_topic the connector's transaction topic?)", tp{a.cfg.txnTopic, 0}, offset, err)
+		a.txnFailedAt = offset
+		return a.txnFailed
 	}
 	if !m.end {
 		return nil

@@ -88,6 +88,9 @@ func (a *assembler) floors() (data map[tp]int64, txn int64) {
 	if len(a.endHeld) > 0 {
 		txn = a.endHeld[0].offset
 	}
+	if a.txnFailed != nil && a.txnFailedAt < txn {
+		txn = a.txnFailedAt
+	}
 	return data, txn
 }
 
@@ -129,6 +132,9 @@ const maxReported = 3
 // buffer bound.
 func (a *assembler) problems(now time.Time) []problem {
 	var out []problem
+	if a.txnFailed != nil {
+		out = append(out, problem{key: "failed:" + a.cfg.txnTopic, msg: fmt.Sprintf("the transaction topic is stopped at offset %d, no later transaction is emitted: %v", a.txnFailedAt, a.txnFailed)})
+	}
 	for _, p := range a.sortedParts() {
 		if p.failed != nil {
 			out = append(out, problem{key: "failed:" + p.tp.String(), msg: fmt.Sprintf("partition %s is stopped at offset %d, nothing there or after is emitted or committed: %v", p.tp, p.failedAt, p.failed)})
