@@ -35,6 +35,7 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.owned = assigned
 	in.gen++
 	in.revoking, in.stopped, in.unacked = false, nil, 0
 	in.paused, in.committed, in.sideEpochs = map[tp]bool{}, map[tp]int64{}, map[tp]uint64{}
@@ -305,6 +306,10 @@ func (in *Input) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 }
 
 func (in *Input) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+	in.mu.Lock()
+	// Out of the group: another member may own everything by now.
+	in.owned = nil
+	in.mu.Unlock()
 	in.release(ctx, cl, false)
 }
 

@@ -17,7 +17,12 @@ const balancerProtocol = "debezium-txn-single"
 // transaction can only be assembled where all of its partitions are read. The
 // member that owned the most partitions keeps them; a new group's first
 // member (by member id) gets them. The others get nothing: hot standbys.
-type singleOwnerBalancer struct{}
+//
+// An eager client forgets its assignment before it rejoins, so the balancer
+// asks owned for what the member held last (kept by the input until a loss).
+type singleOwnerBalancer struct {
+	owned func() map[string][]int32
+}
 
 var _ kgo.GroupBalancer = singleOwnerBalancer{}
 
@@ -27,7 +32,10 @@ func (singleOwnerBalancer) ProtocolName() string { return balancerProtocol }
 // input starts each assignment from committed offsets with nothing buffered.
 func (singleOwnerBalancer) IsCooperative() bool { return false }
 
-func (singleOwnerBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
+func (b singleOwnerBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
+	if len(current) == 0 && b.owned != nil {
+		current = b.owned()
+	}
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 2
 	meta.Topics = interests

@@ -93,6 +93,9 @@ type Input struct {
 	stopped    error
 	stats      assemblerStats
 
+	// owned is the last assignment, for the balancer's stickiness.
+	owned map[string][]int32
+
 	seq int64
 	// batcher holds messages of whole emissions until the policy flushes.
 	batcher  *service.Batcher
@@ -135,6 +138,17 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 	return in, nil
 }
 
+// ownedPartitions returns a copy of the last assignment.
+func (in *Input) ownedPartitions() map[string][]int32 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make(map[string][]int32, len(in.owned))
+	for t, ps := range in.owned {
+		out[t] = append([]int32(nil), ps...)
+	}
+	return out
+}
+
 // dbPartition is the starrocks_partition of every transaction event: the
 // transaction topic's name, one per connector (ARCHITECTURE.md §13.4).
 func (in *Input) dbPartition() string { return in.conf.transactionTopic }
@@ -156,7 +170,7 @@ func (in *Input) consumerOpts() []kgo.Opt {
 	}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(in.conf.consumerGroup),
-		kgo.Balancers(singleOwnerBalancer{}),
+		kgo.Balancers(singleOwnerBalancer{owned: in.ownedPartitions}),
 		kgo.FetchIsolationLevel(iso),
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
