@@ -23,6 +23,10 @@ import (
 // order rewrites all of its rows and an at-least-once replay of an older
 // transaction shows that older state whole.
 
+// resendHistory is how many recent transactions a simulated connector
+// restart may re-send.
+const resendHistory = 200
+
 // DebeziumTable is the collection (db.table) of a target table.
 func DebeziumTable(table string) string { return Database + "." + table }
 
@@ -49,8 +53,9 @@ type DebeziumOptions struct {
 	LargeEvery int
 	LargeSize  int
 	// ResendRatio is the share of source transactions after which the
-	// connector "restarts": the last 1–3 transactions are sent again
-	// (events, BEGIN and END), as Debezium does after a restart.
+	// connector "restarts": 1–3 consecutive transactions of the last 200
+	// are sent again (events, BEGIN and END), as Debezium does after a
+	// restart from an older flushed offset.
 	ResendRatio float64
 	// UpdateRatio and DeleteRatio as for Generator (defaults 0.3, 0.1).
 	UpdateRatio float64
@@ -223,15 +228,18 @@ func (s *DebeziumSource) Next() DebeziumTxn {
 	txn.Events = total
 	mine := append([]Record(nil), recs...)
 	if s.opts.ResendRatio > 0 && len(s.recent) > 0 && s.rng.Float64() < s.opts.ResendRatio {
-		k := 1 + s.rng.IntN(min(3, len(s.recent)))
-		for _, old := range s.recent[len(s.recent)-k:] {
+		// The connector restarts from an older flushed offset: 1–3
+		// consecutive transactions from up to resendHistory back come again.
+		from := s.rng.IntN(len(s.recent))
+		k := 1 + s.rng.IntN(min(3, len(s.recent)-from))
+		for _, old := range s.recent[from : from+k] {
 			recs = append(recs, old...)
 		}
 		// A re-sent event of this very transaction too.
 		recs = append(recs, mine[1])
 	}
 	s.recent = append(s.recent, mine)
-	if len(s.recent) > 3 {
+	if len(s.recent) > resendHistory {
 		s.recent = s.recent[1:]
 	}
 	txn.Records = recs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,10 @@ type DebeziumProducerOptions struct {
 	Brokers []string
 	// Rate bounds source transactions per second (0: as fast as possible).
 	Rate float64
+	// Lag, when set, delays the records of a partition by its lag (each
+	// partition's order kept): partitions arrive unevenly, ENDs before
+	// their events, as when a connector's producer batches per broker.
+	Lag func(topic string, partition int32) time.Duration
 }
 
 // DebeziumStats count what a DebeziumProducer wrote.
@@ -67,6 +72,17 @@ type DebeziumProducer struct {
 	model *Model
 	cl    *kgo.Client
 	Stats DebeziumStats
+
+	lagMu   sync.Mutex
+	lagQ    []lagged
+	lagWake chan struct{}
+	lagDone chan struct{}
+	lagErr  error
+}
+
+type lagged struct {
+	due time.Time
+	rec *kgo.Record
 }
 
 // NewDebeziumProducer connects a producer.
@@ -79,16 +95,86 @@ func NewDebeziumProducer(opts DebeziumProducerOptions, src *DebeziumSource, mode
 	if err != nil {
 		return nil, fmt.Errorf("creating producer: %w", err)
 	}
-	return &DebeziumProducer{opts: opts, src: src, model: model, cl: cl}, nil
+	p := &DebeziumProducer{opts: opts, src: src, model: model, cl: cl}
+	if opts.Lag != nil {
+		p.lagWake, p.lagDone = make(chan struct{}, 1), make(chan struct{})
+		go p.lagLoop()
+	}
+	return p, nil
 }
 
-// Close closes the Kafka client.
-func (p *DebeziumProducer) Close() { p.cl.Close() }
+// Close writes what the lag still holds and closes the Kafka client.
+func (p *DebeziumProducer) Close() {
+	if p.lagDone != nil {
+		close(p.lagDone)
+		p.flushLagged(time.Time{})
+	}
+	_ = p.cl.Flush(context.Background())
+	p.cl.Close()
+}
+
+// lagLoop writes lagged records once due, in the order they were queued:
+// every record of one partition has the same lag, so each partition keeps
+// its order.
+func (p *DebeziumProducer) lagLoop() {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.lagDone:
+			return
+		case <-t.C:
+		}
+		p.flushLagged(time.Now())
+	}
+}
+
+func (p *DebeziumProducer) flushLagged(now time.Time) {
+	p.lagMu.Lock()
+	defer p.lagMu.Unlock()
+	keep := p.lagQ[:0]
+	for _, l := range p.lagQ {
+		if now.IsZero() || !l.due.After(now) {
+			p.cl.Produce(context.Background(), l.rec, func(_ *kgo.Record, err error) {
+				if err != nil {
+					p.lagMu.Lock()
+					p.lagErr = err
+					p.lagMu.Unlock()
+				}
+			})
+			continue
+		}
+		keep = append(keep, l)
+	}
+	p.lagQ = keep
+}
+
+// Lagging reports the records the lag still holds.
+func (p *DebeziumProducer) Lagging() int {
+	p.lagMu.Lock()
+	defer p.lagMu.Unlock()
+	return len(p.lagQ)
+}
 
 func (p *DebeziumProducer) write(ctx context.Context, recs []Record) error {
-	krs := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		krs[i] = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
+	krs := make([]*kgo.Record, 0, len(recs))
+	now := time.Now()
+	for _, r := range recs {
+		kr := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
+		if p.opts.Lag != nil {
+			if d := p.opts.Lag(r.Topic, r.Partition); d > 0 {
+				p.lagMu.Lock()
+				if p.lagErr != nil {
+					err := p.lagErr
+					p.lagMu.Unlock()
+					return fmt.Errorf("producing lagged Debezium records: %w", err)
+				}
+				p.lagQ = append(p.lagQ, lagged{due: now.Add(d), rec: kr})
+				p.lagMu.Unlock()
+				continue
+			}
+		}
+		krs = append(krs, kr)
 	}
 	// The records of one source transaction are written before the next
 	// one's: per partition, Kafka keeps Debezium's order.
