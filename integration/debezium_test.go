@@ -105,6 +105,9 @@ type dbzPipeOpts struct {
 	group        string
 	exactlyOnce  bool
 	commitPeriod time.Duration
+	// processors are put before the probe (YAML list items indented for
+	// input.processors).
+	processors string
 }
 
 func (w *dbzWorld) yaml(o dbzPipeOpts) string {
@@ -134,7 +137,7 @@ input:
       count: 40
       period: 20ms
   processors:
-    - integration_probe: {}
+%s    - integration_probe: {}
 output:
   starrocks_txn:
     load_urls: [ %q ]
@@ -147,7 +150,7 @@ output:
     retry_backoff: { initial_interval: 20ms, max_interval: 300ms }
 %s
 shutdown_timeout: 5s
-`, strings.Join(w.r.brokers, ","), strings.Join(w.src.DataTopics(), ", "), w.src.TransactionTopic(), o.group, o.commitPeriod, w.r.em.FEURL(), eo)
+`, strings.Join(w.r.brokers, ","), strings.Join(w.src.DataTopics(), ", "), w.src.TransactionTopic(), o.group, o.commitPeriod, o.processors, w.r.em.FEURL(), eo)
 }
 
 func (w *dbzWorld) start(t *testing.T, name string, o dbzPipeOpts) *pipeline {
@@ -277,4 +280,34 @@ func TestDebeziumPipelineSurvivesKills(t *testing.T) {
 				p.metrics.Counter("debezium_txn_transactions"), p.metrics.Counter("debezium_txn_progress_skipped"), dups, rd.rounds.Load())
 		})
 	}
+}
+
+// The checks can fail: a mapping behind the input that makes every row its
+// own transaction (what a per-row CDC loader does), with the rows of one
+// batch spread over single-message batches so that commit cycles cut
+// between them, must be caught by the torn-read reader.
+func TestDebeziumHarnessCatchesSplitTransactions(t *testing.T) {
+	t.Parallel()
+	seed := testSeed(t)
+	r := newRig(t, 1)
+	w := newDbzWorld(t, r, seed, false)
+	p := w.start(t, "split", dbzPipeOpts{group: "g-dbz-split", processors: `    - mapping: |
+        meta starrocks_txn_id = @starrocks_source_offset
+        meta starrocks_txn_end = "true"
+        root = this
+    - split: { size: 1 }
+`})
+	w.snapshot(t)
+	rd := startReader(r.db, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := w.produce(ctx, 0, 150)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && rd.torn.Load() == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	require.NoError(t, wait())
+	p.stop(t, 10*time.Second)
+	rd.stop()
+	assert.Positive(t, rd.torn.Load(), "the reader saw orders without all their items")
 }
