@@ -246,6 +246,37 @@ func (s *DebeziumSource) Next() DebeziumTxn {
 	return txn
 }
 
+// Encode renders any source transaction (e.g. one of Generator's) as the
+// Debezium records of one transaction: BEGIN, a create (or, for a delete, a
+// delete with the row as its before image and a tombstone) per change in
+// order, END. It lets the same rows run through kafka_txn and debezium_txn.
+func (s *DebeziumSource) Encode(t Txn) DebeziumTxn {
+	s.seq++
+	id := fmt.Sprintf("3e11fa47-71ca-11e1-9e33-c80aa9429562:%d", s.seq)
+	counts := map[string]int{}
+	total := 0
+	recs := []Record{s.txnRecord(map[string]any{"status": "BEGIN", "id": id, "ts_ms": 1764417600000, "event_count": nil, "data_collections": nil})}
+	for _, c := range t.Changes {
+		total++
+		counts[c.Table]++
+		block := map[string]any{"id": id, "total_order": total, "data_collection_order": counts[c.Table]}
+		if c.Delete {
+			recs = append(recs, s.record(c.Table, c.Row, s.payload('d', c.Table, c.Row, nil, "false", block)),
+				Record{Topic: s.Topic(c.Table), Partition: s.partitionOf(c.Table, c.Row), Key: s.key(c.Table, c.Row)})
+			continue
+		}
+		recs = append(recs, s.record(c.Table, c.Row, s.payload('c', c.Table, nil, c.Row, "false", block)))
+	}
+	var cols []map[string]any
+	for _, table := range []string{TableOrders, TableItems, TableEvents} {
+		if counts[table] > 0 {
+			cols = append(cols, map[string]any{"data_collection": DebeziumTable(table), "event_count": counts[table]})
+		}
+	}
+	recs = append(recs, s.txnRecord(map[string]any{"status": "END", "id": id, "ts_ms": 1764417600000, "event_count": total, "data_collections": cols}))
+	return DebeziumTxn{Txn: Txn{ID: id, Changes: t.Changes}, Records: recs, Events: total}
+}
+
 // orderTxn returns the changes of one order transaction and, per change,
 // the row before it (nil for a create).
 func (s *DebeziumSource) orderTxn() ([]Change, []Row) {

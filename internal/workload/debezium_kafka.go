@@ -201,6 +201,23 @@ func (p *DebeziumProducer) Snapshot(ctx context.Context) error {
 	return nil
 }
 
+// Write writes one encoded source transaction (DebeziumSource.Encode) and
+// records it.
+func (p *DebeziumProducer) Write(ctx context.Context, t DebeziumTxn) error {
+	if err := p.write(ctx, t.Records); err != nil {
+		return err
+	}
+	p.model.Apply(t.Txn)
+	p.Stats.Txns.Add(1)
+	p.Stats.Events.Add(int64(t.Events))
+	for {
+		cur := p.Stats.Largest.Load()
+		if int64(t.Events) <= cur || p.Stats.Largest.CompareAndSwap(cur, int64(t.Events)) {
+			return nil
+		}
+	}
+}
+
 // Produce writes source transactions until n are written (n <= 0: until ctx
 // ends); it returns nil when ctx ends.
 func (p *DebeziumProducer) Produce(ctx context.Context, n int) error {

@@ -88,3 +88,34 @@ func TestDebeziumTraffic(t *testing.T) {
 		checkModel(t, m)
 	}
 }
+
+// Encode renders a Generator transaction as Debezium records that carry the
+// same rows: one event per change, deletes with a tombstone, counts in END.
+func TestDebeziumEncode(t *testing.T) {
+	src := NewDebeziumSource(DebeziumOptions{Partitions: 2, Schemas: true})
+	g := NewGenerator(Options{Partitions: 2, Seed: 5, Events: true, DeleteRatio: 0.3})
+	for i := 0; i < 50; i++ {
+		tx := g.Next(int32(i % 2))
+		dt := src.Encode(tx)
+		assert.Equal(t, len(tx.Changes), dt.Events)
+		data, tombs := 0, 0
+		for _, r := range dt.Records {
+			switch {
+			case r.Topic == src.TransactionTopic():
+			case r.Value == nil:
+				tombs++
+			default:
+				data++
+			}
+		}
+		dels := 0
+		for _, c := range tx.Changes {
+			if c.Delete {
+				dels++
+			}
+		}
+		assert.Equal(t, len(tx.Changes), data)
+		assert.Equal(t, dels, tombs)
+		assert.Contains(t, string(dt.Records[len(dt.Records)-1].Value), `"status":"END"`)
+	}
+}
