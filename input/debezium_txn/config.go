@@ -180,7 +180,7 @@ and the metadata contract.
 		Fields(
 			kafka.SeedBrokersField(),
 			service.NewStringListField(fieldTopics).
-				Description("The data topics: one per table, as Debezium names them (`<topic.prefix>.<db>.<table>`). Every topic must exist. Do not list the transaction topic here.").
+				Description("The data topics: one per table, as Debezium names them (`<topic.prefix>.<db>.<table>`). An entry may hold several comma-separated topics. Every topic must exist. Do not list the transaction topic here.").
 				Example([]string{"dbserver1.inventory.orders", "dbserver1.inventory.order_items"}),
 			service.NewBoolField(fieldRegexpTopics).
 				Description("Whether `topics` are regular expressions, matched against every topic of the cluster (new matching topics join on the next metadata refresh). Exclude the schema-change and heartbeat topics: they hold no data change events.").
@@ -205,11 +205,13 @@ and the metadata contract.
 				Description("The target database. Default: the event's `source.db` for MySQL and MariaDB, `source.schema` for PostgreSQL and the other connectors. Interpolated on each row with its metadata (`debezium_db`, `debezium_schema`, `debezium_table`, `kafka_topic`).").
 				Example(`analytics`).
 				Example(`${! @debezium_db.lowercase() }`).
-				Optional(),
+				Optional().
+				Advanced(),
 			service.NewInterpolatedStringField(fieldTable).
 				Description("The target table. Default: the event's `source.table`. Interpolated like `database`.").
 				Example(`${! @debezium_table.trim_prefix("orders_") }`).
-				Optional(),
+				Optional().
+				Advanced(),
 			service.NewStringField(fieldTimezone).
 				Description("The time zone (IANA name) in which an `io.debezium.time.ZonedTimestamp` (e.g. a MySQL TIMESTAMP column, given in UTC) is written as StarRocks DATETIME text.").
 				Default("UTC").
@@ -286,8 +288,10 @@ and the metadata contract.
 			kafka.TLSField(),
 			kafka.SASLField(),
 		).
-		LintRule(`root = if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { ["revoke_timeout must be below rebalance_timeout"] }`).
-		LintRule(`root = if this.topics.or([]).contains(this.transaction_topic.or("")) { ["transaction_topic must not be listed in topics"] }`).
+		LintRule(`root = [
+  if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { "revoke_timeout must be below rebalance_timeout" } else { null },
+  if this.topics.or([]).contains(this.transaction_topic.or("")) { "transaction_topic must not be listed in topics" } else { null },
+].filter(v -> v != null)`).
 		Example("MySQL connector", "Reads the tables of the `inventory` database of the connector `dbserver1` and loads each source transaction atomically.", `
 input:
   debezium_txn:
@@ -316,9 +320,11 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if topics, err = conf.FieldStringList(fieldTopics); err != nil {
 		return
 	}
-	for _, t := range topics {
-		if t = strings.TrimSpace(t); t != "" {
-			c.topics = append(c.topics, t)
+	for _, entry := range topics {
+		for _, t := range strings.Split(entry, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.topics = append(c.topics, t)
+			}
 		}
 	}
 	if len(c.topics) == 0 {
@@ -366,12 +372,13 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.consumerGroup == "" {
 		return c, errors.New("consumer_group must not be empty")
 	}
-	if conf.Contains(fieldDatabase) {
+	// An empty database or table is the same as none: the event's source.
+	if raw, _ := conf.FieldString(fieldDatabase); conf.Contains(fieldDatabase) && raw != "" {
 		if c.database, err = conf.FieldInterpolatedString(fieldDatabase); err != nil {
 			return
 		}
 	}
-	if conf.Contains(fieldTable) {
+	if raw, _ := conf.FieldString(fieldTable); conf.Contains(fieldTable) && raw != "" {
 		if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
 			return
 		}
