@@ -9,21 +9,21 @@ import (
 )
 
 // getLoadState is GET /api/{db}/get_load_state?label=L.
-func (e *Emulator) getLoadState(w http.ResponseWriter, r *http.Request, db string) {
+func (e *Emulator) getLoadState(q *req) {
 	e.ctr.labelStates.Add(1)
+	db, label := q.db, q.label
 	if db == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No database selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No database selected."))
 		return
 	}
-	label := r.URL.Query().Get("label")
 	if label == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No label selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No label selected."))
 		return
 	}
-	q := &req{w: w, r: r, node: "fe", op: string(OpGetLoadState), db: db, label: label}
 	if _, done := e.takeFault(q, func(_, msg string) reply { return restResult(false, msg) }); done {
 		return
 	}
+	w := q.w
 	if _, ok := e.store.DatabaseID(db); !ok {
 		writeJSON(w, http.StatusOK, restResult(false, "unknown database, database="+db))
 		return
@@ -38,20 +38,21 @@ func (e *Emulator) getLoadState(w http.ResponseWriter, r *http.Request, db strin
 }
 
 // cancel is POST /api/{db}/{label}/_cancel: abort by label ("user cancel").
-func (e *Emulator) cancel(w http.ResponseWriter, r *http.Request, db, label string) {
+func (e *Emulator) cancel(q *req) {
 	e.ctr.cancels.Add(1)
+	db, label := q.db, q.label
 	if db == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No database selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No database selected."))
 		return
 	}
 	if label == "" {
-		writeJSON(w, http.StatusOK, restResult(false, "No label selected."))
+		writeJSON(q.w, http.StatusOK, restResult(false, "No label selected."))
 		return
 	}
-	q := &req{w: w, r: r, node: "fe", op: string(OpCancel), db: db, label: label}
 	if _, done := e.takeFault(q, func(_, msg string) reply { return restResult(false, msg) }); done {
 		return
 	}
+	w := q.w
 	if _, ok := e.store.DatabaseID(db); !ok {
 		writeJSON(w, http.StatusOK, restResult(false, "unknown database, database="+db))
 		return
@@ -83,6 +84,7 @@ func (e *Emulator) cancel(w http.ResponseWriter, r *http.Request, db, label stri
 //	GET    /_emulator/faults    the pending faults
 //	DELETE /_emulator/faults    drop every pending fault
 //	GET    /_emulator/counters  the counters
+//	POST   /_emulator/evict_labels {"db":"d","labels":["l1"]}: forget finished labels
 //	POST   /_emulator/restart   emulate an FE restart
 func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	switch {
@@ -120,6 +122,23 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, reply{{"status", "OK"}})
 	case r.URL.Path == "/_emulator/counters" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, e.Counters())
+	case r.URL.Path == "/_emulator/evict_labels" && r.Method == http.MethodPost:
+		var sel struct {
+			DB     string   `json:"db"`
+			Labels []string `json:"labels"`
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody))
+		if err != nil {
+			return
+		}
+		if b := bytes.TrimSpace(body); len(b) > 0 {
+			if err := json.Unmarshal(b, &sel); err != nil {
+				writeJSON(w, http.StatusBadRequest, reply{{"status", "FAILED"}, {"msg", `decoding the selection (want {"db":"d","labels":["l1"]}): ` + err.Error()}})
+				return
+			}
+		}
+		n := e.EvictLabels(sel.DB, sel.Labels...)
+		writeJSON(w, http.StatusOK, reply{{"status", "OK"}, {"evicted", n}})
 	case r.URL.Path == "/_emulator/restart" && r.Method == http.MethodPost:
 		e.Restart()
 		writeJSON(w, http.StatusOK, reply{{"status", "OK"}})

@@ -11,8 +11,9 @@
 // PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F.
 // BE (Config.BEAddr): POST/PUT /api/transaction/{begin,prepare,commit,rollback,list},
 // PUT-only /api/transaction/load, PUT /api/{db}/{table}/_stream_load,
-// GET /api/_load_error_log. Every /api/ endpoint but the error log needs
-// HTTP Basic auth. The BE's list shows its classic transaction contexts
+// GET /api/_load_error_log. Every endpoint, the error log and the control
+// API below included, needs HTTP Basic auth with Config.User and Password
+// (401 without). The BE's list shows its classic transaction contexts
 // (begun and not yet prepared, committed, rolled back or aborted) as one
 // pretty-printed object each, concatenated without an array; an empty
 // body when there are none.
@@ -20,20 +21,52 @@
 // In process, use Start and Emulator.Faults. Out of process (the `emulator`
 // subcommand), the FE port also serves a control API:
 //
-//	POST   /_emulator/faults    {"op":"commit","action":"commit_late","count":1,"delay":"2s"}
+//	POST   /_emulator/faults    {"op":"commit","action":"commit_reply_lost","count":1}
 //	                            (or an array of such objects); optional "db", "table",
-//	                            "http_code", "message", "delay_ms"
+//	                            "statement" (op mysql), "delay" ("1.5s") or "delay_ms",
+//	                            "http_code", "code", "message", "status"
 //	GET    /_emulator/faults    the pending faults with their remaining counts
 //	DELETE /_emulator/faults    drop every pending fault
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
+//	POST   /_emulator/evict_labels  {"db":"test","labels":["l1"]} (both optional):
+//	                            forget finished labels at once (Emulator.EvictLabels)
 //	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
 //
-// fault ops: begin, load, prepare, commit, rollback, get_load_state,
-// stream_load, cancel (list takes no faults). actions: txn_in_processing,
-// internal_error, txn_not_exists, running_txn_limit, label_already_exists,
-// http_error, reset, delay, redirect (any op);
-// commit_report_failure, commit_reset, commit_no_answer, commit_late,
-// commit_abort (commit); abort_pending (rollback). See Action.
+// # Faults
+//
+// A fault hits the next Count requests of one op: begin, load, prepare,
+// commit, rollback, get_load_state, stream_load, cancel (the HTTP API;
+// loads of progress and writer rows are loads), or mysql (any statement
+// on the MySQL port, narrowed by a "statement" regular expression). For
+// every op each outcome of a remote call is one action:
+//
+//	action            server side                               the client sees
+//	status actions    nothing happens                           that status at once: refused definitely
+//	  (txn_in_processing, internal_error, txn_not_exists, running_txn_limit,
+//	  label_already_exists; http_error answers HTTP http_code, default 503;
+//	  on op mysql: error, a MySQL error code/message)
+//	reset             nothing happens (a load's body is half    a connection reset (or EOF) at once
+//	                  read; a statement is not executed)
+//	reply_lost        the operation completes (rows ingested,   a connection reset at once, no reply
+//	                  commit VISIBLE, statement executed), then
+//	                  the connection is dropped;
+//	                  <op>_reply_lost names it for one op
+//	                  (load_reply_lost, commit_reply_lost, …)
+//	reply_late        the operation completes, the reply is     its timeout if shorter than delay
+//	                  held for delay (default 3s), then sent    (the operation took effect), else
+//	                                                            the normal reply, late
+//	no_answer         the operation completes, nothing is       its own timeout; the connection is
+//	                  sent until delay passes or the client     then reset
+//	                  gives up
+//	delay             waits delay, then handles normally        a slow, normal reply
+//	redirect          307 to the same URL on the same node      a redirect it must follow
+//
+// Commit-only actions: commit_report_failure (commits, answers FAILED or
+// "status"), commit_late (answers FAILED at once, label PREPARE for delay,
+// then VISIBLE), commit_abort (answers FAILED and aborts), commit_reset (=
+// commit_reply_lost) and commit_no_answer (= no_answer). Rollback-only:
+// abort_pending (OK "abort initiated", the task ABORTING for delay). See
+// Action.
 package emulator
 
 import (
@@ -88,10 +121,17 @@ type Config struct {
 	DefaultTxnTimeout time.Duration
 	// MaxRunningTxnPerDB is max_running_txn_num_per_db (1000).
 	MaxRunningTxnPerDB int
-	// LabelKeepMax and LabelKeepMaxAge bound the retention of finished
-	// labels (1000 and 3 days).
+	// LabelKeepMax and LabelKeepMaxAge are label_keep_max_num and
+	// label_keep_max_second: the retention of final transaction states per
+	// database (1000, running ones counted, and 3 days).
 	LabelKeepMax    int
 	LabelKeepMaxAge time.Duration
+	// StreamLoadTaskKeepMax and StreamLoadTaskKeepMaxAge are
+	// stream_load_task_keep_max_num and _second: the retention of finished
+	// multi tasks (default: LabelKeepMax and LabelKeepMaxAge, which have
+	// StarRocks's defaults of both, 1000 and 3 days).
+	StreamLoadTaskKeepMax    int
+	StreamLoadTaskKeepMaxAge time.Duration
 	// StreamingLoadMaxMB and JSONMaxBatchMB bound the body bytes of one
 	// transaction, cumulative over its loads (102400 and 100).
 	StreamingLoadMaxMB, JSONMaxBatchMB int
@@ -120,6 +160,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.LabelKeepMaxAge <= 0 {
 		c.LabelKeepMaxAge = DefaultLabelKeepMaxAge
+	}
+	if c.StreamLoadTaskKeepMax <= 0 {
+		c.StreamLoadTaskKeepMax = c.LabelKeepMax
+	}
+	if c.StreamLoadTaskKeepMaxAge <= 0 {
+		c.StreamLoadTaskKeepMaxAge = c.LabelKeepMaxAge
 	}
 	if c.StreamingLoadMaxMB <= 0 {
 		c.StreamingLoadMaxMB = DefaultStreamingLoadMaxMB
@@ -155,6 +201,8 @@ type Counters struct {
 	Rows int64 `json:"rows"`
 	// Bytes counts load body bytes received (as sent, before decompression).
 	Bytes int64 `json:"bytes"`
+	// Statements counts the statements the MySQL port executed.
+	Statements int64 `json:"mysql_statements"`
 }
 
 type counters struct {
@@ -179,9 +227,11 @@ type Emulator struct {
 	multi      map[string]*txn    // multi-statement tasks by label, across databases
 	dbs        map[string]*dbTxns // the per-database transaction managers
 	beContexts map[string]*txn    // classic BE transaction contexts by label
-	finished   []*txn             // finished transactions in finish order, for retention
-	errorLogs  map[string][]string
-	errorOrder []string
+	// finishedTasks are the finished multi tasks in finish order, for the
+	// stream load manager's retention.
+	finishedTasks []*txn
+	errorLogs     map[string][]string
+	errorOrder    []string
 	// outcomes caches the final state of evicted classic transactions by
 	// db and label, so commit/rollback still answer idempotently.
 	outcomes     map[string]string
@@ -199,9 +249,14 @@ type Emulator struct {
 type dbTxns struct {
 	labels  map[string][]*txn
 	running map[int64]*txn
+	// finished are the registered transactions in a final state, in finish
+	// order, for label retention.
+	finished []*txn
 }
 
-// Start starts the listeners and runs the schema script.
+// Start runs the schema script and starts the listeners. On an error
+// nothing stays open, and a port already taken reads "listen tcp
+// 127.0.0.1:9030: bind: address already in use".
 func Start(cfg Config) (*Emulator, error) {
 	cfg.applyDefaults()
 	e := &Emulator{
@@ -222,23 +277,25 @@ func Start(cfg Config) (*Emulator, error) {
 			return nil, fmt.Errorf("running the schema script: %w", err)
 		}
 	}
+	// A listen error names the address ("listen tcp 127.0.0.1:9030: bind:
+	// address already in use"); callers add what they were starting.
 	var err error
 	if e.feLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("listening on the FE address %s: %w", cfg.HTTPAddr, err)
+		return nil, err
 	}
 	if cfg.BEAddr != "" {
 		if e.beLn, err = net.Listen("tcp", cfg.BEAddr); err != nil {
 			_ = e.feLn.Close()
-			return nil, fmt.Errorf("listening on the BE address %s: %w", cfg.BEAddr, err)
+			return nil, err
 		}
 	}
 	if cfg.MySQLAddr != "" {
-		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password); err != nil {
+		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault)); err != nil {
 			_ = e.feLn.Close()
 			if e.beLn != nil {
 				_ = e.beLn.Close()
 			}
-			return nil, fmt.Errorf("starting the MySQL server on %s: %w", cfg.MySQLAddr, err)
+			return nil, err
 		}
 	}
 	e.feSrv = &http.Server{Handler: http.HandlerFunc(e.serveFE), ReadHeaderTimeout: 30 * time.Second}
@@ -295,7 +352,15 @@ func (e *Emulator) Counters() Counters {
 		LabelStates: c.labelStates.Load(), Cancels: c.cancels.Load(), Redirects: c.redirects.Load(),
 		FaultsFired: c.faultsFired.Load(), Committed: c.committed.Load(), Aborted: c.aborted.Load(),
 		RowsReceived: c.rowsReceived.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(),
+		Statements: e.statements(),
 	}
+}
+
+func (e *Emulator) statements() int64 {
+	if e.mysql == nil {
+		return 0
+	}
+	return e.mysql.Statements()
 }
 
 // Restart emulates an FE restart: every open (not committed) transaction is

@@ -3,6 +3,8 @@ package emulator
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,7 +13,9 @@ import (
 // Op is the kind of request a fault applies to.
 type Op string
 
-// Operations faults can target.
+// Operations faults can target. Every HTTP operation of the FE and BE is
+// one; OpMySQL is any statement on the MySQL port (Fault.Statement narrows
+// it).
 const (
 	OpBegin        Op = "begin"
 	OpLoad         Op = "load"
@@ -21,9 +25,20 @@ const (
 	OpGetLoadState Op = "get_load_state"
 	OpStreamLoad   Op = "stream_load"
 	OpCancel       Op = "cancel"
+	OpMySQL        Op = "mysql"
 )
 
-// Action is what a fault does to the request it hits.
+// httpOps are the HTTP operations, in the order error messages list them.
+var httpOps = []Op{OpBegin, OpLoad, OpPrepare, OpCommit, OpRollback, OpGetLoadState, OpStreamLoad, OpCancel}
+
+// Action is what a fault does to the request it hits. The five outcomes
+// of a remote call each have an action valid for every operation:
+//
+//	refused definitely          the status actions (and ActSQLError on the MySQL port)
+//	not applied, reset          ActReset
+//	applied, reply lost         ActReplyLost (alias <op>_reply_lost); ActNoAnswer
+//	applied, reply too late     ActReplyLate
+//	slow                        ActDelay
 type Action string
 
 // Fault actions. The status actions answer with that status (or message)
@@ -39,10 +54,13 @@ const (
 	ActRunningTxnLimit Action = "running_txn_limit"
 	// ActLabelAlreadyExists answers LABEL_ALREADY_EXISTS.
 	ActLabelAlreadyExists Action = "label_already_exists"
-	// ActHTTPError answers HTTPCode (default 503) with a short text body.
+	// ActHTTPError answers HTTPCode (default 503) with a short text body;
+	// nothing happens.
 	ActHTTPError Action = "http_error"
-	// ActReset closes the connection abruptly (for a load: after reading
-	// part of the body).
+	// ActReset closes the connection abruptly before the operation runs
+	// (for a load: after reading part of the body; on the MySQL port:
+	// before the statement executes). Nothing happens server-side; the
+	// client sees a connection reset (or EOF).
 	ActReset Action = "reset"
 	// ActDelay waits Delay, then handles the request normally.
 	ActDelay Action = "delay"
@@ -50,12 +68,47 @@ const (
 	// follower FE redirecting to the leader does; nothing else happens.
 	ActRedirect Action = "redirect"
 
+	// ActReplyLost runs the operation to its end (a load's rows are
+	// ingested, a begin's transaction exists, a commit is VISIBLE, a
+	// rollback has aborted, a statement has executed), then drops the
+	// connection without sending the reply. The client sees a connection
+	// reset or EOF at once and cannot tell whether the operation happened.
+	// "<op>_reply_lost" (load_reply_lost, commit_reply_lost, …) is the
+	// same action restricted to that op.
+	ActReplyLost Action = "reply_lost"
+	// ActReplyLate runs the operation to its end, then holds its reply for
+	// Delay (default 3 s) before sending it. A client whose timeout is
+	// shorter gives up first and never sees the reply, although the
+	// operation took effect; a patient one sees the normal reply late.
+	ActReplyLate Action = "reply_late"
+	// ActNoAnswer runs the operation to its end, then sends nothing until
+	// Delay passes (default: until the client gives up) and resets the
+	// connection.
+	ActNoAnswer Action = "no_answer"
+	// ActSQLError (op mysql) refuses the statement with a MySQL error
+	// (Code, default 1064, SQLSTATE HY000, and Message) without executing
+	// it.
+	ActSQLError Action = "error"
+
+	// Per-op names of ActReplyLost.
+	ActBeginReplyLost        Action = "begin_reply_lost"
+	ActLoadReplyLost         Action = "load_reply_lost"
+	ActPrepareReplyLost      Action = "prepare_reply_lost"
+	ActCommitReplyLost       Action = "commit_reply_lost"
+	ActRollbackReplyLost     Action = "rollback_reply_lost"
+	ActGetLoadStateReplyLost Action = "get_load_state_reply_lost"
+	ActStreamLoadReplyLost   Action = "stream_load_reply_lost"
+	ActCancelReplyLost       Action = "cancel_reply_lost"
+	ActMySQLReplyLost        Action = "mysql_reply_lost"
+
 	// ActCommitReportFailure commits, then answers FAILED (Message).
 	ActCommitReportFailure Action = "commit_report_failure"
-	// ActCommitReset commits, then resets the connection.
+	// ActCommitReset is the older name of ActCommitReplyLost: it commits,
+	// then resets the connection.
 	ActCommitReset Action = "commit_reset"
-	// ActCommitNoAnswer commits, then holds the request for Delay (default
-	// until the client gives up) and resets the connection.
+	// ActCommitNoAnswer is ActNoAnswer for commits: it commits, then holds
+	// the request for Delay (default until the client gives up) and resets
+	// the connection.
 	ActCommitNoAnswer Action = "commit_no_answer"
 	// ActCommitLate answers FAILED at once, keeps the transaction committing
 	// (label state PREPARE) for Delay (default 3 s), then makes it VISIBLE.
@@ -68,20 +121,65 @@ const (
 	ActAbortPending Action = "abort_pending"
 )
 
-var validActions = map[Action][]Op{
-	ActTxnInProcessing: nil, ActInternalError: nil, ActTxnNotExists: nil, ActRunningTxnLimit: nil,
-	ActLabelAlreadyExists: nil, ActHTTPError: nil, ActReset: nil, ActDelay: nil, ActRedirect: nil,
-	ActCommitReportFailure: {OpCommit}, ActCommitReset: {OpCommit}, ActCommitNoAnswer: {OpCommit},
-	ActCommitLate: {OpCommit}, ActCommitAbort: {OpCommit}, ActAbortPending: {OpRollback},
+// actionScope says which ops an action applies to.
+type actionScope int
+
+const (
+	scopeAny  actionScope = iota // every op, HTTP and MySQL
+	scopeHTTP                    // every HTTP op
+	scopeOps                     // only the listed ops
+)
+
+type actionRule struct {
+	scope actionScope
+	ops   []Op
 }
 
-var validOps = map[Op]bool{
-	OpBegin: true, OpLoad: true, OpPrepare: true, OpCommit: true, OpRollback: true,
-	OpGetLoadState: true, OpStreamLoad: true, OpCancel: true,
+var actionRules = map[Action]actionRule{
+	ActTxnInProcessing: {scope: scopeHTTP}, ActInternalError: {scope: scopeHTTP},
+	ActTxnNotExists: {scope: scopeHTTP}, ActRunningTxnLimit: {scope: scopeHTTP},
+	ActLabelAlreadyExists: {scope: scopeHTTP}, ActHTTPError: {scope: scopeHTTP},
+	ActRedirect: {scope: scopeHTTP},
+	ActReset:    {scope: scopeAny}, ActDelay: {scope: scopeAny},
+	ActReplyLost: {scope: scopeAny}, ActReplyLate: {scope: scopeAny}, ActNoAnswer: {scope: scopeAny},
+	ActSQLError: {scope: scopeOps, ops: []Op{OpMySQL}},
+
+	ActBeginReplyLost: {scopeOps, []Op{OpBegin}}, ActLoadReplyLost: {scopeOps, []Op{OpLoad}},
+	ActPrepareReplyLost: {scopeOps, []Op{OpPrepare}}, ActCommitReplyLost: {scopeOps, []Op{OpCommit}},
+	ActRollbackReplyLost: {scopeOps, []Op{OpRollback}}, ActGetLoadStateReplyLost: {scopeOps, []Op{OpGetLoadState}},
+	ActStreamLoadReplyLost: {scopeOps, []Op{OpStreamLoad}}, ActCancelReplyLost: {scopeOps, []Op{OpCancel}},
+	ActMySQLReplyLost: {scopeOps, []Op{OpMySQL}},
+
+	ActCommitReportFailure: {scopeOps, []Op{OpCommit}}, ActCommitReset: {scopeOps, []Op{OpCommit}},
+	ActCommitNoAnswer: {scopeOps, []Op{OpCommit}}, ActCommitLate: {scopeOps, []Op{OpCommit}},
+	ActCommitAbort: {scopeOps, []Op{OpCommit}}, ActAbortPending: {scopeOps, []Op{OpRollback}},
+}
+
+// canonical folds the aliases: every <op>_reply_lost and commit_reset are
+// ActReplyLost, commit_no_answer is ActNoAnswer.
+func (a Action) canonical() Action {
+	switch {
+	case a == ActCommitReset || (a != ActReplyLost && strings.HasSuffix(string(a), "_reply_lost")):
+		return ActReplyLost
+	case a == ActCommitNoAnswer:
+		return ActNoAnswer
+	}
+	return a
+}
+
+// afterApply reports whether the action lets the operation run and acts on
+// its reply.
+func (a Action) afterApply() bool {
+	switch a.canonical() {
+	case ActReplyLost, ActReplyLate, ActNoAnswer:
+		return true
+	}
+	return false
 }
 
 // Fault makes the next Count requests of kind Op (optionally only those for
-// DB and/or Table) misbehave as Action says.
+// DB and/or Table, or on the MySQL port those matching Statement) misbehave
+// as Action says.
 type Fault struct {
 	Op     Op     `json:"op"`
 	Action Action `json:"action"`
@@ -89,16 +187,27 @@ type Fault struct {
 	Count int    `json:"count,omitempty"`
 	DB    string `json:"db,omitempty"`
 	Table string `json:"table,omitempty"`
-	// Delay is for ActDelay, ActCommitNoAnswer, ActCommitLate and
-	// ActAbortPending. Over JSON: "delay": "1.5s" or "delay_ms": 1500.
+	// Statement (op mysql only) is a regular expression matched,
+	// case-insensitively, against the statement text; empty matches every
+	// statement.
+	Statement string `json:"statement,omitempty"`
+	// Delay is for ActDelay, ActReplyLate, ActNoAnswer, ActCommitNoAnswer,
+	// ActCommitLate and ActAbortPending. Over JSON: "delay": "1.5s" or
+	// "delay_ms": 1500.
 	Delay time.Duration `json:"-"`
 	// HTTPCode is for ActHTTPError (default 503).
 	HTTPCode int `json:"http_code,omitempty"`
-	// Message overrides the reply message of status and commit actions.
+	// Code is the MySQL error number of ActSQLError (default 1064, the
+	// number StarRocks gives most statement errors).
+	Code int `json:"code,omitempty"`
+	// Message overrides the reply message of status, commit and SQL error
+	// actions.
 	Message string `json:"message,omitempty"`
 	// Status overrides the reply Status of ActCommitReportFailure,
 	// ActCommitLate and ActCommitAbort (e.g. "PUBLISH_TIMEOUT").
 	Status string `json:"status,omitempty"`
+
+	stmtRe *regexp.Regexp
 }
 
 // MarshalJSON writes Delay as a duration string.
@@ -141,26 +250,42 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 
 // Validate checks the fault names a known op and action that fit together.
 func (f Fault) Validate() error {
-	if !validOps[f.Op] {
-		return fmt.Errorf("fault op %q is unknown: use begin, load, prepare, commit, rollback, get_load_state, stream_load or cancel", f.Op)
+	_, err := f.compile()
+	return err
+}
+
+// compile validates f and compiles its statement pattern.
+func (f Fault) compile() (*regexp.Regexp, error) {
+	if f.Op != OpMySQL && !slices.Contains(httpOps, f.Op) {
+		return nil, fmt.Errorf("fault op %q is unknown: use begin, load, prepare, commit, rollback, get_load_state, stream_load, cancel or mysql", f.Op)
 	}
-	ops, ok := validActions[f.Action]
+	rule, ok := actionRules[f.Action]
 	if !ok {
-		return fmt.Errorf("fault action %q is unknown", f.Action)
+		return nil, fmt.Errorf("fault action %q is unknown: see the emulator package documentation for the list", f.Action)
 	}
-	if ops != nil {
-		fit := false
-		for _, o := range ops {
-			fit = fit || o == f.Op
-		}
-		if !fit {
-			return fmt.Errorf("fault action %q only applies to op %q", f.Action, ops[0])
-		}
+	switch {
+	case rule.scope == scopeHTTP && f.Op == OpMySQL:
+		return nil, fmt.Errorf("fault action %q does not apply to op mysql: use error, reset, delay, reply_lost, reply_late or no_answer", f.Action)
+	case rule.scope == scopeOps && !slices.Contains(rule.ops, f.Op):
+		return nil, fmt.Errorf("fault action %q only applies to op %q", f.Action, rule.ops[0])
 	}
 	if f.Count < 0 {
-		return fmt.Errorf("fault count %d must not be negative", f.Count)
+		return nil, fmt.Errorf("fault count %d must not be negative", f.Count)
 	}
-	return nil
+	if f.Delay < 0 {
+		return nil, fmt.Errorf("fault delay %s must not be negative", f.Delay)
+	}
+	if f.Statement == "" {
+		return nil, nil
+	}
+	if f.Op != OpMySQL {
+		return nil, fmt.Errorf("fault statement %q only applies to op mysql", f.Statement)
+	}
+	re, err := regexp.Compile("(?is)" + f.Statement)
+	if err != nil {
+		return nil, fmt.Errorf("fault statement %q is not a valid regular expression: %w", f.Statement, err)
+	}
+	return re, nil
 }
 
 // Faults holds the pending faults. Each is consumed atomically: exactly
@@ -174,9 +299,11 @@ func newFaults() *Faults { return &Faults{} }
 
 // Add queues a fault; faults are matched in the order they were added.
 func (fs *Faults) Add(f Fault) error {
-	if err := f.Validate(); err != nil {
+	re, err := f.compile()
+	if err != nil {
 		return err
 	}
+	f.stmtRe = re
 	if f.Count == 0 {
 		f.Count = 1
 	}
@@ -204,12 +331,25 @@ func (fs *Faults) Pending() []Fault {
 	return out
 }
 
-// take consumes one use of the first fault matching the request.
+// take consumes one use of the first fault matching an HTTP request.
 func (fs *Faults) take(op Op, db, table string) *Fault {
+	return fs.takeIf(func(f *Fault) bool {
+		return f.Op == op && (f.DB == "" || f.DB == db) && (f.Table == "" || strings.EqualFold(f.Table, table))
+	})
+}
+
+// takeSQL consumes one use of the first MySQL fault matching a statement.
+func (fs *Faults) takeSQL(stmt string) *Fault {
+	return fs.takeIf(func(f *Fault) bool {
+		return f.Op == OpMySQL && (f.stmtRe == nil || f.stmtRe.MatchString(stmt))
+	})
+}
+
+func (fs *Faults) takeIf(match func(*Fault) bool) *Fault {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for i, f := range fs.pending {
-		if f.Op != op || (f.DB != "" && f.DB != db) || (f.Table != "" && !strings.EqualFold(f.Table, table)) {
+		if !match(f) {
 			continue
 		}
 		f.Count--

@@ -367,19 +367,8 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 			msg = fmt.Sprintf("Transaction %d commit failed: publish timeout (injected fault), label is %s", t.id, t.label)
 		}
 		writeJSON(q.w, http.StatusOK, failed(msg).withStatus(f.Status))
-	case ActCommitReset:
-		hijackReset(q.w)
-	case ActCommitNoAnswer:
-		if f.Delay > 0 {
-			e.sleep(q.r.Context(), f.Delay)
-		} else {
-			select {
-			case <-q.r.Context().Done():
-			case <-e.stop:
-			}
-		}
-		hijackReset(q.w)
 	default:
+		// Also the after-apply faults: release acts on the held reply.
 		writeJSON(q.w, http.StatusOK, ok)
 	}
 }

@@ -171,6 +171,10 @@ type req struct {
 	table   string
 	multi   bool
 	timeout time.Duration // the `timeout` header, 0 when absent
+	// held and post are set when an after-apply fault took the request:
+	// the handler writes to held, and Emulator.release acts on it.
+	held *heldReply
+	post *Fault
 }
 
 func (q *req) header(name string) string { return strings.TrimSpace(q.r.Header.Get(name)) }
@@ -212,6 +216,11 @@ func (e *Emulator) checkAuth(w http.ResponseWriter, r *http.Request) bool {
 func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if strings.HasPrefix(path, "/_emulator/") {
+		// The control API changes what every client sees: the same
+		// credentials as the API.
+		if !e.checkAuth(w, r) {
+			return
+		}
 		e.serveAdmin(w, r)
 		return
 	}
@@ -229,7 +238,9 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 		if !e.checkAuth(w, r) {
 			return
 		}
-		e.feTransaction(newReq(w, r, "fe"), seg[1])
+		q := newReq(w, r, "fe")
+		defer e.release(q)
+		e.feTransaction(q, seg[1])
 	case len(seg) == 2 && seg[1] == "get_load_state":
 		if r.Method != http.MethodGet {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
@@ -238,7 +249,9 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 		if !e.checkAuth(w, r) {
 			return
 		}
-		e.getLoadState(w, r, seg[0])
+		q := &req{w: w, r: r, node: "fe", op: string(OpGetLoadState), db: seg[0], label: r.URL.Query().Get("label")}
+		defer e.release(q)
+		e.getLoadState(q)
 	case len(seg) == 3 && seg[2] == "_cancel":
 		if r.Method != http.MethodPost {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
@@ -247,10 +260,16 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 		if !e.checkAuth(w, r) {
 			return
 		}
-		e.cancel(w, r, seg[0], seg[1])
+		q := &req{w: w, r: r, node: "fe", op: string(OpCancel), db: seg[0], label: seg[1]}
+		defer e.release(q)
+		e.cancel(q)
 	case len(seg) == 3 && seg[2] == "_stream_load":
 		e.serveStreamLoad(w, r, "fe", seg[0], seg[1])
 	case len(seg) == 1 && seg[0] == "_load_error_log":
+		// Rejected rows carry user data: the same credentials as the API.
+		if !e.checkAuth(w, r) {
+			return
+		}
 		e.serveErrorLog(w, r)
 	default:
 		http.NotFound(w, r)
@@ -279,10 +298,16 @@ func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 		if !e.checkAuth(w, r) {
 			return
 		}
-		e.beTransaction(newReq(w, r, "be"), op)
+		q := newReq(w, r, "be")
+		defer e.release(q)
+		e.beTransaction(q, op)
 	case len(seg) == 3 && seg[2] == "_stream_load":
 		e.serveStreamLoad(w, r, "be", seg[0], seg[1])
 	case len(seg) == 1 && seg[0] == "_load_error_log":
+		// Rejected rows carry user data: the same credentials as the API.
+		if !e.checkAuth(w, r) {
+			return
+		}
 		e.serveErrorLog(w, r)
 	default:
 		http.NotFound(w, r)
@@ -300,7 +325,9 @@ func (e *Emulator) serveStreamLoad(w http.ResponseWriter, r *http.Request, node,
 	if !e.checkAuth(w, r) {
 		return
 	}
-	e.streamLoad(newReq(w, r, node), db, table)
+	q := newReq(w, r, node)
+	defer e.release(q)
+	e.streamLoad(q, db, table)
 }
 
 // redirectToBE answers 307 to the same path and query on the BE, without
@@ -351,6 +378,10 @@ func (e *Emulator) fire(q *req, f *Fault, shape func(status, msg string) reply) 
 	}
 	e.ctr.faultsFired.Add(1)
 	e.log.Debug("fault fired", "op", f.Op, "action", f.Action, "label", q.label, "table", q.table)
+	if f.Action.afterApply() {
+		q.hold(f)
+		return false
+	}
 	msg := f.Message
 	switch f.Action {
 	case ActDelay:

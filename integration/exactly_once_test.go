@@ -510,12 +510,22 @@ func TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting(t *testing.T) {
 // request took it.
 func (w *eoWorld) fault(js string) {
 	t := w.t
-	resp, err := http.Post("http://"+w.httpAddr+"/_emulator/faults", "application/json", strings.NewReader(js))
+	// The control API takes the emulator's credentials (root, no password).
+	req, err := http.NewRequest(http.MethodPost, "http://"+w.httpAddr+"/_emulator/faults", strings.NewReader(js))
+	require.NoError(t, err)
+	req.SetBasicAuth("root", "")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + w.httpAddr + "/_emulator/faults")
+		req, err := http.NewRequest(http.MethodGet, "http://"+w.httpAddr+"/_emulator/faults", nil)
+		if err != nil {
+			return false
+		}
+		req.SetBasicAuth("root", "")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}

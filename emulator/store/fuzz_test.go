@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -82,6 +83,103 @@ func TestParseCSVNeverPanics(t *testing.T) {
 		res, err := s.Parse("db", "nn", body, p)
 		if err == nil {
 			require.Equal(rt, int64(len(res.Rows)), res.Loaded)
+		}
+	})
+}
+
+// Native fuzz targets. Their seed corpora live in testdata/fuzz/<target>/ and run as
+// ordinary tests; `go test -fuzz=FuzzX -run=^$ ./emulator/store/` explores further (see
+// emulator/README.md). Each checks the invariants the HTTP layer relies on, so a finding is
+// a real defect: no panic, counters that add up, and rows that Parse accepted always apply.
+
+// FuzzDDLScript runs arbitrary DDL scripts on a fresh store.
+func FuzzDDLScript(f *testing.F) {
+	f.Fuzz(func(t *testing.T, script string) {
+		s := New()
+		if err := s.ExecScript(script); err != nil {
+			require.NotEmpty(t, err.Error())
+			return
+		}
+		sn := s.snap()
+		for _, d := range sn.dbs {
+			for _, tb := range d.tables {
+				checkSchema(t, tb.schema)
+			}
+		}
+	})
+}
+
+// checkSchema holds a created table to the rules finishSchema promises.
+func checkSchema(t *testing.T, sc *TableSchema) {
+	t.Helper()
+	require.NotEmpty(t, sc.Columns, "table %s has columns", sc.Name)
+	require.LessOrEqual(t, len(sc.Key), len(sc.Columns))
+	require.Len(t, sc.keyIdx, len(sc.Key))
+	for i, k := range sc.Key {
+		require.Equal(t, sc.Columns[i].Name, k, "key columns lead in key order")
+		require.Equal(t, i, sc.keyIdx[i])
+	}
+	for i, c := range sc.Columns {
+		require.Equal(t, i, sc.ColumnIndex(c.Name))
+		if c.Default != nil && !c.DefaultCurrentTimestamp {
+			_, err := normalizeValue(&sc.Columns[i], c.defaultValue)
+			require.NoError(t, err, "the default of %s fits its type", c.Name)
+		}
+	}
+	require.NotPanics(t, func() { tablesConfigRow(sc) })
+}
+
+// checkParsed holds a Parse result to its counters and applies its rows, which must fit.
+func checkParsed(t *testing.T, s *Store, table string, res *Parsed) {
+	t.Helper()
+	require.Equal(t, int64(len(res.Rows)), res.Loaded)
+	require.LessOrEqual(t, len(res.Errors), int(res.Filtered))
+	require.GreaterOrEqual(t, res.Filtered, int64(0))
+	require.NoError(t, s.Apply([]TableChange{{DB: "db", Table: table, Rows: res.Rows}}), "rows Parse accepted apply")
+}
+
+// FuzzParseJSON: Parse rejects exactly the bodies encoding/json rejects (as a document
+// stream), and what it accepts applies.
+func FuzzParseJSON(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body []byte, strip bool, strict bool) {
+		s := convStore(t)
+		for _, table := range []string{"nn", "conv"} {
+			p := jsonParams(map[string]string{
+				"strip_outer_array": fmt.Sprint(strip), "strict_mode": fmt.Sprint(strict), "max_filter_ratio": "1",
+			})
+			res, err := s.Parse("db", table, body, p)
+			if !validStream(body) {
+				require.Error(t, err, "%q should be rejected", body)
+				continue
+			}
+			require.NoError(t, err, "%q", body)
+			checkParsed(t, s, table, res)
+		}
+	})
+}
+
+// FuzzParseCSV: any body with any separators, enclose and escape parses without panicking,
+// and what it accepts applies.
+func FuzzParseCSV(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body []byte, sep, delim string, enclose, trim bool, columns string) {
+		s := convStore(t)
+		h := map[string]string{"column_separator": sep, "row_delimiter": delim, "columns": columns, "max_filter_ratio": "1"}
+		if enclose {
+			h["enclose"], h["escape"] = `"`, `\`
+		}
+		if trim {
+			h["trim_space"] = "true"
+		}
+		p, err := ParseLoadParams(h)
+		if err != nil {
+			return
+		}
+		for _, table := range []string{"nn", "conv", "dup"} {
+			res, err := s.Parse("db", table, body, p)
+			if err != nil {
+				continue
+			}
+			checkParsed(t, s, table, res)
 		}
 	})
 }

@@ -2,9 +2,11 @@ package store
 
 import (
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/information_schema"
 	"github.com/dolthub/go-mysql-server/sql/types"
 )
 
@@ -22,7 +24,43 @@ func (d *infoSchema) GetTableInsensitive(ctx *sql.Context, name string) (sql.Tab
 	if strings.EqualFold(name, tablesConfigName) {
 		return &tablesConfigTable{snap: d.bridge.snapFor(ctx)}, true, nil
 	}
-	return d.Database.GetTableInsensitive(ctx, name)
+	t, ok, err := d.Database.GetTableInsensitive(ctx, name)
+	if !ok || err != nil {
+		return t, ok, err
+	}
+	return ownCopy(t), true, nil
+}
+
+// ownCopy gives a query its own copy of a catalog table. go-mysql-server keeps one instance
+// of each information_schema table for every session, and planning a query that reads it
+// stores the catalog into that shared instance (sql.CatalogTable.AssignCatalog) while other
+// queries' plans read it: a data race whenever two such queries run at once. A copy per
+// lookup makes the write private; the copy shares the schema and the reader function, which
+// nothing writes.
+func ownCopy(t sql.Table) sql.Table {
+	if _, ok := t.(sql.CatalogTable); !ok {
+		return t
+	}
+	v := reflect.ValueOf(t)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return t
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	// A table that embeds *InformationSchemaTable (the statistics tables) assigns the
+	// catalog into the embedded one: copy that too.
+	for i := 0; i < cp.Elem().NumField(); i++ {
+		f := cp.Elem().Field(i)
+		if f.CanSet() && f.Type() == reflect.TypeFor[*information_schema.InformationSchemaTable]() && !f.IsNil() {
+			inner := *f.Interface().(*information_schema.InformationSchemaTable)
+			f.Set(reflect.ValueOf(&inner))
+		}
+	}
+	out, ok := cp.Interface().(sql.Table)
+	if !ok {
+		return t
+	}
+	return out
 }
 
 func (d *infoSchema) GetTableNames(ctx *sql.Context) ([]string, error) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -23,6 +24,8 @@ import (
 // MySQLServer is a running MySQL-protocol server over a Store.
 type MySQLServer interface {
 	Addr() string
+	// Statements is how many statements the server executed.
+	Statements() int64
 	Close() error
 }
 
@@ -34,7 +37,7 @@ type MySQLServer interface {
 // sub-selecting several tables sees each of them at the same commit. StarRocks DDL (CREATE /
 // DROP DATABASE and TABLE) is intercepted before go-mysql-server parses it and runs through
 // the store's DDL parser, so a mysql client can create tables in StarRocks syntax.
-func (s *Store) ServeMySQL(addr, user, password string) (MySQLServer, error) {
+func (s *Store) ServeMySQL(addr, user, password string, opts ...MySQLOption) (MySQLServer, error) {
 	if user == "" {
 		return nil, fmt.Errorf("mysql server: user must not be empty")
 	}
@@ -49,13 +52,16 @@ func (s *Store) ServeMySQL(addr, user, password string) (MySQLServer, error) {
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("mysql server: listening on %s: %w", addr, err)
+		return nil, err // "listen tcp <addr>: …" names what failed
 	}
 	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln, Version: "8.0.33-StarRocks-emulator"}
-	var h *ddlHandler
+	h := &ddlHandler{bridge: br, stop: make(chan struct{})}
+	for _, o := range opts {
+		o(h)
+	}
 	srv, err := server.NewServerWithHandler(cfg, engine, sql.NewContext, sessionBuilder, nil,
 		func(inner mysql.Handler) (mysql.Handler, error) {
-			h = &ddlHandler{Handler: inner, bridge: br}
+			h.Handler = inner
 			return h, nil
 		})
 	if err != nil {
@@ -65,20 +71,27 @@ func (s *Store) ServeMySQL(addr, user, password string) (MySQLServer, error) {
 	h.sm = srv.SessionManager()
 	// Listener.Accept is what Server.Start runs, minus its start-up log lines.
 	go srv.Listener.Accept()
-	return &mysqlServer{srv: srv, addr: ln.Addr().String()}, nil
+	return &mysqlServer{srv: srv, addr: ln.Addr().String(), stop: h.stop, h: h}, nil
 }
 
 type mysqlServer struct {
 	srv  *server.Server
+	h    *ddlHandler
 	addr string
+	stop chan struct{}
 	once sync.Once
 	err  error
 }
 
 func (m *mysqlServer) Addr() string { return m.addr }
 
+func (m *mysqlServer) Statements() int64 { return m.h.executed.Load() }
+
 func (m *mysqlServer) Close() error {
-	m.once.Do(func() { m.err = m.srv.Close() })
+	m.once.Do(func() {
+		close(m.stop)
+		m.err = m.srv.Close()
+	})
 	return m.err
 }
 
@@ -97,36 +110,34 @@ type ddlHandler struct {
 	mysql.Handler
 	bridge *sqlBridge
 	sm     *server.SessionManager
-}
-
-// catalogMu serialises the queries that read go-mysql-server's catalog tables
-// (information_schema, SHOW, DESCRIBE): v0.20.0 assigns the catalog to shared
-// information_schema tables on every such query (AssignCatalog) without a
-// lock, a data race that -race reports when two run at once. Data queries
-// do not take it.
-var catalogMu sync.Mutex
-
-// serialise takes catalogMu for a catalog query and returns its release.
-func serialise(query string) func() {
-	q := strings.ToLower(strings.TrimLeft(query, " \t\r\n("))
-	if strings.Contains(q, "information_schema") || strings.HasPrefix(q, "show") ||
-		strings.HasPrefix(q, "desc") || strings.HasPrefix(q, "explain") {
-		catalogMu.Lock()
-		return catalogMu.Unlock
-	}
-	return func() {}
+	hook   StatementHook // nil: no faults
+	stop   chan struct{} // closed when the server closes
+	// executed counts the statements that ran (faulted ones included,
+	// unless the fault refused or reset them first).
+	executed atomic.Int64
 }
 
 func (h *ddlHandler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
-	if toks, ok := h.interceptable(query); ok {
-		return h.runDDL(ctx, c, query, toks, false, callback)
-	}
-	defer serialise(query)()
-	defer h.bridge.pin(c.ConnectionID)()
-	return h.Handler.ComQuery(ctx, c, query, callback)
+	return h.withFault(c, query, callback, func(callback mysql.ResultSpoolFn) error {
+		if toks, ok := h.interceptable(query); ok {
+			return h.runDDL(ctx, c, query, toks, false, callback)
+		}
+		defer h.bridge.pin(c.ConnectionID)()
+		return h.Handler.ComQuery(ctx, c, query, callback)
+	})
 }
 
 func (h *ddlHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	var rest string
+	err := h.withFault(c, query, callback, func(callback mysql.ResultSpoolFn) error {
+		var err error
+		rest, err = h.multiQuery(ctx, c, query, callback)
+		return err
+	})
+	return rest, err
+}
+
+func (h *ddlHandler) multiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
 	if toks, ok := h.interceptable(query); ok {
 		// run the first statement only and hand back the rest
 		end := len(toks)
@@ -144,21 +155,21 @@ func (h *ddlHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query str
 		}
 		return rest, h.runDDL(ctx, c, stmt, toks[:end], rest != "", callback)
 	}
-	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComMultiQuery(ctx, c, query, callback)
 }
 
 func (h *ddlHandler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
-	defer serialise(query)()
 	defer h.bridge.pin(c.ConnectionID)()
 	return h.Handler.ComPrepare(ctx, c, query, prepare)
 }
 
 func (h *ddlHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
-	defer serialise(prepare.PrepareStmt)()
-	defer h.bridge.pin(c.ConnectionID)()
-	return h.Handler.ComStmtExecute(ctx, c, prepare, callback)
+	spool := func(r *sqltypes.Result, _ bool) error { return callback(r) }
+	return h.withFault(c, prepare.PrepareStmt, spool, func(spool mysql.ResultSpoolFn) error {
+		defer h.bridge.pin(c.ConnectionID)()
+		return h.Handler.ComStmtExecute(ctx, c, prepare, func(r *sqltypes.Result) error { return spool(r, false) })
+	})
 }
 
 // interceptable reports whether query starts with CREATE/DROP DATABASE/SCHEMA/TABLE or
@@ -313,6 +324,29 @@ func (d *sqlDatabase) GetViewDefinition(*sql.Context, string) (sql.ViewDefinitio
 
 // AllViews implements sql.ViewDatabase.
 func (d *sqlDatabase) AllViews(*sql.Context) ([]sql.ViewDefinition, error) { return nil, nil }
+
+var _ sql.StoredProcedureDatabase = (*sqlDatabase)(nil)
+
+// GetStoredProcedure implements sql.StoredProcedureDatabase: StarRocks tables have no stored
+// procedures, so information_schema.routines is empty rather than an error.
+func (d *sqlDatabase) GetStoredProcedure(*sql.Context, string) (sql.StoredProcedureDetails, bool, error) {
+	return sql.StoredProcedureDetails{}, false, nil
+}
+
+// GetStoredProcedures implements sql.StoredProcedureDatabase.
+func (d *sqlDatabase) GetStoredProcedures(*sql.Context) ([]sql.StoredProcedureDetails, error) {
+	return nil, nil
+}
+
+// SaveStoredProcedure implements sql.StoredProcedureDatabase.
+func (d *sqlDatabase) SaveStoredProcedure(*sql.Context, sql.StoredProcedureDetails) error {
+	return fmt.Errorf("stored procedures are not supported by the StarRocks emulator")
+}
+
+// DropStoredProcedure implements sql.StoredProcedureDatabase.
+func (d *sqlDatabase) DropStoredProcedure(_ *sql.Context, name string) error {
+	return sql.ErrStoredProcedureDoesNotExist.New(name)
+}
 
 var _ sql.TriggerDatabase = (*sqlDatabase)(nil)
 

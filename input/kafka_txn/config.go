@@ -101,8 +101,12 @@ next offset to deliver), `+"`kafka_txn_in_flight`"+` (gauge: unacknowledged
 messages per partition), `+"`kafka_txn_commits`"+` and
 `+"`kafka_txn_commit_errors`"+` (offset commits), `+"`kafka_txn_committed_offset`"+`
 (gauge per partition), `+"`kafka_txn_paused`"+` (gauge: 1 while fetching is paused
-at the checkpoint limit), `+"`kafka_txn_checkpoint_stalls`"+`, `+"`kafka_txn_nacks`"+`
-and `+"`kafka_txn_fences`"+`.`).
+at the checkpoint limit), `+"`kafka_txn_checkpoint_stalls`"+`, `+"`kafka_txn_nacks`"+`,
+`+"`kafka_txn_fences`"+` and `+"`kafka_txn_unmatched_partition_keys`"+` (keys of
+`+"`starrocks_partition`"+` used downstream that match no partition the input
+assigned: the assembler's `+"`partition`"+` or a mapping changed the key, so
+the output's committed offsets and fences never reach the input; each is
+also warned about once).`).
 		Fields(
 			kafka.SeedBrokersField(),
 			service.NewStringListField(fieldTopics).

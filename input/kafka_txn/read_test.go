@@ -248,7 +248,11 @@ func TestDeletedTopicIsNamedOnce(t *testing.T) {
 	res, logs := newResources()
 	in := newTestInput(t, res, testYAML(c, "g-deleted", ""))
 	connect(t, in)
-	_ = readUntil(t, in, "a")
+	// The batch is acknowledged only after the topic is gone, so the offset
+	// commit that follows must fail (acknowledged before, it could commit
+	// in time and leave nothing to commit).
+	b, ack := readBatch(t, in, 10*time.Second)
+	require.Equal(t, []string{"a"}, values(toRecs(t, b)))
 
 	adm, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	require.NoError(t, err)
@@ -257,6 +261,7 @@ func TestDeletedTopicIsNamedOnce(t *testing.T) {
 	defer cancel()
 	_, err = kadm.NewClient(adm).DeleteTopics(ctx, testTopic)
 	require.NoError(t, err)
+	require.NoError(t, ack(context.Background(), nil))
 
 	const want = "cdc/0: the topic no longer exists (deleted?), fix topics or recreate it"
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), want) }, 5*time.Second, 20*time.Millisecond)

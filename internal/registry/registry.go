@@ -12,6 +12,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -50,11 +51,28 @@ type Registry struct {
 	// epoch that was current when the partition was last fenced.
 	epochs map[string]uint64
 	fenced map[string]uint64
+	// unclaimed holds the partition keys reported to the unclaimed
+	// watchers (at most maxUnclaimed).
+	unclaimed         map[string]struct{}
+	unclaimedWatchers []func(key string, claimed []string)
 }
+
+// maxUnclaimed bounds how many distinct unclaimed partition keys are
+// reported (and remembered): a misconfiguration that derives the key from
+// the data must not grow the registry without end.
+const maxUnclaimed = 256
+
+// maxClaimedListed bounds how many claimed keys an unclaimed report lists.
+const maxClaimedListed = 8
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{committed: map[string]int64{}, epochs: map[string]uint64{}, fenced: map[string]uint64{}}
+	return &Registry{
+		committed: map[string]int64{},
+		epochs:    map[string]uint64{},
+		fenced:    map[string]uint64{},
+		unclaimed: map[string]struct{}{},
+	}
 }
 
 // EnableTracking is called by an output that will publish committed-through
@@ -75,17 +93,65 @@ func (r *Registry) Tracking() bool {
 // PublishCommitted records that every source transaction of partition whose
 // END offset is <= offset is committed (or was dead-lettered or abandoned).
 // Offsets only move forward.
+//
+// A partition no input ever assigned, published while an input has assigned
+// others, is reported to the OnUnclaimed watchers: its offsets reach no
+// input.
 func (r *Registry) PublishCommitted(partition string, offset int64) {
 	r.mu.Lock()
+	report := r.checkClaimedLocked(partition)
 	if cur, ok := r.committed[partition]; ok && cur >= offset {
 		r.mu.Unlock()
+		report()
 		return
 	}
 	r.committed[partition] = offset
 	watchers := append([]func(string, int64){}, r.watchers...)
 	r.mu.Unlock()
+	report()
 	for _, w := range watchers {
 		w(partition, offset)
+	}
+}
+
+// OnUnclaimed registers a callback for partition keys that the contract
+// uses (starrocks_partition, seen by the assembler or the output, or
+// published by the output) but that no input ever assigned, while inputs
+// have assigned others: the key was changed between the input and the
+// output (the assembler's partition field, or a mapping), so the output's
+// committed-through offsets and its fences never meet the input's
+// partitions. fn gets the key and up to eight claimed keys, sorted; it is
+// called once per key (for at most 256 keys), never under the registry's
+// lock, and must not block.
+func (r *Registry) OnUnclaimed(fn func(key string, claimed []string)) {
+	r.mu.Lock()
+	r.unclaimedWatchers = append(r.unclaimedWatchers, fn)
+	r.mu.Unlock()
+}
+
+// checkClaimedLocked returns the report to make, after the lock is
+// released, when key is unclaimed and not reported yet; otherwise a no-op.
+func (r *Registry) checkClaimedLocked(key string) func() {
+	if len(r.epochs) == 0 || r.epochs[key] > 0 {
+		return func() {}
+	}
+	if _, done := r.unclaimed[key]; done || len(r.unclaimed) >= maxUnclaimed {
+		return func() {}
+	}
+	r.unclaimed[key] = struct{}{}
+	claimed := make([]string, 0, len(r.epochs))
+	for k := range r.epochs {
+		claimed = append(claimed, k)
+	}
+	sort.Strings(claimed)
+	if len(claimed) > maxClaimedListed {
+		claimed = claimed[:maxClaimedListed]
+	}
+	watchers := append([]func(string, []string){}, r.unclaimedWatchers...)
+	return func() {
+		for _, w := range watchers {
+			w(key, claimed)
+		}
 	}
 }
 
@@ -153,14 +219,22 @@ func (r *Registry) Epoch(partition string) uint64 {
 // or the current one once it was fenced. Such a message must never be
 // applied: the fence dropped the rest of its source transaction, and the
 // partition's next owner reads it again.
+//
+// A message that carries an epoch (an input stamped it) under a key no input
+// assigned is reported to the OnUnclaimed watchers.
 func (r *Registry) Stale(partition string, epoch uint64) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if epoch < r.epochs[partition] {
-		return true
+	report := func() {}
+	if epoch > 0 {
+		report = r.checkClaimedLocked(partition)
 	}
-	f, ok := r.fenced[partition]
-	return ok && epoch <= f
+	stale := epoch < r.epochs[partition]
+	if f, ok := r.fenced[partition]; ok && epoch <= f {
+		stale = true
+	}
+	r.mu.Unlock()
+	report()
+	return stale
 }
 
 // Fence is called by an input that lost or gave up a partition: every output

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -110,4 +111,91 @@ func TestFenceOfAnUnassignedPartitionRecordsNoEpoch(t *testing.T) {
 	r := New()
 	require.NoError(t, r.Fence(context.Background(), "p"))
 	assert.False(t, r.Stale("p", 0), "no assignment was fenced")
+}
+
+type unclaimedReport struct {
+	key     string
+	claimed []string
+}
+
+func watchUnclaimed(r *Registry) func() []unclaimedReport {
+	var mu sync.Mutex
+	var got []unclaimedReport
+	r.OnUnclaimed(func(key string, claimed []string) {
+		mu.Lock()
+		got = append(got, unclaimedReport{key, claimed})
+		mu.Unlock()
+	})
+	return func() []unclaimedReport {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]unclaimedReport(nil), got...)
+	}
+}
+
+// TestUnclaimedPartitionKeysAreReported: a key the contract uses that no
+// input assigned, while inputs assigned others, is reported once, with the
+// keys the inputs did assign.
+func TestUnclaimedPartitionKeysAreReported(t *testing.T) {
+	r := New()
+	reports := watchUnclaimed(r)
+
+	// No input claims anything (a file input, say): nothing to compare.
+	r.PublishCommitted("orders", 5)
+	assert.False(t, r.Stale("orders", 1))
+	assert.Empty(t, reports())
+
+	r.Assign("cdc/1")
+	r.Assign("cdc/0")
+	r.PublishCommitted("cdc/0", 7)
+	assert.False(t, r.Stale("cdc/1", 1))
+	assert.Empty(t, reports(), "claimed keys are not reported")
+
+	// A message stamped by an input arrives under another key.
+	assert.False(t, r.Stale("shop/0", 1), "an unclaimed key is reported, not dropped")
+	assert.False(t, r.Stale("shop/0", 1))
+	// An unstamped message proves nothing.
+	assert.False(t, r.Stale("other", 0))
+	// The output publishes under a key nobody claimed.
+	r.PublishCommitted("orders", 9)
+	r.PublishCommitted("orders", 12)
+	r.PublishCommitted("shop/0", 3)
+	assert.Equal(t, []unclaimedReport{
+		{"shop/0", []string{"cdc/0", "cdc/1"}},
+		{"orders", []string{"cdc/0", "cdc/1"}},
+	}, reports(), "each key once")
+
+	// Staleness itself is unchanged.
+	require.NoError(t, r.Fence(context.Background(), "cdc/0"))
+	assert.True(t, r.Stale("cdc/0", 1))
+}
+
+// TestUnclaimedReportsAreBounded: keys derived from the data must not grow
+// the registry without end.
+func TestUnclaimedReportsAreBounded(t *testing.T) {
+	r := New()
+	reports := watchUnclaimed(r)
+	for i := range 20 {
+		r.Assign("cdc/" + strconv.Itoa(i))
+	}
+	for i := range 10000 {
+		r.Stale("txn-"+strconv.Itoa(i), 1)
+	}
+	got := reports()
+	assert.Len(t, got, maxUnclaimed)
+	assert.Len(t, got[0].claimed, maxClaimedListed, "the claimed list is capped")
+	r.mu.Lock()
+	assert.Len(t, r.unclaimed, maxUnclaimed)
+	r.mu.Unlock()
+}
+
+// TestUnclaimedWatcherMayCallTheRegistry: reports are made outside the
+// registry's lock.
+func TestUnclaimedWatcherMayCallTheRegistry(t *testing.T) {
+	r := New()
+	r.Assign("cdc/0")
+	var epoch uint64
+	r.OnUnclaimed(func(key string, _ []string) { epoch = r.Epoch(key) })
+	r.PublishCommitted("wrong", 1)
+	assert.Zero(t, epoch)
 }

@@ -91,8 +91,10 @@ type Running struct {
 	consErr      atomic.Value
 }
 
-// Start brings every part up and starts producing and loading.
-func Start(ctx context.Context, o Options) (r *Running, err error) {
+// Start brings every part up and starts producing and loading. On an
+// error it stops what it had started and returns the error, never a
+// partly started demo.
+func Start(ctx context.Context, o Options) (_ *Running, err error) {
 	if o.Partitions <= 0 {
 		o.Partitions = 4
 	}
@@ -108,7 +110,9 @@ func Start(ctx context.Context, o Options) (r *Running, err error) {
 	// The SQL engine logs every MySQL connection at info level through the
 	// global logrus logger; the demo's reader would drown the status line.
 	logrus.SetLevel(logrus.WarnLevel)
-	r = &Running{opts: o, model: workload.NewModel()}
+	// r is not the named result: every error return sets that to nil,
+	// and the deferred cleanup must still reach what r holds.
+	r := &Running{opts: o, model: workload.NewModel()}
 	defer func() {
 		if err != nil {
 			r.Close()

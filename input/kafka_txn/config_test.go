@@ -1,0 +1,108 @@
+package kafka_txn
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConfigLintAndValidation(t *testing.T) {
+	linter := service.NewEnvironment().NewComponentConfigLinter()
+	base := `kafka_txn:
+  seed_brokers: [ "localhost:9092" ]
+  topics: [ cdc ]
+  consumer_group: g
+`
+	for _, tc := range []struct {
+		name, extra, lint string
+	}{
+		{"defaults", "", ""},
+		{"revoke_timeout equal to rebalance_timeout", "  revoke_timeout: 60s\n", "revoke_timeout must be below rebalance_timeout"},
+		{"short rebalance_timeout", "  rebalance_timeout: 10s\n", "revoke_timeout must be below rebalance_timeout"},
+		{"both set and fine", "  revoke_timeout: 5s\n  rebalance_timeout: 10s\n", ""},
+		{"checkpoint_limit zero", "  checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
+		{"unknown isolation level", "  isolation_level: serializable\n", "serializable"},
+		{"bad sasl mechanism", "  sasl:\n    - mechanism: GSSAPI\n      username: u\n", "GSSAPI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lints, err := linter.LintInputYAML([]byte(base + tc.extra))
+			require.NoError(t, err)
+			if tc.lint == "" {
+				assert.Empty(t, lints)
+				return
+			}
+			var all []string
+			for _, l := range lints {
+				all = append(all, l.Error())
+			}
+			assert.Contains(t, strings.Join(all, "\n"), tc.lint)
+		})
+	}
+
+	t.Run("constructor enforces the same rules", func(t *testing.T) {
+		const required = "topics: [ cdc ]\nconsumer_group: g\n"
+		const brokers = "seed_brokers: [ localhost:9092 ]\n"
+		for _, tc := range []struct{ yaml, want string }{
+			{brokers + required + "revoke_timeout: 60s\n", "revoke_timeout (1m0s) must be below rebalance_timeout (1m0s)"},
+			{brokers + required + "checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
+			{brokers + required + "fetch_max_partition_bytes: lots\n", "fetch_max_partition_bytes"},
+			{"seed_brokers: [ \" , \" ]\n" + required, "seed_brokers must name at least one broker"},
+			{brokers + required + "sasl:\n  - mechanism: PLAIN\n", "sasl[0].username must not be empty"},
+			{brokers + required + "commit_period: 0s\n", "commit_period must be positive"},
+			{brokers + required + "batching:\n  count: 3\n  check: 'this.'\n", "batching"},
+		} {
+			conf, err := ConfigSpec().ParseYAML(tc.yaml, nil)
+			if err == nil {
+				_, err = New(conf, service.MockResources())
+			}
+			require.Error(t, err, tc.yaml)
+			assert.Contains(t, err.Error(), tc.want)
+		}
+	})
+
+	t.Run("byte sizes", func(t *testing.T) {
+		for in, want := range map[string]int32{"1048576": 1 << 20, "512KiB": 512 << 10, "1MiB": 1 << 20, "2MB": 2000000} {
+			got, err := parseBytes(in)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, in)
+		}
+	})
+}
+
+// TestReadmeDocumentsEveryField lints the README's full configuration block
+// and checks that the field table names every field of the spec.
+func TestReadmeDocumentsEveryField(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+
+	start := strings.Index(readme, "## Configuration\n\n```yaml\n")
+	require.GreaterOrEqual(t, start, 0)
+	block := readme[start+len("## Configuration\n\n```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	block = strings.TrimPrefix(block, "input:\n")
+	var unindented []string
+	for _, l := range strings.Split(block, "\n") {
+		unindented = append(unindented, strings.TrimPrefix(l, "  "))
+	}
+	lints, err := service.NewEnvironment().NewComponentConfigLinter().LintInputYAML([]byte(strings.Join(unindented, "\n")))
+	require.NoError(t, err)
+	assert.Empty(t, lints)
+
+	spec, ok := service.NewEnvironment().GetInputConfig(Name)
+	require.True(t, ok)
+	data, err := spec.TemplateData()
+	require.NoError(t, err)
+	require.NotEmpty(t, data.Fields)
+	for _, f := range data.Fields {
+		if strings.Count(f.FullName, ".") > 0 {
+			continue
+		}
+		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
+		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
+	}
+}

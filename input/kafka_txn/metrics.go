@@ -1,0 +1,35 @@
+package kafka_txn
+
+import "github.com/redpanda-data/benthos/v4/public/service"
+
+// inputMetrics are the input's metrics, through the Benthos metrics API. The
+// per-partition series are labelled topic and partition (the partition
+// number).
+type inputMetrics struct {
+	lag             *service.MetricGauge
+	inFlight        *service.MetricGauge
+	paused          *service.MetricGauge
+	committedOffset *service.MetricGauge
+	commits         *service.MetricCounter
+	commitErrors    *service.MetricCounter
+	stalls          *service.MetricCounter
+	nacks           *service.MetricCounter
+	fences          *service.MetricCounter
+	unmatchedKeys   *service.MetricCounter
+}
+
+// newInputMetrics creates the input's metrics.
+func newInputMetrics(met *service.Metrics) inputMetrics {
+	return inputMetrics{
+		lag:             met.NewGauge("kafka_txn_lag", "topic", "partition"),
+		inFlight:        met.NewGauge("kafka_txn_in_flight", "topic", "partition"),
+		paused:          met.NewGauge("kafka_txn_paused", "topic", "partition"),
+		committedOffset: met.NewGauge("kafka_txn_committed_offset", "topic", "partition"),
+		commits:         met.NewCounter("kafka_txn_commits"),
+		commitErrors:    met.NewCounter("kafka_txn_commit_errors"),
+		stalls:          met.NewCounter("kafka_txn_checkpoint_stalls", "topic", "partition"),
+		nacks:           met.NewCounter("kafka_txn_nacks", "topic", "partition"),
+		fences:          met.NewCounter("kafka_txn_fences", "topic", "partition"),
+		unmatchedKeys:   met.NewCounter("kafka_txn_unmatched_partition_keys"),
+	}
+}

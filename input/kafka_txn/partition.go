@@ -1,0 +1,75 @@
+package kafka_txn
+
+import (
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// pendingBatch is a delivered batch of one partition, not yet acknowledged.
+type pendingBatch struct {
+	first, last int64
+	n           int
+	acked       bool
+	nacked      bool
+}
+
+// partState is the state of one assigned partition. A new assignment gets a
+// new partState, so an acknowledgement of an older assignment finds its
+// partState gone from the map and marks nothing.
+type partState struct {
+	topic string
+	part  int32
+	id    string
+	label string
+	// epoch is the partition's assignment epoch in the registry, stamped
+	// on every message of the assignment (contract.KeyPartitionEpoch).
+	epoch uint64
+
+	queue     []*kgo.Record // fetched, not yet handed to a batch
+	batcher   *service.Batcher
+	batching  []*kgo.Record // added to the batcher, not yet delivered
+	batchMsgs service.MessageBatch
+	pending   []*pendingBatch // delivered, in offset order
+
+	unacked       int   // delivered and not acknowledged
+	firstOffset   int64 // first offset fetched in this assignment
+	nextFetch     int64 // offset after the last fetched record
+	deliveredNext int64 // offset after the last delivered record
+	ackedNext     int64 // offset after the contiguous acknowledged prefix
+	committedThru int64 // END offset the output published as committed
+	lastCommitted int64 // last offset committed to the group
+	hwm           int64
+
+	failed   error // set by a nack: the partition is stopped
+	failedAt int64 // first offset of the nacked batch
+
+	revoking        bool
+	paused          bool
+	lastDelivery    time.Time
+	lastAck         time.Time
+	limitSince      time.Time
+	lastStallReport time.Time
+}
+
+// commitTarget returns the offset to commit for the partition, or -1. With a
+// tracking output it is the committed-through END offset plus one (the next
+// position after the END; it may be a transaction marker), never past what
+// was delivered in this assignment. Otherwise it is the end of the
+// contiguous acknowledged prefix. Nothing at or past a nacked batch is ever
+// committed.
+func (ps *partState) commitTarget(tracking bool) int64 {
+	t := int64(-1)
+	if tracking {
+		if ps.firstOffset >= 0 && ps.committedThru >= ps.firstOffset && ps.deliveredNext >= 0 {
+			t = min(ps.committedThru+1, ps.deliveredNext)
+		}
+	} else {
+		t = ps.ackedNext
+	}
+	if ps.failed != nil && t > ps.failedAt {
+		t = ps.failedAt
+	}
+	return t
+}

@@ -1,0 +1,109 @@
+package kafka_txn
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+)
+
+// updatePauseLocked pauses fetching of a partition that holds checkpoint_limit
+// messages (fetched, batching or unacknowledged) or is stopped by a nack, and
+// resumes it otherwise.
+func (in *Input) updatePauseLocked(ps *partState) {
+	if in.cl == nil || ps.revoking {
+		return
+	}
+	want := ps.wantPaused(in.conf.checkpointLimit)
+	if want == ps.paused {
+		return
+	}
+	ps.paused = want
+	tp := map[string][]int32{ps.topic: {ps.part}}
+	if want {
+		in.cl.PauseFetchPartitions(tp)
+		in.m.paused.Set(1, ps.topic, ps.label)
+	} else {
+		in.cl.ResumeFetchPartitions(tp)
+		in.m.paused.Set(0, ps.topic, ps.label)
+	}
+}
+
+// updateLagLocked publishes the partition's lag gauge.
+func (in *Input) updateLagLocked(ps *partState) {
+	if lag, ok := ps.lag(); ok {
+		in.m.lag.Set(lag, ps.topic, ps.label)
+	}
+}
+
+// pollLoop fetches records and spreads them over the partitions' queues,
+// where ReadBatch picks them up.
+func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
+	defer in.loops.Done()
+	for {
+		fetches := cl.PollRecords(ctx, maxPollRecords)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			cl.AllowRebalance()
+			return
+		}
+		fetches.EachError(func(topic string, part int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			in.reportFetchError(topic, part, err)
+		})
+		in.mu.Lock()
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			ps := in.parts[contract.KafkaPartition(fp.Topic, fp.Partition)]
+			if ps == nil || ps.revoking {
+				return
+			}
+			ps.addFetched(fp)
+			in.updatePauseLocked(ps)
+			in.updateLagLocked(ps)
+		})
+		in.signalLocked()
+		in.mu.Unlock()
+		cl.AllowRebalance()
+	}
+}
+
+// addFetched queues the records of one fetch of the partition. A record
+// below the next offset to fetch is skipped: a partition is never delivered
+// backwards.
+func (ps *partState) addFetched(fp kgo.FetchTopicPartition) {
+	if fp.HighWatermark >= 0 {
+		ps.hwm = fp.HighWatermark
+	}
+	for _, r := range fp.Records {
+		if r.Offset < ps.nextFetch {
+			continue
+		}
+		if ps.firstOffset < 0 {
+			ps.firstOffset = r.Offset
+		}
+		ps.nextFetch = r.Offset + 1
+		ps.queue = append(ps.queue, r)
+	}
+}
+
+// wantPaused reports whether fetching of the partition must pause: it holds
+// limit messages (fetched, batching or unacknowledged) or a nack stopped it.
+func (ps *partState) wantPaused(limit int) bool {
+	return ps.failed != nil || ps.unacked+len(ps.batching)+len(ps.queue) >= limit
+}
+
+// lag is the high watermark minus the next offset to deliver (transaction
+// markers count); ok is false until both are known.
+func (ps *partState) lag() (int64, bool) {
+	next := ps.deliveredNext
+	if next < 0 {
+		next = ps.firstOffset
+	}
+	if ps.hwm < 0 || next < 0 {
+		return 0, false
+	}
+	return max(ps.hwm-next, 0), true
+}
