@@ -198,6 +198,9 @@ type assembler struct {
 	cfg   assemblerConfig
 	dec   *decoder
 	parts map[tp]*partState
+	// sorted is parts in topic, partition order (rebuilt when a partition
+	// is added).
+	sorted []*partState
 	// assigned lists the data partitions that must have started before a
 	// transaction is emitted (the start gate).
 	assigned map[tp]bool
@@ -264,6 +267,7 @@ func (a *assembler) part(t tp) *partState {
 	if p == nil {
 		p = &partState{tp: t, next: -1, lastGate: -1, failedAt: -1}
 		a.parts[t] = p
+		a.sorted = nil
 	}
 	return p
 }

@@ -85,6 +85,9 @@ func sideTxnID(s *sideRow) string {
 func (a *assembler) popReleasedSides(p *partState) { p.headSide() }
 
 func (a *assembler) sortedParts() []*partState {
+	if a.sorted != nil {
+		return a.sorted
+	}
 	out := make([]*partState, 0, len(a.parts))
 	for _, p := range a.parts {
 		out = append(out, p)
@@ -95,6 +98,7 @@ func (a *assembler) sortedParts() []*partState {
 		}
 		return out[i].tp.part < out[j].tp.part
 	})
+	a.sorted = out
 	return out
 }
 
