@@ -417,6 +417,29 @@ func (a *assembler) txnHighWatermark(hwm int64) {
 // partition (it names topic, partition and offset); nothing at or after
 // the record is processed or committed.
 func (a *assembler) addData(rec recMeta, value []byte, now time.Time) error {
+	return a.addDecoded(decodeRecord(a.dec, value), rec, now)
+}
+
+// decoded is a data record decoded ahead of the assembler (the input
+// decodes outside its lock).
+type decoded struct {
+	tombstone bool
+	ev        event
+	err       error
+	size      int64
+}
+
+// decodeRecord decodes one data record's value.
+func decodeRecord(d *decoder, value []byte) decoded {
+	if isNullValue(value) {
+		return decoded{tombstone: true}
+	}
+	e, err := d.decode(value)
+	return decoded{ev: e, err: err, size: int64(len(value))}
+}
+
+// addDecoded feeds one decoded data record (addData).
+func (a *assembler) addDecoded(dr decoded, rec recMeta, now time.Time) error {
 	p := a.part(rec.tp)
 	if p.failed != nil {
 		return errPartitionStopped
@@ -426,16 +449,15 @@ func (a *assembler) addData(rec recMeta, value []byte, now time.Time) error {
 	}
 	p.next = rec.offset + 1
 	p.started = true
-	if isNullValue(value) {
+	if dr.tombstone {
 		a.stats.tombstone++
 		p.snapOpen = false
 		return nil
 	}
-	e, err := a.dec.decode(value)
+	e, err, size := dr.ev, dr.err, dr.size
 	if err != nil {
 		return a.fail(p, rec.offset, fmt.Errorf("%s offset %d: %w (the input reads the full Debezium envelope, without the ExtractNewRecordState SMT, and only topics of data change events)", rec.tp, rec.offset, err))
 	}
-	size := int64(len(value))
 	if !e.hasTxn {
 		if e.isSnapshotRow() {
 			return a.addSide(p, rec, e, size, e.gatesStreaming())

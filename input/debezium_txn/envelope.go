@@ -277,37 +277,48 @@ func (d *decoder) fromWire(env wireEnvelope, plan *rowPlan) (event, error) {
 }
 
 // splitEnvelope finds the values of a JsonConverter envelope,
-// {"schema": <value>, "payload": <value>} (keys in that order, whitespace
-// allowed), without decoding them; ok is false for any other shape. The
-// schema is only skipped (brackets and strings), not validated: it is
-// parsed before its plan is cached, so bytes are trusted only once they
-// parsed. TestSplitEnvelopeMatchesEncodingJSON and FuzzDecodeFastEqualsSlow
-// hold the fast path equal to encoding/json.
+// {"schema": <value>, "payload": <value>} (the two keys in either order,
+// whitespace allowed), without decoding them; ok is false for any other
+// shape. The schema is only skipped (brackets and strings), not validated:
+// it is parsed before its plan is cached, so bytes are trusted only once
+// they parsed. TestSplitEnvelopeMatchesEncodingJSON and
+// FuzzDecodeFastEqualsSlow hold the fast path equal to encoding/json.
 func splitEnvelope(v []byte) (schema, payload []byte, ok bool) {
 	i := skipSpace(v, 0)
 	if i >= len(v) || v[i] != '{' {
 		return nil, nil, false
 	}
-	if i, ok = expectKey(v, i+1, `"schema"`); !ok {
-		return nil, nil, false
+	i++
+	for n := 0; n < 2; n++ {
+		if n == 1 {
+			i = skipSpace(v, i)
+			if i >= len(v) || v[i] != ',' {
+				return nil, nil, false
+			}
+			i++
+		}
+		var key string
+		switch j := skipSpace(v, i); {
+		case bytes.HasPrefix(v[j:], []byte(`"schema"`)) && schema == nil:
+			key = `"schema"`
+		case bytes.HasPrefix(v[j:], []byte(`"payload"`)) && payload == nil:
+			key = `"payload"`
+		default:
+			return nil, nil, false
+		}
+		if i, ok = expectKey(v, i, key); !ok {
+			return nil, nil, false
+		}
+		start := i
+		if i, ok = skipValue(v, i); !ok {
+			return nil, nil, false
+		}
+		if key == `"schema"` {
+			schema = v[start:i]
+		} else {
+			payload = v[start:i]
+		}
 	}
-	start := i
-	if i, ok = skipValue(v, i); !ok {
-		return nil, nil, false
-	}
-	schema = v[start:i]
-	i = skipSpace(v, i)
-	if i >= len(v) || v[i] != ',' {
-		return nil, nil, false
-	}
-	if i, ok = expectKey(v, i+1, `"payload"`); !ok {
-		return nil, nil, false
-	}
-	start = i
-	if i, ok = skipValue(v, i); !ok {
-		return nil, nil, false
-	}
-	payload = v[start:i]
 	i = skipSpace(v, i)
 	if i >= len(v) || v[i] != '}' {
 		return nil, nil, false

@@ -19,6 +19,7 @@ func TestSplitEnvelopeMatchesEncodingJSON(t *testing.T) {
 		`{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]},"payload":{"op":"c","after":{"a":"}]"}}}`,
 		" {\n \"schema\" : null , \"payload\" : {\"op\":\"d\",\"before\":{}} }\n",
 		`{"schema":"s","payload":[1,2]}`,
+		`{"payload":{"op":"c","after":{}},"schema":{"fields":[]}}`,
 		`{"schema":{"a":[{"b":"\\\"}"}]},"payload":{}}`,
 	} {
 		schema, payload, ok := splitEnvelope([]byte(v))
@@ -33,7 +34,8 @@ func TestSplitEnvelopeMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, v := range []string{
 		mysqlCreate,
-		`{"payload":{},"schema":{}}`,
+		`{"payload":{},"payload":{}}`,
+		`{"schema":{},"schema":{}}`,
 		`{"schema":{},"payload":{},"extra":1}`,
 		`{"schema":{},"payload":{}} x`,
 		`{"schema":{"a":"unterminated},"payload":{}}`,

@@ -66,6 +66,8 @@ type Input struct {
 	lim       *kafka.LogLimiter
 	reports   *kafka.LogLimiter
 	seqSource string
+	// dec decodes data values in the poll goroutine, outside mu.
+	dec *decoder
 
 	// commitMu serialises offset commits.
 	commitMu sync.Mutex
@@ -126,6 +128,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		reports:   kafka.NewLogLimiter(c.missingEventsTimeout),
 		seqSource: Name + "-" + hex.EncodeToString(b),
 		notify:    make(chan struct{}),
+		dec:       newDecoder(valueWriter{loc: c.loc}),
 	}
 	if !c.batching.IsNoop() {
 		bt, err := c.batching.NewBatcher(mgr)
@@ -300,11 +303,17 @@ func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
 			}
 		})
 		now := time.Now()
+		// Values are decoded before the lock is taken, so ReadBatch and
+		// acknowledgements are not held up by the decoding.
+		var parts []fetchedPartition
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			parts = append(parts, in.decodePartition(fp))
+		})
 		in.mu.Lock()
 		if a := in.asm; a != nil && !in.revoking {
-			fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			for _, fp := range parts {
 				in.feedLocked(a, fp, now)
-			})
+			}
 			in.afterFeedLocked()
 		}
 		in.signalLocked()
@@ -313,8 +322,30 @@ func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
 	}
 }
 
+// fetchedPartition is one partition's fetched records, data values decoded.
+type fetchedPartition struct {
+	kgo.FetchTopicPartition
+	decoded []decoded
+}
+
+// decodePartition decodes the values of a data partition's records. Only
+// the poll goroutine uses in.dec.
+func (in *Input) decodePartition(fp kgo.FetchTopicPartition) fetchedPartition {
+	out := fetchedPartition{FetchTopicPartition: fp}
+	if fp.Topic == in.conf.transactionTopic {
+		return out
+	}
+	out.decoded = make([]decoded, len(fp.Records))
+	for i, r := range fp.Records {
+		if !r.Attrs.IsControl() {
+			out.decoded[i] = decodeRecord(in.dec, r.Value)
+		}
+	}
+	return out
+}
+
 // feedLocked hands one partition's fetched records to the assembler.
-func (in *Input) feedLocked(a *assembler, fp kgo.FetchTopicPartition, now time.Time) {
+func (in *Input) feedLocked(a *assembler, fp fetchedPartition, now time.Time) {
 	txnTopic := fp.Topic == in.conf.transactionTopic
 	if txnTopic && fp.HighWatermark >= 0 {
 		a.txnHighWatermark(fp.HighWatermark)
@@ -322,7 +353,7 @@ func (in *Input) feedLocked(a *assembler, fp kgo.FetchTopicPartition, now time.T
 	if !txnTopic && !in.dataParts[tp{fp.Topic, fp.Partition}] {
 		return
 	}
-	for _, r := range fp.Records {
+	for i, r := range fp.Records {
 		if r.Attrs.IsControl() {
 			a.controlRecord(tp{r.Topic, r.Partition}, r.Offset)
 			continue
@@ -331,7 +362,7 @@ func (in *Input) feedLocked(a *assembler, fp kgo.FetchTopicPartition, now time.T
 		if txnTopic {
 			err = a.addTxnMeta(r.Offset, r.Value, now)
 		} else {
-			err = a.addData(recMeta{tp: tp{r.Topic, r.Partition}, offset: r.Offset, key: r.Key, ts: r.Timestamp}, r.Value, now)
+			err = a.addDecoded(fp.decoded[i], recMeta{tp: tp{r.Topic, r.Partition}, offset: r.Offset, key: r.Key, ts: r.Timestamp}, now)
 		}
 		if err != nil && !errors.Is(err, errPartitionStopped) {
 			in.log.Errorf("%v; the partition is stopped there: nothing at or after it is emitted or committed", err)
