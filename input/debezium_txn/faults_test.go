@@ -89,7 +89,7 @@ func TestKafkaFaultMatrix(t *testing.T) {
 					}
 				}
 				return true
-			}, 20*time.Second, 50*time.Millisecond, "the floors reach the ends after the fault")
+			}, 40*time.Second, 50*time.Millisecond, "the floors reach the ends after the fault")
 			require.Positive(t, fired.Load(), "the fault fired")
 		})
 	}

@@ -57,7 +57,7 @@ func TestInputLoadsDebeziumTraffic(t *testing.T) {
 			w.produce(150)
 			in, _ := w.newInput("g-load", "")
 			s := newSink(t)
-			readUntil(t, in, s, 20*time.Second, w.converged(s))
+			readUntil(t, in, s, 30*time.Second, w.converged(s))
 			for id, n := range s.txns {
 				if len(id) > 9 && id[:9] == "snapshot:" {
 					continue

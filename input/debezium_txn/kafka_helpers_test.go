@@ -79,10 +79,10 @@ topics: [ %s ]
 transaction_topic: %q
 consumer_group: %q
 commit_period: 50ms
-revoke_timeout: 2s
-session_timeout: 1s
-rebalance_timeout: 4s
-heartbeat_interval: 100ms
+revoke_timeout: 3s
+session_timeout: 4s
+rebalance_timeout: 8s
+heartbeat_interval: 200ms
 fetch_max_wait: 50ms
 missing_events_timeout: 2s
 %s`, strings.Join(w.cluster.ListenAddrs(), ","), strings.Join(w.src.DataTopics(), ", "), w.src.TransactionTopic(), group, extra)
@@ -118,13 +118,17 @@ type sink struct {
 	model   *workload.Model
 	seq     map[string]int64
 	offsets map[string]int64
-	open    map[string]string // partition → transaction not yet ended
-	txns    map[string]int
-	rows    int
+	// epochs: a new assignment epoch of a partition starts its source
+	// offsets over (the output's fence forgot the old ones).
+	epochs map[string]uint64
+	open   map[string]string // partition → transaction not yet ended
+	txns   map[string]int
+	rows   int
 }
 
 func newSink(t *testing.T) *sink {
-	return &sink{t: t, model: workload.NewModel(), seq: map[string]int64{}, offsets: map[string]int64{}, open: map[string]string{}, txns: map[string]int{}}
+	return &sink{t: t, model: workload.NewModel(), seq: map[string]int64{}, offsets: map[string]int64{}, epochs: map[string]uint64{},
+		open: map[string]string{}, txns: map[string]int{}}
 }
 
 func (s *sink) take(batch service.MessageBatch) {
@@ -136,6 +140,12 @@ func (s *sink) take(batch service.MessageBatch) {
 		require.True(s.t, m.HasSeq && m.HasOffset && m.HasEpoch && m.Partition != "" && m.TxnID != "")
 		require.Equal(s.t, s.seq[m.SeqSource]+1, m.Seq, "starrocks_seq is dense")
 		s.seq[m.SeqSource] = m.Seq
+		if e := s.epochs[m.Partition]; m.Epoch > e {
+			s.epochs[m.Partition] = m.Epoch
+			delete(s.offsets, m.Partition)
+		} else {
+			require.Equal(s.t, e, m.Epoch, "an older epoch of %s is never emitted again", m.Partition)
+		}
 		if last, ok := s.offsets[m.Partition]; ok {
 			require.Greater(s.t, m.SourceOffset, last, "source offsets increase in %s", m.Partition)
 		}

@@ -27,7 +27,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	a, _ := w.newInput("g-standby", "")
 	s := newSink(t)
 	// a reads some of it.
-	readUntil(t, a, s, 10*time.Second, func() bool { return s.rows > 50 })
+	readUntil(t, a, s, 30*time.Second, func() bool { return s.rows > 50 })
 	b, _ := w.newInput("g-standby", "")
 	// b joins: a keeps everything (eager rebalance: a re-reads from its
 	// floors), b gets nothing.
@@ -41,14 +41,14 @@ func TestStandbyTakesOver(t *testing.T) {
 	b.mu.Unlock()
 	assert.True(t, standby, "the standby holds no partitions: the owner keeps them")
 	w.produce(40)
-	readUntil(t, a, s, 10*time.Second, func() bool { return s.rows > 150 })
+	readUntil(t, a, s, 30*time.Second, func() bool { return s.rows > 150 })
 	require.NoError(t, a.Close(context.Background()))
 	// b takes over and delivers the rest.
 	w.produce(30)
 	s2 := newSink(t)
 	s2.model = s.model // one target: what both loaded
 	s2.seq = map[string]int64{}
-	readUntil(t, b, s2, 20*time.Second, w.converged(s2))
+	readUntil(t, b, s2, 30*time.Second, w.converged(s2))
 }
 
 // A restart re-reads from the floors: every transaction that was not
@@ -60,7 +60,7 @@ func TestRestartReReadsFromTheFloors(t *testing.T) {
 	s := newSink(t)
 	acked := map[string]bool{}
 	var held []service.AckFunc
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(acked) < 40 {
 		require.True(t, time.Now().Before(deadline))
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -90,7 +90,7 @@ func TestRestartReReadsFromTheFloors(t *testing.T) {
 	b, _ := w.newInput("g-restart", "")
 	s2 := newSink(t)
 	s2.model = s.model
-	readUntil(t, b, s2, 20*time.Second, w.converged(s2))
+	readUntil(t, b, s2, 30*time.Second, w.converged(s2))
 	for id := range s.txns {
 		if !acked[id] {
 			assert.Contains(t, s2.txns, id, "transaction %s was not acknowledged before the stop, so it comes again", id)
@@ -141,7 +141,7 @@ func TestTrackingOutputDecidesTheFloors(t *testing.T) {
 		}
 	}
 	publish()
-	readUntilFn(t, in, 10*time.Second, func(b service.MessageBatch) { s.take(b); publish() }, w.converged(s))
+	readUntilFn(t, in, 30*time.Second, func(b service.MessageBatch) { s.take(b); publish() }, w.converged(s))
 	ends := w.endOffsets()
 	require.Eventually(t, func() bool {
 		got := w.committedOffsets("g-track")
@@ -184,7 +184,7 @@ func TestExactlyOnceSkipsWhatStarRocksHolds(t *testing.T) {
 	w.produce(30)
 	first, _ := w.newInput("g-eo", "")
 	s := newSink(t)
-	readUntil(t, first, s, 10*time.Second, w.converged(s))
+	readUntil(t, first, s, 30*time.Second, w.converged(s))
 	// StarRocks holds everything but the last 5 transactions.
 	var ids []string
 	for id := range s.txns {
@@ -205,7 +205,7 @@ func TestExactlyOnceSkipsWhatStarRocksHolds(t *testing.T) {
 	probe, _ := w.newInput("g-eo-probe", "")
 	ps := newSink(t)
 	var order []int64
-	readUntilFn(t, probe, 10*time.Second, func(b service.MessageBatch) {
+	readUntilFn(t, probe, 30*time.Second, func(b service.MessageBatch) {
 		ps.take(b)
 		for _, m := range b {
 			meta, _ := contract.Read(m)
@@ -236,7 +236,7 @@ func TestExactlyOnceSkipsWhatStarRocksHolds(t *testing.T) {
 	defer in.Close(context.Background())
 	var got []int64
 	sideRows := 0
-	readUntilFn(t, in, 10*time.Second, func(b service.MessageBatch) {
+	readUntilFn(t, in, 30*time.Second, func(b service.MessageBatch) {
 		for _, m := range b {
 			meta, _ := contract.Read(m)
 			if meta.Partition != w.src.TransactionTopic() {

@@ -45,7 +45,7 @@ func TestMissingEventsAreReportedAndWaitedFor(t *testing.T) {
 	_, _, err := in.ReadBatch(ctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "nothing is emitted partly")
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `transaction \"tx-9\"`) }, 5*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `transaction \"tx-9\"`) }, 20*time.Second, 50*time.Millisecond)
 	assert.Contains(t, logs.String(), "topic dbserver1.test.orders (collections test.orders): seen 1 of 2")
 	assert.NotContains(t, logs.String(), "audit_log", "the unconsumed collection is not waited for")
 
