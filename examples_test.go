@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 )
@@ -30,17 +34,23 @@ func runExample(t *testing.T, file string, vars map[string]string) *emulator.Emu
 
 	conf, err := os.ReadFile(filepath.Join("examples", file))
 	require.NoError(t, err)
+	runConf(t, em, string(conf), vars)
+	return em
+}
+
+// runConf runs a pipeline config against em until its input ends.
+func runConf(t *testing.T, em *emulator.Emulator, conf string, vars map[string]string) {
+	t.Helper()
 	vars["STARROCKS_LOAD_URL"] = em.FEURL()
 	b := service.GlobalEnvironment().NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-	require.NoError(t, b.SetYAML(string(conf)), "examples/%s must lint cleanly", file)
+	require.NoError(t, b.SetYAML(conf), "the example must lint cleanly")
 	require.NoError(t, b.SetLoggerYAML("level: warn"))
 	s, err := b.Build()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, s.Run(ctx), "the pipeline must drain its file and stop by itself")
-	return em
 }
 
 func rows(t *testing.T, em *emulator.Emulator, table string, cols ...string) []string {
@@ -92,4 +102,130 @@ func TestExampleDeadLetter(t *testing.T) {
 	assert.Equal(t, "orders", first["table"])
 	assert.Equal(t, "order_itemz", second["table"])
 	assert.Contains(t, fmt.Sprint(second["reason"]), "order_itemz", "the reason names the missing table")
+}
+
+// A relative path in a config is taken from the working directory, as
+// everywhere in Benthos, not from the config file's directory: the
+// examples' default paths name their data from the repository root, where
+// the README runs them.
+func TestExampleRelativePathsAreFromTheWorkingDirectory(t *testing.T) {
+	conf, err := os.ReadFile("examples/envelope_file.yaml")
+	require.NoError(t, err)
+	require.Contains(t, string(conf), "${INPUT_FILE:./examples/data/orders.envelope.jsonl}")
+	schema, err := os.ReadFile("examples/schema.sql")
+	require.NoError(t, err)
+	start := func() *emulator.Emulator {
+		em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = em.Close() })
+		return em
+	}
+
+	// From the repository root the default path finds the data.
+	em := start()
+	runConf(t, em, string(conf), map[string]string{})
+	assert.Equal(t, []string{"1|20|shipped", "2|199|created"}, rows(t, em, "orders", "order_id", "total_amount", "order_status"))
+
+	// From the config file's own directory the same path names no file:
+	// the input says so, and nothing is loaded.
+	t.Chdir("examples")
+	em = start()
+	var logs syncBuffer
+	b := service.GlobalEnvironment().NewStreamBuilder()
+	b.SetEnvVarLookupFunc(func(k string) (string, bool) {
+		if k == "STARROCKS_LOAD_URL" {
+			return em.FEURL(), true
+		}
+		return "", false
+	})
+	require.NoError(t, b.SetYAML(string(conf)))
+	b.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	s, err := b.Build()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "open ./examples/data/orders.envelope.jsonl: no such file or directory")
+	}, 30*time.Second, 20*time.Millisecond, "the input names the path it cannot open")
+	require.NoError(t, s.StopWithin(10*time.Second))
+	<-done
+	assert.Empty(t, rows(t, em, "orders", "order_id"), "./examples/data/… is not looked up beside the config file")
+}
+
+// syncBuffer is a log sink the stream writes from its goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestExampleDeadLetterKafka runs examples/dead_letter_kafka.yaml against
+// kfake: the poisoned source transaction arrives in the dead-letter topic
+// whole, in order, as one Kafka transaction, with its reason as a header.
+func TestExampleDeadLetterKafka(t *testing.T) {
+	const topic = "starrocks.dead_letter"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	em := runExample(t, "dead_letter_kafka.yaml", map[string]string{
+		"INPUT_FILE":    "examples/data/poisoned.envelope.jsonl",
+		"KAFKA_BROKERS": strings.Join(cluster.ListenAddrs(), ","),
+	})
+	assert.Equal(t, []string{"10", "12"}, rows(t, em, "orders", "order_id"), "the neighbours commit")
+	assert.Equal(t, []string{"10|1", "12|1"}, rows(t, em, "order_items", "order_id", "item_id"))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer cl.Close()
+	// The pipeline has stopped: everything it dead-lettered is committed.
+	var recs []*kgo.Record
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) { recs = append(recs, r); n++ })
+		if n == 0 && len(recs) > 0 {
+			break
+		}
+	}
+	header := func(r *kgo.Record, key string) string {
+		for _, h := range r.Headers {
+			if h.Key == key {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}
+	require.Len(t, recs, 3, "both rows and the END marker of bad-2, nothing else")
+	var tables, values []string
+	for _, r := range recs {
+		assert.Equal(t, "bad-2", header(r, "starrocks_txn_id"))
+		assert.Contains(t, header(r, "starrocks_dead_letter_reason"), "order_itemz", "the reason names the missing table")
+		assert.Equal(t, recs[0].Partition, r.Partition, "one partition, so in order")
+		assert.True(t, r.Attrs.IsTransactional(), "written in a Kafka transaction")
+		tables = append(tables, header(r, "starrocks_table"))
+		values = append(values, string(r.Value))
+	}
+	for i := 1; i < len(recs); i++ {
+		assert.Less(t, recs[i-1].Offset, recs[i].Offset)
+	}
+	assert.Equal(t, []string{"orders", "order_itemz", ""}, tables, "in source order")
+	assert.JSONEq(t, `{"order_id":11,"customer_id":2,"total_amount":"9.00","order_status":"created","__op":0}`, values[0])
+	assert.JSONEq(t, `{"order_id":11,"item_id":1,"product":"dock","quantity":1,"price":"9.00","__op":0}`, values[1])
+	assert.Empty(t, values[2], "the END marker has no row")
+	assert.Equal(t, "true", header(recs[2], "starrocks_txn_end"), "the END marker closes the transaction")
+	assert.Equal(t, "true", header(recs[2], "starrocks_marker"))
 }

@@ -1,14 +1,19 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
-// output, the kafka_txn input and a prometheus metrics exporter. It adds three
+// output, the kafka_txn input and output and a prometheus metrics exporter. It adds three
 // subcommands: `emulator`, a StarRocks-compatible server for local work and
 // tests; `demo`, which runs the whole pipeline on this machine and verifies
-// the result; and `bench`, the comparative benchmark.
+// the result; and `bench`, the comparative benchmark. It replaces two of
+// Benthos's: `create`, which puts txn_assembler under input.processors, and
+// `lint`, which also refuses a txn_assembler placed where it cannot see each
+// partition in order (the same check runs when a config starts).
 package main
 
 import (
 	"context"
 	_ "embed"
+	"os"
+	"path/filepath"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
@@ -16,7 +21,10 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/bench"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -28,10 +36,39 @@ var (
 	demoSchema string
 )
 
+// options are the CLI options every run of the binary shares.
+func options() []service.CLIOptFunc {
+	return []service.CLIOptFunc{
+		service.CLIOptOnConfigParse(lint.OnConfigParse),
+	}
+}
+
+// benthosLint runs Benthos's own lint subcommand in this process.
+func benthosLint(args []string) int {
+	bin := "benthos-starrocks"
+	if len(os.Args) > 0 {
+		bin = os.Args[0]
+	}
+	opts := append(options(), service.CLIOptSetArgs(append([]string{bin, "lint"}, args...)...))
+	code, err := service.RunCLIToCode(context.Background(), opts...)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+	}
+	return code
+}
+
 func main() {
-	service.RunCLI(context.Background(),
+	// Benthos's own --version prints only its version; this binary's names
+	// both (and leaves the engine version Benthos reports elsewhere alone).
+	if version.Requested(os.Args[1:]) {
+		version.Print(os.Stdout, filepath.Base(os.Args[0]))
+		return
+	}
+	service.RunCLI(context.Background(), append(options(),
 		service.CLIOptAddCommand(emulator.Command()),
 		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
 		service.CLIOptAddCommand(bench.Command(demoSchema)),
-	)
+		service.CLIOptAddCommand(create.Command()),
+		service.CLIOptAddCommand(lint.Command(benthosLint)),
+	)...)
 }

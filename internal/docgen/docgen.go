@@ -10,6 +10,7 @@ package docgen
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 
@@ -83,6 +84,31 @@ Options: {{range $i, $o := .Options}}{{if $i}}, {{end}}{{code $o}}{{end}}.
 {{trim .Footnotes}}
 {{end}}`))
 
+// xref is an AsciiDoc cross reference of the Redpanda Connect docs, which
+// Benthos's own field descriptions (batching policies, TLS) carry:
+// xref:<module>:<page>.adoc[#anchor][text].
+var xref = regexp.MustCompile(`xref:(?:([a-z0-9_-]+):)?([A-Za-z0-9_/.-]+?)\.adoc(#[A-Za-z0-9_-]+)?\[([^\]]*)\]`)
+
+// docsBase is where those pages are published.
+const docsBase = "https://docs.redpanda.com/redpanda-connect/"
+
+// markdownLinks turns AsciiDoc cross references into Markdown links.
+func markdownLinks(b []byte) []byte {
+	return xref.ReplaceAllFunc(b, func(m []byte) []byte {
+		g := xref.FindSubmatch(m)
+		module, page, anchor, text := string(g[1]), string(g[2]), string(g[3]), string(g[4])
+		url := docsBase
+		if module != "" && module != "ROOT" {
+			url += module + "/"
+		}
+		url += strings.TrimSuffix(page, "/index") + "/" + anchor
+		if text == "" {
+			text = page
+		}
+		return []byte("[" + text + "](" + url + ")")
+	})
+}
+
 // Render returns the Markdown reference of one plugin.
 func Render(view *service.ConfigView) ([]byte, error) {
 	data, err := view.TemplateData()
@@ -93,5 +119,5 @@ func Render(view *service.ConfigView) ([]byte, error) {
 	if err := page.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("rendering the docs of %s: %w", data.Name, err)
 	}
-	return buf.Bytes(), nil
+	return markdownLinks(buf.Bytes()), nil
 }

@@ -16,12 +16,29 @@ import (
 )
 
 // Capture holds every metric a stream reported. Counters and gauges are summed
-// over their label values; timers keep their samples.
+// over their label values; a gauge also keeps the highest sum it reached;
+// timers keep their samples.
 type Capture struct {
 	mu       sync.Mutex
 	counters map[string]*atomic.Int64
-	gauges   map[string]map[string]*atomic.Int64
+	gauges   map[string]*gaugeSum
 	timers   map[string]*samples
+}
+
+// gaugeSum is one gauge: its value per label values, their sum, and the
+// highest sum seen.
+type gaugeSum struct {
+	mu       sync.Mutex
+	values   map[string]int64
+	sum, top int64
+}
+
+func (g *gaugeSum) set(key string, v int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sum += v - g.values[key]
+	g.values[key] = v
+	g.top = max(g.top, g.sum)
 }
 
 type samples struct {
@@ -33,7 +50,7 @@ type samples struct {
 func New() *Capture {
 	return &Capture{
 		counters: map[string]*atomic.Int64{},
-		gauges:   map[string]map[string]*atomic.Int64{},
+		gauges:   map[string]*gaugeSum{},
 		timers:   map[string]*samples{},
 	}
 }
@@ -63,13 +80,19 @@ func (c *Capture) Counter(name string) int64 {
 
 // Gauge returns the sum of a gauge's current values over its label values.
 func (c *Capture) Gauge(name string) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var sum int64
-	for _, v := range c.gauges[name] {
-		sum += v.Load()
-	}
-	return sum
+	g := c.gaugeOf(name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sum
+}
+
+// Peak returns the highest value Gauge(name) has had (0 for a gauge never
+// set): what a test asks of a gauge that goes up and comes back down.
+func (c *Capture) Peak(name string) int64 {
+	g := c.gaugeOf(name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.top
 }
 
 // Timings returns a copy of a timer's samples.
@@ -117,24 +140,15 @@ func (c *Capture) counter(name string) *atomic.Int64 {
 	return v
 }
 
-func (c *Capture) gauge(name string, labels []string) *atomic.Int64 {
-	key := ""
-	for _, l := range labels {
-		key += l + "\x00"
-	}
+func (c *Capture) gaugeOf(name string) *gaugeSum {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.gauges[name]
-	if m == nil {
-		m = map[string]*atomic.Int64{}
-		c.gauges[name] = m
+	g := c.gauges[name]
+	if g == nil {
+		g = &gaugeSum{values: map[string]int64{}}
+		c.gauges[name] = g
 	}
-	v := m[key]
-	if v == nil {
-		v = new(atomic.Int64)
-		m[key] = v
-	}
-	return v
+	return g
 }
 
 func (c *Capture) timer(name string) *samples {
@@ -161,7 +175,14 @@ func (e exporter) NewTimerCtor(name string, _ ...string) service.MetricsExporter
 }
 
 func (e exporter) NewGaugeCtor(name string, _ ...string) service.MetricsExporterGaugeCtor {
-	return func(labels ...string) service.MetricsExporterGauge { return gauge{e.c.gauge(name, labels)} }
+	g := e.c.gaugeOf(name)
+	return func(labels ...string) service.MetricsExporterGauge {
+		key := ""
+		for _, l := range labels {
+			key += l + "\x00"
+		}
+		return gauge{g: g, key: key}
+	}
 }
 
 func (exporter) Close(context.Context) error { return nil }
@@ -179,7 +200,14 @@ func (t timer) Timing(ns int64) {
 	t.s.mu.Unlock()
 }
 
-type gauge struct{ v *atomic.Int64 }
+type gauge struct {
+	g   *gaugeSum
+	key string
+}
 
-func (g gauge) Set(v int64)          { g.v.Store(v) }
-func (g gauge) SetFloat64(v float64) { g.v.Store(int64(v)) }
+func (g gauge) Set(v int64)          { g.g.set(g.key, v) }
+func (g gauge) SetFloat64(v float64) { g.g.set(g.key, int64(v)) }
+
+// Exporter returns an exporter that reports into c, for combining the
+// capture with another exporter.
+func (c *Capture) Exporter() service.MetricsExporter { return exporter{c} }

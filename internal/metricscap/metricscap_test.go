@@ -31,6 +31,7 @@ func TestCaptureReceivesStreamMetrics(t *testing.T) {
 
 	assert.Equal(t, int64(5), c.Counter("seen"))
 	assert.Equal(t, int64(7), c.Gauge("last"))
+	assert.Equal(t, int64(7), c.Peak("last"))
 	assert.NotEmpty(t, c.Timings("output_latency_ns"), "built-in timers are captured too")
 }
 
@@ -43,4 +44,20 @@ func TestQuantile(t *testing.T) {
 	assert.Equal(t, 99*time.Millisecond, Quantile(d, 0.99))
 	assert.Equal(t, 100*time.Millisecond, Quantile(d, 1))
 	assert.Equal(t, time.Duration(0), Quantile(nil, 0.5))
+}
+
+// A gauge's value is summed over its label values; its peak is the highest
+// sum it reached, kept after it went down again.
+func TestGaugeSumAndPeak(t *testing.T) {
+	c := New()
+	ctor := exporter{c}.NewGaugeCtor("g", "partition")
+	a, b := ctor("p0"), ctor("p1")
+	a.Set(2)
+	b.Set(3)
+	assert.Equal(t, int64(5), c.Gauge("g"))
+	a.Set(0)
+	b.Set(1)
+	assert.Equal(t, int64(1), c.Gauge("g"))
+	assert.Equal(t, int64(5), c.Peak("g"))
+	assert.Zero(t, c.Peak("never"))
 }

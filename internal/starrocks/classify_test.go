@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// The texts below are the ones docs/starrocks-protocol.md quotes from the
+// The texts below are the ones docs/notes/starrocks-protocol.md quotes from the
 // StarRocks sources (§1.2, §4, §5, §6, §8).
 func TestClassify(t *testing.T) {
 	const (

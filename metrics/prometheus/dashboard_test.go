@@ -70,7 +70,7 @@ func allPanels(ps []panel) []panel {
 // (Benthos's own component metrics included).
 func exportedSeries(run *pipelineRun) map[string]prometheus.Family {
 	out := map[string]prometheus.Family{}
-	for _, f := range run.declared {
+	for _, f := range withPending(run.declared) {
 		for _, s := range f.Series() {
 			out[s] = f
 		}
@@ -117,6 +117,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 		for _, tg := range p.Targets {
 			exprs++
 			r := parsePromQL(tg.Expr)
+			require.NoError(t, r.err, "panel %q query %s", p.Title, tg.RefID)
 			if !strings.HasPrefix(strings.TrimSpace(tg.Expr), "vector(") {
 				assert.NotEmpty(t, r.metrics, "panel %q query %s selects no metric", p.Title, tg.RefID)
 			}

@@ -1,11 +1,12 @@
 package prometheus_test
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/VictoriaMetrics/metricsql"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -19,89 +20,94 @@ type promqlRefs struct {
 	// ratedMetrics are the metrics selected directly inside rate, irate or
 	// increase.
 	ratedMetrics []string
-	// stripped is the expression without strings, matchers and ranges.
-	stripped string
+	// err is why the expression is not valid PromQL.
+	err error
 }
 
+// grafanaVar is a dashboard template variable: $__rate_interval and its
+// kind stand for a range, every other one for a number or a label value.
 var (
-	grafanaVar = regexp.MustCompile(`\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*`)
-	strLit     = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'` + "|`[^`]*`")
-	matchers   = regexp.MustCompile(`\{([^}]*)\}`)
-	matcherKey = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)`)
-	rangeSel   = regexp.MustCompile(`\[[^\]]*\]`)
-	grouping   = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)`)
-	rated      = regexp.MustCompile(`\b(?:rate|irate|increase)\s*\(\s*([A-Za-z_:][A-Za-z0-9_:]*)`)
+	grafanaRange = regexp.MustCompile(`\$\{?__(rate_interval|interval|range)(_ms|_s)?\}?`)
+	grafanaVar   = regexp.MustCompile(`\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*`)
 )
 
-var promqlKeywords = map[string]bool{
-	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-	"bool": true, "and": true, "or": true, "unless": true, "offset": true, "inf": true, "nan": true,
-	"atan2": true,
-}
+// promqlFuncs are the PromQL functions (not MetricsQL's extensions) the
+// dashboard and the alert rules may use; rangeFuncs take a range vector.
+var (
+	rangeFuncs = map[string]bool{
+		"rate": true, "irate": true, "increase": true, "delta": true, "idelta": true, "deriv": true,
+		"changes": true, "resets": true, "avg_over_time": true, "min_over_time": true, "max_over_time": true,
+		"sum_over_time": true, "count_over_time": true, "last_over_time": true, "quantile_over_time": true,
+		"present_over_time": true, "absent_over_time": true,
+	}
+	promqlFuncs = map[string]bool{
+		"histogram_quantile": true, "vector": true, "scalar": true, "clamp_min": true, "clamp_max": true,
+		"abs": true, "absent": true, "time": true, "timestamp": true, "label_replace": true, "round": true,
+		"sum": true, "min": true, "max": true, "avg": true, "count": true, "topk": true, "bottomk": true,
+		"quantile": true, "stddev": true, "group": true,
+	}
+	ratingFuncs = map[string]bool{"rate": true, "irate": true, "increase": true}
+)
 
-// parsePromQL extracts the metric and label names of an expression written
-// for Grafana (template variables are allowed anywhere).
+// parsePromQL parses an expression written for Grafana or a rule file
+// (template variables are allowed anywhere) and returns the metric and label
+// names it uses.
 func parsePromQL(expr string) promqlRefs {
+	s := grafanaRange.ReplaceAllString(expr, "5m")
+	s = grafanaVar.ReplaceAllString(s, "0")
 	var r promqlRefs
-	s := grafanaVar.ReplaceAllString(expr, "0")
-	s = strLit.ReplaceAllString(s, `""`)
-	for _, m := range matchers.FindAllStringSubmatch(s, -1) {
-		for _, k := range matcherKey.FindAllStringSubmatch(m[1], -1) {
-			r.labels = append(r.labels, k[1])
+	e, err := metricsql.Parse(s)
+	if err != nil {
+		r.err = fmt.Errorf("%s: %w", expr, err)
+		return r
+	}
+	metricsql.VisitAll(e, func(n metricsql.Expr) {
+		switch n := n.(type) {
+		case *metricsql.MetricExpr:
+			for _, lfs := range n.LabelFilterss {
+				for _, lf := range lfs {
+					if lf.Label == "__name__" {
+						r.metrics = append(r.metrics, lf.Value)
+					} else {
+						r.labels = append(r.labels, lf.Label)
+					}
+				}
+			}
+		case *metricsql.AggrFuncExpr:
+			if !promqlFuncs[n.Name] && r.err == nil {
+				r.err = fmt.Errorf("%s: %s is not a PromQL aggregation", expr, n.Name)
+			}
+			r.labels = append(r.labels, n.Modifier.Args...)
+		case *metricsql.BinaryOpExpr:
+			r.labels = append(r.labels, n.GroupModifier.Args...)
+			r.labels = append(r.labels, n.JoinModifier.Args...)
+		case *metricsql.FuncExpr:
+			if !promqlFuncs[n.Name] && !rangeFuncs[n.Name] && r.err == nil {
+				r.err = fmt.Errorf("%s: %s is not a PromQL function", expr, n.Name)
+			}
+			if rangeFuncs[n.Name] {
+				re, ok := n.Args[len(n.Args)-1].(*metricsql.RollupExpr)
+				if (!ok || re.Window == nil) && r.err == nil {
+					r.err = fmt.Errorf("%s: %s needs a range vector (PromQL has no implicit window)", expr, n.Name)
+				}
+				if ok && ratingFuncs[n.Name] {
+					if me, ok := re.Expr.(*metricsql.MetricExpr); ok {
+						for _, lfs := range me.LabelFilterss {
+							if len(lfs) > 0 && lfs[0].Label == "__name__" {
+								r.ratedMetrics = append(r.ratedMetrics, lfs[0].Value)
+							}
+						}
+					}
+				}
+			}
 		}
-	}
-	s = matchers.ReplaceAllString(s, "")
-	s = rangeSel.ReplaceAllString(s, "")
-	for _, g := range grouping.FindAllStringSubmatch(s, -1) {
-		for _, l := range strings.Split(g[1], ",") {
-			if l = strings.TrimSpace(l); l != "" {
-				r.labels = append(r.labels, l)
-			}
-		}
-	}
-	s = grouping.ReplaceAllString(s, " ")
-	r.stripped = s
-	for _, m := range rated.FindAllStringSubmatch(s, -1) {
-		r.ratedMetrics = append(r.ratedMetrics, m[1])
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9' || c == '.':
-			// A number or a duration: 2, 0.99, 1e9, 0x1f, 5m.
-			for i < len(s) && (isIdent(s[i]) || s[i] == '.') {
-				i++
-			}
-		case isIdentStart(c):
-			j := i
-			for j < len(s) && isIdent(s[j]) {
-				j++
-			}
-			word := s[i:j]
-			k := j
-			for k < len(s) && s[k] == ' ' {
-				k++
-			}
-			if (k >= len(s) || s[k] != '(') && !promqlKeywords[strings.ToLower(word)] {
-				r.metrics = append(r.metrics, word)
-			}
-			i = j
-		default:
-			i++
-		}
-	}
+	})
 	slices.Sort(r.metrics)
 	r.metrics = slices.Compact(r.metrics)
 	slices.Sort(r.labels)
 	r.labels = slices.Compact(r.labels)
 	return r
 }
-
-func isIdentStart(c byte) bool {
-	return c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-}
-
-func isIdent(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
 // The extractor the dashboard test relies on.
 func TestParsePromQL(t *testing.T) {
@@ -134,8 +140,16 @@ func TestParsePromQL(t *testing.T) {
 		},
 	} {
 		r := parsePromQL(tc.expr)
+		assert.NoError(t, r.err)
 		assert.Equal(t, tc.metrics, r.metrics, tc.expr)
 		assert.Equal(t, tc.label, r.labels, tc.expr)
 		assert.Equal(t, tc.rated, r.ratedMetrics, tc.expr)
+	}
+	// Not PromQL: a syntax error, MetricsQL's implicit window and its
+	// extensions.
+	for _, bad := range []string{
+		`sum(rate(x[5m])`, `rate(x)`, `sum(rate(x[5m])) by`, `range_median(x)`, `x{a="b"`,
+	} {
+		assert.Error(t, parsePromQL(bad).err, bad)
 	}
 }

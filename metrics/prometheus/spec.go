@@ -77,6 +77,7 @@ Pushgateway every `+"`push_interval`"+` under the job name `+"`push_job_name`"+`
 				Default(defaultListenAddress),
 			service.NewBoolField(fieldUseHistogram).
 				Description("Export timers as histograms (`_bucket`, `_sum`, `_count`, in seconds). When false, timers are summaries with the quantiles of `summary_quantiles_objectives` (summaries cannot be aggregated across instances; the bundled Grafana dashboard needs histograms).").
+				Example(false).
 				Default(defaultUseHistogram),
 			service.NewFloatListField(fieldBuckets).
 				Description("Upper bounds of the histogram buckets, in seconds, strictly increasing. Used when `use_histogram_timing` is true.").
@@ -84,10 +85,11 @@ Pushgateway every `+"`push_interval`"+` under the job name `+"`push_job_name`"+`
 				Default(buckets).
 				Advanced(),
 			service.NewObjectListField(fieldObjectives,
-				service.NewFloatField(fieldObjQuantile).Description("The quantile, between 0 and 1."),
-				service.NewFloatField(fieldObjError).Description("The allowed absolute error of the quantile."),
+				service.NewFloatField(fieldObjQuantile).Description("The quantile, between 0 and 1.").Example(0.999),
+				service.NewFloatField(fieldObjError).Description("The allowed absolute error of the quantile.").Example(0.0001),
 			).
 				Description("The quantiles (with their allowed error) a summary reports. Used when `use_histogram_timing` is false.").
+				Example([]any{map[string]any{fieldObjQuantile: 0.5, fieldObjError: 0.05}, map[string]any{fieldObjQuantile: 0.999, fieldObjError: 0.0001}}).
 				Default([]any{
 					map[string]any{fieldObjQuantile: 0.5, fieldObjError: 0.05},
 					map[string]any{fieldObjQuantile: 0.9, fieldObjError: 0.01},
@@ -96,9 +98,11 @@ Pushgateway every `+"`push_interval`"+` under the job name `+"`push_job_name`"+`
 				Advanced(),
 			service.NewBoolField(fieldProcessMetrics).
 				Description("Also export the process metrics (`process_cpu_seconds_total`, `process_resident_memory_bytes`, open file descriptors, …).").
+				Example(true).
 				Default(defaultProcessMetrics),
 			service.NewBoolField(fieldGoMetrics).
 				Description("Also export the Go runtime metrics (`go_goroutines`, `go_memstats_*`, GC pauses, …).").
+				Example(true).
 				Default(defaultGoMetrics),
 			service.NewStringField(fieldPushURL).
 				Description("The URL of a Prometheus Pushgateway to push the metrics to. Empty: no pushing.").
@@ -112,13 +116,15 @@ Pushgateway every `+"`push_interval`"+` under the job name `+"`push_job_name`"+`
 				Advanced(),
 			service.NewStringField(fieldPushJobName).
 				Description("The job name the metrics are pushed under.").
+				Example("starrocks_loader").
 				Default(defaultPushJobName).
 				Advanced(),
 			service.NewObjectField(fieldPushBasicAuth,
-				service.NewStringField(fieldPushUsername).Description("The username for the Pushgateway's basic authentication.").Default(""),
-				service.NewStringField(fieldPushPassword).Description("The password for the Pushgateway's basic authentication.").Default("").Secret(),
+				service.NewStringField(fieldPushUsername).Description("The username for the Pushgateway's basic authentication.").Example("loader").Default(""),
+				service.NewStringField(fieldPushPassword).Description("The password for the Pushgateway's basic authentication.").Example("${PUSHGATEWAY_PASSWORD}").Default("").Secret(),
 			).
 				Description("HTTP basic authentication for the Pushgateway. Used when `username` is not empty.").
+				Example(map[string]any{fieldPushUsername: "loader", fieldPushPassword: "${PUSHGATEWAY_PASSWORD}"}).
 				Advanced(),
 			service.NewStringField(fieldFileOutputPath).
 				Description("A file the final metrics are written to, in the Prometheus text format, when the stream stops. Empty: none.").

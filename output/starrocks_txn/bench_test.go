@@ -75,10 +75,8 @@ func benchBatches(rows, size int) ([]service.MessageBatch, int) {
 
 func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emulator, producers int) benchResult {
 	batches, n := benchBatches(rows, envInt(t, benchEnv+"_BATCH", 100))
-	sb := service.NewStreamBuilder()
+	sb, metrics := metricStream(t)
 	require.NoError(t, sb.SetLoggerYAML("level: "+benchLogLevel()))
-	require.NoError(t, sb.SetMetricsYAML("starrocks_txn_test_metrics: {}"))
-	captured.reset()
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(outputYAML))
@@ -134,9 +132,9 @@ func runBench(t *testing.T, name, outputYAML string, rows int, e *emulator.Emula
 	require.NoError(t, stream.StopWithin(10*time.Second))
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r := benchResult{name: name, rows: n, elapsed: elapsed, p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], peakHeap: peak.Load()}
-	r.peakBuffer = captured.gauge("starrocks_txn_buffered_bytes")
-	r.outputCommits = captured.counter("starrocks_txn_commits")
-	if vis := captured.timings("starrocks_txn_visibility_latency_ns"); len(vis) > 0 {
+	r.peakBuffer = metrics.Peak("starrocks_txn_buffered_bytes")
+	r.outputCommits = metrics.Counter("starrocks_txn_commits")
+	if vis := metrics.Timings("starrocks_txn_visibility_latency_ns"); len(vis) > 0 {
 		sort.Slice(vis, func(i, j int) bool { return vis[i] < vis[j] })
 		r.visP50, r.visP99 = vis[len(vis)/2], vis[len(vis)*99/100]
 	}

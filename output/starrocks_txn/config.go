@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"gopkg.in/yaml.v3"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -33,7 +35,6 @@ const (
 	fieldTPDatabase         = "database"
 	fieldTPTable            = "table"
 	fieldTPProperties       = "properties"
-	fieldMaxInFlight        = "max_in_flight"
 	fieldDeadLetter         = "dead_letter"
 	fieldRetryBackoff       = "retry_backoff"
 	fieldRBInitial          = "initial_interval"
@@ -116,75 +117,95 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example([]string{"http://127.0.0.1:8030"}),
 			service.NewStringField(fieldUsername).
 				Description("The StarRocks user.").
+				Example("loader").
 				Default("root"),
 			service.NewStringField(fieldPassword).
 				Description("The StarRocks password.").
 				Secret().
+				Example("${STARROCKS_PASSWORD}").
 				Default(""),
 			service.NewInterpolatedStringField(fieldDatabase).
 				Description("The target database of a data row.").
+				Example("analytics").
+				Example(`${! @starrocks_database.replace_all("shop_", "") }`).
 				Default("${! @starrocks_database }"),
 			service.NewInterpolatedStringField(fieldTable).
 				Description("The target table of a data row.").
+				Example(`${! "cdc_" + @starrocks_table }`).
 				Default("${! @starrocks_table }"),
 			service.NewDurationField(fieldCommitInterval).
 				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
-				Default("1s"),
+				Example("500ms").
+				Example("5s").
+				Default(defaultCommitInterval),
 			service.NewIntField(fieldBufferSize).
 				Description("Bytes of uncommitted rows held in memory. Reaching it commits the cycle early; at twice this size admission blocks (unless nothing buffered is committable, in which case an error names this field).").
+				Example(268435456).
 				Default(defaultBufferSize),
 			service.NewDurationField(fieldTxnTimeout).
 				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it.").
-				Default("600s"),
+				Example("300s").
+				Default(defaultTxnTimeout),
 			service.NewStringField(fieldLabelPrefix).
 				Description("Prefix of the shared transaction labels `<prefix>-<database>-<writer><n>` (`<writer>`: 8 random hex digits per run of the output; `<n>`: 1, 2, 3, … per database, as 8 hex digits). Letters, digits, `_` and `-` only.").
-				Default("benthos"),
+				Example("orders_cdc").
+				Default(defaultLabelPrefix),
 			service.NewStringMapField(fieldLoadProperties).
 				Description("Stream-load headers sent with every load, over the defaults `format: json`, `strip_outer_array: true`, `ignore_json_size: true`. `enable_merge_commit` and `where` are rejected: the first is incompatible with multi-table transactions, the second would drop rows of a source transaction and break its atomicity.").
 				Example(map[string]string{"max_filter_ratio": "0", "strict_mode": "true"}).
 				Default(map[string]any{}),
 			service.NewObjectListField(fieldTableProperties,
-				service.NewStringField(fieldTPDatabase).Description("The database of the table."),
-				service.NewStringField(fieldTPTable).Description("The table."),
-				service.NewStringMapField(fieldTPProperties).Description("Stream-load headers for this table, over `load_properties`."),
+				service.NewStringField(fieldTPDatabase).Description("The database of the table.").Example("test"),
+				service.NewStringField(fieldTPTable).Description("The table.").Example("orders"),
+				service.NewStringMapField(fieldTPProperties).Description("Stream-load headers for this table, over `load_properties`.").
+					Example(map[string]any{"partial_update": "true", "columns": "order_id,order_status"}),
 			).
 				Description("Per-table stream-load headers overriding `load_properties`.").
+				Example([]any{map[string]any{"database": "test", "table": "orders", "properties": map[string]any{"max_filter_ratio": "0.1"}}}).
 				Advanced().
 				Default([]any{}),
-			service.NewIntField(fieldMaxInFlight).
+			service.NewOutputMaxInFlightField().
 				Description("The number of concurrent `WriteBatch` calls. Each one is held until its rows are committed, so this must cover (batches per commit cycle + batches one open source transaction spans) × partitions; the default fits 1024 such batches.").
+				Example(4096).
 				Default(defaultMaxInFlight),
 			service.NewOutputField(fieldDeadLetter).
 				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
+				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
 				Optional(),
 			service.NewObjectField(fieldRetryBackoff,
-				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Default("500ms"),
-				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Default("30s"),
+				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Example("1s").Default(defaultRetryInitial),
+				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Example("2m").Default(defaultRetryMax),
 			).
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
+				Example(map[string]any{"initial_interval": "1s", "max_interval": "2m"}).
 				Advanced(),
 			service.NewDurationField(fieldSequenceGapTimeout).
 				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
-				Default("10s").
+				Example("30s").
+				Default(defaultSequenceGapTimeout).
 				Advanced(),
 			service.NewStringEnumField(fieldCompression, "none", "gzip", "lz4_frame").
 				Description("Compression of load bodies.").
+				Example("lz4_frame").
 				Default("none").
 				Advanced(),
-			service.NewTLSToggledField(fieldTLS),
+			specfields.TLS(fieldTLS),
 			service.NewDurationField(fieldRequestTimeout).
 				Description("The timeout of one HTTP request to StarRocks.").
-				Default("60s").
+				Example("30s").
+				Default(defaultRequestTimeout).
 				Advanced(),
 			service.NewDurationField(fieldCommitWait).
 				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
-				Default("60s").
+				Example("30s").
+				Default(defaultLabelStateWait).
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
 				semanticAtLeastOnce: "Nothing is lost; after a crash, a restart or a rebalance, source transactions StarRocks committed but Kafka had not yet recorded are loaded again (PRIMARY KEY tables absorb them, DUPLICATE KEY tables get them twice).",
 				semanticExactlyOnce: "Every commit also writes, in the same StarRocks transaction, one row per source partition into `progress_table`; on start and whenever a partition is (re)assigned or fenced the output reads it back and acknowledges, without loading, every source transaction StarRocks already holds. Needs `mysql_address` and `pipeline_id`.",
 			}).
 				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
+				Example(semanticExactlyOnce).
 				Default(semanticAtLeastOnce),
 			service.NewStringField(fieldPipelineID).
 				Description("Names this pipeline's rows in `progress_table`. Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that write the same databases must use different ones. Changing it starts the pipeline over with no progress. With `at_least_once`, setting it together with `mysql_address` keeps the writer rows (no progress rows) in `<progress_table>_writers`, so that a successor waits for a transaction the FE was still committing when a process died instead of letting it land over newer rows.").
@@ -192,40 +213,39 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default(""),
 			service.NewStringField(fieldProgressTable).
 				Description("The PRIMARY KEY progress table of `exactly_once` (the partitions' progress), and `<progress_table>_writers` beside it (the writer rows: `exactly_once`, or `at_least_once` with `pipeline_id` and `mysql_address` set), created when missing in every database the pipeline writes, before the first commit there.").
+				Example("orders_cdc_progress").
 				Default(defaultProgressTable).
 				Advanced(),
 			service.NewStringField(fieldMySQLAddress).
 				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
 				Example("127.0.0.1:9030").
 				Default(""),
-			service.NewBatchPolicyField(fieldBatching).
+			specfields.Batching(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
 		).
-		LintRule(`
-map secs {
-  root = match {
-    this.has_suffix("ns") => this.trim_suffix("ns").number() / 1000000000
-    this.has_suffix("us") => this.trim_suffix("us").number() / 1000000
-    this.has_suffix("ms") => this.trim_suffix("ms").number() / 1000
-    this.has_suffix("s") => this.trim_suffix("s").number()
-    this.has_suffix("m") => this.trim_suffix("m").number() * 60
-    this.has_suffix("h") => this.trim_suffix("h").number() * 3600
-    _ => null
-  }
+		LintRule(lintRule)
 }
-let props = this.load_properties.or({}).keys().map_each(k -> k.lowercase()).merge(this.table_properties.or([]).map_each(tp -> tp.properties.or({}).keys().map_each(k -> k.lowercase())).flatten())
-let ci = this.commit_interval.or("1s").apply("secs").catch(null)
-let tt = this.txn_timeout.or("600s").apply("secs").catch(null)
-root = [
-  if this.load_urls.or([]).length() == 0 { "load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030" } else { null },
-  if $props.contains("enable_merge_commit") { "enable_merge_commit is incompatible with multi-table transactions: remove it from load_properties and table_properties" } else { null },
-  if $props.contains("where") { "a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead" } else { null },
-  if this.semantic.or("at_least_once") == "exactly_once" && this.pipeline_id.or("") == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
-  if this.semantic.or("at_least_once") == "exactly_once" && this.mysql_address.or("") == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
-  if $ci != null && $tt != null && $ci * 2 > $tt { "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout" } else { null },
-].filter(v -> v != null)
-`)
+
+// deadLetterSet reports whether dead_letter names an output. A generated
+// config (`create`, the reference's full config) writes the optional output
+// as `dead_letter: null`, which means the same as leaving it out.
+func deadLetterSet(conf *service.ParsedConfig) bool {
+	if !conf.Contains(fieldDeadLetter) {
+		return false
+	}
+	v, err := conf.FieldAny(fieldDeadLetter)
+	if err != nil || v == nil {
+		return false
+	}
+	// A field parsed from YAML holds the node itself.
+	switch n := v.(type) {
+	case *yaml.Node:
+		return n.ShortTag() != "!!null"
+	case yaml.Node:
+		return n.ShortTag() != "!!null"
+	}
+	return true
 }
 
 type tableProps struct {
@@ -296,7 +316,7 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
 		return
 	}
-	if c.commitInterval, err = conf.FieldDuration(fieldCommitInterval); err != nil {
+	if c.commitInterval, err = durationField(conf, fieldCommitInterval); err != nil {
 		return
 	}
 	var bs int
@@ -304,7 +324,7 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	c.bufferSize = int64(bs)
-	if c.txnTimeout, err = conf.FieldDuration(fieldTxnTimeout); err != nil {
+	if c.txnTimeout, err = durationField(conf, fieldTxnTimeout); err != nil {
 		return
 	}
 	if c.labelPrefix, err = conf.FieldString(fieldLabelPrefix); err != nil {
@@ -330,16 +350,16 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		}
 		c.tableProperties = append(c.tableProperties, p)
 	}
-	if c.maxInFlight, err = conf.FieldInt(fieldMaxInFlight); err != nil {
+	if c.maxInFlight, err = conf.FieldMaxInFlight(); err != nil {
 		return
 	}
-	if c.retryInitial, err = conf.FieldDuration(fieldRetryBackoff, fieldRBInitial); err != nil {
+	if c.retryInitial, err = durationField(conf, fieldRetryBackoff, fieldRBInitial); err != nil {
 		return
 	}
-	if c.retryMax, err = conf.FieldDuration(fieldRetryBackoff, fieldRBMax); err != nil {
+	if c.retryMax, err = durationField(conf, fieldRetryBackoff, fieldRBMax); err != nil {
 		return
 	}
-	if c.sequenceGapTimeout, err = conf.FieldDuration(fieldSequenceGapTimeout); err != nil {
+	if c.sequenceGapTimeout, err = durationField(conf, fieldSequenceGapTimeout); err != nil {
 		return
 	}
 	if c.compression, err = conf.FieldString(fieldCompression); err != nil {
@@ -355,10 +375,10 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if !tlsOn {
 		c.tls = nil
 	}
-	if c.requestTimeout, err = conf.FieldDuration(fieldRequestTimeout); err != nil {
+	if c.requestTimeout, err = durationField(conf, fieldRequestTimeout); err != nil {
 		return
 	}
-	if c.labelStateWait, err = conf.FieldDuration(fieldCommitWait); err != nil {
+	if c.labelStateWait, err = durationField(conf, fieldCommitWait); err != nil {
 		return
 	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
@@ -389,7 +409,12 @@ func (c *config) validate() error {
 		return errors.New("load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030")
 	}
 	check := func(where string, props map[string]string) error {
+		keys := make([]string, 0, len(props))
 		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
 			lk := strings.ToLower(k)
 			if reservedLoadHeaders[lk] {
 				return fmt.Errorf("%s: header %s is set by the output itself and cannot be a load property", where, k)
@@ -414,32 +439,32 @@ func (c *config) validate() error {
 	}
 	for _, tp := range c.tableProperties {
 		if tp.database == "" || tp.table == "" {
-			return errors.New("table_properties: every entry needs a database and a table")
+			return errors.New(msgTableProperties)
 		}
 		if err := check(fmt.Sprintf("table_properties %s.%s", tp.database, tp.table), tp.props); err != nil {
 			return err
 		}
 	}
 	if c.commitInterval <= 0 {
-		return errors.New("commit_interval must be positive")
+		return errors.New(msgCommitIntervalPositive)
 	}
 	if c.txnTimeout < time.Second {
-		return errors.New("txn_timeout must be at least 1s")
+		return errors.New(msgTxnTimeoutMin)
 	}
 	if float64(c.commitInterval) > maxCommitIntervalFraction*float64(c.txnTimeout) {
-		return fmt.Errorf("commit_interval must be well below 80%% of txn_timeout (at most half of it): %v is too long for txn_timeout %v", c.commitInterval, c.txnTimeout)
+		return errors.New(msgCommitVsTimeout)
 	}
-	if c.bufferSize <= 0 {
-		return errors.New("buffer_size must be positive")
+	if c.bufferSize < 1 {
+		return errors.New(msgBufferSize)
 	}
 	if c.maxInFlight < 1 {
-		return errors.New("max_in_flight must be at least 1")
+		return errors.New(msgMaxInFlight)
 	}
 	if c.retryInitial <= 0 || c.retryMax < c.retryInitial {
-		return errors.New("retry_backoff: initial_interval must be positive and not above max_interval")
+		return errors.New(msgRetryBackoff)
 	}
 	if c.sequenceGapTimeout <= 0 {
-		return errors.New("sequence_gap_timeout must be positive")
+		return errors.New(msgSequenceGap)
 	}
 	if c.trackWriters() && len(c.pipelineID) > maxPipelineID {
 		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)
@@ -451,19 +476,27 @@ func (c *config) validate() error {
 		if c.mysqlAddress == "" {
 			return errors.New("semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol")
 		}
+	}
+	if c.trackWriters() {
+		if !progressTableRE.MatchString(c.progressTable) {
+			return errors.New(msgProgressTable(c.progressTable))
+		}
 		if err := starrocks.ValidateName("table", c.progressTable); err != nil {
 			return fmt.Errorf("progress_table: %w", err)
 		}
 	}
 	if !validPrefix(c.labelPrefix) {
-		return fmt.Errorf("label_prefix %q must be 1 to 64 letters, digits, _ or -", c.labelPrefix)
+		return errors.New(msgLabelPrefix(c.labelPrefix))
+	}
+	if c.mysqlAddress != "" && !validMySQLAddress(c.mysqlAddress) {
+		return errors.New(msgMySQLAddress(c.mysqlAddress))
 	}
 	return nil
 }
 
 // trackWriters reports whether the output keeps writer rows in the progress
 // table and checks other writers' transactions before it applies a
-// partition's messages (writers.go): always with exactly_once, and with
+// partition's messages (takeover.go): always with exactly_once, and with
 // at_least_once when pipeline_id and mysql_address are set.
 func (c *config) trackWriters() bool {
 	return c.mysqlAddress != "" && (c.exactlyOnce || c.pipelineID != "")

@@ -24,7 +24,7 @@ func emulatorEOOutput(t *testing.T, e *emulator.Emulator, extra string) (*Output
 	cl, err := starrocks.New(starrocks.Config{LoadURLs: []string{e.FEURL()}, Username: "root", RequestTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	o, res := testOutput(t, fmt.Sprintf("commit_interval: 100ms\nsemantic: exactly_once\npipeline_id: it\nmysql_address: %s\nlabel_state_wait: 300ms\nretry_backoff: { initial_interval: 20ms, max_interval: 200ms }\n%s", e.MySQLAddr(), extra), srClient{cl}, nil)
-	o.models, err = newTableModels(e.MySQLAddr(), "root", "")
+	o.meta, err = starrocks.OpenMeta(e.MySQLAddr(), "root", "")
 	require.NoError(t, err)
 	o.enableProgress()
 	return o, res
@@ -119,7 +119,7 @@ func TestIntegrationExactlyOnceLostCommitReplyThenRestart(t *testing.T) {
 			require.NoError(t, err)
 			defer db.Close()
 			for p := range w.txnsOfPart {
-				pe, err := sqlProgress{db: db, table: defaultProgressTable}.read(context.Background(), "it", p)
+				pe, err := metaProgress{meta: starrocks.NewMeta(db), table: defaultProgressTable}.read(context.Background(), "it", p)
 				require.NoError(t, err)
 				require.True(t, pe.hasThrough, p)
 				c, ok := registry.Get(res).Committed(p)
@@ -144,7 +144,7 @@ func TestIntegrationProgressTableCreatedAndChecked(t *testing.T) {
 	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/?interpolateParams=true")
 	require.NoError(t, err)
 	defer db.Close()
-	ps := sqlProgress{db: db, table: "eo_progress", partitions: true}
+	ps := metaProgress{meta: starrocks.NewMeta(db), table: "eo_progress", partitions: true}
 	require.NoError(t, ps.ensure(context.Background(), "test"))
 	require.NoError(t, ps.ensure(context.Background(), "test"), "idempotent")
 	var n int
@@ -155,12 +155,12 @@ func TestIntegrationProgressTableCreatedAndChecked(t *testing.T) {
 	assert.Equal(t, 2, n, "the writers table: PRIMARY KEY (pipeline_id, writer)")
 
 	// Writer rows alone (at_least_once with pipeline_id): no progress table.
-	require.NoError(t, sqlProgress{db: db, table: "alo_progress"}.ensure(context.Background(), "test"))
+	require.NoError(t, metaProgress{meta: starrocks.NewMeta(db), table: "alo_progress"}.ensure(context.Background(), "test"))
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME IN ('alo_progress', 'alo_progress_writers')").Scan(&n))
 	assert.Equal(t, 1, n, "only alo_progress_writers")
 
 	require.NoError(t, e.Store().ExecDDL("CREATE TABLE test.old_progress (source_partition VARCHAR(255) NOT NULL, committed_offset BIGINT NOT NULL) PRIMARY KEY (source_partition) DISTRIBUTED BY HASH (source_partition)"))
-	err = sqlProgress{db: db, table: "old_progress", partitions: true}.ensure(context.Background(), "test")
+	err = metaProgress{meta: starrocks.NewMeta(db), table: "old_progress", partitions: true}.ensure(context.Background(), "test")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "without the columns")
 	assert.Contains(t, err.Error(), "CREATE TABLE IF NOT EXISTS `test`.`old_progress`")

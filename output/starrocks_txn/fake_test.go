@@ -5,15 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
-	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
@@ -44,6 +39,26 @@ type fakeSR struct {
 	// lastBodyHasBad is set, for the hook, when the load being handled
 	// carries a row with "bad": true.
 	lastBodyHasBad bool
+
+	// observers run before every call (the outputs' lifecycle checks).
+	omu       sync.Mutex
+	observers []func()
+}
+
+// observe runs fn before every call the fake serves.
+func (f *fakeSR) observe(fn func()) {
+	f.omu.Lock()
+	defer f.omu.Unlock()
+	f.observers = append(f.observers, fn)
+}
+
+func (f *fakeSR) notify() {
+	f.omu.Lock()
+	obs := append([]func(){}, f.observers...)
+	f.omu.Unlock()
+	for _, fn := range obs {
+		fn()
+	}
 }
 
 type fakeTxn struct {
@@ -83,6 +98,7 @@ func srErr(op string, class starrocks.Class, msg string) error {
 }
 
 func (f *fakeSR) Begin(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !t.Multi {
@@ -102,6 +118,7 @@ func (f *fakeSR) Begin(ctx context.Context, t starrocks.Txn) error {
 }
 
 func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
+	f.notify()
 	key := r.Label + "/" + r.Table
 	f.mu.Lock()
 	if f.inflight[key] {
@@ -158,6 +175,7 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 }
 
 func (f *fakeSR) Commit(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
 	f.mu.Lock()
 	gate := f.commitGate
 	if ft, ok := f.txns[t.Label]; ok && gate != nil {
@@ -207,6 +225,7 @@ func (f *fakeSR) apply(ft *fakeTxn) {
 }
 
 func (f *fakeSR) Rollback(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[t.Label]
@@ -225,6 +244,7 @@ func (f *fakeSR) Cancel(ctx context.Context, db, label string) error {
 }
 
 func (f *fakeSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	f.notify()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[label]
@@ -277,88 +297,124 @@ func (d *fakeDL) txnIDs() []string {
 	return ids
 }
 
-// testOutput builds an output over the fake from YAML.
-func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter) (*Output, *service.Resources) {
-	t.Helper()
-	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\n"+yaml, nil)
-	require.NoError(t, err)
-	c, err := configFromParsed(pc)
-	require.NoError(t, err)
-	var opts []service.MockResourcesOptFn
-	if os.Getenv("STARROCKS_TXN_TEST_LOG") != "" {
-		opts = append(opts, service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))))
+// gatedDL blocks dead-letter writes until released.
+type gatedDL struct {
+	fakeDL
+	gate chan struct{}
+}
+
+func (d *gatedDL) WriteBatch(ctx context.Context, b service.MessageBatch) error {
+	select {
+	case <-d.gate:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	res := service.MockResources(opts...)
-	o := newOutput(c, f, dl, res)
-	require.NoError(t, o.Connect(context.Background()))
-	t.Cleanup(func() { _ = o.Close(context.Background()) })
-	return o, res
+	return d.fakeDL.WriteBatch(ctx, b)
 }
 
-// src numbers messages of one assembler instance densely, as the
-// txn_assembler does.
-type src struct {
-	mu     sync.Mutex
-	name   string
-	seq    int64
-	offset map[string]int64
+// fakeProgress is the progress store over the fake server: it reads the
+// committed rows of the progress table, per database of the label that
+// committed them.
+type fakeProgress struct {
+	f     *fakeSR
+	table string
+
+	mu      sync.Mutex
+	ensured []string
+	reads   int
 }
 
-func newSrc(name string) *src { return &src{name: name, offset: map[string]int64{}} }
-
-// row returns a data row of partition p, source transaction txn.
-func (s *src) row(p, txn, table string, body map[string]any, end bool) *service.Message {
-	b, _ := json.Marshal(body)
-	m := service.NewMessage(b)
-	s.stamp(m, p, txn, "test", table, end, false)
-	return m
+func (fp *fakeProgress) ensure(ctx context.Context, db string) error {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	fp.ensured = append(fp.ensured, db)
+	return nil
 }
 
-// marker returns a body-less END (or abort) marker.
-func (s *src) marker(p, txn string, abort bool) *service.Message {
-	m := service.NewMessage(nil)
-	s.stamp(m, p, txn, "", "", !abort, abort)
-	return m
-}
-
-func (s *src) stamp(m *service.Message, p, txn, db, table string, end, abort bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	s.offset[p]++
-	contract.Write(m, contract.Meta{
-		Partition: p, Database: db, Table: table, TxnID: txn, TxnEnd: end, TxnAbort: abort,
-		Marker: table == "", HasSeq: true, Seq: s.seq, SeqSource: s.name, HasOffset: true, SourceOffset: s.offset[p],
-	})
-}
-
-// writeAsync runs WriteBatch in the background; the channel yields its
-// result.
-func writeAsync(o *Output, b service.MessageBatch) chan error {
-	ch := make(chan error, 1)
-	go func() { ch <- o.WriteBatch(context.Background(), b) }()
-	return ch
-}
-
-func waitAll(t *testing.T, chs []chan error, d time.Duration) {
-	t.Helper()
-	deadline := time.After(d)
-	for i, ch := range chs {
-		select {
-		case err := <-ch:
-			require.NoError(t, err, "batch %d", i)
-		case <-deadline:
-			t.Fatalf("batch %d of %d not acknowledged within %v", i, len(chs), d)
+func (fp *fakeProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+	fp.mu.Lock()
+	fp.reads++
+	fp.mu.Unlock()
+	fp.f.mu.Lock()
+	defer fp.f.mu.Unlock()
+	e := progressEntry{perDB: map[string]int64{}}
+	for _, c := range fp.f.commits {
+		db := fp.f.txns[c.label].db
+		for _, r := range c.rows[fp.table] {
+			if r["pipeline_id"] != pipelineID || r["source_partition"] != partition {
+				continue
+			}
+			e.merge(db, int64(r["committed_offset"].(float64)), int64(r["txn_end_offset"].(float64)))
 		}
 	}
+	return e, nil
 }
 
-func idOf(r map[string]any) string {
-	switch v := r["id"].(type) {
-	case float64:
-		return strconv.FormatInt(int64(v), 10)
-	case string:
-		return v
+// writers reads the writer rows the fake server committed, in commit order:
+// a later row of a writer replaces the earlier one, a delete (__op 1)
+// removes it.
+func (fp *fakeProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
+	fp.f.mu.Lock()
+	defer fp.f.mu.Unlock()
+	last := map[string]map[string]writerRow{}
+	for _, c := range fp.f.commits {
+		db := fp.f.txns[c.label].db
+		for _, r := range c.rows[writersTable(fp.table)] {
+			if r["pipeline_id"] != pipelineID {
+				continue
+			}
+			w := r["writer"].(string)
+			if last[db] == nil {
+				last[db] = map[string]writerRow{}
+			}
+			if op, _ := r["__op"].(float64); op == 1 {
+				delete(last[db], w)
+				continue
+			}
+			open, err := starrocks.ParseOpenLabels(r["open_labels"].(string))
+			if err != nil {
+				return nil, err
+			}
+			top := int64(r["label_number"].(float64))
+			if prev, ok := last[db][w]; ok && top < prev.top {
+				continue // merge_condition: label_number
+			}
+			last[db][w] = writerRow{writer: w, top: top, open: open, label: r["label"].(string)}
+		}
 	}
-	return fmt.Sprint(r["id"])
+	out := map[string][]writerRow{}
+	for db, m := range last {
+		for _, k := range sortedKeys(m) {
+			out[db] = append(out[db], m[k])
+		}
+	}
+	return out, nil
+}
+
+// gatedProgress blocks reads of one partition until released.
+type gatedProgress struct {
+	*fakeProgress
+	part string
+	gate chan struct{}
+}
+
+func (g *gatedProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+	if partition == g.part {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return progressEntry{}, ctx.Err()
+		}
+	}
+	return g.fakeProgress.read(ctx, pipelineID, partition)
+}
+
+// staticWriters is a progress store with fixed writer rows.
+type staticWriters struct {
+	fakeProgress
+	rows map[string][]writerRow
+}
+
+func (s *staticWriters) writers(context.Context, string) (map[string][]writerRow, error) {
+	return s.rows, nil
 }

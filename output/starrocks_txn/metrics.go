@@ -24,6 +24,7 @@ type metrics struct {
 	mifStarved        *service.MetricCounter
 	replaysDropped    *service.MetricCounter
 	staleEpoch        *service.MetricCounter
+	lifecycleErrors   *service.MetricCounter
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -48,5 +49,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		mifStarved:        m.NewCounter("starrocks_txn_max_in_flight_starved"),
 		replaysDropped:    m.NewCounter("starrocks_txn_replays_dropped", "partition"),
 		staleEpoch:        m.NewCounter("starrocks_txn_stale_epoch_messages", "partition"),
+		lifecycleErrors:   m.NewCounter("starrocks_txn_lifecycle_errors"),
 	}
 }

@@ -2,75 +2,21 @@ package starrocks_txn
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"strings"
-	"sync"
-	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
-// maxPipelineID bounds pipeline_id to its column's size.
-const maxPipelineID = 128
+// exactly_once (ARCHITECTURE.md §7): the progress table, what StarRocks holds
+// of each partition (progressEntry), reading it before a partition's first
+// message, and the progress rows every commit carries.
 
-// progressQueryTimeout bounds one progress read or DDL statement.
-const progressQueryTimeout = 10 * time.Second
-
-// Columns of the progress table (semantic exactly_once, ARCHITECTURE.md §7), a
-// PRIMARY KEY table in every database the pipeline writes; see progressDDL.
-const (
-	progressPipelineCol  = "pipeline_id"
-	progressPartitionCol = "source_partition"
-	progressOffsetCol    = "committed_offset"
-	progressTxnEndCol    = "txn_end_offset"
-	progressTxnIDCol     = "source_txn_id"
-	progressLabelCol     = "label"
-	progressUpdatedCol   = "updated_at"
-)
-
-// progressColumns are the columns the output writes; a progress table
-// without one of them is refused with the DDL.
-var progressColumns = []string{progressPipelineCol, progressPartitionCol, progressOffsetCol,
-	progressTxnEndCol, progressTxnIDCol, progressLabelCol, progressUpdatedCol}
-
-// progressDDL is the statement the output runs (and the README shows) to
-// create the progress table of a database when it is missing.
-func progressDDL(db, table string) string {
-	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS `%s`.`%s` (\n"+
-		"  `pipeline_id` VARCHAR(128) NOT NULL COMMENT \"the output's pipeline_id\",\n"+
-		"  `source_partition` VARCHAR(255) NOT NULL COMMENT \"starrocks_partition, e.g. topic/3\",\n"+
-		"  `committed_offset` BIGINT NOT NULL COMMENT \"every source transaction of the partition ending at or below it is resolved (committed, dead-lettered or abandoned); -1 for none\",\n"+
-		"  `txn_end_offset` BIGINT NOT NULL COMMENT \"END offset of the partition's last source transaction committed into this database\",\n"+
-		"  `source_txn_id` VARCHAR(255) NULL COMMENT \"that source transaction's id\",\n"+
-		"  `label` VARCHAR(128) NULL COMMENT \"the StarRocks transaction that wrote this row\",\n"+
-		"  `updated_at` DATETIME NULL COMMENT \"when the output wrote it (UTC)\"\n"+
-		") PRIMARY KEY (`pipeline_id`, `source_partition`)\n"+
-		"DISTRIBUTED BY HASH (`pipeline_id`, `source_partition`)", db, table)
-}
-
-// writersNumberCol is the writers table's merge_condition column.
-const writersNumberCol = "label_number"
-
-// writersColumns are the columns of the writers table.
-var writersColumns = []string{"pipeline_id", "writer", writersNumberCol, "open_labels", "label", "updated_at"}
+// maxPipelineID bounds pipeline_id to its column's width.
+const maxPipelineID = starrocks.PipelineIDWidth
 
 // writersTable is the name of the writers table that goes with a progress
 // table.
 func writersTable(progressTable string) string {
 	return progressTable + "_writers"
-}
-
-// writersDDL is the statement the output runs (and the README shows) to
-// create the writers table of a database when it is missing (writers.go).
-func writersDDL(db, table string) string {
-	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS `%s`.`%s` (\n"+
-		"  `pipeline_id` VARCHAR(128) NOT NULL COMMENT \"the output's pipeline_id\",\n"+
-		"  `writer` VARCHAR(32) NOT NULL COMMENT \"one run of the output (in its labels)\",\n"+
-		"  `label_number` BIGINT NOT NULL COMMENT \"number of the label that wrote this row\",\n"+
-		"  `open_labels` VARCHAR(1024) NULL COMMENT \"numbers of the writer's other labels open then\",\n"+
-		"  `label` VARCHAR(128) NULL COMMENT \"the label that wrote this row\",\n"+
-		"  `updated_at` DATETIME NULL COMMENT \"when the output wrote it (UTC)\"\n"+
-		") PRIMARY KEY (`pipeline_id`, `writer`)\n"+
-		"DISTRIBUTED BY HASH (`pipeline_id`, `writer`)", db, table)
 }
 
 // progressEntry is what StarRocks durably holds for one partition of this
@@ -107,129 +53,6 @@ func (e *progressEntry) coversMessage(offset int64) bool {
 	return e != nil && e.hasThrough && offset <= e.through
 }
 
-// progressStore creates and reads the progress table.
-type progressStore interface {
-	// ensure creates the progress table of db when it is missing and checks
-	// that it has the output's columns.
-	ensure(ctx context.Context, db string) error
-	// read returns the partition's durable progress for pipelineID.
-	read(ctx context.Context, pipelineID, partition string) (progressEntry, error)
-}
-
-// sqlProgress is the progress store over the FE's MySQL protocol.
-type sqlProgress struct {
-	db    *sql.DB
-	table string
-	// partitions is set when the progress table itself is used
-	// (exactly_once); the writers table always is.
-	partitions bool
-	// mu serialises the queries (see tableModels.infoMu).
-	mu *sync.Mutex
-}
-
-func (s sqlProgress) lock() func() {
-	if s.mu == nil {
-		return func() {}
-	}
-	s.mu.Lock()
-	return s.mu.Unlock
-}
-
-func (s sqlProgress) ensure(ctx context.Context, db string) error {
-	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
-	defer cancel()
-	defer s.lock()()
-	if s.partitions {
-		if err := s.ensureTable(ctx, db, s.table, progressDDL(db, s.table), progressColumns); err != nil {
-			return err
-		}
-	}
-	w := writersTable(s.table)
-	return s.ensureTable(ctx, db, w, writersDDL(db, w), writersColumns)
-}
-
-// ensureTable creates a table with ddl when it is missing and checks that it
-// has the columns.
-func (s sqlProgress) ensureTable(ctx context.Context, db, table, ddl string, columns []string) error {
-	if _, err := s.db.ExecContext(ctx, ddl); err != nil {
-		return fmt.Errorf("creating the table %s.%s (run it yourself if the account may not: %s): %w", db, table, ddl, err)
-	}
-	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table)
-	if err != nil {
-		return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-	}
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-		}
-		have[strings.ToLower(name)] = true
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-	}
-	var missing []string
-	for _, c := range columns {
-		if !have[c] {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the table %s.%s exists without the columns %v (an older layout?): drop it, or set progress_table to a new name; the output creates it as: %s", db, table, missing, ddl)
-	}
-	return nil
-}
-
-func (s sqlProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, progressQueryTimeout)
-	defer cancel()
-	defer s.lock()()
-	e := progressEntry{perDB: map[string]int64{}}
-	dbs, err := s.databasesWith(ctx, s.table)
-	if err != nil {
-		return e, err
-	}
-	for _, d := range dbs {
-		var through, txnEnd int64
-		q := fmt.Sprintf("SELECT `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
-			progressOffsetCol, progressTxnEndCol, d, s.table, progressPipelineCol, progressPartitionCol)
-		err := s.db.QueryRowContext(ctx, q, pipelineID, partition).Scan(&through, &txnEnd)
-		if err == sql.ErrNoRows {
-			continue
-		}
-		if err != nil {
-			return e, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, d, s.table, err)
-		}
-		e.merge(d, through, txnEnd)
-	}
-	return e, nil
-}
-
-// databasesWith lists the databases holding a table of that name.
-func (s sqlProgress) databasesWith(ctx context.Context, table string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_SCHEMA FROM information_schema.tables WHERE TABLE_NAME = ?", table)
-	if err != nil {
-		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
-	}
-	var dbs []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return nil, fmt.Errorf("finding the tables %q: %w", table, err)
-		}
-		if !strings.EqualFold(name, "information_schema") {
-			dbs = append(dbs, name)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
-	}
-	return dbs, nil
-}
-
 // merge adds one database's row.
 func (e *progressEntry) merge(db string, through, txnEnd int64) {
 	if through >= 0 && (!e.hasThrough || through > e.through) {
@@ -241,6 +64,63 @@ func (e *progressEntry) merge(db string, through, txnEnd int64) {
 	if cur, ok := e.perDB[db]; !ok || txnEnd > cur {
 		e.perDB[db] = txnEnd
 	}
+}
+
+// progressStore creates and reads the progress table.
+type progressStore interface {
+	// ensure creates the progress table of db when it is missing and checks
+	// that it has the output's columns.
+	ensure(ctx context.Context, db string) error
+	// read returns the partition's durable progress for pipelineID.
+	read(ctx context.Context, pipelineID, partition string) (progressEntry, error)
+	// writers returns the writer rows of pipelineID, by database, of every
+	// database with a writers table.
+	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
+}
+
+// metaProgress is the progress store over the FE's MySQL port.
+type metaProgress struct {
+	meta  *starrocks.Meta
+	table string
+	// partitions is set when the progress table itself is used
+	// (exactly_once); the writers table always is.
+	partitions bool
+}
+
+func (s metaProgress) ensure(ctx context.Context, db string) error {
+	var tables []starrocks.TableDef
+	if s.partitions {
+		tables = append(tables, starrocks.TableDef{Name: s.table, DDL: starrocks.ProgressDDL(db, s.table), Columns: starrocks.ProgressColumns})
+	}
+	w := writersTable(s.table)
+	tables = append(tables, starrocks.TableDef{Name: w, DDL: starrocks.WritersDDL(db, w), Columns: starrocks.WritersColumns})
+	return s.meta.EnsureTables(ctx, db, tables...)
+}
+
+func (s metaProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+	e := progressEntry{perDB: map[string]int64{}}
+	rows, err := s.meta.ReadProgress(ctx, s.table, pipelineID, partition)
+	if err != nil {
+		return e, err
+	}
+	for _, r := range rows {
+		e.merge(r.DB, r.Through, r.TxnEnd)
+	}
+	return e, nil
+}
+
+func (s metaProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
+	rows, err := s.meta.ReadWriterRows(ctx, writersTable(s.table), pipelineID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]writerRow, len(rows))
+	for db, rs := range rows {
+		for _, r := range rs {
+			out[db] = append(out[db], writerRow{writer: r.Writer, top: r.Number, open: r.Open, label: r.Label, updated: r.Updated})
+		}
+	}
+	return out, nil
 }
 
 // progressRow is one row of the progress table as loaded.
@@ -266,7 +146,7 @@ type progressRow struct {
 //     c, which this database holds once c commits.
 //
 // Loaded under c's label (with the writer's row in the writers table,
-// writers.go), the rows become visible with the data or not at all.
+// writerrow.go), the rows become visible with the data or not at all.
 func (w *dbWorker) progressRows(c *cycle) []progressRow {
 	o := w.o
 	in := make(map[*srcTxn]bool, len(c.txns))
@@ -280,7 +160,7 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 		}
 	}
 	byPart := map[string]*progressRow{}
-	now := o.now().UTC().Format("2006-01-02 15:04:05")
+	now := o.now().UTC().Format(starrocks.RowTimeLayout)
 	o.mu.Lock()
 	for _, p := range parts {
 		if p.fenced || p.key.partition == noContractPartition {
@@ -291,7 +171,7 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 			through, found = e.through, true
 		}
 		for _, t := range p.order {
-			if !t.resolved && !in[t] {
+			if !t.state.resolved() && !in[t] {
 				break
 			}
 			if t.hasEnd && (!found || t.endOffset > through) {
@@ -364,21 +244,12 @@ func (o *Output) readProgressLoop(part string) {
 		o.mu.Lock()
 		gen := o.progressGen[part]
 		o.mu.Unlock()
-		ticket := o.settleTicket()
-		var e progressEntry
-		var err error
-		if o.prog != nil {
-			// What another writer left committing lands first: its rows and
-			// progress must be in what is read.
-			if err = o.settleWriters(o.ctx, ticket); err == nil && o.conf.exactlyOnce {
-				e, err = o.prog.read(o.ctx, o.conf.pipelineID, part)
-			}
-		}
+		e, err := o.track.learn(o.ctx, part)
 		if err != nil {
 			if o.ctx.Err() != nil {
 				return
 			}
-			o.log.Errorf("starrocks_txn: partition %s: checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", part, err)
+			o.log.With("partition", part).Errorf("Checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", err)
 			if !sleepCtx(o.ctx, b.next()) {
 				return
 			}
@@ -395,7 +266,7 @@ func (o *Output) readProgressLoop(part string) {
 		held := o.progressWait[part]
 		delete(o.progressWait, part)
 		if e.hasThrough {
-			o.log.Infof("starrocks_txn: partition %s: StarRocks holds its source transactions through offset %d (pipeline %s)", part, e.through, o.conf.pipelineID)
+			o.log.With("partition", part).Infof("StarRocks holds its source transactions through offset %d (pipeline %s)", e.through, o.conf.pipelineID)
 		}
 		now := o.now()
 		for _, it := range held {

@@ -29,7 +29,7 @@ func init() {
 				return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating the StarRocks client: %w", err)
 			}
 			var dl deadLetter
-			if conf.Contains(fieldDeadLetter) {
+			if deadLetterSet(conf) {
 				owned, err := conf.FieldOutput(fieldDeadLetter)
 				if err != nil {
 					return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating dead_letter: %w", err)
@@ -38,7 +38,7 @@ func init() {
 			}
 			o := newOutput(c, srClient{cl}, dl, mgr)
 			if c.mysqlAddress != "" {
-				if o.models, err = newTableModels(c.mysqlAddress, c.username, c.password); err != nil {
+				if o.meta, err = starrocks.OpenMeta(c.mysqlAddress, c.username, c.password); err != nil {
 					return nil, service.BatchPolicy{}, 0, err
 				}
 			}

@@ -121,12 +121,12 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 	default:
 		return nil, fmt.Errorf("format must be envelope, maxwell or custom, got %q", format)
 	}
-	if conf.Contains(fieldPartition) {
+	if isSet(conf, fieldPartition) {
 		if p.partition, err = conf.FieldInterpolatedString(fieldPartition); err != nil {
 			return nil, err
 		}
 	}
-	if conf.Contains(fieldSourceOffset) {
+	if isSet(conf, fieldSourceOffset) {
 		if p.sourceOffset, err = conf.FieldInterpolatedString(fieldSourceOffset); err != nil {
 			return nil, err
 		}
@@ -139,18 +139,21 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 			if strings.TrimSpace(v) == "" || strings.TrimSpace(k) == "" {
 				return nil, fmt.Errorf("table_mapping entry %q: %q: source and target must not be empty", k, v)
 			}
+			if err := checkMappingTarget(k, v); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if conf.Contains(fieldDatabase) {
+	if isSet(conf, fieldDatabase) {
 		if p.database, err = conf.FieldString(fieldDatabase); err != nil {
 			return nil, err
 		}
 		if strings.TrimSpace(p.database) == "" {
-			return nil, errors.New("database must not be empty when set")
+			return nil, errors.New(errBlankDatabase)
 		}
 	}
 	instance := ""
-	if conf.Contains(fieldInstanceID) {
+	if isSet(conf, fieldInstanceID) {
 		if instance, err = conf.FieldString(fieldInstanceID); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package txnassembler
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -127,6 +129,41 @@ var customDefaultsJSON = func() string {
 	return string(b)
 }()
 
+// errBlankDatabase is the lint message and the start-time error of a
+// database of only blanks (empty is the default: keep each event's database).
+const errBlankDatabase = "database must not be blank: leave it empty to keep each event's database"
+
+// mappingTargetPattern is a table_mapping target: a table, or a database and
+// a table joined by one dot, without blanks.
+const mappingTargetPattern = `^[^.\s]+(\.[^.\s]+)?$`
+
+var mappingTargetRE = regexp.MustCompile(mappingTargetPattern)
+
+// checkMappingTarget refuses a table_mapping target the lint refuses, with
+// its text.
+func checkMappingTarget(source, target string) error {
+	if !mappingTargetRE.MatchString(target) {
+		return fmt.Errorf("table_mapping entry %q: %q: the target must be table or database.table", source, target)
+	}
+	return nil
+}
+
+// isSet reports whether an optional string field holds a value. The optional
+// fields default to "" rather than being absent, so that a generated config
+// (`create`, the reference's full config) carries no example as a value; ""
+// means unset.
+func isSet(conf *service.ParsedConfig, field string) bool {
+	if !conf.Contains(field) {
+		return false
+	}
+	v, err := conf.FieldAny(field)
+	if err != nil {
+		return false
+	}
+	s, ok := v.(string)
+	return !ok || s != ""
+}
+
 func processorSpec() *service.ConfigSpec {
 	return service.NewConfigSpec().
 		Beta().
@@ -139,50 +176,57 @@ func processorSpec() *service.ConfigSpec {
 				formatEnvelope: "Events `{\"partition\": 3, \"txnId\": \"t-17\", \"type\": \"TXN_BEGIN\" | \"DATA\" | \"TXN_END\", \"database\": \"test\", \"table\": \"orders\", \"json\": \"{...}\"}`, where `json` is the row as a JSON string or an object. An optional `op` (`insert`, `update`, `upsert`, `delete`, `c`, `u`, `r`, `d`, `0`, `1`) marks deletes; without it an `__op` already in the row is kept, else the row is an upsert.",
 				formatMaxwell:  "Maxwell rows `{\"database\": \"shop\", \"table\": \"orders\", \"type\": \"insert\", \"xid\": 1234, \"commit\": true, \"data\": {...}}` (needs `output_commit_info`, the default). The transaction id is `xid`; the row with `commit: true` ends the transaction. `insert`/`update` load `data` as an upsert, `delete` loads `data` as a delete. Each `bootstrap-insert` row is its own one-row transaction (id `bootstrap@<offset>`). `bootstrap-start`, `bootstrap-complete`, DDL (`database-*`/`table-*` types, or any message with `sql` or `def`) are dropped.",
 				formatCustom:   "Any shape: the Bloblang mappings under `custom` give each message's kind, transaction id, database, table, row and delete flag.",
-			}).Description("The format of the source events.").Default(formatEnvelope),
+			}).Description("The format of the source events.").Example(formatMaxwell).Default(formatEnvelope),
 			service.NewInterpolatedStringField(fieldPartition).
-				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When unset: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
+				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When empty: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
 				Example(`${! @kafka_topic }/${! @kafka_partition }`).
 				Example(`${! meta("source") }`).
-				Optional(),
+				Default(""),
 			service.NewInterpolatedStringField(fieldSourceOffset).
-				Description("The source position of a message, a whole number that must strictly increase within a partition. When unset: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). With the counter, replays cannot be recognised (a replayed message gets a new number), so use a real offset wherever the source has one.").
+				Description("The source position of a message, a whole number that must strictly increase within a partition. When empty: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). With the counter, replays cannot be recognised (a replayed message gets a new number), so use a real offset wherever the source has one.").
 				Example(`${! @kafka_offset }`).
 				Example(`${! this.position }`).
-				Optional(),
+				Default(""),
 			service.NewStringMapField(fieldTableMapping).
 				Description("Maps a source table to a target table. Keys are the source `db.table` (or a bare `table`, which matches that table in any database); values are a target `table` (database unchanged, or `database` if set) or `db.table`. Unmapped tables keep their names.").
 				Example(map[string]any{"shop.orders": "orders", "shop.order_lines": "analytics.order_items"}).
 				Optional(),
 			service.NewStringField(fieldDatabase).
-				Description("Overrides the target database of every data row (a `db.table` value of `table_mapping` still wins). Also supplies the database when events carry none.").
+				Description("Overrides the target database of every data row (a `db.table` value of `table_mapping` still wins). Also supplies the database when events carry none. Empty: every row keeps its event's database.").
 				Example("analytics").
-				Optional(),
+				Default(""),
 			service.NewStringField(fieldInstanceID).
-				Description("A name prefixed to the random instance tag in `starrocks_seq_source`, to tell instances apart in logs and metrics.").
+				Description("A name prefixed to the random instance tag in `starrocks_seq_source`, to tell instances apart in logs and metrics. Empty: the random tag alone.").
 				Example("orders-pipeline").
-				Optional().
+				Default("").
 				Advanced(),
 			service.NewObjectField(fieldCustom,
 				service.NewBloblangField(fieldCustomKind).
 					Description("Gives the event kind: `begin`, `data`, `end`, `data_end` (a data row that also ends its transaction), `abort` (discard the open transaction) or `skip` (drop the message).").
+					Example(`root = match this.op { "BEGIN" => "begin", "COMMIT" => "end", "ROLLBACK" => "abort", _ => "data" }`).
 					Default(customDefaults[fieldCustomKind]),
 				service.NewBloblangField(fieldCustomTxnID).
 					Description("Gives the source transaction id (a string or a number).").
+					Example(`root = this.xid`).
 					Default(customDefaults[fieldCustomTxnID]),
 				service.NewBloblangField(fieldCustomDB).
 					Description("Gives the source database of a data row (may be empty when `database` is set).").
+					Example(`root = this.source.db`).
 					Default(customDefaults[fieldCustomDB]),
 				service.NewBloblangField(fieldCustomTable).
 					Description("Gives the source table of a data row.").
+					Example(`root = this.source.table`).
 					Default(customDefaults[fieldCustomTable]),
 				service.NewBloblangField(fieldCustomRow).
 					Description("Gives the row object of a data row (an object, or a JSON string of one).").
+					Example(`root = if this.op == "d" { this.before } else { this.after }`).
 					Default(customDefaults[fieldCustomRow]),
 				service.NewBloblangField(fieldCustomDelete).
 					Description("Gives whether a data row is a delete (a boolean).").
+					Example(`root = this.op == "d"`).
 					Default(customDefaults[fieldCustomDelete]),
 			).Description("The mappings of `format: custom`. Each runs against the original message; `this` is its JSON body and `@` its metadata.").
+				Example(map[string]any{"kind": `root = this.event`, "txn_id": `root = this.tx`, "table": `root = this.tbl`, "row": `root = this.data`}).
 				Advanced(),
 		).
 		// A spec keeps only its last LintRule, so the checks are one rule.
@@ -191,8 +235,12 @@ let errs = []
 let defaults = `+customDefaultsJSON+`
 let custom_set = this.custom.or({}).key_values().any(kv -> kv.value != $defaults.get(kv.key))
 let errs = if this.format.or("envelope") != "custom" && $custom_set { $errs.append("custom is only read when format is custom") } else { $errs }
-let errs = if this.table_mapping.or({}).values().any(v -> v.trim() == "") { $errs.append("table_mapping values must not be empty") } else { $errs }
-let errs = if this.exists("database") && this.database.trim() == "" { $errs.append("database must not be empty when set") } else { $errs }
+let errs = $errs.merge(this.table_mapping.or({}).key_values().sort_by(kv -> kv.key).map_each(kv -> if kv.key.trim() == "" || kv.value.string().trim() == "" {
+  "table_mapping entry %q: %q: source and target must not be empty".format(kv.key, kv.value.string())
+} else if !kv.value.string().re_match("""`+mappingTargetPattern+`""") {
+  "table_mapping entry %q: %q: the target must be table or database.table".format(kv.key, kv.value.string())
+} else { null }).filter(v -> v != null))
+let errs = if this.database.or("") != "" && this.database.trim() == "" { $errs.append("`+errBlankDatabase+`") } else { $errs }
 root = if $errs.length() > 0 { $errs }
 `).
 		Example("Envelope events from Kafka",

@@ -208,8 +208,8 @@ func TestLintRules(t *testing.T) {
 		lint string
 	}{
 		{"txn_assembler:\n  format: envelope\n  custom:\n    kind: 'root = \"data\"'\n", "custom is only read when format is custom"},
-		{"txn_assembler:\n  table_mapping:\n    shop.a: ' '\n", "table_mapping values must not be empty"},
-		{"txn_assembler:\n  database: ''\n", "database must not be empty when set"},
+		{"txn_assembler:\n  table_mapping:\n    shop.a: ' '\n", `table_mapping entry "shop.a": " ": source and target must not be empty`},
+		{"txn_assembler:\n  database: ' '\n", "database must not be blank"},
 		{"txn_assembler:\n  format: debezium\n", "debezium"},
 	} {
 		lints, err := linter.LintProcessorYAML([]byte(tc.yaml))

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
@@ -66,8 +67,8 @@ func Command(pipeline, schema string) *cli.Command {
 			opts := Options{
 				Partitions: int32(c.Int("partitions")), Rate: c.Float64("rate"), Duration: c.Duration("duration"),
 				AbortRatio: c.Float64("abort-ratio"), Pipeline: p, Schema: s,
-				HTTPAddr: c.String("http"), MySQLAddr: c.String("mysql"), Out: out, Live: true, Seed: uint64(time.Now().UnixNano()),
-				Format: format,
+				HTTPAddr: c.String("http"), MySQLAddr: c.String("mysql"), Out: out, Live: true, Terminal: isTerminal(out),
+				Seed: uint64(time.Now().UnixNano()), Format: format,
 			}
 			if format == FormatDebezium {
 				fmt.Fprintf(out, "demo: Debezium topics (%d partitions per table, a transaction topic), a snapshot, then %.0f source txns/s for %s\n",
@@ -101,6 +102,13 @@ func Command(pipeline, schema string) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// isTerminal reports whether w is a terminal: the status line is then
+// rewritten in place, and printed as plain lines into a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // PrintSummary writes the verified summary and a latency histogram.

@@ -46,6 +46,9 @@ type Options struct {
 	Out io.Writer
 	// Live prints a status line every second.
 	Live bool
+	// Terminal rewrites the status line in place (carriage return); else
+	// every status is a line of its own, as a log wants.
+	Terminal bool
 	// Seed makes the traffic reproducible.
 	Seed uint64
 	// Format is FormatEnvelope (the default) or FormatDebezium.
@@ -83,9 +86,11 @@ type Running struct {
 	model   *workload.Model
 	stream  *service.Stream
 	metrics *metricscap.Capture
-	db      *sql.DB
-	opts    Options
-	start   time.Time
+	// closeMetrics closes the pipeline's own metrics exporter, if any.
+	closeMetrics func(context.Context) error
+	db           *sql.DB
+	opts         Options
+	start        time.Time
 
 	checks, torn atomic.Int64
 	consErr      atomic.Value
@@ -150,10 +155,6 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 	r.db = sql.OpenDB(connector)
 
 	env := service.GlobalEnvironment().Clone()
-	if r.metrics, err = metricscap.Register(env, "demo_metrics"); err != nil {
-		return nil, fmt.Errorf("registering the demo's metrics: %w", err)
-	}
-	b := env.NewStreamBuilder()
 	for k, v := range map[string]string{
 		"KAFKA_BROKERS":      strings.Join(brokers, ","),
 		"KAFKA_TOPIC":        topic,
@@ -164,6 +165,14 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 	} {
 		vars[k] = v
 	}
+	section, err := metricsSection(o.Pipeline)
+	if err != nil {
+		return nil, err
+	}
+	if r.metrics, r.closeMetrics, err = registerMetrics(env, "demo_metrics", section, vars); err != nil {
+		return nil, fmt.Errorf("registering the demo's metrics: %w", err)
+	}
+	b := env.NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err = b.SetYAML(o.Pipeline); err != nil {
 		return nil, fmt.Errorf("reading the pipeline config: %w", err)
@@ -243,7 +252,7 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 	}
 	stopChecks()
 	wg.Wait()
-	if r.opts.Live {
+	if r.opts.Live && r.opts.Terminal {
 		fmt.Fprintln(r.opts.Out)
 	}
 
@@ -334,14 +343,25 @@ func (r *Running) statusLoop(ctx context.Context) {
 			rows := r.metrics.Counter("starrocks_txn_rows_committed")
 			secs := now.Sub(last).Seconds()
 			lat := r.metrics.Timings("starrocks_txn_visibility_latency_ns")
-			fmt.Fprintf(r.opts.Out, "\r%5.0fs  source txns/s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d   ",
+			writeStatus(r.opts.Out, r.opts.Terminal, fmt.Sprintf("%5.0fs  source txns/s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d",
 				now.Sub(r.start).Seconds(), float64(txns-lastTxns)/secs, float64(rows-lastRows)/secs,
 				r.metrics.Counter("starrocks_txn_commits"),
 				metricscap.Quantile(lat, 0.5).Round(time.Millisecond), metricscap.Quantile(lat, 0.99).Round(time.Millisecond),
-				r.torn.Load())
+				r.torn.Load()))
 			lastTxns, lastRows, last = txns, rows, now
 		}
 	}
+}
+
+// writeStatus writes one status line: on a terminal over the previous one
+// (a carriage return, and blanks to clear a longer line), elsewhere as a
+// line of its own.
+func writeStatus(w io.Writer, terminal bool, line string) {
+	if terminal {
+		fmt.Fprintf(w, "\r%s   ", line)
+		return
+	}
+	fmt.Fprintln(w, line)
 }
 
 func (r *Running) summary() *Summary {
@@ -368,6 +388,11 @@ func (r *Running) summary() *Summary {
 func (r *Running) Close() {
 	if r.stream != nil {
 		_ = r.stream.StopWithin(5 * time.Second)
+	}
+	if r.closeMetrics != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = r.closeMetrics(ctx)
+		cancel()
 	}
 	if r.prod != nil {
 		r.prod.Close()

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,89 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
-
-// fakeProgress is the progress store over the fake server: it reads the
-// committed rows of the progress table, per database of the label that
-// committed them.
-type fakeProgress struct {
-	f     *fakeSR
-	table string
-
-	mu      sync.Mutex
-	ensured []string
-	reads   int
-}
-
-func (fp *fakeProgress) ensure(ctx context.Context, db string) error {
-	fp.mu.Lock()
-	defer fp.mu.Unlock()
-	fp.ensured = append(fp.ensured, db)
-	return nil
-}
-
-func (fp *fakeProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
-	fp.mu.Lock()
-	fp.reads++
-	fp.mu.Unlock()
-	fp.f.mu.Lock()
-	defer fp.f.mu.Unlock()
-	e := progressEntry{perDB: map[string]int64{}}
-	for _, c := range fp.f.commits {
-		db := fp.f.txns[c.label].db
-		for _, r := range c.rows[fp.table] {
-			if r["pipeline_id"] != pipelineID || r["source_partition"] != partition {
-				continue
-			}
-			e.merge(db, int64(r["committed_offset"].(float64)), int64(r["txn_end_offset"].(float64)))
-		}
-	}
-	return e, nil
-}
-
-const eoYAML = "commit_interval: 100ms\nsemantic: exactly_once\npipeline_id: pl\nmysql_address: 127.0.0.1:1\n"
-
-// eoOutput builds an exactly_once output over the fake server.
-func eoOutput(t *testing.T, f *fakeSR, dl deadLetter, extra string) (*Output, *service.Resources, *fakeProgress) {
-	t.Helper()
-	o, res := testOutput(t, eoYAML+extra, f, dl)
-	fp := &fakeProgress{f: f, table: defaultProgressTable}
-	o.setProgressStore(fp)
-	return o, res, fp
-}
-
-// txnMsgs is one source transaction: rows to a and b, END on the last.
-func txnMsgs(s *src, p, id string, n int) []*service.Message {
-	return []*service.Message{
-		s.row(p, id, "a", map[string]any{"id": id, "txn": id}, false),
-		s.row(p, id, "b", map[string]any{"id": id, "txn": id, "n": n}, true),
-	}
-}
-
-// replay copies msgs as a restarted assembler would emit them again: the
-// same offsets, a new seq source numbered from 1.
-func replay(msgs []*service.Message, source string) []*service.Message {
-	out := make([]*service.Message, 0, len(msgs))
-	for i, m := range msgs {
-		c := m.Copy()
-		meta, _ := contract.Read(c)
-		meta.SeqSource, meta.Seq = source, int64(i+1)
-		contract.Write(c, meta)
-		out = append(out, c)
-	}
-	return out
-}
-
-func countIDs(rows []map[string]any) map[string]int {
-	n := map[string]int{}
-	for _, r := range rows {
-		n[idOf(r)]++
-	}
-	return n
-}
 
 func TestProgressEntryCoversComparesNumbers(t *testing.T) {
 	var none *progressEntry
@@ -248,7 +168,7 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 			assert.Equal(t, "pl", r["pipeline_id"])
 			assert.NotEmpty(t, r["updated_at"])
 			assert.Equal(t, num, int64(r["label_number"].(float64)), "the writer row names its own label's number")
-			open, err := parseOpen(r["open_labels"].(string))
+			open, err := starrocks.ParseOpenLabels(r["open_labels"].(string))
 			require.NoError(t, err)
 			if len(c.rows["a"]) == 0 {
 				assert.NotEmpty(t, open, "an anchor lists the label of the commit it precedes")
@@ -319,71 +239,6 @@ func TestExactlyOnceFenceRereadsProgress(t *testing.T) {
 	fp.mu.Unlock()
 }
 
-// The fence waits for a commit in flight; when that commit succeeds during
-// the wait, its boundary is published before the fence returns, so the
-// input's revoke commits it and the new owner does not read it again.
-func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
-	for _, eo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("exactly_once=%v", eo), func(t *testing.T) {
-			f := newFakeSR()
-			gate := make(chan struct{})
-			f.commitGate = gate
-			var o *Output
-			var res *service.Resources
-			if eo {
-				o, res, _ = eoOutput(t, f, nil, "")
-			} else {
-				o, res = testOutput(t, "commit_interval: 100ms\n", f, nil)
-			}
-			s := newSrc("asm")
-			ch := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
-			// Wait until the commit is in flight.
-			waitCommitting(t, o)
-			done := make(chan error, 1)
-			go func() { done <- o.fence(context.Background(), "p0") }()
-			time.Sleep(100 * time.Millisecond)
-			close(gate)
-			require.NoError(t, <-done)
-			off, ok := registry.Get(res).Committed("p0")
-			require.True(t, ok, "the boundary of the commit that resolved during the fence is published")
-			assert.Equal(t, int64(2), off)
-			waitAll(t, []chan error{ch}, time.Second)
-			assert.Len(t, f.rows("a"), 1)
-		})
-	}
-}
-
-// The README shows the DDL the output runs.
-func TestReadmeShowsProgressDDL(t *testing.T) {
-	b, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	for _, want := range []string{progressDDL("<database>", defaultProgressTable), writersDDL("<database>", writersTable(defaultProgressTable))} {
-		var indented []string
-		for _, l := range strings.Split(want, "\n") {
-			indented = append(indented, "  "+l)
-		}
-		assert.Contains(t, string(b), strings.Join(indented, "\n"))
-	}
-}
-
-// gatedProgress blocks reads of one partition until released.
-type gatedProgress struct {
-	*fakeProgress
-	part string
-	gate chan struct{}
-}
-
-func (g *gatedProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
-	if partition == g.part {
-		select {
-		case <-g.gate:
-		case <-ctx.Done():
-			return progressEntry{}, ctx.Err()
-		}
-	}
-	return g.fakeProgress.read(ctx, pipelineID, partition)
-}
-
 // A partition whose progress read is slow holds only its own messages; the
 // other partitions of the same assembler are admitted and committed. A fence
 // releases the messages that wait.
@@ -418,21 +273,6 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	assert.NotContains(t, countIDs(f.rows("a")), "t3")
 }
 
-// gatedDL blocks dead-letter writes until released.
-type gatedDL struct {
-	fakeDL
-	gate chan struct{}
-}
-
-func (d *gatedDL) WriteBatch(ctx context.Context, b service.MessageBatch) error {
-	select {
-	case <-d.gate:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return d.fakeDL.WriteBatch(ctx, b)
-}
-
 // exactly_once: a commit that carries later transactions of a partition
 // waits until its earlier poisoned transaction is in dead_letter, since the
 // commit's progress row makes a restart skip everything before it.
@@ -453,22 +293,31 @@ func TestExactlyOnceCommitWaitsForEarlierDeadLetter(t *testing.T) {
 	assert.Equal(t, []string{"t1"}, dl.txnIDs())
 }
 
-func TestExactlyOnceConfigValidated(t *testing.T) {
-	for yaml, want := range map[string]string{
-		"semantic: exactly_once\nmysql_address: fe:9030\n":                                         "semantic exactly_once needs pipeline_id",
-		"semantic: exactly_once\npipeline_id: p\n":                                                 "semantic exactly_once needs mysql_address",
-		"semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: " + strings.Repeat("x", 129): "longer than 128",
-		"semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: 'a b'\n":  "progress_table",
-	} {
-		pc, err := outputSpec().ParseYAML("load_urls: [x]\n"+yaml, nil)
-		require.NoError(t, err)
-		_, err = configFromParsed(pc)
-		require.ErrorContains(t, err, want, yaml)
+// The README shows the DDL the output runs.
+func TestReadmeShowsProgressDDL(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	for _, want := range []string{starrocks.ProgressDDL("<database>", defaultProgressTable), starrocks.WritersDDL("<database>", writersTable(defaultProgressTable))} {
+		var indented []string
+		for _, l := range strings.Split(want, "\n") {
+			indented = append(indented, "  "+l)
+		}
+		assert.Contains(t, string(b), strings.Join(indented, "\n"))
 	}
-	pc, err := outputSpec().ParseYAML("load_urls: [x]\n", nil)
-	require.NoError(t, err)
-	c, err := configFromParsed(pc)
-	require.NoError(t, err)
-	assert.False(t, c.exactlyOnce, "at_least_once is the default")
-	assert.Equal(t, "starrocks_txn_progress", c.progressTable)
+}
+
+// The rows the output loads into the progress and writers tables name
+// exactly the columns of the tables it creates (internal/starrocks).
+func TestLoadedRowsNameTheTablesColumns(t *testing.T) {
+	names := func(v any) []string {
+		rt := reflect.TypeOf(v)
+		var out []string
+		for i := 0; i < rt.NumField(); i++ {
+			out = append(out, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+		}
+		return out
+	}
+	assert.Equal(t, starrocks.ProgressColumns, names(progressRow{}))
+	assert.Equal(t, starrocks.WritersColumns, names(writerRecord{}))
+	assert.Contains(t, starrocks.ProgressDDL("d", "t"), fmt.Sprintf("`pipeline_id` VARCHAR(%d)", maxPipelineID), "pipeline_id fits its column")
 }

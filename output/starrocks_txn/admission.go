@@ -1,0 +1,316 @@
+package starrocks_txn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// Admission: WriteBatch reads each message's contract and body, holds the
+// call at the hard cap, and hands the messages, in emission order
+// (sequencer.go), to their partitions (partition.go).
+
+// noContractPartition is the partition of messages without the contract:
+// each is its own source transaction, admitted in arrival order.
+const noContractPartition = ""
+
+// call is one WriteBatch: it returns once pending reaches zero.
+type call struct {
+	pending int
+	done    chan struct{}
+}
+
+// item is one message of a WriteBatch.
+type item struct {
+	call *call
+	msg  *service.Message
+	meta contract.Meta
+	// pk is the ordered stream the message belongs to; db and table its
+	// target when it is a row (isRow), body the row.
+	pk       pkey
+	db       string
+	table    string
+	body     []byte
+	isRow    bool
+	isDelete bool
+	// poison is why the message's source transaction cannot be loaded
+	// (parseContract, parseBody, a duplicate seq).
+	poison error
+	// t0 is when the message was created (sourceTime).
+	t0 time.Time
+	// finished is set once the message is acknowledged (itemDoneLocked).
+	finished bool
+}
+
+// WriteBatch admits the batch's messages in sequence order and returns once
+// every one of them is committed, abandoned by its source or dead-lettered.
+// It never reports a failure of StarRocks: those are retried inside. It
+// returns ctx.Err() when ctx is cancelled, and then nothing uncommitted has
+// been acknowledged.
+func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	now := o.now()
+	c := &call{pending: len(batch), done: make(chan struct{})}
+	items := make([]*item, len(batch))
+	// One executor per batch: batch.TryInterpolatedString copies the whole
+	// batch on every call, which made parsing quadratic in the batch size.
+	targets := batchTargets{db: batch.InterpolationExecutor(o.conf.database), table: batch.InterpolationExecutor(o.conf.table)}
+	for i := range batch {
+		items[i] = o.parseContract(batch[i], c, now)
+	}
+	// The call's seqs are held before the bodies are parsed: a gap they
+	// leave is a call on its way, not a dropped message, however long the
+	// parse takes (sequence_gap_timeout).
+	o.mu.Lock()
+	o.waiting++
+	o.m.waiting.Set(int64(o.waiting))
+	o.holdSeqsLocked(items, 1)
+	o.mu.Unlock()
+	for i := range batch {
+		o.parseBody(batch, i, items[i], targets)
+	}
+	defer func() {
+		o.mu.Lock()
+		o.waiting--
+		o.m.waiting.Set(int64(o.waiting))
+		o.mu.Unlock()
+	}()
+
+	// Messages of an assignment that is over are released at admission,
+	// unapplied: they need no buffer space.
+	fresh := false
+	for _, it := range items {
+		if !o.staleEpoch(it) {
+			fresh = true
+			break
+		}
+	}
+	if fresh {
+		if err := o.waitForCapacity(ctx); err != nil {
+			o.unholdSeqs(items)
+			return err
+		}
+	}
+
+	o.mu.Lock()
+	o.holdSeqsLocked(items, -1)
+	for _, it := range items {
+		o.sequenceLocked(it, now)
+	}
+	soft := o.buffered >= o.conf.bufferSize
+	o.mu.Unlock()
+	if soft {
+		o.wakeWorkers(true)
+	}
+
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the StarRocks commit: %w", ctx.Err())
+	case <-o.ctx.Done():
+		return errors.New("starrocks_txn output closed before the batch was committed")
+	}
+}
+
+// batchTargets resolves the database and table fields for the messages of one
+// batch.
+type batchTargets struct {
+	db, table *service.MessageBatchInterpolationExecutor
+}
+
+// parseContract reads the contract of one message. It and parseBody are
+// where a problem with a message becomes a poison: recorded on the item,
+// never returned, and carried by applyLocked to the source transaction the
+// message joins, which then goes whole to dead_letter (or stalls its
+// partition).
+func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *item {
+	it := &item{call: c, msg: msg, t0: sourceTime(msg, now)}
+	meta, err := contract.Read(msg)
+	it.meta = meta
+	if err != nil {
+		it.poison = fmt.Errorf("reading the metadata contract: %w", err)
+	}
+	if meta.HasContract() {
+		it.pk = pkey{source: meta.SeqSource, partition: meta.Partition}
+	} else {
+		it.pk = pkey{partition: noContractPartition}
+	}
+	if perr := msg.GetError(); perr != nil && it.poison == nil {
+		it.poison = fmt.Errorf("processing error on the message: %w", perr)
+	}
+	return it
+}
+
+// parseBody reads the row and the target of the message of item it: the
+// expensive part of parsing. Problems are recorded as for parseContract.
+func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets batchTargets) {
+	if o.parseHook != nil {
+		o.parseHook()
+	}
+	msg, meta := batch[i], it.meta
+	var err error
+	body, berr := msg.AsBytes()
+	if berr != nil && it.poison == nil {
+		it.poison = fmt.Errorf("reading the message body: %w", berr)
+	}
+	trimmed := bytes.TrimSpace(body)
+	if meta.Marker || meta.TxnAbort || (len(trimmed) == 0 && meta.TxnEnd) {
+		return
+	}
+	it.isRow = true
+	it.body = trimmed
+	if it.poison != nil {
+		return
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+		it.poison = errors.New("the message body is not a JSON object")
+		return
+	}
+	if it.db, err = targets.db.TryString(i); err != nil {
+		it.poison = fmt.Errorf("interpolating database: %w", err)
+		return
+	}
+	if it.table, err = targets.table.TryString(i); err != nil {
+		it.poison = fmt.Errorf("interpolating table: %w", err)
+		return
+	}
+	if err := starrocks.ValidateName("database", it.db); err != nil {
+		it.poison = err
+		return
+	}
+	if err := starrocks.ValidateName("table", it.table); err != nil {
+		it.poison = err
+		return
+	}
+	it.isDelete = starrocks.IsDeleteRow(trimmed)
+}
+
+// sourceTime is the creation time of the message for the visibility latency:
+// the Kafka record timestamp when there is one, else its arrival.
+func sourceTime(msg *service.Message, now time.Time) time.Time {
+	if v, ok := msg.MetaGet("kafka_timestamp_ms"); ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return time.UnixMilli(ms)
+		}
+	}
+	if v, ok := msg.MetaGet("kafka_timestamp_unix"); ok {
+		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
+			return time.Unix(s, 0)
+		}
+	}
+	return now
+}
+
+// waitForCapacity blocks admission at twice buffer_size while something
+// buffered is committable; when nothing is (only open source transactions
+// fill the buffer) it admits anyway with an error naming buffer_size, since
+// waiting could never end.
+func (o *Output) waitForCapacity(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		if o.buffered < 2*o.conf.bufferSize {
+			o.mu.Unlock()
+			return nil
+		}
+		if o.committable == 0 {
+			if o.now().Sub(o.lastCapErr) >= reportEvery {
+				o.lastCapErr = o.now()
+				o.log.Errorf("%d bytes buffered, over twice buffer_size (%d), and nothing buffered is committable (only open source transactions): admitting anyway; raise buffer_size above the largest source transactions in flight", o.buffered, o.conf.bufferSize)
+			}
+			o.mu.Unlock()
+			return nil
+		}
+		o.mu.Unlock()
+		o.wakeWorkers(true)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for buffer space: %w", ctx.Err())
+		case <-o.ctx.Done():
+			return errors.New("starrocks_txn output closed")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// sequenceLocked admits it in seq order of its assembler instance; messages
+// without the contract are admitted at once.
+func (o *Output) sequenceLocked(it *item, now time.Time) {
+	if it.pk.partition == noContractPartition {
+		if o.conf.maxInFlight > 1 && !o.warnedMIF {
+			o.warnedMIF = true
+			o.log.Warnf("Messages without the metadata contract (starrocks_partition and starrocks_seq) are admitted in arrival order, each its own transaction, and with max_in_flight %d arrival order is not emission order; use the txn_assembler processor or max_in_flight: 1", o.conf.maxInFlight)
+		}
+		o.applyLocked(it, now)
+		return
+	}
+	s := o.sequencerLocked(it.pk.source)
+	seq := it.meta.Seq
+	ready, res := s.offer(seq, it, now)
+	switch res {
+	case offerLate:
+		// Late after a skipped gap, or a duplicate: the offset check decides.
+		o.log.With("partition", it.pk.String()).Warnf("A message with starrocks_seq %d arrived after admission moved past it (next %d); admitting it out of order", seq, s.next)
+		o.applyLocked(it, now)
+	case offerDuplicate:
+		o.log.Errorf("A message with starrocks_seq %d of source %q came twice; the second copy is treated as a replay", seq, it.pk.source)
+		it.poison = fmt.Errorf("duplicate starrocks_seq %d", seq)
+		o.applyLocked(it, now)
+	}
+	for _, r := range ready {
+		o.applyLocked(r, now)
+	}
+}
+
+func (o *Output) sequencerLocked(source string) *sequencer[*item] {
+	s := o.seqs[source]
+	if s == nil {
+		s = newSequencer[*item]()
+		o.seqs[source] = s
+	}
+	return s
+}
+
+// holdSeqsLocked records (delta 1) or forgets (delta -1) the seqs of a
+// WriteBatch call that waits before admission.
+func (o *Output) holdSeqsLocked(items []*item, delta int) {
+	for _, it := range items {
+		if it.pk.partition != noContractPartition {
+			o.sequencerLocked(it.pk.source).hold(it.meta.Seq, delta)
+		}
+	}
+}
+
+func (o *Output) unholdSeqs(items []*item) {
+	o.mu.Lock()
+	o.holdSeqsLocked(items, -1)
+	o.mu.Unlock()
+}
+
+// checkGapsLocked skips a sequence gap that lasted sequence_gap_timeout; a
+// gap held by a call waiting for buffer space is not one (the timer starts
+// again).
+func (o *Output) checkGapsLocked(now time.Time) {
+	for src, s := range o.seqs {
+		ready, from, to, skipped := s.skipGap(now, o.conf.sequenceGapTimeout)
+		if !skipped {
+			continue
+		}
+		o.m.seqGaps.Incr(to-from+1, src)
+		o.log.Errorf("Messages with starrocks_seq %d to %d of assembler %q never arrived within sequence_gap_timeout (%v): skipping them; something between the txn_assembler and this output dropped messages (a filtering processor, a switch or reject_errored)", from, to, src, o.conf.sequenceGapTimeout)
+		for _, it := range ready {
+			o.applyLocked(it, now)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package starrocks_txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOutOfOrderBatchesAreResequenced(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("a1")
+	var ms []*service.Message
+	for i := 0; i < 4; i++ {
+		ms = append(ms, s.row("p0", fmt.Sprintf("t%d", i), "a", map[string]any{"id": "k", "v": i, "txn": fmt.Sprintf("t%d", i)}, true))
+	}
+	chs := []chan error{writeAsync(o, service.MessageBatch{ms[3], ms[2]}), writeAsync(o, service.MessageBatch{ms[1]})}
+	time.Sleep(50 * time.Millisecond)
+	chs = append(chs, writeAsync(o, service.MessageBatch{ms[0]}))
+	waitAll(t, chs, 5*time.Second)
+	rows := f.rows("a")
+	require.Len(t, rows, 4)
+	for i, r := range rows {
+		assert.Equal(t, float64(i), r["v"])
+	}
+}
+
+func TestSequenceGapSkippedAfterTimeout(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 300ms\n", f, nil)
+	s := newSrc("a1")
+	m1 := s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)
+	_ = s.row("p0", "lost", "a", map[string]any{"id": 2, "txn": "lost"}, true) // dropped upstream
+	m3 := s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3"}, true)
+	// Arrives first, waits for the gap.
+	start := time.Now()
+	c3 := writeAsync(o, service.MessageBatch{m3})
+	c1 := writeAsync(o, service.MessageBatch{m1})
+	waitAll(t, []chan error{c1, c3}, 5*time.Second)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	rows := f.rows("a")
+	require.Len(t, rows, 2)
+	assert.Equal(t, "t1", rows[0]["txn"], "order restored across the batches")
+	assert.Equal(t, "t3", rows[1]["txn"])
+}
+
+// A WriteBatch call still parsing its bodies holds its seqs: a later call
+// admitted meanwhile does not start a gap that sequence_gap_timeout would
+// skip, however long the parse takes (a huge batch on a starved machine).
+func TestSlowParseIsNotASequenceGap(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 200ms\n", f, dl)
+	parsing := make(chan struct{})
+	var slow atomic.Bool
+	slow.Store(true)
+	o.parseHook = func() {
+		if slow.CompareAndSwap(true, false) {
+			close(parsing)
+			time.Sleep(700 * time.Millisecond)
+		}
+	}
+	s := newSrc("asm")
+	head := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 1, "txn": "T"}, false)}
+	tail := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 2, "txn": "T"}, true)}
+	chHead := writeAsync(o, head)
+	<-parsing
+	chTail := writeAsync(o, tail)
+	waitAll(t, []chan error{chHead, chTail}, 5*time.Second)
+	assert.Empty(t, dl.txnIDs(), "nothing refused")
+	assertAtomic(t, f, map[string]int{"T": 2})
+}
+
+// A WriteBatch call blocked at twice buffer_size holds seqs that later
+// messages wait for: that gap is not a dropped message and must not be
+// skipped after sequence_gap_timeout, or the rest of the source transaction
+// commits without the blocked row and the row itself is then refused.
+func TestCapacityWaitIsNotASequenceGap(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\nbuffer_size: 100\nsequence_gap_timeout: 200ms\n", f, dl)
+	s := newSrc("asm")
+	pad := strings.Repeat("x", 70)
+	// seqs 1-3: complete transactions of p0 that fill the buffer past twice
+	// buffer_size and cannot commit yet.
+	fill := service.MessageBatch{
+		s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1", "pad": pad}, true),
+		s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2", "pad": pad}, true),
+		s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3", "pad": pad}, true),
+	}
+	// seqs 4-5: one source transaction T of p1, in two batches.
+	head := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 4, "txn": "T"}, false)}
+	tail := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 5, "txn": "T"}, true)}
+
+	chTail := writeAsync(o, tail) // waits in the sequencer for seq 4
+	time.Sleep(50 * time.Millisecond)
+	chFill := writeAsync(o, fill)
+	require.Eventually(t, func() bool {
+		_, b := accounting(o)
+		return b >= 200
+	}, 2*time.Second, 5*time.Millisecond)
+	chHead := writeAsync(o, head) // blocked at the hard cap
+	time.Sleep(600 * time.Millisecond)
+	o.mu.Lock()
+	_, admitted := o.parts[pkey{"asm", "p1"}]
+	o.mu.Unlock()
+	assert.False(t, admitted, "the seq held by the blocked call was not skipped")
+
+	close(gate)
+	waitAll(t, []chan error{chFill, chHead, chTail}, 5*time.Second)
+	assert.Empty(t, dl.txnIDs(), "nothing was refused as a replay")
+	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1, "t3": 1, "T": 2})
+}
+
+func TestPoisonedAtAdmission(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, dl)
+	s := newSrc("a1")
+	errored := s.row("p0", "errored", "a", map[string]any{"id": 1, "txn": "errored"}, false)
+	errored.SetError(errors.New("mapping failed"))
+	twoDB := s.row("p1", "twodb", "a", map[string]any{"id": 3, "txn": "twodb"}, false)
+	twoDB2 := s.row("p1", "twodb", "b", map[string]any{"id": 4, "txn": "twodb"}, true)
+	twoDB2.MetaSetMut("starrocks_database", "other")
+	chs := []chan error{
+		writeAsync(o, service.MessageBatch{errored, s.row("p0", "errored", "b", map[string]any{"id": 2, "txn": "errored"}, true)}),
+		writeAsync(o, service.MessageBatch{twoDB, twoDB2}),
+		writeAsync(o, service.MessageBatch{s.row("p0", "good", "a", map[string]any{"id": 5, "txn": "good"}, true)}),
+	}
+	waitAll(t, chs, 5*time.Second)
+	ids := dl.txnIDs()
+	sort.Strings(ids)
+	assert.Equal(t, []string{"errored", "twodb"}, ids)
+	assertAtomic(t, f, map[string]int{"good": 1})
+	assert.Len(t, f.rows("a"), 1)
+	assert.Empty(t, f.rows("b"))
+}
+
+func TestNoContractMessagesAreOwnTransactions(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\ndatabase: test\ntable: plain\nmax_in_flight: 1\n", f, nil)
+	var b service.MessageBatch
+	for i := 0; i < 3; i++ {
+		b = append(b, service.NewMessage([]byte(fmt.Sprintf(`{"id":%d,"txn":"n%d"}`, i, i))))
+	}
+	waitAll(t, []chan error{writeAsync(o, b)}, 5*time.Second)
+	assert.Len(t, f.rows("plain"), 3)
+}
+
+func TestAcksHeldUntilCommit(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("a1")
+	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
+	time.Sleep(400 * time.Millisecond)
+	select {
+	case <-ch:
+		t.Fatal("WriteBatch returned before StarRocks committed its rows")
+	default:
+	}
+	assert.Empty(t, f.rows("a"))
+	close(gate)
+	waitAll(t, []chan error{ch}, 3*time.Second)
+	assert.Len(t, f.rows("a"), 1)
+}
+
+func TestWriteBatchReturnsOnCancel(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("a1")
+	// An open source transaction never commits.
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() {
+		ch <- o.WriteBatch(ctx, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1}, false)})
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-ch:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(time.Second):
+		t.Fatal("WriteBatch did not return on cancellation")
+	}
+	assert.Empty(t, f.rows("a"))
+}
+
+func TestHardCapBlocksOnlyWhileSomethingIsCommittable(t *testing.T) {
+	f := newFakeSR()
+	f.commitGate = make(chan struct{})
+	o, _ := testOutput(t, "commit_interval: 100ms\nbuffer_size: 100\n", f, nil)
+	s := newSrc("a1")
+	pad := "0123456789012345678901234567890123456789012345678901234567890123456789"
+	// Complete transactions whose commit cannot finish fill the buffer past
+	// twice buffer_size.
+	first := writeAsync(o, service.MessageBatch{
+		s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1", "pad": pad}, true),
+		s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2", "pad": pad}, true),
+		s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3", "pad": pad}, true),
+	})
+	time.Sleep(100 * time.Millisecond)
+	second := writeAsync(o, service.MessageBatch{s.row("p1", "t4", "a", map[string]any{"id": 4, "txn": "t4"}, true)})
+	time.Sleep(200 * time.Millisecond)
+	o.mu.Lock()
+	_, admitted := o.parts[pkey{"a1", "p1"}]
+	o.mu.Unlock()
+	assert.False(t, admitted, "admission blocks at twice buffer_size while something buffered is committable")
+	close(f.commitGate)
+	waitAll(t, []chan error{first, second}, 5*time.Second)
+
+	// Only open transactions buffered: admission goes on past the cap.
+	open := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 5, "txn": "big", "pad": pad + pad + pad}, false)})
+	time.Sleep(100 * time.Millisecond)
+	more := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 6, "txn": "big"}, true)})
+	waitAll(t, []chan error{open, more}, 5*time.Second)
+	o.mu.Lock()
+	assert.False(t, o.lastCapErr.IsZero(), "an error named buffer_size")
+	o.mu.Unlock()
+}
+
+func TestSoftCapCommitsEarly(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 5s\nbuffer_size: 200\n", f, nil)
+	s := newSrc("a1")
+	// The first commit happens at once (no previous commit); then fill the
+	// buffer past the soft cap and expect a commit long before 5 s.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t0", "a", map[string]any{"id": 0, "txn": "t0"}, true)})}, 3*time.Second)
+	start := time.Now()
+	var b service.MessageBatch
+	for i := 1; i < 10; i++ {
+		b = append(b, s.row("p0", fmt.Sprintf("t%d", i), "a", map[string]any{"id": i, "txn": fmt.Sprintf("t%d", i), "pad": "xxxxxxxxxxxxxxxxxxxxxxxx"}, true))
+	}
+	waitAll(t, []chan error{writeAsync(o, b)}, 3*time.Second)
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestMaxInFlightStarvationIsReported(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\nmax_in_flight: 2\n", f, nil)
+	s := newSrc("a1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < 2; i++ {
+		m := s.row("p0", "open", "a", map[string]any{"id": i}, false)
+		go func() { _ = o.WriteBatch(ctx, service.MessageBatch{m}) }()
+	}
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return !o.lastMIFErr.IsZero()
+	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
+}

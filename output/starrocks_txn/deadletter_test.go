@@ -1,0 +1,146 @@
+package starrocks_txn
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+func TestUnknownTableDeadLettersOnlyItsTransactions(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, dl)
+	s := newSrc("a1")
+	var chs []chan error
+	chs = append(chs, writeAsync(o, service.MessageBatch{
+		s.row("p0", "bad", "a", map[string]any{"id": 1, "txn": "bad"}, false),
+		s.row("p0", "bad", "missing", map[string]any{"id": 2, "txn": "bad"}, true),
+	}))
+	for i := 0; i < 5; i++ {
+		id := fmt.Sprintf("g%d", i)
+		chs = append(chs, writeAsync(o, service.MessageBatch{s.row(fmt.Sprintf("p%d", i%2), id, "a", map[string]any{"id": 10 + i, "txn": id}, true)}))
+	}
+	waitAll(t, chs, 5*time.Second)
+	assert.Equal(t, []string{"bad"}, dl.txnIDs())
+	dl.mu.Lock()
+	require.Len(t, dl.batches[0], 2, "the poisoned transaction goes whole")
+	reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+	dl.mu.Unlock()
+	assert.Contains(t, reason, "missing")
+	want := map[string]int{}
+	for i := 0; i < 5; i++ {
+		want[fmt.Sprintf("g%d", i)] = 1
+	}
+	assertAtomic(t, f, want)
+	for _, r := range f.rows("a") {
+		assert.NotEqual(t, "bad", r["txn"])
+	}
+}
+
+func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("a1")
+	bad := writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1, "txn": "bad"}, true)})
+	time.Sleep(300 * time.Millisecond)
+	after := writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2, "txn": "later"}, true)})
+	var good []chan error
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("g%d", i)
+		good = append(good, writeAsync(o, service.MessageBatch{s.row("p1", id, "a", map[string]any{"id": 10 + i, "txn": id}, true)}))
+	}
+	waitAll(t, good, 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	for _, ch := range []chan error{bad, after} {
+		select {
+		case <-ch:
+			t.Fatal("a stalled partition's batch was acknowledged")
+		default:
+		}
+	}
+	o.mu.Lock()
+	p := o.parts[pkey{"a1", "p0"}]
+	require.NotNil(t, p)
+	require.Error(t, p.stalled)
+	assert.Contains(t, p.stalled.Error(), "missing")
+	o.mu.Unlock()
+	for _, r := range f.rows("a") {
+		assert.NotEqual(t, "later", r["txn"], "nothing after the poisoned transaction commits")
+	}
+}
+
+// StarRocks refuses to begin a transaction in a database that does not
+// exist (a per-transaction error): the source transactions to it are
+// poisoned, not retried forever holding their calls and the buffer.
+func TestMissingDatabaseIsPoisoned(t *testing.T) {
+	missingDB := func(f *fakeSR) {
+		f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+			if op == "begin" && ft.db == "nodb" {
+				return srErr("begin", starrocks.ClassPerTxn, "Database[nodb] does not exist"), true
+			}
+			return nil, false
+		}
+	}
+	toDB := func(m *service.Message, db string) *service.Message {
+		m.MetaSetMut(contract.KeyDatabase, db)
+		return m
+	}
+
+	t.Run("dead_letter", func(t *testing.T) {
+		f := newFakeSR()
+		missingDB(f)
+		dl := &fakeDL{}
+		o, _ := testOutput(t, "commit_interval: 100ms\nretry_backoff: {initial_interval: 20ms, max_interval: 100ms}\n", f, dl)
+		s := newSrc("asm")
+		chs := []chan error{
+			writeAsync(o, service.MessageBatch{toDB(s.row("p0", "x1", "a", map[string]any{"id": 1, "txn": "x1"}, true), "nodb")}),
+			writeAsync(o, service.MessageBatch{s.row("p1", "ok1", "a", map[string]any{"id": 2, "txn": "ok1"}, true)}),
+		}
+		waitAll(t, chs, 5*time.Second)
+		// Later traffic to the missing database is poisoned too.
+		waitAll(t, []chan error{writeAsync(o, service.MessageBatch{toDB(s.row("p2", "x2", "a", map[string]any{"id": 3, "txn": "x2"}, true), "nodb")})}, 5*time.Second)
+		assert.Equal(t, []string{"x1", "x2"}, dl.txnIDs())
+		dl.mu.Lock()
+		reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+		dl.mu.Unlock()
+		assert.Contains(t, reason, "database nodb")
+		assert.Contains(t, reason, "Database[nodb] does not exist")
+		assertAtomic(t, f, map[string]int{"ok1": 1})
+		c, b := accounting(o)
+		assert.Zero(t, c)
+		assert.Zero(t, b)
+	})
+
+	t.Run("stall", func(t *testing.T) {
+		f := newFakeSR()
+		missingDB(f)
+		o, _ := testOutput(t, "commit_interval: 100ms\nretry_backoff: {initial_interval: 20ms, max_interval: 100ms}\n", f, nil)
+		s := newSrc("asm")
+		stalled := writeAsync(o, service.MessageBatch{toDB(s.row("p0", "x1", "a", map[string]any{"id": 1, "txn": "x1"}, true), "nodb")})
+		require.Eventually(t, func() bool {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			p := o.parts[pkey{"asm", "p0"}]
+			return p != nil && p.stalled != nil && strings.Contains(p.stalled.Error(), "database nodb")
+		}, 5*time.Second, 10*time.Millisecond, "the partition stalls with an error naming the database")
+		c, _ := accounting(o)
+		assert.Zero(t, c, "a stalled transaction is not committable: the hard cap does not wait for it")
+		// Other partitions go on.
+		waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p1", "ok1", "a", map[string]any{"id": 2, "txn": "ok1"}, true)})}, 5*time.Second)
+		select {
+		case <-stalled:
+			t.Fatal("a stalled partition's batch returned")
+		default:
+		}
+	})
+}

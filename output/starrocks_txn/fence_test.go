@@ -1,0 +1,263 @@
+package starrocks_txn
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+func TestCommittedThroughAndFence(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	reg := registry.Get(res)
+	require.True(t, reg.Tracking())
+	s := newSrc("a1")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{
+		s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, false),
+		s.row("p0", "t1", "a", map[string]any{"id": 2, "txn": "t1"}, true),
+	})}, 5*time.Second)
+	off, ok := reg.Committed("p0")
+	require.True(t, ok)
+	assert.Equal(t, int64(2), off, "the END offset of the last committed source transaction")
+
+	// An open transaction of p0 is held; a fence releases it with success
+	// and its rows are never committed.
+	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 3, "txn": "t2"}, false)})
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, reg.Fence(context.Background(), "p0"))
+	waitAll(t, []chan error{ch}, time.Second)
+	time.Sleep(200 * time.Millisecond)
+	assert.Len(t, f.rows("a"), 2)
+}
+
+func TestFenceReleasesAStalledPartition(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("a1")
+	chs := []chan error{
+		writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1}, true)}),
+	}
+	time.Sleep(300 * time.Millisecond)
+	// Admitted after the stall: held with it.
+	chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2}, true)}))
+	time.Sleep(100 * time.Millisecond)
+	for _, ch := range chs {
+		select {
+		case <-ch:
+			t.Fatal("a stalled partition's batch returned before the fence")
+		default:
+		}
+	}
+	require.NoError(t, registry.Get(res).Fence(context.Background(), "p0"))
+	waitAll(t, chs, time.Second)
+	assert.Empty(t, f.rows("a"), "nothing of the fenced partition was committed")
+	o.mu.Lock()
+	assert.Empty(t, o.parts, "the partition's state is gone; a new owner starts fresh")
+	o.mu.Unlock()
+}
+
+// A fence that gives up waiting for an in-flight commit, followed by that
+// commit aborting: every WriteBatch call of the fenced partition returns and
+// nothing stays counted as committable (which would block admission at the
+// hard cap for every partition).
+func TestFenceThatGivesUpReleasesWhenTheCommitAborts(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	var commits atomic.Int32
+	f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+		if op == "commit" && commits.Add(1) == 1 {
+			ft.state = starrocks.StateAborted
+			return srErr("commit", starrocks.ClassTransient, "transaction aborted by the test"), true
+		}
+		return nil, false
+	}
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("asm")
+	inCommit := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
+	waitCommitting(t, o)
+	// Later transactions of p0: a complete one (queued or in the next
+	// cycle) and an open one.
+	later := writeAsync(o, service.MessageBatch{
+		s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true),
+		s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3"}, false),
+	})
+	time.Sleep(150 * time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.Error(t, o.fence(ctx, "p0"), "the fence gives up: the commit does not resolve in time")
+	waitAll(t, []chan error{later}, 2*time.Second)
+
+	close(gate) // the commit now aborts
+	waitAll(t, []chan error{inCommit}, 5*time.Second)
+	require.Eventually(t, func() bool {
+		c, b := accounting(o)
+		return c == 0 && b == 0
+	}, 3*time.Second, 10*time.Millisecond, "nothing of the fenced partition stays committable or buffered")
+	assert.Empty(t, f.rows("a"), "nothing of the fenced partition was committed")
+
+	// The output goes on for other partitions.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p1", "u1", "a", map[string]any{"id": 9, "txn": "u1"}, true)})}, 5*time.Second)
+	assert.Len(t, f.rows("a"), 1)
+}
+
+// The same give-up, but the in-flight commit then succeeds: its calls
+// return, nothing stays committable, and the fenced partition's boundary is
+// not published after the fence ended (the input has released it).
+func TestFenceThatGivesUpReleasesWhenTheCommitSucceeds(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	s := newSrc("asm")
+	inCommit := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
+	waitCommitting(t, o)
+	open := writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, false)})
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.Error(t, registry.Get(res).Fence(ctx, "p0"))
+	waitAll(t, []chan error{open}, 2*time.Second)
+	close(gate)
+	waitAll(t, []chan error{inCommit}, 5*time.Second)
+	require.Eventually(t, func() bool {
+		c, b := accounting(o)
+		return c == 0 && b == 0
+	}, 3*time.Second, 10*time.Millisecond)
+	assert.Len(t, f.rows("a"), 1, "the commit in flight completed")
+	_, published := registry.Get(res).Committed("p0")
+	assert.False(t, published, "nothing is published for a partition whose fence ended")
+}
+
+// The fence waits for a commit in flight; when that commit succeeds during
+// the wait, its boundary is published before the fence returns, so the
+// input's revoke commits it and the new owner does not read it again.
+func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
+	for _, eo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exactly_once=%v", eo), func(t *testing.T) {
+			f := newFakeSR()
+			gate := make(chan struct{})
+			f.commitGate = gate
+			var o *Output
+			var res *service.Resources
+			if eo {
+				o, res, _ = eoOutput(t, f, nil, "")
+			} else {
+				o, res = testOutput(t, "commit_interval: 100ms\n", f, nil)
+			}
+			s := newSrc("asm")
+			ch := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+			// Wait until the commit is in flight.
+			waitCommitting(t, o)
+			done := make(chan error, 1)
+			go func() { done <- o.fence(context.Background(), "p0") }()
+			time.Sleep(100 * time.Millisecond)
+			close(gate)
+			require.NoError(t, <-done)
+			off, ok := registry.Get(res).Committed("p0")
+			require.True(t, ok, "the boundary of the commit that resolved during the fence is published")
+			assert.Equal(t, int64(2), off)
+			waitAll(t, []chan error{ch}, time.Second)
+			assert.Len(t, f.rows("a"), 1)
+		})
+	}
+}
+
+// A zombie tail: the head of source transaction T is admitted, the
+// partition is revoked and fenced, and the tail of T (of the old assignment)
+// reaches the output afterwards. It must not commit: the new owner commits
+// the whole of T.
+func TestStaleEpochTailAfterFenceIsNeverCommitted(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	reg := registry.Get(res)
+	e1 := reg.Assign("p0")
+	s := newSrc("asm")
+	rows := []*service.Message{
+		s.row("p0", "T", "a", map[string]any{"id": 1, "txn": "T"}, false),
+		s.row("p0", "T", "a", map[string]any{"id": 2, "txn": "T"}, false),
+		s.row("p0", "T", "a", map[string]any{"id": 3, "txn": "T"}, true),
+	}
+	again := replay(rows, "asm2") // the new owner reads T again
+	headCh := writeAsync(o, withEpoch(e1, rows[0], rows[1]))
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, reg.Fence(context.Background(), "p0"))
+	waitAll(t, []chan error{headCh}, time.Second)
+
+	// The tail arrives after the fence, before and after the partition is
+	// assigned again.
+	waitAll(t, []chan error{writeAsync(o, withEpoch(e1, rows[2]))}, time.Second)
+	o.mu.Lock()
+	assert.Empty(t, o.parts, "a stale message never recreates the fenced partition")
+	o.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	assert.Empty(t, f.rows("a"), "the tail of T alone was never committed")
+
+	e2 := reg.Assign("p0")
+	require.Greater(t, e2, e1)
+	waitAll(t, []chan error{writeAsync(o, withEpoch(e2, again...))}, 5*time.Second)
+	assertAtomic(t, f, map[string]int{"T": 3})
+	off, ok := reg.Committed("p0")
+	require.True(t, ok)
+	assert.Equal(t, int64(3), off)
+}
+
+// A whole source transaction of a revoked assignment that reaches the output
+// after the fence (calls wait for a free max_in_flight slot for about a
+// commit cycle) must not commit, whether or not the partition was assigned
+// again: the new owner commits it, and an older value must not overwrite a
+// newer one.
+func TestStaleEpochWholeTransactionAfterFenceIsNeverCommitted(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	reg := registry.Get(res)
+	e1 := reg.Assign("p0")
+	s := newSrc("asm")
+	waitAll(t, []chan error{writeAsync(o, withEpoch(e1, s.row("p0", "t1", "a", map[string]any{"id": "k", "v": 1, "txn": "t1"}, true)))}, 5*time.Second)
+	late := withEpoch(e1,
+		s.row("p0", "t2", "a", map[string]any{"id": "k", "v": 2, "txn": "t2"}, false),
+		s.row("p0", "t2", "b", map[string]any{"id": "k", "v": 2, "txn": "t2"}, true))
+	require.NoError(t, reg.Fence(context.Background(), "p0"))
+	waitAll(t, []chan error{writeAsync(o, late)}, time.Second)
+
+	// Re-assigned: an even later old-epoch transaction is refused too, and
+	// the new assignment's messages commit.
+	e2 := reg.Assign("p0")
+	late2 := withEpoch(e1, s.row("p0", "t3", "a", map[string]any{"id": "k", "v": 3, "txn": "t3"}, true))
+	fresh := withEpoch(e2, s.row("p0", "t4", "a", map[string]any{"id": "k", "v": 4, "txn": "t4"}, true))
+	waitAll(t, []chan error{writeAsync(o, late2), writeAsync(o, fresh)}, 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	var txns []string
+	for _, r := range f.rows("a") {
+		txns = append(txns, r["txn"].(string))
+	}
+	assert.Equal(t, []string{"t1", "t4"}, txns, "no old-epoch transaction committed after the fence")
+	assert.Empty(t, f.rows("b"))
+	c, b := accounting(o)
+	assert.Zero(t, c)
+	assert.Zero(t, b)
+}
+
+// Without the epoch key nothing is checked: hand-written mappings and
+// non-Kafka sources work as before, even on a fenced partition.
+func TestNoEpochMeansNoEpochChecking(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, nil)
+	reg := registry.Get(res)
+	reg.Assign("p0")
+	require.NoError(t, reg.Fence(context.Background(), "p0"))
+	s := newSrc("asm")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})}, 5*time.Second)
+	assert.Len(t, f.rows("a"), 1)
+}

@@ -1,0 +1,271 @@
+package starrocks_txn
+
+import (
+	"fmt"
+	"time"
+)
+
+// The lifecycle of a source transaction.
+//
+// A source transaction (srcTxn) is in exactly one of the states below, and
+// moveLocked is the only code that changes it. moveLocked also keeps the two
+// output-wide counters admission decides on — buffered, the bytes of rows a
+// commit may still need, and committable, the transactions a commit cycle can
+// still commit — and acknowledges the transaction's messages once it is over.
+//
+//	         END, with rows       switch           take            commit
+//	open ────────────────► active ───────► queued ───────► in cycle ───────► committed
+//	 │                                                                        ▲    ▲
+//	 │ END without rows, abort marker,                                        │    │
+//	 │ or StarRocks holds it already (exactly_once)                           │    │
+//	 └──────────────────────────────────────────────► skipped                 │    │
+//	                                                                          │    │
+//	open | active | queued | in cycle ──► poisoned ──► dead-lettered          │    │
+//	                                      (dead_letter set)                   │    │
+//	open | active | queued | in cycle ──► stalled ────────────────────────────┘ (*)│
+//	                                      (no dead_letter, or behind the stall)    │
+//	any state not over, but fenced ──► fenced ─────────────────────────────────────┘ (*)
+//	                                     ├──► released
+//	                                     └──► dead-lettered (it was poisoned and its
+//	                                                         write ended first)
+//
+//	(*) only while a commit that holds it is in flight (srcTxn.inCommit), which
+//	    also keeps a fenced transaction from being released.
+//
+// States and what they hold:
+//
+//   - open: receiving its messages (the partition's open transaction), or
+//     complete and being placed within one admission step.
+//   - active: complete, in its partition's active chunks (partition.active).
+//   - queued: frozen by a switch, in its database worker's queue.
+//   - in cycle: taken into a commit cycle (cycle.txns).
+//   - poisoned: on its way to dead_letter (Output.dlQueue, Output.dlWriting).
+//   - stalled: poisoned without dead_letter, or a later transaction of the
+//     partition held behind the one that stalled it, until a fence.
+//   - fenced: a fence took it; it is released once no commit holding it is
+//     in flight (partition.go, fence.go).
+//   - committed, skipped, dead-lettered: over and resolved: the partition's
+//     committed-through offset may pass it.
+//   - released: over, not resolved: a fence gave it back to the partition's
+//     next owner, who reads it again.
+//
+// Live states (open, active, queued, in cycle) count their bytes in
+// Output.buffered; committable states (active, queued, in cycle) count in
+// Output.committable; leaving them subtracts. Entering a state that is over
+// acknowledges the transaction's messages; entering a resolved one publishes
+// the partition's committed-through offset (advanceLocked).
+//
+// "A commit is in flight" (srcTxn.inCommit) is not a state but a marker
+// beside it: a commit request cannot be called back, so while it is in
+// flight a fence, or a stall caused in another database, must still be able
+// to take the transaction, and the commit's outcome must still be applied to
+// it afterwards (fenced or stalled → committed). Folding the marker into the
+// states would double every state a commit can be in flight in.
+type txnState uint8
+
+const (
+	txnOpen txnState = iota
+	txnActive
+	txnQueued
+	txnInCycle
+	txnPoisoned
+	txnStalled
+	txnFenced
+	txnCommitted
+	txnSkipped
+	txnDeadLettered
+	txnReleased
+	numTxnStates
+)
+
+var txnStateNames = [numTxnStates]string{
+	txnOpen: "open", txnActive: "active", txnQueued: "queued", txnInCycle: "in cycle",
+	txnPoisoned: "poisoned", txnStalled: "stalled", txnFenced: "fenced",
+	txnCommitted: "committed", txnSkipped: "skipped", txnDeadLettered: "dead-lettered", txnReleased: "released",
+}
+
+func (s txnState) String() string {
+	if s < numTxnStates {
+		return txnStateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// live reports whether the transaction's rows count in Output.buffered: a
+// commit may still load them.
+func (s txnState) live() bool { return s <= txnInCycle }
+
+// committable reports whether the transaction counts in Output.committable:
+// complete, and a commit cycle can still commit it.
+func (s txnState) committable() bool { return s >= txnActive && s <= txnInCycle }
+
+// over reports whether the transaction's fate is decided and its messages
+// acknowledged.
+func (s txnState) over() bool { return s >= txnCommitted }
+
+// resolved reports whether the transaction no longer holds back its
+// partition's committed-through offset.
+func (s txnState) resolved() bool {
+	return s == txnCommitted || s == txnSkipped || s == txnDeadLettered
+}
+
+// canMove reports whether from → to is a transition of the lifecycle;
+// inCommit is whether a commit holding the transaction is in flight.
+func canMove(from, to txnState, inCommit bool) bool {
+	switch to {
+	case txnActive:
+		return from == txnOpen
+	case txnQueued:
+		return from == txnActive
+	case txnInCycle:
+		return from == txnQueued
+	case txnSkipped:
+		return from == txnOpen
+	case txnPoisoned, txnStalled:
+		return from.live()
+	case txnFenced:
+		return !from.over() && from != txnFenced
+	case txnReleased:
+		return from == txnFenced && !inCommit
+	case txnCommitted:
+		return from == txnInCycle || ((from == txnFenced || from == txnStalled) && inCommit)
+	case txnDeadLettered:
+		return from == txnPoisoned || from == txnFenced
+	}
+	return false
+}
+
+// srcTxn is one source transaction of a partition.
+type srcTxn struct {
+	id     string
+	p      *partition
+	items  []*item
+	db     string
+	rows   map[string][][]byte
+	tables []string
+	bytes  int64
+	poison error
+	t0     time.Time
+	// deletes are the tables the transaction deletes from; modelChecked is
+	// set once their key models were checked.
+	deletes      map[string]bool
+	modelChecked bool
+	endOffset    int64
+	hasEnd       bool
+	// state is where the transaction is in its lifecycle; only moveLocked
+	// changes it.
+	state txnState
+	// inCommit is set while a commit request that holds the transaction is
+	// in flight: a fence waits for it, and nothing releases the transaction
+	// meanwhile.
+	inCommit bool
+}
+
+// newTxnLocked starts a source transaction of p in state open.
+func newTxnLocked(p *partition, id string, t0 time.Time) *srcTxn {
+	return &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
+}
+
+// addRowLocked adds one row to an open transaction and counts its bytes in
+// Output.buffered: with moveLocked, the only code that changes buffered.
+func (o *Output) addRowLocked(t *srcTxn, it *item) {
+	if t.state != txnOpen {
+		o.refuseLocked(t, fmt.Errorf("adding a row to source transaction %q of partition %s in state %s", t.id, t.p.key, t.state))
+		return
+	}
+	if _, seen := t.rows[it.table]; !seen {
+		t.tables = append(t.tables, it.table)
+	}
+	t.rows[it.table] = append(t.rows[it.table], it.body)
+	if it.isDelete {
+		if t.deletes == nil {
+			t.deletes = map[string]bool{}
+		}
+		t.deletes[it.table] = true
+	}
+	t.bytes += int64(len(it.body))
+	o.buffered += int64(len(it.body))
+}
+
+// moveLocked moves t to state to: the one place where a transaction changes
+// state and the counters follow. It refuses a transition the lifecycle does
+// not have (see canMove): the transaction keeps its state, the refusal is
+// logged and counted (starrocks_txn_lifecycle_errors), and the caller must
+// not act as if the move happened. It reports whether t moved.
+func (o *Output) moveLocked(t *srcTxn, to txnState) bool {
+	from := t.state
+	if !canMove(from, to, t.inCommit) {
+		o.refuseLocked(t, fmt.Errorf("source transaction %q of partition %s: no transition from %s to %s (commit in flight: %v)", t.id, t.p.key, from, to, t.inCommit))
+		return false
+	}
+	switch {
+	case from.committable() && !to.committable():
+		o.committable--
+	case !from.committable() && to.committable():
+		o.committable++
+	}
+	if from.live() && !to.live() {
+		o.buffered -= t.bytes
+	}
+	t.state = to
+	if to.over() {
+		for _, it := range t.items {
+			o.itemDoneLocked(it)
+		}
+	}
+	if to.resolved() {
+		o.advanceLocked(t.p)
+	}
+	return true
+}
+
+// refuseLocked reports a change the lifecycle does not allow. It never
+// happens unless the output has a bug; the transaction stays as it is, which
+// at worst holds its messages until a fence or a restart, and never
+// acknowledges anything that was not committed.
+func (o *Output) refuseLocked(t *srcTxn, err error) {
+	o.log.Errorf("Refused a change of a source transaction: %v; it keeps its state (a bug of the output: please report it)", err)
+	o.m.lifecycleErrors.Incr(1)
+	if o.onLifecycleError != nil {
+		o.onLifecycleError(err)
+	}
+}
+
+// itemDoneLocked acknowledges one message: its WriteBatch call returns once
+// all of its messages are done.
+func (o *Output) itemDoneLocked(it *item) {
+	if it.finished {
+		return
+	}
+	it.finished = true
+	it.call.pending--
+	if it.call.pending == 0 {
+		close(it.call.done)
+	}
+}
+
+// advanceLocked publishes the partition's committed-through offset: the END
+// offset of the last transaction of the resolved prefix.
+func (o *Output) advanceLocked(p *partition) {
+	n := 0
+	var last *srcTxn
+	for _, t := range p.order {
+		if !t.state.resolved() {
+			break
+		}
+		n++
+		if t.hasEnd {
+			last = t
+		}
+	}
+	if n == 0 {
+		return
+	}
+	p.order = p.order[n:]
+	if last != nil && !p.fenced && p.key.partition != noContractPartition {
+		if !p.hasPublished || last.endOffset > p.published {
+			p.published, p.hasPublished = last.endOffset, true
+		}
+		o.reg.PublishCommitted(p.key.partition, last.endOffset)
+	}
+}

@@ -1,0 +1,350 @@
+package starrocks_txn
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lifecycleViolations checks, under the output's lock, what must hold
+// between any two steps of the output (lifecycle.go):
+//
+//   - buffered equals the bytes of the live transactions (open, active,
+//     queued, in cycle), and committable their number in active, queued and
+//     in cycle; neither counter, nor waiting, nor any call's pending count is
+//     negative;
+//   - every transaction is where its state says: a partition's open one is
+//     open, its active chunks hold active ones, a queued one is in its
+//     database worker's queue, and no message of a live transaction has been
+//     acknowledged.
+//
+// Every live transaction is reachable from its partition (partition.open or
+// partition.order), since only a resolved prefix leaves order and a fence
+// takes every transaction of the partitions it removes.
+func lifecycleViolations(o *Output) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var bad []string
+	report := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	seen := map[*srcTxn]bool{}
+	var live []*srcTxn
+	visit := func(t *srcTxn) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		if t.bytes < 0 {
+			report("transaction %q: %d bytes", t.id, t.bytes)
+		}
+		for _, it := range t.items {
+			if it.call.pending < 0 {
+				report("transaction %q: a WriteBatch call with %d messages pending", t.id, it.call.pending)
+			}
+			if t.state.live() && it.finished {
+				report("transaction %q is %s, but one of its messages is acknowledged", t.id, t.state)
+			}
+		}
+		if t.state.live() {
+			live = append(live, t)
+		}
+	}
+	for k, p := range o.parts {
+		if p.open != nil {
+			if p.open.state != txnOpen {
+				report("partition %s: its open transaction %q is %s", k, p.open.id, p.open.state)
+			}
+			visit(p.open)
+		}
+		inOrder := map[*srcTxn]bool{}
+		for _, t := range p.order {
+			inOrder[t] = true
+			visit(t)
+		}
+		for _, t := range p.active {
+			if t.state != txnActive {
+				report("partition %s: transaction %q in the active chunks is %s", k, t.id, t.state)
+			}
+			if !inOrder[t] {
+				report("partition %s: active transaction %q is not in the partition's order", k, t.id)
+			}
+		}
+	}
+	queued := map[*srcTxn]int{}
+	for db, w := range o.workers {
+		for _, t := range w.queue {
+			if t.state == txnQueued {
+				queued[t]++
+				if t.db != db {
+					report("transaction %q of database %s is queued at the worker of %s", t.id, t.db, db)
+				}
+			}
+		}
+	}
+	var sum int64
+	committable := 0
+	for _, t := range live {
+		sum += t.bytes
+		if t.state.committable() {
+			committable++
+		}
+		if t.state == txnQueued && queued[t] != 1 {
+			report("queued transaction %q is in %d worker queues", t.id, queued[t])
+		}
+	}
+	if o.buffered != sum {
+		report("buffered is %d, the live transactions hold %d bytes", o.buffered, sum)
+	}
+	if o.committable != committable {
+		report("committable is %d, %d transactions are active, queued or in a cycle", o.committable, committable)
+	}
+	if o.buffered < 0 || o.committable < 0 || o.waiting < 0 {
+		report("a negative counter: buffered %d, committable %d, waiting %d", o.buffered, o.committable, o.waiting)
+	}
+	return bad
+}
+
+// lifecycleChecker runs lifecycleViolations for one output of a test and
+// keeps what it found, with every refused transition, until the test's
+// goroutine reports it (checkLifecycle): the checks also run on the output's
+// own goroutines, through the fake server's calls.
+type lifecycleChecker struct {
+	o  *Output
+	mu sync.Mutex
+	// found holds the first violations seen (a few are enough to debug).
+	found []string
+}
+
+func (c *lifecycleChecker) record(msgs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		if len(c.found) < 10 && !slices.Contains(c.found, m) {
+			c.found = append(c.found, m)
+		}
+	}
+}
+
+func (c *lifecycleChecker) run() { c.record(lifecycleViolations(c.o)...) }
+
+// checkers are the lifecycle checkers of the running tests' outputs.
+var checkers sync.Map // *testing.T -> *[]*lifecycleChecker
+
+// watchLifecycle makes every step of o checked: after each fake server call,
+// in waitAll, in accounting, and once more after the output closed. A
+// transition the lifecycle refuses fails the test.
+func watchLifecycle(t *testing.T, o *Output, f txnClient) *lifecycleChecker {
+	t.Helper()
+	c := &lifecycleChecker{o: o}
+	o.onLifecycleError = func(err error) { c.record("refused: " + err.Error()) }
+	v, loaded := checkers.LoadOrStore(t, &[]*lifecycleChecker{})
+	if !loaded {
+		// Registered first, so run last: after every output of t closed
+		// and was checked.
+		t.Cleanup(func() { checkers.Delete(t) })
+	}
+	list := v.(*[]*lifecycleChecker)
+	*list = append(*list, c)
+	if obs, ok := f.(interface{ observe(func()) }); ok {
+		obs.observe(c.run)
+	}
+	return c
+}
+
+// checkLifecycle runs the checks of every output of t and fails t with what
+// any of them found.
+func checkLifecycle(t *testing.T) {
+	t.Helper()
+	v, ok := checkers.Load(t)
+	if !ok {
+		return
+	}
+	for _, c := range *v.(*[]*lifecycleChecker) {
+		c.run()
+		c.mu.Lock()
+		found := c.found
+		c.found = nil
+		c.mu.Unlock()
+		if len(found) > 0 {
+			t.Errorf("lifecycle invariants broken:\n  %s", strings.Join(found, "\n  "))
+		}
+	}
+}
+
+// Each edge of the diagram in lifecycle.go, and nothing else.
+func TestLifecycleTransitions(t *testing.T) {
+	type edge struct {
+		from, to txnState
+		inCommit bool
+	}
+	want := map[edge]bool{}
+	add := func(from, to txnState, inCommit ...bool) {
+		flags := inCommit
+		if len(flags) == 0 {
+			flags = []bool{false, true}
+		}
+		for _, f := range flags {
+			want[edge{from, to, f}] = true
+		}
+	}
+	add(txnOpen, txnActive)
+	add(txnActive, txnQueued)
+	add(txnQueued, txnInCycle)
+	add(txnInCycle, txnCommitted)
+	add(txnOpen, txnSkipped)
+	for _, s := range []txnState{txnOpen, txnActive, txnQueued, txnInCycle} {
+		add(s, txnPoisoned)
+		add(s, txnStalled)
+	}
+	add(txnPoisoned, txnDeadLettered)
+	for _, s := range []txnState{txnOpen, txnActive, txnQueued, txnInCycle, txnPoisoned, txnStalled} {
+		add(s, txnFenced)
+	}
+	add(txnFenced, txnReleased, false)
+	add(txnFenced, txnCommitted, true)
+	add(txnStalled, txnCommitted, true)
+	add(txnFenced, txnDeadLettered)
+
+	for from := txnState(0); from < numTxnStates; from++ {
+		for to := txnState(0); to < numTxnStates; to++ {
+			for _, inCommit := range []bool{false, true} {
+				assert.Equal(t, want[edge{from, to, inCommit}], canMove(from, to, inCommit),
+					"%s → %s (commit in flight %v)", from, to, inCommit)
+			}
+		}
+	}
+	for s := txnState(0); s < numTxnStates; s++ {
+		assert.NotContains(t, s.String(), "state(", "every state has a name")
+		if s.over() {
+			assert.False(t, s.live() || s.committable(), "%s is over", s)
+		}
+		if s.committable() {
+			assert.True(t, s.live(), "%s: committable implies live", s)
+		}
+		if s.resolved() {
+			assert.True(t, s.over(), "%s: resolved implies over", s)
+		}
+	}
+}
+
+// A transaction through the commit path and through the fence path: the
+// counters follow each step, and the messages are acknowledged once it is
+// over, not before.
+func TestLifecycleCountersFollowTheTransitions(t *testing.T) {
+	o, _ := testOutput(t, "", newFakeSR(), nil)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.partitionLocked(pkey{"asm", "p0"})
+	c := &call{pending: 2, done: make(chan struct{})}
+	mk := func(id string) *srcTxn {
+		tx := newTxnLocked(p, id, time.Now())
+		it := &item{call: c, isRow: true, table: "a", body: []byte(`{"id":1}`)}
+		tx.items = []*item{it}
+		o.addRowLocked(tx, it)
+		p.order = append(p.order, tx)
+		return tx
+	}
+	check := func(committable int, buffered int64) {
+		t.Helper()
+		assert.Equal(t, committable, o.committable)
+		assert.Equal(t, buffered, o.buffered)
+	}
+	a := mk("a")
+	check(0, 8)
+	for _, s := range []txnState{txnActive, txnQueued, txnInCycle} {
+		require.True(t, o.moveLocked(a, s))
+		check(1, 8)
+	}
+	b := mk("b")
+	check(1, 16)
+	require.True(t, o.moveLocked(b, txnActive))
+	check(2, 16)
+	require.True(t, o.moveLocked(a, txnCommitted))
+	check(1, 8)
+	assert.Equal(t, 1, c.pending, "a's message is acknowledged")
+	require.True(t, o.moveLocked(b, txnFenced))
+	check(0, 0)
+	assert.Equal(t, 1, c.pending, "a fenced transaction's message waits for its release")
+	b.inCommit = true
+	assert.False(t, canMove(b.state, txnReleased, b.inCommit), "never released while a commit holding it is in flight")
+	b.inCommit = false
+	require.True(t, o.moveLocked(b, txnReleased))
+	assert.Zero(t, c.pending)
+	select {
+	case <-c.done:
+	default:
+		t.Fatal("the call did not return once both of its messages were done")
+	}
+	check(0, 0)
+	o.mu.Unlock()
+	checkLifecycle(t)
+	o.mu.Lock()
+}
+
+// A refused transition changes nothing and is reported: production logs and
+// counts it, the tests' hook fails the test (here it is caught instead).
+func TestIllegalTransitionIsRefused(t *testing.T) {
+	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]", nil)
+	require.NoError(t, err)
+	c, err := configFromParsed(pc)
+	require.NoError(t, err)
+	o := newOutput(c, newFakeSR(), nil, service.MockResources())
+	var refused []error
+	o.onLifecycleError = func(err error) { refused = append(refused, err) }
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.partitionLocked(pkey{"asm", "p0"})
+	tx := newTxnLocked(p, "t1", time.Now())
+	it := &item{call: &call{pending: 1, done: make(chan struct{})}, isRow: true, table: "a", body: []byte(`{}`)}
+	tx.items = []*item{it}
+	o.addRowLocked(tx, it)
+	require.True(t, o.moveLocked(tx, txnSkipped))
+
+	assert.False(t, o.moveLocked(tx, txnActive), "an over transaction never comes back")
+	assert.Equal(t, txnSkipped, tx.state)
+	assert.Zero(t, o.committable)
+	assert.Zero(t, o.buffered)
+	o.addRowLocked(tx, it)
+	assert.Zero(t, o.buffered, "no row is added to a transaction that is not open")
+	require.Len(t, refused, 2)
+	assert.Contains(t, refused[0].Error(), "from skipped to active")
+	assert.Contains(t, refused[1].Error(), "in state skipped")
+}
+
+// The invariant check itself can fail: a counter that drifts from the
+// transactions is found.
+func TestLifecycleCheckFindsDriftingCounters(t *testing.T) {
+	// The fake's calls must not check while the counters are broken on
+	// purpose.
+	o, _ := testOutput(t, "commit_interval: 100ms\n", unobserved{newFakeSR()}, nil)
+	s := newSrc("asm")
+	open := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, false)})
+	require.Eventually(t, func() bool {
+		_, b := accounting(o)
+		return b > 0
+	}, 5*time.Second, 5*time.Millisecond)
+	assert.Empty(t, lifecycleViolations(o))
+	o.mu.Lock()
+	o.buffered++
+	o.committable++
+	o.mu.Unlock()
+	found := lifecycleViolations(o)
+	assert.Len(t, found, 2, "%v", found)
+	o.mu.Lock()
+	o.buffered--
+	o.committable--
+	o.mu.Unlock()
+	assert.Empty(t, lifecycleViolations(o))
+	require.NoError(t, o.fence(t.Context(), "p0"))
+	waitAll(t, []chan error{open}, time.Second)
+}
+
+// unobserved hides the fake server's observe method: its calls run no
+// lifecycle check.
+type unobserved struct{ txnClient }

@@ -1,0 +1,294 @@
+package starrocks_txn
+
+import (
+	"fmt"
+	"time"
+)
+
+// Partition state: what applying a message does to its partition (the open
+// source transaction, the high-water mark, replays StarRocks holds already,
+// abort markers), switches that freeze a partition's complete transactions
+// for its database workers, and stalls.
+
+// pkey identifies one ordered source stream: the assembler instance that
+// numbered it and the partition.
+type pkey struct{ source, partition string }
+
+func (k pkey) String() string {
+	if k.source == "" {
+		return k.partition
+	}
+	return k.partition + "@" + k.source
+}
+
+// partition is the state of one (seq source, partition): its open source
+// transaction, the completed ones not yet frozen (the active chunks of its
+// regions) and the order in which they must resolve.
+type partition struct {
+	key pkey
+	// hwm is the highest starrocks_source_offset admitted.
+	hwm    int64
+	hasHWM bool
+	// open is the source transaction receiving messages; active the complete
+	// ones not frozen yet; order every transaction from the first one not
+	// resolved on, in source order (lifecycle.go).
+	open         *srcTxn
+	active       []*srcTxn
+	order        []*srcTxn
+	lastSwitch   time.Time
+	lastActivity time.Time
+	// stalled is why the partition stopped at source transaction stalledTxn
+	// (no dead_letter); held are the messages admitted after it.
+	stalled    error
+	stalledTxn string
+	held       []*item
+	// fenced is set once a fence that took the partition ended: nothing is
+	// published for it any more.
+	fenced bool
+	// published is the last committed-through offset published for it.
+	published    int64
+	hasPublished bool
+	// replayNoted is set once a dropped replay of the partition was logged.
+	replayNoted bool
+}
+
+func (o *Output) partitionLocked(k pkey) *partition {
+	p := o.parts[k]
+	if p == nil {
+		p = &partition{key: k}
+		o.parts[k] = p
+	}
+	return p
+}
+
+// staleEpoch reports whether a message belongs to an assignment of its
+// partition that is over (contract.KeyPartitionEpoch older than the current
+// one, or fenced). Without the key nothing is checked.
+func (o *Output) staleEpoch(it *item) bool {
+	return it.meta.HasEpoch && it.meta.Partition != "" && o.reg.Stale(it.meta.Partition, it.meta.Epoch)
+}
+
+// releaseStaleLocked acknowledges a message of an assignment that is over
+// without applying it: the fence dropped the rest of its source transaction,
+// and the partition's owner reads it again.
+func (o *Output) releaseStaleLocked(it *item) {
+	o.m.staleEpoch.Incr(1, it.meta.Partition)
+	log := o.log.With("partition", it.meta.Partition)
+	log.Debugf("A message at offset %d of assignment epoch %d arrived after the partition was fenced or re-assigned (epoch %d): released without being applied", it.meta.SourceOffset, it.meta.Epoch, o.reg.Epoch(it.meta.Partition))
+	if now := o.now(); now.Sub(o.lastStaleWarn) >= reportEvery {
+		o.lastStaleWarn = now
+		log.Warnf("Messages of assignment epoch %d arrived after a rebalance took the partition; they are acknowledged without being applied (the partition's owner reads them again)", it.meta.Epoch)
+	}
+	o.itemDoneLocked(it)
+}
+
+// applyLocked applies one admitted message to its partition.
+func (o *Output) applyLocked(it *item, now time.Time) {
+	if it.finished {
+		// Released by a fence while it waited for a sequence gap.
+		return
+	}
+	if o.staleEpoch(it) {
+		// Never applied, and never recreates a fenced partition.
+		o.releaseStaleLocked(it)
+		return
+	}
+	if o.track.learnsPartitions() && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
+		return
+	}
+	p := o.partitionLocked(it.pk)
+	p.lastActivity = now
+	if p.stalled != nil {
+		// Held until the partition is fenced or the output stops.
+		p.held = append(p.held, it)
+		return
+	}
+	noContract := it.pk.partition == noContractPartition
+	// What StarRocks holds of the partition: read before its first message
+	// when the tracker keeps progress (exactly_once), nil or empty else.
+	var prog *progressEntry
+	if !noContract {
+		prog = o.progress[it.pk.partition]
+	}
+	if prog.coversMessage(it.meta.SourceOffset) && it.meta.HasOffset && p.open == nil {
+		// exactly_once: StarRocks already holds every source transaction
+		// at or below the partition's durable progress. A replay: it is
+		// acknowledged without being loaded.
+		if !p.hasHWM || it.meta.SourceOffset > p.hwm {
+			p.hwm, p.hasHWM = it.meta.SourceOffset, true
+		}
+		o.noteReplayLocked(p, it.meta.SourceOffset)
+		o.m.replaysDropped.Incr(1, it.pk.partition)
+		o.itemDoneLocked(it)
+		return
+	}
+	if !noContract && it.meta.HasOffset {
+		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
+			o.log.With("partition", it.pk.String()).Errorf("A message at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied", it.meta.SourceOffset, p.hwm)
+			t := newTxnLocked(p, it.meta.TxnID, it.t0)
+			t.items = []*item{it}
+			t.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
+			p.order = append(p.order, t)
+			o.poisonLocked(t)
+			return
+		}
+		p.hwm, p.hasHWM = it.meta.SourceOffset, true
+	}
+	if it.meta.TxnAbort {
+		if t := p.open; t != nil {
+			p.open = nil
+			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+			t.items = append(t.items, it)
+			p.order = append(p.order, t)
+			o.moveLocked(t, txnSkipped)
+			return
+		}
+		t := newTxnLocked(p, it.meta.TxnID, time.Time{})
+		t.items = []*item{it}
+		t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+		p.order = append(p.order, t)
+		o.moveLocked(t, txnSkipped)
+		return
+	}
+	t := p.open
+	if t == nil {
+		t = newTxnLocked(p, it.meta.TxnID, it.t0)
+		p.open = t
+	}
+	t.items = append(t.items, it)
+	if it.t0.Before(t.t0) {
+		t.t0 = it.t0
+	}
+	if it.poison != nil && t.poison == nil {
+		t.poison = it.poison
+	}
+	if it.isRow && it.poison == nil {
+		switch {
+		case t.db == "":
+			t.db = it.db
+		case t.db != it.db && t.poison == nil:
+			t.poison = fmt.Errorf("source transaction %q writes to two databases, %s and %s; a StarRocks transaction spans one", t.id, t.db, it.db)
+		}
+		o.addRowLocked(t, it)
+	}
+	if !it.meta.TxnEnd && !noContract {
+		return
+	}
+	// The source transaction is complete.
+	p.open = nil
+	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+	p.order = append(p.order, t)
+	if t.hasEnd && prog.covers(t.db, t.endOffset) {
+		// exactly_once: this database already holds the transaction (a
+		// replay after a restart or a re-assignment): acknowledged, not
+		// loaded again.
+		o.noteReplayLocked(p, t.endOffset)
+		o.m.replaysDropped.Incr(int64(len(t.items)), it.pk.partition)
+		o.moveLocked(t, txnSkipped)
+		return
+	}
+	if t.poison != nil {
+		o.poisonLocked(t)
+		return
+	}
+	if len(t.rows) == 0 {
+		o.moveLocked(t, txnSkipped)
+		return
+	}
+	if !o.moveLocked(t, txnActive) {
+		return
+	}
+	p.active = append(p.active, t)
+	if now.Sub(p.lastSwitch) >= o.conf.miniInterval() {
+		o.switchLocked(p, now)
+	}
+}
+
+// noteReplayLocked logs, once per partition state, that replays are being
+// acknowledged without loading.
+func (o *Output) noteReplayLocked(p *partition, offset int64) {
+	if p.replayNoted {
+		return
+	}
+	p.replayNoted = true
+	o.log.With("partition", p.key.String()).Infof("Acknowledging without loading: dropping replays StarRocks already holds (exactly_once, pipeline %s), from offset %d up to the progress", o.conf.pipelineID, offset)
+}
+
+// switchLocked freezes the active chunks of every region of the partition at
+// once. Only complete source transactions are ever in them, so a switch is
+// always at a clean boundary: a transaction whose END is on one table has
+// its rows on every other table frozen with it.
+func (o *Output) switchLocked(p *partition, now time.Time) {
+	p.lastSwitch = now
+	if len(p.active) == 0 {
+		return
+	}
+	for _, t := range p.active {
+		if !o.moveLocked(t, txnQueued) {
+			continue
+		}
+		w := o.workerLocked(t.db)
+		w.queue = append(w.queue, t)
+		w.lastTraffic = now
+		w.signal()
+	}
+	p.active = nil
+}
+
+// switchIdleLocked is the manager's source-idle fallback: a partition whose
+// completed transactions wait in active chunks is switched once miniInterval
+// has passed since its last switch.
+func (o *Output) switchIdleLocked(now time.Time) {
+	mini := o.conf.miniInterval()
+	for _, p := range o.parts {
+		if len(p.active) > 0 && now.Sub(p.lastSwitch) >= mini {
+			o.switchLocked(p, now)
+		}
+	}
+}
+
+// cutLocked is the commit cut: every completed transaction is frozen.
+func (o *Output) cutLocked(now time.Time) {
+	for _, p := range o.parts {
+		if len(p.active) > 0 {
+			o.switchLocked(p, now)
+		}
+	}
+}
+
+// stallLocked stops a partition at a poisoned transaction: it and every later
+// transaction of the partition are held (their WriteBatch calls do not
+// return) until the partition is fenced or the output stops.
+func (o *Output) stallLocked(p *partition, t *srcTxn) {
+	if p.stalled != nil {
+		return
+	}
+	p.stalled, p.stalledTxn = t.poison, t.id
+	o.log.With("partition", p.key.String()).Errorf("The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
+	o.m.stalled.Set(1, p.key.String(), t.id)
+	o.m.stalledCount.Incr(1)
+	drop := func(x *srcTxn) {
+		if x != t && x.state.live() {
+			o.moveLocked(x, txnStalled)
+		}
+	}
+	// Everything after t in the partition is held back with it.
+	after := false
+	for _, x := range p.order {
+		if x == t {
+			after = true
+			continue
+		}
+		if after {
+			drop(x)
+		}
+	}
+	for _, x := range p.active {
+		drop(x)
+	}
+	p.active = nil
+	if p.open != nil {
+		drop(p.open)
+		p.open = nil
+	}
+}

@@ -1,0 +1,133 @@
+package starrocks_txn
+
+import "time"
+
+// sequencer restores the emission order of one assembler instance: its
+// messages carry a dense starrocks_seq (1, 2, 3 …) and reach the output in
+// any order across concurrent WriteBatch calls (ARCHITECTURE.md §4.1). It is
+// a pure type — no lock, no logging, no I/O: the output keeps one per seq
+// source under Output.mu, applies what it hands back, and reports what it
+// refuses or skips.
+type sequencer[T any] struct {
+	// next is the seq admitted next.
+	next    int64
+	pending map[int64]T
+	// gapSince is when the seqs below the lowest pending one started to be
+	// missing (zero: nothing pending).
+	gapSince time.Time
+	// held counts the seqs carried by WriteBatch calls that wait before
+	// admission (for buffer space, or while their bodies are parsed): a gap
+	// they fill is a call on its way, not a dropped message, and is never
+	// skipped.
+	held map[int64]int
+}
+
+func newSequencer[T any]() *sequencer[T] {
+	return &sequencer[T]{next: 1, pending: map[int64]T{}, held: map[int64]int{}}
+}
+
+// offerResult says what offer did with a value.
+type offerResult int
+
+const (
+	// offerQueued: the value waits for its turn or was admitted with the
+	// values offer returned.
+	offerQueued offerResult = iota
+	// offerLate: admission moved past the seq already (a skipped gap, or a
+	// copy of an admitted message); the value was not kept.
+	offerLate
+	// offerDuplicate: a value with the same seq is pending; the second one
+	// was not kept.
+	offerDuplicate
+)
+
+// offer adds v under seq and returns, in seq order, the values that are now
+// admitted (v among them when the run up to it is complete).
+func (s *sequencer[T]) offer(seq int64, v T, now time.Time) ([]T, offerResult) {
+	if seq < s.next {
+		return nil, offerLate
+	}
+	if _, dup := s.pending[seq]; dup {
+		return nil, offerDuplicate
+	}
+	s.pending[seq] = v
+	return s.drain(now), offerQueued
+}
+
+// drain admits the pending run that starts at next.
+func (s *sequencer[T]) drain(now time.Time) []T {
+	var ready []T
+	for {
+		v, ok := s.pending[s.next]
+		if !ok {
+			break
+		}
+		delete(s.pending, s.next)
+		s.next++
+		ready = append(ready, v)
+	}
+	if len(s.pending) == 0 {
+		s.gapSince = time.Time{}
+	} else if s.gapSince.IsZero() {
+		s.gapSince = now
+	}
+	return ready
+}
+
+// hold records (delta 1) or forgets (delta -1) a seq carried by a WriteBatch
+// call that waits before admission.
+func (s *sequencer[T]) hold(seq int64, delta int) {
+	if s.held[seq] += delta; s.held[seq] <= 0 {
+		delete(s.held, seq)
+	}
+}
+
+// heldBelow reports whether a seq in [next, below) is held by a WriteBatch
+// call that waits before admission.
+func (s *sequencer[T]) heldBelow(below int64) bool {
+	for k := range s.held {
+		if k >= s.next && k < below {
+			return true
+		}
+	}
+	return false
+}
+
+// skipGap skips the missing seqs below the lowest pending one once they
+// have been missing for timeout, unless a waiting call holds one of them
+// (then the timer starts again). It returns the values admitted by the skip
+// and the skipped seqs from … to; skipped is false when nothing was skipped.
+func (s *sequencer[T]) skipGap(now time.Time, timeout time.Duration) (ready []T, from, to int64, skipped bool) {
+	if len(s.pending) == 0 || s.gapSince.IsZero() || now.Sub(s.gapSince) < timeout {
+		return nil, 0, 0, false
+	}
+	lowest := int64(-1)
+	for k := range s.pending {
+		if lowest < 0 || k < lowest {
+			lowest = k
+		}
+	}
+	if s.heldBelow(lowest) {
+		s.gapSince = now
+		return nil, 0, 0, false
+	}
+	from, to = s.next, lowest-1
+	s.next = lowest
+	s.gapSince = time.Time{}
+	return s.drain(now), from, to, true
+}
+
+// waiting is the number of values waiting for a missing seq.
+func (s *sequencer[T]) waiting() int { return len(s.pending) }
+
+// pendingWhere returns the waiting values for which keep is true; they stay
+// pending.
+func (s *sequencer[T]) pendingWhere(keep func(T) bool) []T {
+	var out []T
+	for _, v := range s.pending {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

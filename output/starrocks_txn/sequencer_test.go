@@ -1,0 +1,94 @@
+package starrocks_txn
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The sequencer alone, over strings: what it admits, keeps and skips.
+
+func TestSequencerAdmitsDenseRunsInOrder(t *testing.T) {
+	s := newSequencer[string]()
+	now := time.Unix(100, 0)
+	ready, res := s.offer(2, "b", now)
+	assert.Equal(t, offerQueued, res)
+	assert.Empty(t, ready, "seq 1 is missing")
+	assert.Equal(t, now, s.gapSince, "the gap started")
+	ready, _ = s.offer(3, "c", now.Add(time.Second))
+	assert.Empty(t, ready)
+	assert.Equal(t, now, s.gapSince, "the gap is timed from its start")
+	ready, _ = s.offer(1, "a", now.Add(2*time.Second))
+	assert.Equal(t, []string{"a", "b", "c"}, ready)
+	assert.Zero(t, s.waiting())
+	assert.True(t, s.gapSince.IsZero())
+	assert.Equal(t, int64(4), s.next)
+}
+
+func TestSequencerRefusesLateAndDuplicateSeqs(t *testing.T) {
+	s := newSequencer[string]()
+	now := time.Unix(100, 0)
+	s.offer(1, "a", now)
+	ready, res := s.offer(1, "a again", now)
+	assert.Equal(t, offerLate, res, "admission moved past 1")
+	assert.Empty(t, ready)
+	s.offer(3, "c", now)
+	ready, res = s.offer(3, "c again", now)
+	assert.Equal(t, offerDuplicate, res)
+	assert.Empty(t, ready)
+	assert.Equal(t, 1, s.waiting(), "the first copy stays pending")
+	assert.Equal(t, []string{"c"}, s.pendingWhere(func(string) bool { return true }))
+}
+
+func TestSequencerSkipsAGapAfterTheTimeout(t *testing.T) {
+	s := newSequencer[string]()
+	now := time.Unix(100, 0)
+	s.offer(4, "d", now)
+	s.offer(5, "e", now)
+	_, _, _, skipped := s.skipGap(now.Add(time.Second-1), time.Second)
+	assert.False(t, skipped, "not before the timeout")
+	ready, from, to, skipped := s.skipGap(now.Add(time.Second), time.Second)
+	assert.True(t, skipped)
+	assert.Equal(t, []int64{1, 3}, []int64{from, to})
+	assert.Equal(t, []string{"d", "e"}, ready)
+	_, res := s.offer(2, "late", now)
+	assert.Equal(t, offerLate, res, "a skipped seq that arrives is late")
+}
+
+// A seq held by a call that waits before admission is never skipped: the
+// timer starts again while it is held.
+func TestSequencerNeverSkipsAHeldSeq(t *testing.T) {
+	s := newSequencer[string]()
+	now := time.Unix(100, 0)
+	s.hold(2, 1)
+	s.offer(3, "c", now)
+	later := now.Add(time.Hour)
+	_, _, _, skipped := s.skipGap(later, time.Second)
+	assert.False(t, skipped)
+	assert.Equal(t, later, s.gapSince, "the timer started again")
+	s.hold(2, -1)
+	assert.Empty(t, s.held, "forgotten")
+	_, _, _, skipped = s.skipGap(later.Add(time.Second-1), time.Second)
+	assert.False(t, skipped, "a full timeout from the restart")
+	ready, from, to, skipped := s.skipGap(later.Add(time.Second), time.Second)
+	assert.True(t, skipped)
+	assert.Equal(t, []int64{1, 2}, []int64{from, to})
+	assert.Equal(t, []string{"c"}, ready)
+	// A held seq at or above the lowest pending one does not hold the gap.
+	s.hold(9, 1)
+	s.offer(8, "h", later)
+	_, _, _, skipped = s.skipGap(later.Add(2*time.Second), time.Second)
+	assert.True(t, skipped)
+}
+
+func TestSequencerPendingWhere(t *testing.T) {
+	s := newSequencer[string]()
+	now := time.Unix(100, 0)
+	for i, v := range []string{"p0-a", "p1-b", "p0-c"} {
+		s.offer(int64(i+2), v, now)
+	}
+	got := s.pendingWhere(func(v string) bool { return v[:2] == "p0" })
+	assert.ElementsMatch(t, []string{"p0-a", "p0-c"}, got)
+	assert.Equal(t, 3, s.waiting(), "what it returns stays pending")
+}

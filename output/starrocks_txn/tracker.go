@@ -1,0 +1,233 @@
+package starrocks_txn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// tracker is what the output keeps in StarRocks itself, inside its own
+// transactions, so that a successor — after a crash, a kill or a
+// rebalance — neither applies a source transaction twice nor lets a dead
+// run's commit land over newer rows (ARCHITECTURE.md §7). The cycle reads
+// straight through it (commit.go: load data, loadRows, beforeCommit, commit,
+// committed), and admission asks it what a partition's first message must
+// wait for (partition.go, progress.go). There are three:
+//
+//   - noTracking: at_least_once without pipeline_id or mysql_address.
+//   - writerTracking: at_least_once with both: this writer's row in the
+//     writers table under every commit (and anchors), and the take-over
+//     check of other writers' transactions before a partition's messages
+//     are applied.
+//   - exactlyOnceTracking: semantic exactly_once: the writer rows, and the
+//     progress row of every partition of a cycle under its label, read back
+//     before a partition's first message so that replays are dropped.
+type tracker interface {
+	// learnsPartitions reports whether a partition's messages wait for learn
+	// before they are applied.
+	learnsPartitions() bool
+	// learn returns what StarRocks holds of a partition (empty when the
+	// tracker keeps no progress), once every transaction other writers may
+	// still commit is final.
+	learn(ctx context.Context, part string) (progressEntry, error)
+	// loadRows loads, under c's label, the rows that become visible with
+	// c's data.
+	loadRows(ctx context.Context, w *dbWorker, c *cycle) error
+	// beforeCommit holds c's commit until it may be sent.
+	beforeCommit(ctx context.Context, w *dbWorker, c *cycle) error
+	// committed records that c is committed.
+	committed(w *dbWorker, c *cycle)
+	// close runs on a clean close, after the workers stopped.
+	close(ctx context.Context)
+}
+
+// newTracker returns the tracker of the output's configuration, keeping its
+// rows in store. With exactly_once it also gives the partition registry the
+// progress reader through which the kafka_txn input seeks a newly assigned
+// partition after what StarRocks already holds (an optimisation: the output
+// drops replays itself).
+func newTracker(o *Output, store progressStore) tracker {
+	wt := writerTracking{o: o, store: store, takeover: newTakeOver(o, store)}
+	if !o.conf.exactlyOnce {
+		o.log.Infof("At_least_once with pipeline_id %q and mysql_address: keeping writer rows in %s and checking other writers' transactions before applying a partition's messages", o.conf.pipelineID, writersTable(o.conf.progressTable))
+		return &wt
+	}
+	o.reg.SetProgress(func(ctx context.Context, partition string) (int64, bool, error) {
+		e, err := store.read(ctx, o.conf.pipelineID, partition)
+		if err != nil {
+			return 0, false, err
+		}
+		return e.through, e.hasThrough, nil
+	})
+	return &exactlyOnceTracking{writerTracking: wt}
+}
+
+// noTracking keeps nothing.
+type noTracking struct{}
+
+func (noTracking) learnsPartitions() bool { return false }
+
+func (noTracking) learn(context.Context, string) (progressEntry, error) {
+	return progressEntry{}, nil
+}
+
+func (noTracking) loadRows(context.Context, *dbWorker, *cycle) error { return nil }
+
+func (noTracking) beforeCommit(context.Context, *dbWorker, *cycle) error { return nil }
+
+func (noTracking) committed(*dbWorker, *cycle) {}
+
+func (noTracking) close(context.Context) {}
+
+// writerTracking keeps writer rows (writerrow.go, ledger.go) and runs the
+// take-over check (takeover.go).
+type writerTracking struct {
+	o        *Output
+	store    progressStore
+	takeover *takeOver
+}
+
+func (t *writerTracking) learnsPartitions() bool { return true }
+
+// learn makes every transaction another writer may still commit final.
+func (t *writerTracking) learn(ctx context.Context, _ string) (progressEntry, error) {
+	return progressEntry{}, t.takeover.run(ctx, t.takeover.ticket())
+}
+
+func (t *writerTracking) loadRows(ctx context.Context, w *dbWorker, c *cycle) error {
+	if c.progressLoaded {
+		return nil
+	}
+	if err := t.ensureTables(ctx, w); err != nil {
+		return err
+	}
+	return t.loadWriterRow(ctx, w, c)
+}
+
+// beforeCommit anchors the writer row when a successor would not find c's
+// label from the row StarRocks holds.
+func (t *writerTracking) beforeCommit(ctx context.Context, w *dbWorker, c *cycle) error {
+	return w.anchorIfNeeded(ctx, c)
+}
+
+// committed records the writer row c carried as the one StarRocks holds.
+func (t *writerTracking) committed(w *dbWorker, c *cycle) {
+	if c.progressLoaded {
+		w.labels.durable(c.n, c.open, c.rowAt)
+	}
+}
+
+func (t *writerTracking) close(ctx context.Context) { t.o.forgetWriter(ctx) }
+
+// ensureTables creates the database's tables before its first commit. The
+// transaction was begun already; its loads wait for the table, not for the
+// label.
+func (t *writerTracking) ensureTables(ctx context.Context, w *dbWorker) error {
+	if w.progressReady {
+		return nil
+	}
+	if err := t.store.ensure(ctx, w.db); err != nil {
+		return err
+	}
+	w.progressReady = true
+	return nil
+}
+
+// loadWriterRow loads the writer row under c's label: the row lists the
+// writer's other open labels.
+func (t *writerTracking) loadWriterRow(ctx context.Context, w *dbWorker, c *cycle) error {
+	c.open, c.rowAt = w.labels.openExcept(c.n), t.o.now()
+	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.n, c.open, c.rowAt)); err != nil {
+		if starrocks.IsTableWide(err) {
+			// Dropped while running: create it again before the replay.
+			w.progressReady = false
+		}
+		return err
+	}
+	c.progressLoaded = true
+	c.loaded = true
+	return nil
+}
+
+// exactlyOnceTracking adds the partitions' progress to writerTracking.
+type exactlyOnceTracking struct {
+	writerTracking
+}
+
+// learn reads the partition's durable progress once other writers'
+// transactions are final: what they land must be in what is read.
+func (t *exactlyOnceTracking) learn(ctx context.Context, part string) (progressEntry, error) {
+	if err := t.takeover.run(ctx, t.takeover.ticket()); err != nil {
+		return progressEntry{}, err
+	}
+	return t.store.read(ctx, t.o.conf.pipelineID, part)
+}
+
+// loadRows loads the progress row of every partition of c, then the writer
+// row.
+func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycle) error {
+	if c.progressLoaded {
+		return nil
+	}
+	if err := t.ensureTables(ctx, w); err != nil {
+		return err
+	}
+	o := t.o
+	if rows := w.progressRows(c); len(rows) > 0 {
+		body, _ := json.Marshal(rows)
+		if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
+			if starrocks.IsTableWide(err) {
+				w.progressReady = false
+			}
+			return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
+		}
+		o.m.loads.Incr(1, w.db, o.conf.progressTable)
+		o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
+	}
+	return t.loadWriterRow(ctx, w, c)
+}
+
+// beforeCommit waits for earlier poisoned transactions of c's partitions to
+// reach dead_letter, then anchors when needed.
+func (t *exactlyOnceTracking) beforeCommit(ctx context.Context, w *dbWorker, c *cycle) error {
+	if err := t.awaitDeadLetters(ctx, c); err != nil {
+		return err
+	}
+	return w.anchorIfNeeded(ctx, c)
+}
+
+// awaitDeadLetters holds the commit of c while a poisoned transaction of one
+// of its partitions is on its way to dead_letter. The progress rows of c
+// claim, per database, the partition's last transaction in c; a restart
+// skips every transaction of the partition at or below it into this
+// database, so an earlier poisoned one must be in dead_letter before c can
+// be visible, or a crash in between would lose its delivery.
+func (t *exactlyOnceTracking) awaitDeadLetters(ctx context.Context, c *cycle) error {
+	o := t.o
+	if o.dl == nil {
+		return nil
+	}
+	for {
+		o.mu.Lock()
+		parts := make(map[*partition]bool, len(c.txns))
+		for _, t := range c.txns {
+			parts[t.p] = true
+		}
+		pending := o.dlWriting != nil && parts[o.dlWriting.p]
+		for _, t := range o.dlQueue {
+			if parts[t.p] {
+				pending = true
+			}
+		}
+		o.mu.Unlock()
+		if !pending {
+			return nil
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
