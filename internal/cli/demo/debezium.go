@@ -22,7 +22,7 @@ const DebeziumPipeline = `
 input:
   debezium_txn:
     seed_brokers: [ "${KAFKA_BROKERS:127.0.0.1:9092}" ]
-    topics: [ ${DEBEZIUM_TOPICS} ]
+    topics: [ "${DEBEZIUM_TOPICS:dbserver1.test.orders,dbserver1.test.order_items,dbserver1.test.order_events}" ]
     transaction_topic: "${DEBEZIUM_TRANSACTION_TOPIC:dbserver1.transaction}"
     consumer_group: "${KAFKA_GROUP:starrocks-demo}"
     batching:
@@ -63,7 +63,7 @@ func (r *Running) startDebezium(ctx context.Context, brokers []string) (map[stri
 		return nil, err
 	}
 	return map[string]string{
-		"DEBEZIUM_TOPICS":            strings.Join(src.DataTopics(), ", "),
+		"DEBEZIUM_TOPICS":            strings.Join(src.DataTopics(), ","),
 		"DEBEZIUM_TRANSACTION_TOPIC": src.TransactionTopic(),
 	}, nil
 }
