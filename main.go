@@ -1,13 +1,14 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
-// output, the kafka_txn input and a prometheus metrics exporter. It adds four
-// subcommands: `emulator`, a StarRocks-compatible server for local work and
-// tests; `demo`, which runs the whole pipeline on this machine and verifies
-// the result; `bench`, the comparative benchmark; and `inspect`, which prints
-// a pipeline's progress and writer rows from StarRocks. It replaces two of
-// Benthos's: `create`, which puts txn_assembler under input.processors, and
-// `lint`, which also refuses a txn_assembler placed where it cannot see each
-// partition in order (the same check runs when a config starts).
+// output, the kafka_txn input and output and a prometheus metrics exporter. It
+// adds four subcommands: `emulator`, a StarRocks-compatible server for local
+// work and tests; `demo`, which runs the whole pipeline on this machine and
+// verifies the result; `bench`, the comparative benchmark; and `inspect`,
+// which prints a pipeline's progress and writer rows from StarRocks. It
+// replaces two of Benthos's: `create`, which puts txn_assembler under
+// input.processors, and `lint`, which also refuses a txn_assembler placed
+// where it cannot see each partition in order (the same check runs when a
+// config starts).
 package main
 
 import (

@@ -77,3 +77,38 @@ sasl:
 		assert.Contains(t, err.Error(), want)
 	}
 }
+
+// TestSeedBrokersLintAsTheyFail: the seed_brokers lint rule reports what
+// ParseSeedBrokers refuses, with the same text.
+func TestSeedBrokersLintAsTheyFail(t *testing.T) {
+	env := service.NewEnvironment()
+	require.NoError(t, env.RegisterInput("seed_rules", spec(), func(*service.ParsedConfig, *service.Resources) (service.Input, error) {
+		return nil, nil
+	}))
+	linter := env.NewComponentConfigLinter()
+	for _, tc := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{`seed_brokers: [ "a:9092", "b:9092,c:9092" ]`, true},
+		{`seed_brokers: []`, false},
+		{`seed_brokers: [ " , ", "" ]`, false},
+		{`seed_brokers: [ "a:9092", "alice:s3cret@b:9092" ]`, false},
+		{`seed_brokers: [ "kafka://bob:pw@b:9092" ]`, false},
+		{`seed_brokers: [ "a:9092,kafka://b:9092" ]`, false},
+	} {
+		lints, err := linter.LintInputYAML([]byte("seed_rules:\n  " + tc.yaml + "\n"))
+		require.NoError(t, err)
+		_, perr := parse(t, tc.yaml+"\n")
+		if tc.ok {
+			assert.Empty(t, lints, tc.yaml)
+			assert.NoError(t, perr, tc.yaml)
+			continue
+		}
+		require.Len(t, lints, 1, tc.yaml)
+		require.Error(t, perr, tc.yaml)
+		assert.Equal(t, perr.Error(), lints[0].What, tc.yaml)
+		assert.NotContains(t, lints[0].What, "s3cret")
+		assert.NotContains(t, lints[0].What, ":pw")
+	}
+}

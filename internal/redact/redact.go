@@ -41,6 +41,21 @@ func URL(s string) string {
 	return s
 }
 
+// UserinfoExpr matches an optional scheme and everything up to the last '@'
+// of an address: what Address removes. A Bloblang lint rule that must give
+// Address's text uses it with re_replace_all(UserinfoExpr, "$1").
+const UserinfoExpr = `^([A-Za-z][A-Za-z0-9+.-]*://)?.*@`
+
+var userinfo = regexp.MustCompile(UserinfoExpr)
+
+// Address removes the userinfo of an address that is not a URL with a path
+// (a broker's `user:secret@host:9092`, `kafka://user:secret@host:9092`),
+// erring on the side of removing too much: everything up to the last '@'
+// goes. For URLs, whose paths and queries may hold an '@', use URL.
+func Address(s string) string {
+	return userinfo.ReplaceAllString(s, "$1")
+}
+
 // inText finds the userinfo of URLs inside free text: a scheme, "://", then
 // everything of the authority up to its last '@' (an authority ends at '/',
 // '?', '#', white space or a quote).

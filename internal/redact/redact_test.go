@@ -35,6 +35,21 @@ func TestURL(t *testing.T) {
 	}
 }
 
+func TestAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"broker:9092":                      "broker:9092",
+		"u:p@broker:9092":                  "broker:9092",
+		"u@broker:9092":                    "broker:9092",
+		"kafka://u:p@broker:9092":          "kafka://broker:9092",
+		"kafka://broker:9092":              "kafka://broker:9092",
+		"sasl+ssl://u:p%zz@broker:9092":    "sasl+ssl://broker:9092",
+		"http://user:pass@host:8080/x?y=1": "http://host:8080/x?y=1",
+		"u:p@ss@broker:9092":               "broker:9092",
+	} {
+		assert.Equal(t, want, Address(in), in)
+	}
+}
+
 func TestText(t *testing.T) {
 	for in, want := range map[string]string{
 		`Put "http://u:***@127.0.0.1:1/metrics/job/x": dial tcp 127.0.0.1:1: connect: connection refused`: `Put "http://127.0.0.1:1/metrics/job/x": dial tcp 127.0.0.1:1: connect: connection refused`,
