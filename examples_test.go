@@ -16,6 +16,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 )
@@ -166,4 +168,64 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestExampleDeadLetterKafka runs examples/dead_letter_kafka.yaml against
+// kfake: the poisoned source transaction arrives in the dead-letter topic
+// whole, in order, as one Kafka transaction, with its reason as a header.
+func TestExampleDeadLetterKafka(t *testing.T) {
+	const topic = "starrocks.dead_letter"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	em := runExample(t, "dead_letter_kafka.yaml", map[string]string{
+		"INPUT_FILE":    "examples/data/poisoned.envelope.jsonl",
+		"KAFKA_BROKERS": strings.Join(cluster.ListenAddrs(), ","),
+	})
+	assert.Equal(t, []string{"10", "12"}, rows(t, em, "orders", "order_id"), "the neighbours commit")
+	assert.Equal(t, []string{"10|1", "12|1"}, rows(t, em, "order_items", "order_id", "item_id"))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer cl.Close()
+	// The pipeline has stopped: everything it dead-lettered is committed.
+	var recs []*kgo.Record
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) { recs = append(recs, r); n++ })
+		if n == 0 && len(recs) > 0 {
+			break
+		}
+	}
+	header := func(r *kgo.Record, key string) string {
+		for _, h := range r.Headers {
+			if h.Key == key {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}
+	require.Len(t, recs, 3, "both rows and the END marker of bad-2, nothing else")
+	var tables, values []string
+	for _, r := range recs {
+		assert.Equal(t, "bad-2", header(r, "starrocks_txn_id"))
+		assert.Contains(t, header(r, "starrocks_dead_letter_reason"), "order_itemz", "the reason names the missing table")
+		assert.Equal(t, recs[0].Partition, r.Partition, "one partition, so in order")
+		assert.True(t, r.Attrs.IsTransactional(), "written in a Kafka transaction")
+		tables = append(tables, header(r, "starrocks_table"))
+		values = append(values, string(r.Value))
+	}
+	for i := 1; i < len(recs); i++ {
+		assert.Less(t, recs[i-1].Offset, recs[i].Offset)
+	}
+	assert.Equal(t, []string{"orders", "order_itemz", ""}, tables, "in source order")
+	assert.JSONEq(t, `{"order_id":11,"customer_id":2,"total_amount":"9.00","order_status":"created","__op":0}`, values[0])
+	assert.JSONEq(t, `{"order_id":11,"item_id":1,"product":"dock","quantity":1,"price":"9.00","__op":0}`, values[1])
+	assert.Empty(t, values[2], "the END marker has no row")
+	assert.Equal(t, "true", header(recs[2], "starrocks_txn_end"), "the END marker closes the transaction")
+	assert.Equal(t, "true", header(recs[2], "starrocks_marker"))
 }

@@ -43,6 +43,10 @@ func (e *Emulator) feClassic(q *req) {
 		e.classicBegin(q)
 		return
 	case "load":
+		if msg := e.coordinatorErr(q.db, q.label); msg != "" {
+			writeJSON(q.w, http.StatusOK, feFailed(msg))
+			return
+		}
 		if e.beLn != nil {
 			e.redirectToBE(q.w, q.r)
 			return
@@ -128,6 +132,29 @@ func (e *Emulator) feClassic(q *req) {
 	}
 	e.mu.Unlock()
 	writeJSON(q.w, http.StatusOK, res)
+}
+
+// coordinatorErr is the FE's answer when it cannot route a classic load to
+// its coordinator BE (TransactionLoadCoordinatorMgr.get): the label was
+// never begun (or its state is gone), or it is a multi-table transaction,
+// whose coordinator is the FE. "" when the load can go on; the BE then
+// answers TXN_NOT_EXISTS for a transaction that is over
+// (test_stream_load_basic_txn: never begun FAILED, after commit or
+// rollback TXN_NOT_EXISTS).
+func (e *Emulator) coordinatorErr(db, label string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.beContexts[label] != nil {
+		return ""
+	}
+	t := e.latestLocked(db, label)
+	switch {
+	case t == nil:
+		return fmt.Sprintf("Can't find the transaction with db [%s] and label[%s]. The possible reasons: 1. FE leader is started or switched; 2. The transaction timeouts and is cleaned.", db, label)
+	case t.multi:
+		return fmt.Sprintf("The source type for transaction stream load with db [%s] and label[%s] should be BE, but is FE.", db, label)
+	}
+	return ""
 }
 
 // cachedOutcomeReply answers commit/rollback of an evicted transaction from
@@ -369,6 +396,7 @@ func (e *Emulator) beOp(q *req) {
 		writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label))
 		return
 	}
+	e.endStreamsLocked(t)
 	abortStatus := "INTERNAL_ERROR"
 	abort := func(msg string, withURL bool) {
 		e.abortLocked(t, msg)

@@ -32,6 +32,7 @@ func Command() *cli.Command {
 			&cli.StringFlag{Name: "password", Usage: "password for HTTP Basic auth and MySQL"},
 			&cli.DurationFlag{Name: "txn-timeout", Value: DefaultTxnTimeout, Usage: "transaction timeout when a begin has no `timeout` header"},
 			&cli.IntFlag{Name: "max-running-txn-per-db", Value: DefaultMaxRunningTxnPerDB, Usage: "max_running_txn_num_per_db"},
+			&cli.StringFlag{Name: "data-dir", Usage: "keep committed data and label states in this directory across restarts ('' keeps them in memory)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every transaction step"},
 		},
 		Action: func(c *cli.Context) error {
@@ -43,6 +44,7 @@ func Command() *cli.Command {
 				Password:           c.String("password"),
 				DefaultTxnTimeout:  c.Duration("txn-timeout"),
 				MaxRunningTxnPerDB: c.Int("max-running-txn-per-db"),
+				DataDir:            c.String("data-dir"),
 			}
 			level := slog.LevelInfo
 			if c.Bool("verbose") {

@@ -8,15 +8,30 @@
 // Endpoints. FE: POST/PUT /api/transaction/{begin,load,prepare,commit,rollback}
 // (any other op, list included, is "Unknown transaction operation: <op>"),
 // GET /api/{db}/get_load_state?label=L, POST /api/{db}/{label}/_cancel,
-// PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F.
+// PUT /api/{db}/{table}/_stream_load, GET /api/_load_error_log?file=F,
+// GET /api/health and /api/bootstrap.
 // BE (Config.BEAddr): POST/PUT /api/transaction/{begin,prepare,commit,rollback,list},
 // PUT-only /api/transaction/load, PUT /api/{db}/{table}/_stream_load,
-// GET /api/_load_error_log. Every endpoint, the error log and the control
-// API below included, needs HTTP Basic auth with Config.User and Password
-// (401 without). The BE's list shows its classic transaction contexts
+// GET /api/_load_error_log, GET /api/health. Every endpoint but the liveness
+// probes (/api/health, /api/bootstrap), the error log and the control API
+// below included, needs HTTP Basic auth with Config.User and Password (401
+// without). The BE's list shows its classic transaction contexts
 // (begun and not yet prepared, committed, rolled back or aborted) as one
 // pretty-printed object each, concatenated without an array; an empty
 // body when there are none.
+//
+// The MySQL port (Config.MySQLAddr) serves the committed data and the
+// StarRocks statements a user tries first: SHOW PROC '/transactions…', SHOW
+// TRANSACTION, SHOW LOAD, information_schema.loads and load_tracking_logs,
+// SHOW FRONTENDS / BACKENDS, SHOW CREATE TABLE, ADMIN SET / SHOW FRONTEND
+// CONFIG (label_keep_max_num, label_keep_max_second,
+// stream_load_task_keep_max_num, stream_load_task_keep_max_second,
+// max_running_txn_num_per_db; effective at once), current_version() and
+// @@version_comment (see package store). Config.DataDir keeps the committed
+// data and the label states across restarts (persist.go).
+//
+// The conformance suite (conformance_test.go) replays StarRocks's own
+// regression-test sequences; each case names its source.
 //
 // In process, use Start and Emulator.Faults. Out of process (the `emulator`
 // subcommand), the FE port also serves a control API:
@@ -138,6 +153,11 @@ type Config struct {
 	// ReaperInterval is how often timeouts and label retention are enforced
 	// (1 s).
 	ReaperInterval time.Duration
+	// DataDir, when set, keeps the committed data and the label states in
+	// that directory across restarts (a journal, see persist.go); the Schema
+	// script runs only when the directory holds no journal yet. Empty: memory
+	// only.
+	DataDir string
 	// Logger is optional.
 	Logger *slog.Logger
 }
@@ -237,6 +257,7 @@ type Emulator struct {
 	outcomes     map[string]string
 	outcomeOrder []string
 
+	started  time.Time
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	closed   atomic.Bool
@@ -271,9 +292,22 @@ func Start(cfg Config) (*Emulator, error) {
 		errorLogs:  map[string][]string{},
 		outcomes:   map[string]string{},
 		stop:       make(chan struct{}),
+		started:    time.Now(),
 	}
-	if cfg.Schema != "" {
+	replayed := false
+	if cfg.DataDir != "" {
+		var err error
+		if replayed, err = e.openJournal(); err != nil {
+			return nil, fmt.Errorf("opening the data directory %s: %w", cfg.DataDir, err)
+		}
+	}
+	closeJournal := func() { _ = e.store.CloseJournal() }
+	switch {
+	case replayed && cfg.Schema != "":
+		e.log.Info("the data directory holds a journal: the schema script is not run again", "data_dir", cfg.DataDir)
+	case cfg.Schema != "":
 		if err := e.store.ExecScript(cfg.Schema); err != nil {
+			closeJournal()
 			return nil, fmt.Errorf("running the schema script: %w", err)
 		}
 	}
@@ -281,20 +315,23 @@ func Start(cfg Config) (*Emulator, error) {
 	// address already in use"); callers add what they were starting.
 	var err error
 	if e.feLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		closeJournal()
 		return nil, err
 	}
 	if cfg.BEAddr != "" {
 		if e.beLn, err = net.Listen("tcp", cfg.BEAddr); err != nil {
 			_ = e.feLn.Close()
+			closeJournal()
 			return nil, err
 		}
 	}
 	if cfg.MySQLAddr != "" {
-		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault)); err != nil {
+		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault), store.WithSystem(sysView{e})); err != nil {
 			_ = e.feLn.Close()
 			if e.beLn != nil {
 				_ = e.beLn.Close()
 			}
+			closeJournal()
 			return nil, err
 		}
 	}
@@ -414,6 +451,9 @@ func (e *Emulator) Close() error {
 		}
 	}
 	e.bg.Wait()
+	if err := e.store.CloseJournal(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the journal: %w", err))
+	}
 	e.closeErr = errors.Join(errs...)
 	return e.closeErr
 }

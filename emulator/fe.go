@@ -194,6 +194,10 @@ func (e *Emulator) multiLoad(q *req) {
 			fail(err.Error())
 			return
 		}
+		if err := e.store.PlanLoad(q.db, q.table, params); err != nil {
+			fail(err.Error())
+			return
+		}
 		if !t.registered {
 			// upsertTransactionState admits the explicit transaction: the
 			// label check, then the running limit. Either failure aborts
@@ -240,9 +244,14 @@ func notLoadableMsg(t *txn) string {
 	return ""
 }
 
+// multiCommitReply carries the entries the last table's prepareChannel
+// added; a transaction without a table has none of the channel ones.
 func multiCommitReply(status, msg string, t *txn) reply {
-	return txnResult(status, msg).with("Label", t.label).with("TxnId", t.id).
-		with("ChannelId", 0).with("Prepared Channel Num", 1)
+	r := txnResult(status, msg).with("Label", t.label).with("TxnId", t.id)
+	if len(t.tables) == 0 {
+		return r
+	}
+	return r.with("ChannelId", 0).with("Prepared Channel Num", 1)
 }
 
 func (e *Emulator) multiCommit(q *req) {
@@ -279,6 +288,7 @@ func (e *Emulator) multiCommit(q *req) {
 		writeJSON(q.w, http.StatusOK, res)
 		return
 	}
+	e.endStreamsLocked(t)
 	if msg := e.checkMultiLocked(t); msg != "" {
 		e.abortLocked(t, msg)
 		e.mu.Unlock()
@@ -305,19 +315,25 @@ func (e *Emulator) multiCommit(q *req) {
 
 // checkMultiLocked runs the commit-time data-quality checks of every table
 // in load order and returns the first failure, wrapped as waitCoordFinish
-// does.
+// does. A transaction with no load at all passes: StarRocks commits an
+// empty multi-table transaction (test_stream_load_multi_table_rollback,
+// test_multi_txn_edge_cases). A table whose rows were rejected is named,
+// with the tracking URL of its rejected rows, as newer builds do
+// (test_multi_table_all_rows_rejected_tracking).
 func (e *Emulator) checkMultiLocked(t *txn) string {
-	if len(t.tables) == 0 {
-		return errNoRowsImported
-	}
 	for _, tl := range t.tables {
 		var text string
+		rejected := func(why string) string {
+			file := e.recordErrorsLocked(t, tl, nil)
+			return fmt.Sprintf("Failed to load table %s: %s, tracking_url: %s", tl.name, why, e.errorURL(file))
+		}
 		switch {
+		case tl.loaded == 0 && tl.filtered > 0:
+			text = rejected(errNoRowsImported)
 		case tl.loaded == 0:
 			text = errNoRowsImported
 		case float64(tl.filtered) > float64(tl.filtered+tl.loaded)*tl.params.MaxFilterRatio:
-			file := e.recordErrorsLocked(t, tl, nil)
-			text = "abnormal data more than max filter rate, tracking_url: " + e.errorURL(file)
+			text = rejected("abnormal data more than max filter rate")
 		case tl.parseErr != "":
 			text = tl.parseErr
 		default:
@@ -375,13 +391,25 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 
 // completeCommit applies the changes and makes t visible.
 func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
-	err := e.store.Apply(changes)
+	var meta any
+	if e.cfg.DataDir != "" {
+		// the commit's record carries the VISIBLE state: both survive a restart or neither
+		e.mu.Lock()
+		now := time.Now()
+		saved := t.committedAt
+		t.committedAt, t.finishedAt = now, now
+		meta = t.record(statusVisible)
+		t.committedAt, t.finishedAt = saved, time.Time{}
+		e.mu.Unlock()
+	}
+	err := e.store.ApplyWithMeta(changes, meta)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {
 		e.abortLocked(t, err.Error())
 		return fmt.Errorf("applying transaction %d: %w", t.id, err)
 	}
+	t.committedAt = time.Now()
 	if t.multi {
 		t.state = stateFinished
 	} else {

@@ -230,6 +230,10 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 	}
 	seg := strings.Split(strings.TrimPrefix(path, "/api/"), "/")
 	switch {
+	case len(seg) == 1 && (seg[0] == "health" || seg[0] == "bootstrap") && r.Method == http.MethodGet:
+		// Liveness probes, answered without credentials as the FE's
+		// HealthAction and BootstrapAction are.
+		e.serveLiveness(w, seg[0])
 	case len(seg) == 2 && seg[0] == "transaction":
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
@@ -285,6 +289,8 @@ func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 	}
 	seg := strings.Split(strings.TrimPrefix(path, "/api/"), "/")
 	switch {
+	case len(seg) == 1 && seg[0] == "health" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, reply{{"status", "OK"}, {"msg", "To Be Added"}})
 	case len(seg) == 2 && seg[0] == "transaction":
 		op := strings.ToLower(seg[1])
 		allowed := r.Method == http.MethodPost || r.Method == http.MethodPut
@@ -312,6 +318,19 @@ func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// serveLiveness is GET /api/health (the FE's backend counts) and
+// /api/bootstrap (the FE's start-up facts).
+func (e *Emulator) serveLiveness(w http.ResponseWriter, which string) {
+	if which == "health" {
+		writeJSON(w, http.StatusOK, append(restResult(true, ""), kv{"total_backend_num", 1}, kv{"online_backend_num", 1}))
+		return
+	}
+	n := sysView{e}.Nodes()
+	writeJSON(w, http.StatusOK, reply{{"status", "OK"}, {"msg", "Success"}, {"replayedJournalId", 0},
+		{"queryPort", n.QueryPort}, {"rpcPort", 9020}, {"arrowFlightSqlPort", -1}, {"feStartTime", e.started.UnixMilli()},
+		{"feVersion", store.Version}})
 }
 
 // serveStreamLoad routes PUT /api/{db}/{table}/_stream_load on either node

@@ -106,6 +106,13 @@ func (e *Emulator) ingest(q *req) {
 		return
 	}
 	if !tl.planned {
+		// The first load plans the table (streamLoadPut); a plan error
+		// answers ANALYSIS_ERROR and rolls the transaction back
+		// (test_stream_load_exception_handling).
+		if err := e.store.PlanLoad(t.db, tl.name, params); err != nil {
+			failHeader("ANALYSIS_ERROR", err.Error())
+			return
+		}
 		tl.headers, tl.params, tl.planned = h, params, true
 	} else if !sameParams(params, h, tl.params, tl.headers) {
 		failHeader("INVALID_ARGUMENT", "load request not equal last.")
@@ -148,7 +155,8 @@ func (e *Emulator) ingest(q *req) {
 	}
 	var p *parsedLoad
 	if parseErr == "" {
-		p, err = e.store.Parse(t.db, tl.name, data, params)
+		// tl.busy makes this load the stream's only user.
+		p, err = e.store.ParseStream(t.db, tl.name, data, params, &tl.stream)
 		if err != nil {
 			parseErr = err.Error()
 		}
@@ -160,16 +168,8 @@ func (e *Emulator) ingest(q *req) {
 		fail("ABORTED", "current transaction is aborted")
 		return
 	}
-	var parsedRows int64
 	if p != nil {
-		tl.rows = append(tl.rows, p.Rows...)
-		tl.loaded += p.Loaded
-		tl.filtered += p.Filtered
-		tl.unsel += p.Unselected
-		if len(p.Errors) > 0 {
-			e.recordErrorsLocked(t, tl, p.Errors)
-		}
-		parsedRows = p.Loaded
+		e.addParsedLocked(t, tl, p)
 	}
 	if parseErr != "" && tl.parseErr == "" {
 		tl.parseErr = parseErr
@@ -182,7 +182,6 @@ func (e *Emulator) ingest(q *req) {
 	res := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("LoadBytes", n).
 		with("StreamLoadPlanTimeMs", 0).with("ReceivedDataTimeMs", 0)
 	e.mu.Unlock()
-	e.ctr.rowsReceived.Add(parsedRows)
 	writeJSON(q.w, http.StatusOK, res)
 }
 
@@ -278,6 +277,9 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	}
 	h := dataHeaders(q.r)
 	params, err := parseParams(h)
+	if err == nil {
+		err = e.store.PlanLoad(db, table, params)
+	}
 	if err != nil {
 		failNoTxn(err.Error())
 		return

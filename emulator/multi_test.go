@@ -319,9 +319,13 @@ func TestMultiCommit(t *testing.T) {
 	t.Run("unknown label", func(t *testing.T) {
 		requireStatus(t, c.commit(multiH("test", "nope")), "FAILED", pfx+"stream load task nope does not exist")
 	})
-	t.Run("no loads", func(t *testing.T) {
+	t.Run("no loads: OK, as StarRocks answers (test_multi_txn_edge_cases)", func(t *testing.T) {
 		c.multiTxn("c0")
-		requireStatus(t, c.commit(multiH("test", "c0")), "FAILED", errNoRowsImported)
+		r := c.commit(multiH("test", "c0"))
+		requireStatus(t, r, "OK", "")
+		assert.NotContains(t, r.m, "ChannelId", "no table, no channel entries")
+		c.multiTxn("c0r")
+		requireStatus(t, c.rollback(multiH("test", "c0r")), "OK", "stream load c0r abort")
 	})
 	t.Run("committed twice", func(t *testing.T) {
 		c.multiTxn("c1", [2]string{"orders", orderRows(1, 2)})
@@ -339,7 +343,10 @@ func TestMultiCommit(t *testing.T) {
 		m := wrapRe.FindStringSubmatch(r.str("Message"))
 		require.NotNil(t, m, r.str("Message"))
 		assert.Equal(t, "c2", m[1])
-		assert.Equal(t, errNoRowsImported, m[2])
+		// newer builds name the table and its rejected rows (test_multi_table_all_rows_rejected_tracking)
+		require.True(t, strings.HasPrefix(m[2], "Failed to load table orders: "+errNoRowsImported+", tracking_url: http://"), m[2])
+		log := c.do("GET", m[2][strings.Index(m[2], "http://"):], nil, "")
+		assert.Contains(t, log.raw, "customer_id", "the error log names the column")
 		assert.Equal(t, "ABORTED", c.state("test", "c2"))
 		assert.Equal(t, 2, countRows(t, e, "orders"), "nothing of c2 is visible")
 		assert.Equal(t, 0, countRows(t, e, "order_items"))
@@ -353,8 +360,8 @@ func TestMultiCommit(t *testing.T) {
 		r := c.commit(multiH("test", "c3"))
 		m := wrapRe.FindStringSubmatch(r.str("Message"))
 		require.NotNil(t, m, r.raw)
-		require.True(t, strings.HasPrefix(m[2], "abnormal data more than max filter rate, tracking_url: http://"), m[2])
-		url := strings.TrimPrefix(m[2], "abnormal data more than max filter rate, tracking_url: ")
+		require.True(t, strings.HasPrefix(m[2], "Failed to load table orders: abnormal data more than max filter rate, tracking_url: http://"), m[2])
+		url := strings.TrimPrefix(m[2], "Failed to load table orders: abnormal data more than max filter rate, tracking_url: ")
 		log := c.do("GET", url, nil, "")
 		assert.Equal(t, http.StatusOK, log.code)
 		assert.NotEmpty(t, log.raw, "the error log lists the filtered row")

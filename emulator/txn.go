@@ -51,8 +51,10 @@ type txn struct {
 	created    time.Time
 	timeout    time.Duration
 	finishedAt time.Time
-	done       bool
-	reason     string
+	// committedAt is when the commit applied the rows (zero until then).
+	committedAt time.Time
+	done        bool
+	reason      string
 	// abortingUntil is when an ABORTING task (injected slow abort) becomes
 	// CANCELLED.
 	abortingUntil time.Time
@@ -93,6 +95,39 @@ type tableLoad struct {
 	errors   []string
 	parseErr string
 	errFile  string
+	// stream is the table's CSV load stream: its bodies form one stream,
+	// ended at prepare or commit.
+	stream store.Stream
+}
+
+// endStreamsLocked ends the load stream of every table of t (prepare or
+// commit): a CSV record left open by the last body becomes its last row.
+func (e *Emulator) endStreamsLocked(t *txn) {
+	for _, tl := range t.tables {
+		if !tl.stream.Pending() {
+			continue
+		}
+		p, err := e.store.EndStream(t.db, tl.name, tl.params, &tl.stream)
+		if err != nil {
+			if tl.parseErr == "" {
+				tl.parseErr = err.Error()
+			}
+			continue
+		}
+		e.addParsedLocked(t, tl, p)
+	}
+}
+
+// addParsedLocked adds a parse result to a table of t.
+func (e *Emulator) addParsedLocked(t *txn, tl *tableLoad, p *parsedLoad) {
+	tl.rows = append(tl.rows, p.Rows...)
+	tl.loaded += p.Loaded
+	tl.filtered += p.Filtered
+	tl.unsel += p.Unselected
+	if len(p.Errors) > 0 {
+		e.recordErrorsLocked(t, tl, p.Errors)
+	}
+	e.ctr.rowsReceived.Add(p.Loaded)
 }
 
 // labelState is the get_load_state view of t.
@@ -141,6 +176,7 @@ func (e *Emulator) registerLocked(t *txn) {
 	d.labels[t.label] = append(d.labels[t.label], t)
 	d.running[t.id] = t
 	t.registered = true
+	e.journalLocked(t, t.labelState())
 }
 
 // runningLocked is the number of running transactions of db.
@@ -240,6 +276,9 @@ func (e *Emulator) abortLocked(t *txn, reason string) {
 	e.ctr.aborted.Add(1)
 	e.log.Debug("transaction aborted", "label", t.label, "txn_id", t.id, "reason", reason)
 	e.finishLocked(t)
+	if t.registered || t.multi {
+		e.journalLocked(t, statusAborted)
+	}
 }
 
 // evictLocked applies label retention the way StarRocks has two of it.
@@ -344,6 +383,15 @@ func (e *Emulator) EvictLabels(db string, labels ...string) int {
 		evicted[t] = true
 	}
 	e.finishedTasks = kept
+	if e.cfg.DataDir != "" {
+		for t := range evicted {
+			r := t.record(t.labelState())
+			r.Evicted = true
+			if err := e.store.Journal(r); err != nil {
+				e.log.Error("journaling an eviction failed", "label", t.label, "error", err)
+			}
+		}
+	}
 	// The outcomes cached when retention dropped a classic state go too.
 	for k := range e.outcomes {
 		kdb, klabel, _ := strings.Cut(k, "\x00")

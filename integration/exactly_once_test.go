@@ -27,7 +27,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 )
 
-// Process-level exactly-once tests (issue 7): the real binary, killed with
+// Process-level exactly-once tests: the real binary, killed with
 // SIGKILL at random moments, against the emulator in its own process and
 // kfake over loopback. STARROCKS_TXN_KILL_LOOP=1 runs the long kill loop.
 

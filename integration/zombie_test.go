@@ -25,7 +25,7 @@ import (
 // before the partitions' messages are applied (and, with exactly_once, the
 // progress read), the successor finds the dead writer's labels through its
 // writer row and waits for the one the FE is committing
-// (output/starrocks_txn/writers.go): these must pass.
+// (output/starrocks_txn/takeover.go): these must pass.
 //
 // at_least_once without them has no way to learn the dead writer's labels:
 // a known limit (the output README says so), run with

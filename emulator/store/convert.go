@@ -87,6 +87,8 @@ func convertText(c *Column, s string) (any, error) {
 			return nil, errConvert
 		}
 		return compactJSON(b), nil
+	case TypeArray, TypeMap:
+		return convertComplex(c, s)
 	}
 	return nil, errConvert
 }

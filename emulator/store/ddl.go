@@ -34,12 +34,26 @@ type useStmt struct{ name string }
 
 type truncateTableStmt struct{ db, name string }
 
+// alterTableStmt is ALTER TABLE … ADD COLUMN / DROP COLUMN (one or more, comma-separated).
+type alterTableStmt struct {
+	db, name string
+	ops      []alterOp
+}
+
+type alterOp struct {
+	add   *Column // ADD COLUMN; nil for DROP COLUMN
+	after string  // AFTER col
+	first bool    // FIRST
+	drop  string  // DROP COLUMN
+}
+
 func (createDatabaseStmt) ddl() {}
 func (createTableStmt) ddl()    {}
 func (dropTableStmt) ddl()      {}
 func (dropDatabaseStmt) ddl()   {}
 func (useStmt) ddl()            {}
 func (truncateTableStmt) ddl()  {}
+func (alterTableStmt) ddl()     {}
 
 // parser walks the tokens of one statement.
 type parser struct {
@@ -193,6 +207,11 @@ func parseDDL(toks []token) (ddlStmt, error) {
 			return nil, err
 		}
 		return truncateTableStmt{db: db, name: name}, p.done()
+	case t.is("alter"):
+		if k := p.next(); !k.is("table") {
+			return nil, fmt.Errorf("ALTER %s is not supported by the emulator: only ALTER TABLE … ADD COLUMN / DROP COLUMN are", strings.ToUpper(k.text))
+		}
+		return p.alterTable()
 	case t.is("use"):
 		name, err := p.ident("a database name")
 		if err != nil {
@@ -200,7 +219,83 @@ func parseDDL(toks []token) (ddlStmt, error) {
 		}
 		return useStmt{name: name}, p.done()
 	default:
-		return nil, p.errAt(t, "CREATE DATABASE, CREATE TABLE, DROP TABLE, DROP DATABASE, TRUNCATE TABLE or USE")
+		return nil, p.errAt(t, "CREATE DATABASE, CREATE TABLE, ALTER TABLE, DROP TABLE, DROP DATABASE, TRUNCATE TABLE or USE")
+	}
+}
+
+// alterTable parses the actions of ALTER TABLE [db.]t: ADD COLUMN col_def [FIRST | AFTER col],
+// ADD COLUMN (col_def, …), DROP COLUMN col; the rollup and property clauses StarRocks allows
+// after them are accepted and ignored.
+func (p *parser) alterTable() (ddlStmt, error) {
+	db, name, err := p.qualifiedName("a table name")
+	if err != nil {
+		return nil, err
+	}
+	s := alterTableStmt{db: db, name: name}
+	for {
+		switch t := p.next(); {
+		case t.is("add"):
+			p.accept("column")
+			if p.acceptPunct("(") {
+				for {
+					c, err := p.columnDef()
+					if err != nil {
+						return nil, err
+					}
+					s.ops = append(s.ops, alterOp{add: &c})
+					if p.acceptPunct(",") {
+						continue
+					}
+					if err := p.expectPunct(")"); err != nil {
+						return nil, err
+					}
+					break
+				}
+			} else {
+				c, err := p.columnDef()
+				if err != nil {
+					return nil, err
+				}
+				op := alterOp{add: &c}
+				switch {
+				case p.accept("first"):
+					op.first = true
+				case p.accept("after"):
+					if op.after, err = p.ident("a column name"); err != nil {
+						return nil, err
+					}
+				}
+				s.ops = append(s.ops, op)
+			}
+		case t.is("drop"):
+			if !p.accept("column") {
+				return nil, fmt.Errorf("ALTER TABLE … DROP %s is not supported by the emulator: only ADD COLUMN and DROP COLUMN are", strings.ToUpper(p.peek().text))
+			}
+			col, err := p.ident("a column name")
+			if err != nil {
+				return nil, err
+			}
+			s.ops = append(s.ops, alterOp{drop: col})
+		default:
+			if t.kind == tokEOF {
+				return nil, p.errAt(t, "ADD COLUMN or DROP COLUMN")
+			}
+			return nil, fmt.Errorf("ALTER TABLE … %s is not supported by the emulator: only ADD COLUMN and DROP COLUMN are", strings.ToUpper(t.text))
+		}
+		if p.accept("to") || p.accept("from") {
+			if _, err := p.ident("a rollup name"); err != nil {
+				return nil, err
+			}
+		}
+		if p.accept("properties") {
+			if _, err := p.properties(); err != nil {
+				return nil, err
+			}
+		}
+		if p.acceptPunct(",") {
+			continue
+		}
+		return s, p.done()
 	}
 }
 
@@ -319,6 +414,12 @@ func (p *parser) createTable() (ddlStmt, error) {
 	}
 	s.db, s.name = db, name
 	ts := &TableSchema{Name: name, KeyType: DuplicateKey}
+	switch t := p.peek(); {
+	case t.is("like"):
+		return nil, fmt.Errorf("CREATE TABLE … LIKE is not supported by the emulator: write the column list")
+	case t.is("as"):
+		return nil, fmt.Errorf("CREATE TABLE … AS SELECT is not supported by the emulator: create the table, then load it")
+	}
 	if err := p.expectPunct("("); err != nil {
 		return nil, err
 	}
@@ -361,6 +462,9 @@ func (p *parser) createTable() (ddlStmt, error) {
 			return nil, err
 		}
 		break
+	}
+	if len(ts.Columns) == 0 {
+		return nil, fmt.Errorf("table %s has no columns: declare at least one", name)
 	}
 	keySeen := false
 	// Table clauses, in StarRocks order; each optional.
@@ -406,7 +510,7 @@ func (p *parser) createTable() (ddlStmt, error) {
 			case t.is("unique"):
 				ts.KeyType = UniqueKey
 			default:
-				return nil, fmt.Errorf("AGGREGATE KEY tables are not supported by the emulator: use PRIMARY KEY, UNIQUE KEY or DUPLICATE KEY")
+				ts.KeyType = AggregateKey
 			}
 			keys, err := p.nameList("a key column name")
 			if err != nil {
@@ -416,9 +520,11 @@ func (p *parser) createTable() (ddlStmt, error) {
 			keySeen = true
 		case t.is("comment"):
 			p.next()
-			if c := p.next(); c.kind != tokString {
+			c := p.next()
+			if c.kind != tokString {
 				return nil, p.errAt(c, "a comment string")
 			}
+			ts.comment = c.text
 		case t.is("partition"):
 			p.next()
 			if err := p.expect("by"); err != nil {
@@ -523,11 +629,19 @@ func finishSchema(ts *TableSchema) error {
 		ts.Key[i] = ts.Columns[i].Name
 		c := &ts.Columns[i]
 		switch c.Type {
-		case TypeFloat, TypeDouble, TypeJSON:
+		case TypeFloat, TypeDouble, TypeJSON, TypeArray, TypeMap:
 			return fmt.Errorf("Invalid data type of key column '%s': '%s'", c.Name, c.SQLType())
+		}
+		if c.Agg != AggNone {
+			return fmt.Errorf("Key column '%s' should not specify an aggregation type (%s)", c.Name, c.Agg)
 		}
 		if ts.KeyType == PrimaryKey && c.Nullable {
 			return fmt.Errorf("primary key column[%s] cannot be nullable: declare it NOT NULL", c.Name)
+		}
+	}
+	for i := range ts.Columns {
+		if err := checkAgg(ts, i); err != nil {
+			return err
 		}
 	}
 	for i := range ts.Columns {
@@ -545,50 +659,102 @@ func finishSchema(ts *TableSchema) error {
 	return nil
 }
 
+// checkAgg holds column i to the aggregation rules of its table's model.
+func checkAgg(ts *TableSchema, i int) error {
+	c := &ts.Columns[i]
+	isKey := i < len(ts.Key)
+	switch {
+	case ts.KeyType != AggregateKey && c.Agg != AggNone:
+		return fmt.Errorf("column '%s': the aggregation type %s is only valid in an AGGREGATE KEY table", c.Name, c.Agg)
+	case ts.KeyType != AggregateKey || isKey:
+		return nil
+	case c.Agg == AggNone:
+		return fmt.Errorf("value column '%s' of the AGGREGATE KEY table %s needs an aggregation type: SUM, MAX, MIN, REPLACE or REPLACE_IF_NOT_NULL", c.Name, ts.Name)
+	case c.Agg == AggSum && !c.numeric():
+		return fmt.Errorf("column '%s': SUM is not valid for type %s", c.Name, c.SQLType())
+	case (c.Agg == AggMax || c.Agg == AggMin) && (c.complex() || c.Type == TypeJSON):
+		return fmt.Errorf("column '%s': %s is not valid for type %s", c.Name, c.Agg, c.SQLType())
+	}
+	return nil
+}
+
+// numeric reports whether SUM applies to the column's type.
+func (c *Column) numeric() bool {
+	switch c.Type {
+	case TypeTinyInt, TypeSmallInt, TypeInt, TypeBigInt, TypeLargeInt, TypeDecimal, TypeFloat, TypeDouble:
+		return true
+	}
+	return false
+}
+
 var decimalMaxPrecision = map[string]int{"decimal32": 9, "decimal64": 18, "decimal128": 38}
 
-func (p *parser) columnDef() (Column, error) {
-	var c Column
-	name, err := p.ident("a column name")
-	if err != nil {
-		return c, err
-	}
-	c.Name = name
-	c.Nullable = true
+// unsupportedTypes are StarRocks types the emulator has no storage for.
+var unsupportedTypes = map[string]bool{"hll": true, "bitmap": true, "percentile": true, "struct": true,
+	"varbinary": true, "binary": true, "time": true, "variant": true}
+
+// columnType reads a column type (with its parameters, and the element types of ARRAY<…> and
+// MAP<…,…>) into c.
+func (p *parser) columnType(c *Column) error {
 	tt := p.next()
 	if tt.kind != tokIdent {
-		return c, p.errAt(tt, "a column type")
+		return p.errAt(tt, "a column type")
 	}
-	args := func() ([]int, error) {
-		if !p.peek().isPunct("(") {
-			return nil, nil
+	tn := strings.ToLower(tt.text)
+	if tn == "array" || tn == "map" {
+		if err := p.expectPunct("<"); err != nil {
+			return err
 		}
+		elem := &Column{Name: c.Name, Nullable: true}
+		if tn == "map" {
+			key := &Column{Name: c.Name, Nullable: true}
+			if err := p.columnType(key); err != nil {
+				return err
+			}
+			if key.complex() || key.Type == TypeJSON {
+				return fmt.Errorf("column %s: a MAP key must be a scalar type, not %s", c.Name, key.SQLType())
+			}
+			if err := p.expectPunct(","); err != nil {
+				return err
+			}
+			c.MapKey = key
+		}
+		if err := p.columnType(elem); err != nil {
+			return err
+		}
+		if err := p.expectPunct(">"); err != nil {
+			return err
+		}
+		c.Elem = elem
+		c.Type = TypeArray
+		if tn == "map" {
+			c.Type = TypeMap
+		}
+		return nil
+	}
+	var a []int
+	if p.peek().isPunct("(") {
 		p.next()
-		var out []int
 		for {
 			n := p.next()
 			if n.kind != tokNumber {
-				return nil, p.errAt(n, "a number")
+				return p.errAt(n, "a number")
 			}
 			v, err := strconv.Atoi(n.text)
 			if err != nil {
-				return nil, p.errAt(n, "an integer")
+				return p.errAt(n, "an integer")
 			}
-			out = append(out, v)
+			a = append(a, v)
 			if p.acceptPunct(",") {
 				continue
 			}
 			if err := p.expectPunct(")"); err != nil {
-				return nil, err
+				return err
 			}
-			return out, nil
+			break
 		}
 	}
-	a, err := args()
-	if err != nil {
-		return c, err
-	}
-	switch tn := strings.ToLower(tt.text); tn {
+	switch tn {
 	case "tinyint":
 		c.Type = TypeTinyInt
 	case "smallint":
@@ -616,13 +782,13 @@ func (p *parser) columnDef() (Column, error) {
 		case 2:
 			c.Precision, c.Scale = a[0], a[1]
 		default:
-			return c, fmt.Errorf("column %s: %s takes (precision[, scale])", c.Name, strings.ToUpper(tn))
+			return fmt.Errorf("column %s: %s takes (precision[, scale])", c.Name, strings.ToUpper(tn))
 		}
 		if c.Precision < 1 || c.Precision > maxP {
-			return c, fmt.Errorf("column %s: %s precision %d out of range [1, %d]", c.Name, strings.ToUpper(tn), c.Precision, maxP)
+			return fmt.Errorf("column %s: %s precision %d out of range [1, %d]", c.Name, strings.ToUpper(tn), c.Precision, maxP)
 		}
 		if c.Scale < 0 || c.Scale > c.Precision {
-			return c, fmt.Errorf("column %s: %s scale %d out of range [0, %d]", c.Name, strings.ToUpper(tn), c.Scale, c.Precision)
+			return fmt.Errorf("column %s: %s scale %d out of range [0, %d]", c.Name, strings.ToUpper(tn), c.Scale, c.Precision)
 		}
 	case "float":
 		c.Type = TypeFloat
@@ -637,7 +803,7 @@ func (p *parser) columnDef() (Column, error) {
 			c.Length = a[0]
 		}
 		if c.Length < 1 || c.Length > 255 {
-			return c, fmt.Errorf("column %s: CHAR length %d out of range [1, 255]", c.Name, c.Length)
+			return fmt.Errorf("column %s: CHAR length %d out of range [1, 255]", c.Name, c.Length)
 		}
 	case "varchar":
 		c.Type = TypeVarchar
@@ -646,7 +812,7 @@ func (p *parser) columnDef() (Column, error) {
 			c.Length = a[0]
 		}
 		if c.Length < 1 || c.Length > 1048576 {
-			return c, fmt.Errorf("column %s: VARCHAR length %d out of range [1, 1048576]", c.Name, c.Length)
+			return fmt.Errorf("column %s: VARCHAR length %d out of range [1, 1048576]", c.Name, c.Length)
 		}
 	case "string":
 		c.Type = TypeString
@@ -658,8 +824,29 @@ func (p *parser) columnDef() (Column, error) {
 	case "json":
 		c.Type = TypeJSON
 	default:
-		return c, fmt.Errorf("column %s: unsupported type %s at line %d col %d (supported: TINYINT SMALLINT INT BIGINT LARGEINT DECIMAL FLOAT DOUBLE BOOLEAN CHAR VARCHAR STRING DATE DATETIME JSON)",
+		if unsupportedTypes[tn] {
+			return fmt.Errorf("column %s: type %s is not supported by the emulator (line %d col %d); supported: TINYINT SMALLINT INT BIGINT LARGEINT DECIMAL FLOAT DOUBLE BOOLEAN CHAR VARCHAR STRING DATE DATETIME JSON ARRAY<…> MAP<…,…>",
+				c.Name, strings.ToUpper(tt.text), tt.line, tt.col)
+		}
+		return fmt.Errorf("column %s: unsupported type %s at line %d col %d (supported: TINYINT SMALLINT INT BIGINT LARGEINT DECIMAL FLOAT DOUBLE BOOLEAN CHAR VARCHAR STRING DATE DATETIME JSON ARRAY<…> MAP<…,…>)",
 			c.Name, strings.ToUpper(tt.text), tt.line, tt.col)
+	}
+	return nil
+}
+
+// aggKeywords are the aggregation types of AGGREGATE KEY value columns.
+var aggKeywords = map[string]AggType{"sum": AggSum, "max": AggMax, "min": AggMin, "replace": AggReplace, "replace_if_not_null": AggReplaceIfNotNull}
+
+func (p *parser) columnDef() (Column, error) {
+	var c Column
+	name, err := p.ident("a column name")
+	if err != nil {
+		return c, err
+	}
+	c.Name = name
+	c.Nullable = true
+	if err := p.columnType(&c); err != nil {
+		return c, err
 	}
 	for {
 		t := p.peek()
@@ -706,6 +893,18 @@ func (p *parser) columnDef() (Column, error) {
 			c.Comment = s.text
 		case t.is("key"):
 			p.next() // "col INT KEY" marks a key column in old syntax; the key clause decides
+		case t.kind == tokIdent && aggKeywords[strings.ToLower(t.text)] != AggNone:
+			p.next()
+			if c.Agg != AggNone {
+				return c, p.errAt(t, "one aggregation type")
+			}
+			c.Agg = aggKeywords[strings.ToLower(t.text)]
+		case t.is("hll_union") || t.is("bitmap_union") || t.is("percentile_union") || t.is("agg_state_union"):
+			return c, fmt.Errorf("column %s: aggregation %s is not supported by the emulator: use SUM, MAX, MIN, REPLACE or REPLACE_IF_NOT_NULL", c.Name, strings.ToUpper(t.text))
+		case t.is("auto_increment"):
+			return c, fmt.Errorf("column %s: AUTO_INCREMENT is not supported by the emulator", c.Name)
+		case t.is("as"):
+			return c, fmt.Errorf("column %s: generated columns (AS expr) are not supported by the emulator", c.Name)
 		default:
 			return c, nil
 		}

@@ -7,20 +7,26 @@
 // # DDL
 //
 // ExecScript/ExecDDL accept CREATE DATABASE [IF NOT EXISTS], CREATE TABLE [IF NOT EXISTS]
-// in StarRocks syntax (ENGINE=OLAP, PRIMARY|DUPLICATE|UNIQUE KEY, COMMENT, PARTITION BY,
-// DISTRIBUTED BY, ORDER BY, PROPERTIES; the physical clauses are validated for syntax and
-// otherwise ignored), DROP TABLE / DROP DATABASE [IF EXISTS] [FORCE], TRUNCATE TABLE and
-// USE. Key columns must lead the column list in key order (StarRocks' rule, with its error
-// text); PRIMARY KEY columns must be NOT NULL; FLOAT/DOUBLE/JSON cannot be key columns.
-// AGGREGATE KEY tables are rejected. Errors name the statement (number, line, text) and the
-// offending token (line and column).
+// in StarRocks syntax (ENGINE=OLAP, PRIMARY|DUPLICATE|UNIQUE|AGGREGATE KEY, COMMENT, PARTITION
+// BY, DISTRIBUTED BY, ORDER BY, PROPERTIES; the physical clauses are validated for syntax and
+// otherwise ignored), ALTER TABLE … ADD COLUMN col_def [FIRST | AFTER col] / ADD COLUMN (…) /
+// DROP COLUMN col (immediate; existing rows take the default or NULL), DROP TABLE / DROP
+// DATABASE [IF EXISTS] [FORCE], TRUNCATE TABLE and USE. Key columns must lead the column list
+// in key order (StarRocks' rule, with its error text); PRIMARY KEY columns must be NOT NULL;
+// FLOAT/DOUBLE/JSON/ARRAY/MAP cannot be key columns. AGGREGATE KEY value columns carry SUM,
+// MAX, MIN, REPLACE or REPLACE_IF_NOT_NULL. Constructs the emulator lacks (BITMAP, HLL, STRUCT
+// and other types, HLL_UNION and other aggregations, AUTO_INCREMENT, generated columns,
+// CREATE TABLE LIKE / AS SELECT, other ALTERs) are errors naming them. Errors name the
+// statement (number, line, text) and the offending token (line and column). TableSchema.DDL
+// renders a table as SHOW CREATE TABLE prints it; the text creates the same table again.
 //
 // # Storage types
 //
 // Row values are stored as: int8/int16/int32/int64 (TINYINT…BIGINT), decimal.Decimal
 // (LARGEINT, DECIMAL), float32/float64, bool, string (CHAR/VARCHAR/STRING), time.Time in UTC
 // holding the wall clock (DATE, DATETIME; microseconds) and the compact JSON text as a string
-// (JSON). Rows returns these types.
+// (JSON), and ARRAY / MAP values as their canonical JSON text (elements converted to their
+// types: ["1", 2] in ARRAY<INT> is [1,2]; map keys always quoted). Rows returns these types.
 //
 // # Load semantics (docs/notes/starrocks-protocol.md §9)
 //
@@ -53,11 +59,13 @@
 //     row takes DEFAULT, NULL, or the type's zero value for NOT NULL columns without default.
 //   - CSV: fields in table column order or in `columns` order (a name that is no column skips
 //     its field, `__op` gives the operation on PRIMARY KEY tables); `\N` is NULL; a wrong field
-//     count filters the row ("Value count does not match column count…"). Every body must end
-//     with the row delimiter: otherwise Parse fails with "CSV body does not end with the row
-//     delimiter …" (a real BE would glue the last row to the next load's first row).
-//     skip_header (lines per body), trim_space, enclose (a quoted field may hold separators
-//     and delimiters; a doubled quote is one quote; a quoted \N is text) and escape work.
+//     count filters the row ("Value count does not match column count…"). The default format is
+//     CSV with a tab separator. The bodies of one load stream (one (label, table) of a
+//     transaction: ParseStream, then EndStream at prepare or commit) are one CSV stream, as the
+//     BE's pipe is: a body need not end with the row delimiter, its open last record continues
+//     in the next body, and the end of the stream ends it. skip_header (lines of the stream),
+//     trim_space, enclose (a quoted field may hold separators and delimiters; a doubled quote
+//     is one quote; a quoted \N is text) and escape work, across bodies too.
 //   - jsonpaths map to the `columns` entries (or to the table columns in order) and json_root
 //     selects the node the rows are read from; paths support $.a.b, $.a[0] and $['a'].
 //   - merge_condition (PRIMARY KEY tables, a non-key column): an upsert of an existing key
@@ -68,11 +76,24 @@
 //     layer's to undo before Parse.
 //   - `where` is evaluated by go-mysql-server on each converted row (after the quality checks:
 //     a row is filtered or unselected, never both); rows it rejects count as Unselected.
-//   - `columns` mapping expressions "col = expr" with expr a quoted constant, a number, NULL
-//     or (CSV, jsonpaths) the name of a source field listed in the header; `__op = 'delete'`
-//     ('upsert', 0, 1) sets the operation of every row. When the header lists no plain names
-//     the source fields are the table's columns in order (the documented delete-load form
-//     `columns: __op='delete'`). Other expressions are rejected with a clear error.
+//   - `columns` mapping expressions "col = expr": a quoted constant, a number, NULL, a source
+//     field listed as a plain name, or any expression over those fields (casts with StarRocks
+//     type names, arithmetic, functions), evaluated by go-mysql-server with MySQL semantics;
+//     `__op = 'delete'` ('upsert', 0, 1) sets the operation of every row. When the header lists
+//     no plain names the source fields are the table's columns in order (the documented
+//     delete-load form `columns: __op='delete'`). In JSON loads the source fields are the keys
+//     the header names. A header that leaves out a NOT NULL column without default, names an
+//     unknown column or holds an expression that does not analyse fails PlanLoad (the FE's
+//     plan of a table's first load).
+//   - AGGREGATE KEY: a row merges into the stored row with its key, column by column: SUM
+//     adds (NULL adds nothing), MAX/MIN keep the extreme, REPLACE takes the new value,
+//     REPLACE_IF_NOT_NULL the new value unless NULL.
+//
+// # Durability
+//
+// OpenJournal makes a store durable: every DDL statement and every Apply (with the caller's
+// facts, ApplyWithMeta) is appended to a journal and synced before it is visible; reopening
+// replays it, dropping a torn last record (journal.go).
 //
 // # Visibility
 //
@@ -87,13 +108,22 @@
 // # MySQL port
 //
 // ServeMySQL serves SELECT, SHOW, DESCRIBE, USE and the rest of go-mysql-server's read
-// statements. Statements starting with CREATE/DROP DATABASE|SCHEMA|TABLE or TRUNCATE are
-// intercepted by a handler wrapper before go-mysql-server parses them and run through the
-// DDL parser above (with the session's current database). INSERT (an upsert on PRIMARY KEY
-// and UNIQUE KEY tables, an append on DUPLICATE KEY tables), UPDATE and DELETE (PRIMARY KEY
-// tables) run as one atomic Apply per statement. information_schema.tables_config reports
-// each table's TABLE_MODEL with the FE's KeysType names (PRIMARY_KEYS, DUP_KEYS,
-// UNIQUE_KEYS); information_schema.columns shows COLUMN_KEY PRI for PRIMARY KEY tables only.
-// Types map as BIGINT→bigint, DECIMAL(p,s)→decimal(p,s), LARGEINT→decimal(39,0),
-// BOOLEAN→tinyint(1), DATETIME→datetime(6), STRING→text, JSON→json.
+// statements. Statements starting with CREATE/DROP DATABASE|SCHEMA|TABLE, ALTER TABLE or
+// TRUNCATE are intercepted by a handler wrapper before go-mysql-server parses them and run
+// through the DDL parser above (with the session's current database). So are StarRocks's own
+// statements (system.go): SHOW PROC '/transactions…', SHOW TRANSACTION, SHOW LOAD, SHOW
+// FRONTENDS, SHOW BACKENDS, ADMIN SET / SHOW FRONTEND CONFIG (answered from a System, the
+// server around the store) and SHOW CREATE TABLE (StarRocks DDL). current_version() and
+// @@version_comment name the emulator. INSERT (an upsert on PRIMARY KEY and UNIQUE KEY
+// tables, a merge on AGGREGATE KEY tables, an append on DUPLICATE KEY tables), UPDATE and
+// DELETE (PRIMARY KEY tables) run as one atomic Apply per statement. Queries of every kind run
+// concurrently, information_schema ones included: each lookup of an information_schema table
+// gets its own copy of go-mysql-server's shared instance, whose planning writes into it.
+// information_schema.tables_config reports each table's TABLE_MODEL with the FE's KeysType
+// names (PRIMARY_KEYS, DUP_KEYS, UNIQUE_KEYS, AGG_KEYS); information_schema.loads (StarRocks
+// 4.0's columns) and load_tracking_logs show the transaction stream loads the System knows;
+// information_schema.columns shows COLUMN_KEY PRI for PRIMARY KEY tables only. Types map as
+// BIGINT→bigint, DECIMAL(p,s)→decimal(p,s), LARGEINT→decimal(39,0), BOOLEAN→tinyint(1),
+// DATETIME→datetime(6), STRING→text, JSON→json, ARRAY/MAP→longtext. WithStatementHook lets
+// the server inject faults per statement (mysql_fault.go).
 package store

@@ -127,6 +127,13 @@ func checkSchema(t *testing.T, sc *TableSchema) {
 		}
 	}
 	require.NotPanics(t, func() { tablesConfigRow(sc) })
+	// SHOW CREATE TABLE's text creates the same table again.
+	again := New()
+	script := "CREATE DATABASE " + quoteIdent(sc.DB) + "; USE " + quoteIdent(sc.DB) + "; " + sc.DDL()
+	require.NoError(t, again.ExecScript(script), script)
+	sc2, err := again.Table(sc.DB, sc.Name)
+	require.NoError(t, err)
+	require.Equal(t, sc.DDL(), sc2.DDL())
 }
 
 // checkParsed holds a Parse result to its counters and applies its rows, which must fit.

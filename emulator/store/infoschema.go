@@ -1,9 +1,11 @@
 package store
 
 import (
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/information_schema"
@@ -23,6 +25,12 @@ const tablesConfigName = "tables_config"
 func (d *infoSchema) GetTableInsensitive(ctx *sql.Context, name string) (sql.Table, bool, error) {
 	if strings.EqualFold(name, tablesConfigName) {
 		return &tablesConfigTable{snap: d.bridge.snapFor(ctx)}, true, nil
+	}
+	if strings.EqualFold(name, loadsName) {
+		return &virtualTable{name: loadsName, schema: loadsSchema, rows: d.loadsRows}, true, nil
+	}
+	if strings.EqualFold(name, trackingLogsName) {
+		return &virtualTable{name: trackingLogsName, schema: trackingLogsSchema, rows: d.trackingRows}, true, nil
 	}
 	t, ok, err := d.Database.GetTableInsensitive(ctx, name)
 	if !ok || err != nil {
@@ -68,7 +76,101 @@ func (d *infoSchema) GetTableNames(ctx *sql.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(names, tablesConfigName), nil
+	return append(names, tablesConfigName, loadsName, trackingLogsName), nil
+}
+
+const (
+	loadsName        = "loads"
+	trackingLogsName = "load_tracking_logs"
+)
+
+func schemaOf(table string, cols ...string) sql.Schema {
+	s := make(sql.Schema, len(cols))
+	for i, c := range cols {
+		typ := sql.Type(types.LongText)
+		if strings.HasSuffix(c, "_ROWS") || strings.HasSuffix(c, "_BYTES") || c == "ID" || c == "JOB_ID" || c == "PROFILE_ID" {
+			typ = types.Int64
+		}
+		if strings.HasSuffix(c, "_TIME") {
+			typ = types.Datetime
+		}
+		s[i] = &sql.Column{Name: c, Type: typ, Nullable: true, Source: table, DatabaseSource: "information_schema"}
+	}
+	return s
+}
+
+// loadsSchema is information_schema.loads as StarRocks 4.0 documents it.
+var loadsSchema = schemaOf(loadsName, "ID", "LABEL", "PROFILE_ID", "DB_NAME", "TABLE_NAME", "USER", "WAREHOUSE",
+	"STATE", "PROGRESS", "TYPE", "PRIORITY", "SCAN_ROWS", "SCAN_BYTES", "FILTERED_ROWS", "UNSELECTED_ROWS",
+	"SINK_ROWS", "RUNTIME_DETAILS", "CREATE_TIME", "LOAD_START_TIME", "LOAD_COMMIT_TIME", "LOAD_FINISH_TIME",
+	"PROPERTIES", "ERROR_MSG", "TRACKING_SQL", "REJECTED_RECORD_PATH", "JOB_ID")
+
+// trackingLogsSchema is information_schema.load_tracking_logs: the rejected rows of a load.
+var trackingLogsSchema = schemaOf(trackingLogsName, "ID", "JOB_ID", "LABEL", "DATABASE_NAME", "TRACKING_LOG", "TYPE")
+
+func sqlTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Local()
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (d *infoSchema) loadsRows() []sql.Row {
+	if d.bridge.sys == nil {
+		return nil
+	}
+	var rows []sql.Row
+	for _, l := range d.bridge.sys.Loads() {
+		var tracking any
+		if len(l.TrackingLog) > 0 {
+			tracking = fmt.Sprintf("select tracking_log from information_schema.load_tracking_logs where job_id=%d", l.ID)
+		}
+		rows = append(rows, sql.Row{l.ID, l.Label, nil, l.DB, l.Table, l.User, "default_warehouse",
+			l.State, nil, l.Type, "NORMAL", l.ScanRows, l.ScanBytes, l.Filtered, l.Unselected,
+			l.SinkRows, nil, sqlTime(l.Create), sqlTime(l.LoadStart), sqlTime(l.LoadCommit), sqlTime(l.LoadFinish),
+			nullIfEmpty(l.Properties), nullIfEmpty(l.ErrorMsg), tracking, nil, l.JobID})
+	}
+	return rows
+}
+
+func (d *infoSchema) trackingRows() []sql.Row {
+	if d.bridge.sys == nil {
+		return nil
+	}
+	var rows []sql.Row
+	for _, l := range d.bridge.sys.Loads() {
+		if len(l.TrackingLog) == 0 {
+			continue
+		}
+		rows = append(rows, sql.Row{l.ID, l.ID, l.Label, l.DB, strings.Join(l.TrackingLog, "\n"), l.Type})
+	}
+	return rows
+}
+
+// virtualTable is an information_schema table computed when it is read.
+type virtualTable struct {
+	name   string
+	schema sql.Schema
+	rows   func() []sql.Row
+}
+
+func (t *virtualTable) Name() string               { return t.name }
+func (t *virtualTable) String() string             { return t.name }
+func (t *virtualTable) Schema() sql.Schema         { return t.schema }
+func (t *virtualTable) Collation() sql.CollationID { return sql.Collation_Default }
+func (t *virtualTable) Partitions(*sql.Context) (sql.PartitionIter, error) {
+	return sql.PartitionsToPartitionIter(onePartition{}), nil
+}
+
+func (t *virtualTable) PartitionRows(*sql.Context, sql.Partition) (sql.RowIter, error) {
+	return &sliceRowIter{rows: t.rows()}, nil
 }
 
 var tablesConfigSchema = func() sql.Schema {
@@ -110,7 +212,7 @@ func (t *tablesConfigTable) PartitionRows(*sql.Context, sql.Partition) (sql.RowI
 
 // tablesConfigRow renders one table the way StarRocks' FE fills tables_config.
 func tablesConfigRow(sc *TableSchema) sql.Row {
-	model := map[KeyType]string{PrimaryKey: "PRIMARY_KEYS", DuplicateKey: "DUP_KEYS", UniqueKey: "UNIQUE_KEYS"}[sc.KeyType]
+	model := map[KeyType]string{PrimaryKey: "PRIMARY_KEYS", DuplicateKey: "DUP_KEYS", UniqueKey: "UNIQUE_KEYS", AggregateKey: "AGG_KEYS"}[sc.KeyType]
 	pk := ""
 	if sc.KeyType == PrimaryKey || sc.KeyType == UniqueKey {
 		pk = quoteJoin(sc.Key)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -42,8 +41,13 @@ func (s *Store) ServeMySQL(addr, user, password string, opts ...MySQLOption) (My
 		return nil, fmt.Errorf("mysql server: user must not be empty")
 	}
 	br := &sqlBridge{store: s}
-	engine := sqle.NewDefault(br)
+	engine := newEngine(br)
 	engine.Analyzer.Catalog.InfoSchema = &infoSchema{Database: engine.Analyzer.Catalog.InfoSchema, bridge: br}
+	// current_version() and @@version_comment answer as StarRocks does, naming the emulator.
+	engine.Analyzer.Catalog.RegisterFunction(sql.NewEmptyContext(), sql.NewFunction0("current_version", func() sql.Expression {
+		return expression.NewLiteral(Version, types.LongText)
+	}))
+	setVersionComment()
 	mdb := engine.Analyzer.Catalog.MySQLDb
 	ed := mdb.Editor()
 	mdb.AddSuperUser(ed, user, "%", password)
@@ -95,6 +99,16 @@ func (m *mysqlServer) Close() error {
 	return m.err
 }
 
+var versionOnce sync.Once
+
+// setVersionComment sets @@version_comment, a global of go-mysql-server's process-wide
+// system variables, once.
+func setVersionComment() {
+	versionOnce.Do(func() {
+		_ = sql.SystemVariables.AssignValues(map[string]any{"version_comment": VersionComment})
+	})
+}
+
 func sessionBuilder(ctx context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
 	host, user := "", ""
 	if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
@@ -119,6 +133,12 @@ type ddlHandler struct {
 
 func (h *ddlHandler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
 	return h.withFault(c, query, callback, func(callback mysql.ResultSpoolFn) error {
+		if res, ok, err := h.systemStatement(ctx, c, query); ok {
+			if err != nil {
+				return err
+			}
+			return callback(res, false)
+		}
 		if toks, ok := h.interceptable(query); ok {
 			return h.runDDL(ctx, c, query, toks, false, callback)
 		}
@@ -138,6 +158,12 @@ func (h *ddlHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query str
 }
 
 func (h *ddlHandler) multiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	if res, ok, err := h.systemStatement(ctx, c, query); ok {
+		if err != nil {
+			return "", err
+		}
+		return "", callback(res, false)
+	}
 	if toks, ok := h.interceptable(query); ok {
 		// run the first statement only and hand back the rest
 		end := len(toks)
@@ -179,14 +205,14 @@ func (h *ddlHandler) interceptable(query string) ([]token, bool) {
 	if len(q) < 4 {
 		return nil, false
 	}
-	if w := strings.ToLower(q[:4]); w != "crea" && w != "drop" && w != "trun" && !strings.HasPrefix(q, "/*") && !strings.HasPrefix(q, "--") && !strings.HasPrefix(q, "#") {
+	if w := strings.ToLower(q[:4]); w != "crea" && w != "drop" && w != "trun" && w != "alte" && !strings.HasPrefix(q, "/*") && !strings.HasPrefix(q, "--") && !strings.HasPrefix(q, "#") {
 		return nil, false
 	}
 	toks, err := lexScript(query)
 	if err != nil || len(toks) < 2 {
 		return nil, false
 	}
-	if toks[0].is("truncate") {
+	if toks[0].is("truncate") || toks[0].is("alter") && toks[1].is("table") {
 		return toks, true
 	}
 	if !(toks[0].is("create") || toks[0].is("drop")) {
@@ -216,7 +242,7 @@ func (h *ddlHandler) runDDL(ctx context.Context, c *mysql.Conn, stmt string, tok
 	}
 	before := cur
 	h.bridge.store.mu.Lock()
-	err := h.bridge.store.execLocked(toks, &cur)
+	err := h.bridge.store.execLocked(toks, &cur, stmt)
 	h.bridge.store.mu.Unlock()
 	if err != nil {
 		return mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "%s", err.Error())
@@ -230,6 +256,7 @@ func (h *ddlHandler) runDDL(ctx context.Context, c *mysql.Conn, stmt string, tok
 // sqlBridge implements sql.DatabaseProvider over the store's snapshots.
 type sqlBridge struct {
 	store *Store
+	sys   System   // nil: no system views
 	pins  sync.Map // connection id -> *snapshot
 }
 

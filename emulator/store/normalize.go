@@ -137,6 +137,21 @@ func normalizeValue(c *Column, v any) (any, error) {
 			}
 			return string(b), nil
 		}
+	case TypeArray, TypeMap:
+		switch x := v.(type) {
+		case string:
+			return reconvert(c, x)
+		case []byte:
+			return reconvert(c, string(x))
+		case json.RawMessage:
+			return reconvert(c, string(x))
+		default:
+			b, err := json.Marshal(x)
+			if err != nil {
+				return nil, fmt.Errorf("column '%s': %w", c.Name, err)
+			}
+			return reconvert(c, string(b))
+		}
 	}
 	return nil, mismatch(c, v)
 }

@@ -2,9 +2,13 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // Store holds databases, tables and their committed rows. It is safe for concurrent use.
@@ -22,6 +26,10 @@ type Store struct {
 	cur    atomic.Pointer[snapshot]
 	nextID int64
 	useDB  string // current database of ExecDDL/ExecScript (USE)
+	// journal, when set, receives every DDL statement and Apply before it is visible
+	// (journal.go); replaying is set while the journal is being replayed.
+	journal   *journal
+	replaying bool
 }
 
 type snapshot struct {
@@ -132,7 +140,7 @@ func (s *Store) ExecDDL(stmt string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.useDB
-	if err := s.execLocked(stmts[0], &cur); err != nil {
+	if err := s.execLocked(stmts[0], &cur, stmt); err != nil {
 		return fmt.Errorf("ddl %q: %w", abbreviate(stmt), err)
 	}
 	s.useDB = cur
@@ -150,7 +158,7 @@ func (s *Store) ExecScript(script string) error {
 	defer s.mu.Unlock()
 	cur := s.useDB
 	for i, st := range splitStatements(toks) {
-		if err := s.execLocked(st, &cur); err != nil {
+		if err := s.execLocked(st, &cur, script[st[0].off:st[len(st)-1].end]); err != nil {
 			return fmt.Errorf("ddl script statement %d (line %d, %q): %w", i+1, st[0].line, abbreviate(script[st[0].off:st[len(st)-1].end]), err)
 		}
 	}
@@ -170,7 +178,7 @@ func (s *Store) execDDLIn(stmt string, curDB *string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.execLocked(stmts[0], curDB)
+	return s.execLocked(stmts[0], curDB, stmt)
 }
 
 func abbreviate(s string) string {
@@ -181,8 +189,20 @@ func abbreviate(s string) string {
 	return s
 }
 
-// execLocked parses and runs one statement; s.mu is held.
-func (s *Store) execLocked(toks []token, curDB *string) error {
+// execLocked parses and runs one statement (text is its source, for the journal); s.mu is
+// held.
+func (s *Store) execLocked(toks []token, curDB *string, text string) error {
+	before := *curDB
+	if err := s.execStmtLocked(toks, curDB); err != nil {
+		return err
+	}
+	if len(toks) > 0 && toks[0].is("use") {
+		return nil
+	}
+	return s.journalDDLLocked(before, text)
+}
+
+func (s *Store) execStmtLocked(toks []token, curDB *string) error {
 	st, err := parseDDL(toks)
 	if err != nil {
 		return err
@@ -275,11 +295,123 @@ func (s *Store) execLocked(toks []token, curDB *string) error {
 			return unknownTable(d.name, st.name)
 		}
 		next.dbs[d.name] = d.withTable(t.schema.Name, &tableState{schema: t.schema, rows: newBtree()})
+	case alterTableStmt:
+		dbName, err := tableDB(st.db, st.name, *curDB)
+		if err != nil {
+			return err
+		}
+		d, ok := old.db(dbName)
+		if !ok {
+			return unknownDatabase(dbName)
+		}
+		t, ok := d.table(st.name)
+		if !ok {
+			return unknownTable(d.name, st.name)
+		}
+		nt, err := t.alter(st.ops)
+		if err != nil {
+			return err
+		}
+		next.dbs[d.name] = d.withTable(t.schema.Name, nt)
 	default:
 		return fmt.Errorf("unsupported statement %T", st)
 	}
 	s.cur.Store(next)
 	return nil
+}
+
+// alter applies ADD COLUMN and DROP COLUMN to a copy of t: existing rows take an added
+// column's default (or NULL), and lose a dropped one. The schema change is immediate; a
+// transaction that loaded rows for the old columns fails at commit.
+func (t *tableState) alter(ops []alterOp) (*tableState, error) {
+	old := t.schema
+	cols := append([]Column(nil), old.Columns...)
+	// src[i] is the old index of new column i, -1 for an added one
+	src := make([]int, len(cols))
+	for i := range src {
+		src[i] = i
+	}
+	for _, op := range ops {
+		if op.drop != "" {
+			i := -1
+			for k, c := range cols {
+				if strings.EqualFold(c.Name, op.drop) {
+					i = k
+				}
+			}
+			switch {
+			case i < 0:
+				return nil, fmt.Errorf("Column does not exists: %s", op.drop)
+			case i < len(old.Key):
+				return nil, fmt.Errorf("Can not drop key column %s: the emulator drops value columns only", cols[i].Name)
+			case slices.ContainsFunc(old.distKeys, func(k string) bool { return strings.EqualFold(k, op.drop) }):
+				return nil, fmt.Errorf("Can not drop column %s: it is a distribution column", cols[i].Name)
+			case slices.ContainsFunc(old.sortKeys, func(k string) bool { return strings.EqualFold(k, op.drop) }):
+				return nil, fmt.Errorf("Can not drop column %s: it is a sort key column", cols[i].Name)
+			case len(cols) == 1:
+				return nil, fmt.Errorf("Can not drop column %s: a table keeps at least one column", cols[i].Name)
+			}
+			cols = append(cols[:i:i], cols[i+1:]...)
+			src = append(src[:i:i], src[i+1:]...)
+			continue
+		}
+		c := *op.add
+		for _, x := range cols {
+			if strings.EqualFold(x.Name, c.Name) {
+				return nil, fmt.Errorf("Duplicate column name '%s'", c.Name)
+			}
+		}
+		if !c.Nullable && c.Default == nil {
+			return nil, fmt.Errorf("column '%s' is NOT NULL without a DEFAULT: the rows already in %s would have no value; give a DEFAULT or make it NULL", c.Name, old.Name)
+		}
+		pos := len(cols)
+		switch {
+		case op.first:
+			pos = 0
+		case op.after != "":
+			pos = -1
+			for k, x := range cols {
+				if strings.EqualFold(x.Name, op.after) {
+					pos = k + 1
+				}
+			}
+			if pos < 0 {
+				return nil, fmt.Errorf("Column does not exists: %s", op.after)
+			}
+		}
+		if pos < len(old.Key) {
+			return nil, fmt.Errorf("column '%s' would become a key column: the emulator adds value columns after the key columns %s", c.Name, strings.Join(old.Key, ", "))
+		}
+		cols = append(cols[:pos], append([]Column{c}, cols[pos:]...)...)
+		src = append(src[:pos], append([]int{-1}, src[pos:]...)...)
+	}
+	ns := *old
+	ns.Columns = cols
+	ns.Key = append([]string(nil), old.Key...)
+	ns.keyIdx = nil
+	ns.version++
+	if err := finishSchema(&ns); err != nil {
+		return nil, err
+	}
+	rows := newBtree()
+	t.rows.ascend(func(key string, vals []any) bool {
+		nv := make([]any, len(cols))
+		for i, from := range src {
+			if from >= 0 {
+				nv[i] = vals[from]
+				continue
+			}
+			if c := &ns.Columns[i]; c.DefaultCurrentTimestamp {
+				now := time.Now()
+				nv[i] = time.Date(now.Year(), now.Month(), now.Day(), now.Hour(), now.Minute(), now.Second(), 0, time.UTC)
+			} else {
+				nv[i] = c.defaultValue
+			}
+		}
+		rows.set(key, nv)
+		return true
+	})
+	return &tableState{schema: &ns, rows: rows, seq: t.seq}, nil
 }
 
 // withTable returns a copy of d with table name set to t (nil: removed).
@@ -303,12 +435,27 @@ func (d *dbState) withTable(name string, t *tableState) *dbState {
 // does not convert to the column type). Apply keeps the rows' Values slices (no copy) and may
 // normalise their elements to the storage types in place: callers must not modify them
 // afterwards.
-func (s *Store) Apply(changes []TableChange) error {
-	if len(changes) == 0 {
+func (s *Store) Apply(changes []TableChange) error { return s.ApplyWithMeta(changes, nil) }
+
+// ApplyWithMeta is Apply that also journals meta (the caller's facts about the change, such
+// as the transaction it commits) in the same record, so both survive a restart or neither.
+// Without a journal it is Apply; with one, a change with no rows still journals meta.
+func (s *Store) ApplyWithMeta(changes []TableChange, meta any) error {
+	if len(changes) == 0 && (meta == nil || s.journalless()) {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.applyLocked(changes, meta)
+}
+
+func (s *Store) journalless() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.journal == nil
+}
+
+func (s *Store) applyLocked(changes []TableChange, meta any) error {
 	old := s.snap()
 	next := &snapshot{version: old.version + 1, dbs: old.dbs}
 	dbCopied := map[string]bool{}
@@ -347,6 +494,10 @@ func (s *Store) Apply(changes []TableChange) error {
 			return fmt.Errorf("apply to %s.%s: %w", ch.DB, ch.Table, err)
 		}
 	}
+	// Durable before visible: a change whose record is not in the journal never shows.
+	if err := s.journalApplyLocked(next, changes, meta); err != nil {
+		return err
+	}
 	s.cur.Store(next)
 	return nil
 }
@@ -358,7 +509,7 @@ func (t *tableState) apply(rows []Row) error {
 	for i := range rows {
 		r := &rows[i]
 		if len(r.Values) != len(sc.Columns) {
-			return fmt.Errorf("row %d has %d values, table has %d columns", i, len(r.Values), len(sc.Columns))
+			return fmt.Errorf("row %d has %d values, table has %d columns: the table changed (ALTER TABLE) after the rows were loaded; load them again", i, len(r.Values), len(sc.Columns))
 		}
 		for c := range r.Values {
 			if r.Set != nil && c < len(r.Set) && !r.Set[c] && r.Values[c] == nil {
@@ -380,6 +531,14 @@ func (t *tableState) apply(rows []Row) error {
 		key := string(kb)
 		if sc.KeyType == PrimaryKey && r.Op == OpDelete {
 			t.rows.delete(key)
+			continue
+		}
+		if sc.KeyType == AggregateKey {
+			vals := r.Values
+			if prev, ok := t.rows.get(key); ok {
+				vals = aggregate(sc, prev, vals)
+			}
+			t.rows.set(key, vals)
 			continue
 		}
 		vals := r.Values
@@ -455,4 +614,72 @@ func tableDB(qualifier, table, current string) (string, error) {
 		return "", fmt.Errorf("No database selected: qualify the table as db.%s or run USE db first", table)
 	}
 	return current, nil
+}
+
+// Tables lists the table names of a database in the current snapshot.
+func (s *Store) Tables(db string) []string {
+	d, ok := s.snap().db(db)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(d.tables))
+	for _, t := range d.tables {
+		out = append(out, t.schema.Name)
+	}
+	return out
+}
+
+// aggregate merges a loaded row into the stored row with the same key of an AGGREGATE KEY
+// table: SUM adds (NULL adds nothing), MAX and MIN keep the extreme (NULL is no value),
+// REPLACE takes the new value, REPLACE_IF_NOT_NULL the new value unless it is NULL.
+func aggregate(sc *TableSchema, prev, next []any) []any {
+	out := make([]any, len(next))
+	copy(out, next)
+	for i := len(sc.Key); i < len(sc.Columns); i++ {
+		c := &sc.Columns[i]
+		a, b := prev[i], next[i]
+		switch c.Agg {
+		case AggSum:
+			switch {
+			case b == nil:
+				out[i] = a
+			case a != nil:
+				out[i] = addValues(a, b)
+			}
+		case AggMax, AggMin:
+			switch {
+			case b == nil:
+				out[i] = a
+			case a == nil:
+			case c.Agg == AggMax && compareValues(a, b) > 0, c.Agg == AggMin && compareValues(a, b) < 0:
+				out[i] = a
+			}
+		case AggReplaceIfNotNull:
+			if b == nil {
+				out[i] = a
+			}
+		}
+	}
+	return out
+}
+
+// addValues adds two values of one numeric storage type (integer sums wrap as the BE's do).
+func addValues(a, b any) any {
+	switch x := a.(type) {
+	case int8:
+		return x + b.(int8)
+	case int16:
+		return x + b.(int16)
+	case int32:
+		return x + b.(int32)
+	case int64:
+		return x + b.(int64)
+	case float32:
+		return x + b.(float32)
+	case float64:
+		return x + b.(float64)
+	case decimal.Decimal:
+		return x.Add(b.(decimal.Decimal))
+	}
+	return b
 }

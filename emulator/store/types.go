@@ -39,6 +39,7 @@ const (
 	DuplicateKey KeyType = iota
 	PrimaryKey
 	UniqueKey
+	AggregateKey
 )
 
 func (k KeyType) String() string {
@@ -47,10 +48,30 @@ func (k KeyType) String() string {
 		return "PRIMARY KEY"
 	case UniqueKey:
 		return "UNIQUE KEY"
+	case AggregateKey:
+		return "AGGREGATE KEY"
 	default:
 		return "DUPLICATE KEY"
 	}
 }
+
+// AggType is the aggregation of a value column of an AGGREGATE KEY table: how a loaded row
+// merges into the stored row with the same key.
+type AggType int
+
+// The supported aggregations.
+const (
+	AggNone AggType = iota
+	AggSum
+	AggMax
+	AggMin
+	AggReplace
+	AggReplaceIfNotNull
+)
+
+var aggNames = map[AggType]string{AggSum: "SUM", AggMax: "MAX", AggMin: "MIN", AggReplace: "REPLACE", AggReplaceIfNotNull: "REPLACE_IF_NOT_NULL"}
+
+func (a AggType) String() string { return aggNames[a] }
 
 // ColumnType is a column's StarRocks type family; Column carries the parameters.
 type ColumnType int
@@ -72,13 +93,15 @@ const (
 	TypeDate
 	TypeDatetime
 	TypeJSON
+	TypeArray // Column.Elem
+	TypeMap   // Column.MapKey, Column.Elem (the value)
 )
 
 var typeNames = map[ColumnType]string{
 	TypeTinyInt: "TINYINT", TypeSmallInt: "SMALLINT", TypeInt: "INT", TypeBigInt: "BIGINT",
 	TypeLargeInt: "LARGEINT", TypeDecimal: "DECIMAL", TypeFloat: "FLOAT", TypeDouble: "DOUBLE",
 	TypeBoolean: "BOOLEAN", TypeChar: "CHAR", TypeVarchar: "VARCHAR", TypeString: "STRING",
-	TypeDate: "DATE", TypeDatetime: "DATETIME", TypeJSON: "JSON",
+	TypeDate: "DATE", TypeDatetime: "DATETIME", TypeJSON: "JSON", TypeArray: "ARRAY", TypeMap: "MAP",
 }
 
 func (t ColumnType) String() string {
@@ -100,21 +123,33 @@ type Column struct {
 	Precision, Scale        int // DECIMAL
 	Length                  int // CHAR / VARCHAR, in bytes
 	Comment                 string
+	// Agg is the aggregation of a value column of an AGGREGATE KEY table.
+	Agg AggType
+	// Elem is an ARRAY's element type or a MAP's value type; MapKey a MAP's key type.
+	Elem, MapKey *Column
 
 	defaultValue any // Default converted to the column type (nil = NULL)
 }
 
-// SQLType renders the column type in StarRocks syntax, e.g. "DECIMAL(10,2)" or "VARCHAR(32)".
+// SQLType renders the column type in StarRocks syntax, e.g. "DECIMAL(10,2)", "VARCHAR(32)"
+// or "ARRAY<INT>".
 func (c Column) SQLType() string {
 	switch c.Type {
 	case TypeDecimal:
 		return fmt.Sprintf("DECIMAL(%d,%d)", c.Precision, c.Scale)
 	case TypeChar, TypeVarchar:
 		return fmt.Sprintf("%s(%d)", c.Type, c.Length)
+	case TypeArray:
+		return "ARRAY<" + c.Elem.SQLType() + ">"
+	case TypeMap:
+		return "MAP<" + c.MapKey.SQLType() + "," + c.Elem.SQLType() + ">"
 	default:
 		return c.Type.String()
 	}
 }
+
+// complex reports whether the column is an ARRAY or a MAP.
+func (c *Column) complex() bool { return c.Type == TypeArray || c.Type == TypeMap }
 
 // TableSchema is a table's definition.
 type TableSchema struct {
@@ -126,6 +161,8 @@ type TableSchema struct {
 
 	keyIdx []int          // column indexes of Key
 	byName map[string]int // lower-case and exact column name -> index
+	// version counts the schema changes (ALTER TABLE) of the table, for caches keyed by ID.
+	version int
 
 	// physical clauses, kept for information_schema.tables_config
 	distType   string // HASH or RANDOM
@@ -133,6 +170,7 @@ type TableSchema struct {
 	buckets    int
 	sortKeys   []string
 	properties [][2]string
+	comment    string
 }
 
 // ColumnIndex returns the index of the named column (case-insensitive), or -1.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
@@ -17,6 +16,7 @@ import (
 
 type whereKey struct {
 	tableID int64
+	version int
 	where   string
 }
 
@@ -25,11 +25,11 @@ type whereFunc func(vals []any) (bool, error)
 var whereCache sync.Map // whereKey -> whereFunc
 
 func (s *Store) compileWhere(sc *TableSchema, where string) (whereFunc, error) {
-	key := whereKey{sc.ID, where}
+	key := whereKey{sc.ID, sc.version, where}
 	if f, ok := whereCache.Load(key); ok {
 		return f.(whereFunc), nil
 	}
-	engine := sqle.NewDefault(&sqlBridge{store: s})
+	engine := newEngine(&sqlBridge{store: s})
 	ctx := sql.NewContext(context.Background())
 	ctx.SetCurrentDatabase(sc.DB)
 	node, err := engine.AnalyzeQuery(ctx, fmt.Sprintf("SELECT * FROM `%s`.`%s` WHERE %s", sc.DB, sc.Name, where))

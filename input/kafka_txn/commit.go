@@ -108,6 +108,7 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 		if t.off > t.ps.lastCommitted {
 			t.ps.lastCommitted = t.off
 			in.m.committedOffset.Set(t.off, t.ps.topic, t.ps.label)
+			in.updateLagLocked(t.ps)
 		}
 	}
 	in.mu.Unlock()
@@ -142,6 +143,7 @@ func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
 		if err := in.commit(cctx, cl, nil); err != nil && ctx.Err() == nil && in.logDue("commit:"+err.Error()) {
 			in.log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, in.conf.commitPeriod, kafka.LogInterval)
 		}
+		in.refreshPausedHWM(cctx, cl)
 		cancel()
 	}
 }

@@ -3,7 +3,6 @@ package kafka_txn
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,7 +99,9 @@ writes after the fence) and every record header as a string.
 next offset to deliver), `+"`kafka_txn_in_flight`"+` (gauge: unacknowledged
 messages per partition), `+"`kafka_txn_commits`"+` and
 `+"`kafka_txn_commit_errors`"+` (offset commits), `+"`kafka_txn_committed_offset`"+`
-(gauge per partition), `+"`kafka_txn_paused`"+` (gauge: 1 while fetching is paused
+(gauge per partition), `+"`kafka_txn_committed_lag`"+` (gauge per partition: high
+watermark minus the offset committed to the group, what a restart would read
+again; it keeps rising while a partition is stalled), `+"`kafka_txn_paused`"+` (gauge: 1 while fetching is paused
 at the checkpoint limit), `+"`kafka_txn_checkpoint_stalls`"+`, `+"`kafka_txn_nacks`"+`,
 `+"`kafka_txn_fences`"+` and `+"`kafka_txn_unmatched_partition_keys`"+` (keys of
 `+"`starrocks_partition`"+` used downstream that match no partition the input
@@ -113,61 +114,84 @@ also warned about once).`).
 				Description("Topics to consume. Every topic must exist: the input refuses to start on an unknown topic.").
 				Example([]string{"shop.cdc"}),
 			service.NewStringField(fieldConsumerGroup).
-				Description("The consumer group. Partitions are shared among the members of the group, and offsets are committed to it."),
+				Description("The consumer group. Partitions are shared among the members of the group, and offsets are committed to it.").
+				Example("starrocks-loader").
+				Example("${KAFKA_GROUP:shop-cdc-to-starrocks}"),
 			kafka.ClientIDField(),
 			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
 				isolationReadCommitted:   "Only records of committed producer transactions are delivered; an open transaction holds its partition at the last stable offset.",
 				isolationReadUncommitted: "Every record is delivered, including those of aborted and still-open producer transactions.",
 			}).
 				Description("Which records of transactional producers are read.").
-				Default(isolationReadCommitted),
+				Default(isolationReadCommitted).
+				Example(isolationReadUncommitted),
 			service.NewBoolField(fieldStartFromOldest).
 				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
-				Default(true),
+				Default(true).
+				Example(false),
 			service.NewIntField(fieldCheckpointLimit).
 				Description("The maximum number of delivered but unacknowledged messages per partition. Must be larger than the largest source transaction (in messages) when the output holds acknowledgements until a transaction commits, or the partition stalls.").
 				Default(defaultCheckpointLimit).
-				LintRule(`root = if this < 1 { ["checkpoint_limit must be at least 1"] }`),
+				Example(20000).
+				LintRule(kafka.IntRangeLintRule(fieldCheckpointLimit, 1, 0)),
 			service.NewDurationField(fieldCheckpointStallTimeout).
 				Description("How long a partition may sit at `checkpoint_limit` with no acknowledgement before an error naming `checkpoint_limit` is logged (and repeated at this period).").
 				Default(defaultCheckpointStallTimeout).
+				Example("2m").
+				LintRule(kafka.DurationLintRule(fieldCheckpointStallTimeout)).
 				Advanced(),
 			service.NewDurationField(fieldCommitPeriod).
 				Description("How often committable offsets are committed to the consumer group. Offsets are also committed on revoke and on close.").
-				Default(defaultCommitPeriod),
+				Default(defaultCommitPeriod).
+				Example("5s").
+				LintRule(kafka.DurationLintRule(fieldCommitPeriod)),
 			service.NewDurationField(fieldRevokeTimeout).
 				Description("How long a revoke waits for the output to fence the partition (and for commits already in flight) before the offset commit. Must be below `rebalance_timeout`; the commit itself gets the rest of the rebalance timeout.").
-				Default(defaultRevokeTimeout),
+				Default(defaultRevokeTimeout).
+				Example("20s").
+				LintRule(kafka.DurationLintRule(fieldRevokeTimeout)),
 			service.NewDurationField(fieldSessionTimeout).
 				Description("The group session timeout: a member that sends no heartbeat for this long is removed from the group.").
 				Default(defaultSessionTimeout).
+				Example("30s").
+				LintRule(kafka.DurationLintRule(fieldSessionTimeout)).
 				Advanced(),
 			service.NewDurationField(fieldRebalanceTimeout).
 				Description("How long members may take to finish revoking partitions during a rebalance.").
 				Default(defaultRebalanceTimeout).
+				Example("2m").
+				LintRule(kafka.DurationLintRule(fieldRebalanceTimeout)).
 				Advanced(),
 			service.NewDurationField(fieldHeartbeatInterval).
 				Description("How often the member sends heartbeats; at most a third of `session_timeout`.").
 				Default(defaultHeartbeatInterval).
+				Example("1s").
+				LintRule(kafka.DurationLintRule(fieldHeartbeatInterval)).
 				Advanced(),
 			service.NewDurationField(fieldFetchMaxWait).
 				Description("How long a broker may wait for new records before answering a fetch.").
 				Default(defaultFetchMaxWait).
+				Example("100ms").
+				LintRule(kafka.DurationLintRule(fieldFetchMaxWait)).
 				Advanced(),
 			service.NewBoolField(fieldStartAfterProgress).
 				Description("When the `starrocks_txn` output runs with `semantic: exactly_once`, start a newly assigned partition after the output's durable progress (the offset through which StarRocks holds the partition's source transactions) when that is ahead of the group's committed offset. An optimisation only: the output drops such replays itself; turning it off re-reads them (useful to test that).").
 				Default(true).
+				Example(false).
 				Advanced(),
 			service.NewStringField(fieldFetchMaxPartitionBytes).
 				Description("The maximum number of bytes fetched from one partition per request.").
 				Default(defaultFetchMaxPartitionBytes).
+				Example("4MiB").
+				Example("512KiB").
+				LintRule(kafka.ByteSizeLintRule(fieldFetchMaxPartitionBytes)).
 				Advanced(),
 			service.NewBatchPolicyField(fieldBatching).
 				Description(`How records are grouped into batches. The policy applies per partition, so a batch never mixes partitions. End batches at source-transaction ends with a `+"`check`"+` (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`) plus a `+"`count`"+` cap and a `+"`period`"+`. With no policy a batch holds what was fetched for one partition.`),
 			kafka.TLSField(),
 			kafka.SASLField(),
 		).
-		LintRule(`root = if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { ["revoke_timeout must be below rebalance_timeout"] }`).
+		LintRule(revokeLintRule).
 		Example("Production CDC pipeline", "Reads source transactions in the envelope format, ends batches at transaction ends, and leaves offset commits to the starrocks_txn output's committed boundaries.", `
 input:
   kafka_txn:
@@ -183,6 +207,18 @@ input:
       check: this.type == "TXN_END"
 `)
 }
+
+// revokeBelowRebalanceMsg is the start-time error and the lint text when
+// revoke_timeout is not below rebalance_timeout.
+const revokeBelowRebalanceMsg = "revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member"
+
+// revokeLintRule reports revoke_timeout >= rebalance_timeout with the
+// constructor's text (durations written as Go writes them). A value that
+// does not parse is the field rule's to report.
+var revokeLintRule = fmt.Sprintf(`let rv = this.revoke_timeout.or(%[1]q).string().trim().parse_duration().catch(null)
+let rb = this.rebalance_timeout.or(%[2]q).string().trim().parse_duration().catch(null)
+root = if $rv != null && $rb != null && $rv >= $rb { [ %[3]q.format(%[4]s, %[5]s) ] }`,
+	defaultRevokeTimeout, defaultRebalanceTimeout, revokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"))
 
 type inputConfig struct {
 	client                 kafka.ClientConfig
@@ -245,89 +281,42 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
 		return
 	}
-	if c.checkpointLimit < 1 {
-		err = fmt.Errorf("checkpoint_limit must be at least 1, got %d", c.checkpointLimit)
+	if err = kafka.IntRangeError(fieldCheckpointLimit, c.checkpointLimit, 1, 0); err != nil {
 		return
 	}
-	if c.checkpointStallTimeout, err = durationField(conf, fieldCheckpointStallTimeout); err != nil {
+	if c.checkpointStallTimeout, err = kafka.DurationField(conf, fieldCheckpointStallTimeout); err != nil {
 		return
 	}
-	if c.commitPeriod, err = durationField(conf, fieldCommitPeriod); err != nil {
+	if c.commitPeriod, err = kafka.DurationField(conf, fieldCommitPeriod); err != nil {
 		return
 	}
-	if c.revokeTimeout, err = durationField(conf, fieldRevokeTimeout); err != nil {
+	if c.revokeTimeout, err = kafka.DurationField(conf, fieldRevokeTimeout); err != nil {
 		return
 	}
-	if c.sessionTimeout, err = durationField(conf, fieldSessionTimeout); err != nil {
+	if c.sessionTimeout, err = kafka.DurationField(conf, fieldSessionTimeout); err != nil {
 		return
 	}
-	if c.rebalanceTimeout, err = durationField(conf, fieldRebalanceTimeout); err != nil {
+	if c.rebalanceTimeout, err = kafka.DurationField(conf, fieldRebalanceTimeout); err != nil {
 		return
 	}
-	if c.heartbeatInterval, err = durationField(conf, fieldHeartbeatInterval); err != nil {
+	if c.heartbeatInterval, err = kafka.DurationField(conf, fieldHeartbeatInterval); err != nil {
 		return
 	}
-	if c.fetchMaxWait, err = durationField(conf, fieldFetchMaxWait); err != nil {
+	if c.fetchMaxWait, err = kafka.DurationField(conf, fieldFetchMaxWait); err != nil {
 		return
 	}
 	if c.revokeTimeout >= c.rebalanceTimeout {
-		err = fmt.Errorf("revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member", c.revokeTimeout, c.rebalanceTimeout)
+		err = fmt.Errorf(revokeBelowRebalanceMsg, c.revokeTimeout, c.rebalanceTimeout)
 		return
 	}
-	var fmpb string
 	if c.startAfterProgress, err = conf.FieldBool(fieldStartAfterProgress); err != nil {
 		return
 	}
-	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
-		return
-	}
-	if c.fetchMaxPartitionBytes, err = parseBytes(fmpb); err != nil {
-		err = fmt.Errorf("parsing fetch_max_partition_bytes: %w", err)
+	if c.fetchMaxPartitionBytes, err = kafka.ByteSizeField(conf, fieldFetchMaxPartitionBytes); err != nil {
 		return
 	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
 		return
 	}
 	return
-}
-
-func durationField(conf *service.ParsedConfig, name string) (time.Duration, error) {
-	d, err := conf.FieldDuration(name)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%s must be positive, got %s", name, d)
-	}
-	return d, nil
-}
-
-// parseBytes reads a size such as 1048576, 512KiB, 1MiB or 1MB.
-func parseBytes(s string) (int32, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-		{"B", 1},
-	}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			mult = u.mult
-			s = strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 1MiB)", s)
-	}
-	n *= mult
-	if n > 1<<30 {
-		return 0, fmt.Errorf("%d bytes is above the 1GiB maximum", n)
-	}
-	return int32(n), nil
 }

@@ -21,8 +21,8 @@ func TestConfigLintAndValidation(t *testing.T) {
 		name, extra, lint string
 	}{
 		{"defaults", "", ""},
-		{"revoke_timeout equal to rebalance_timeout", "  revoke_timeout: 60s\n", "revoke_timeout must be below rebalance_timeout"},
-		{"short rebalance_timeout", "  rebalance_timeout: 10s\n", "revoke_timeout must be below rebalance_timeout"},
+		{"revoke_timeout equal to rebalance_timeout", "  revoke_timeout: 60s\n", "revoke_timeout (1m0s) must be below rebalance_timeout (1m0s)"},
+		{"short rebalance_timeout", "  rebalance_timeout: 10s\n", "revoke_timeout (30s) must be below rebalance_timeout (10s)"},
 		{"both set and fine", "  revoke_timeout: 5s\n  rebalance_timeout: 10s\n", ""},
 		{"checkpoint_limit zero", "  checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
 		{"unknown isolation level", "  isolation_level: serializable\n", "serializable"},
@@ -63,14 +63,45 @@ func TestConfigLintAndValidation(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
 	})
+}
 
-	t.Run("byte sizes", func(t *testing.T) {
-		for in, want := range map[string]int32{"1048576": 1 << 20, "512KiB": 512 << 10, "1MiB": 1 << 20, "2MB": 2000000} {
-			got, err := parseBytes(in)
-			require.NoError(t, err)
-			assert.Equal(t, want, got, in)
+// TestLintSaysWhatStartSays: every value the constructor refuses is a lint
+// error with the same text, so `lint` catches what the start would.
+func TestLintSaysWhatStartSays(t *testing.T) {
+	linter := service.NewEnvironment().NewComponentConfigLinter()
+	const required = "topics: [ cdc ]\nconsumer_group: g\n"
+	const brokers = "seed_brokers: [ localhost:9092 ]\n"
+	for _, yaml := range []string{
+		"seed_brokers: []\n" + required,
+		"seed_brokers: [ \" , \" ]\n" + required,
+		"seed_brokers: [ \"user:pw@b:9092\" ]\n" + required,
+		brokers + required + "commit_period: 1\n",
+		brokers + required + "checkpoint_stall_timeout: soon\n",
+		brokers + required + "session_timeout: 0s\n",
+		brokers + required + "heartbeat_interval: -3s\n",
+		brokers + required + "fetch_max_wait: 500\n",
+		brokers + required + "checkpoint_limit: 0\n",
+		brokers + required + "checkpoint_limit: -5\n",
+		brokers + required + "fetch_max_partition_bytes: lots\n",
+		brokers + required + "fetch_max_partition_bytes: 2GiB\n",
+		brokers + required + "revoke_timeout: 60s\n",
+		brokers + required + "revoke_timeout: 90s\nrebalance_timeout: 1m30s\n",
+		brokers + required + "revoke_timeout: 1500ms\nrebalance_timeout: 1s\n",
+		brokers + required + "revoke_timeout: 2h\nrebalance_timeout: 1h59m59.5s\n",
+	} {
+		var lintText []string
+		lints, err := linter.LintInputYAML([]byte("kafka_txn:\n" + indent(yaml)))
+		require.NoError(t, err)
+		for _, l := range lints {
+			lintText = append(lintText, l.What)
 		}
-	})
+		conf, err := ConfigSpec().ParseYAML(yaml, nil)
+		require.NoError(t, err, yaml)
+		_, startErr := New(conf, service.MockResources())
+		require.Error(t, startErr, yaml)
+		require.Len(t, lintText, 1, "%s: %v", yaml, lintText)
+		assert.Equal(t, startErr.Error(), lintText[0], yaml)
+	}
 }
 
 // TestReadmeDocumentsEveryField lints the README's full configuration block
@@ -105,4 +136,21 @@ func TestReadmeDocumentsEveryField(t *testing.T) {
 		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
 		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
 	}
+}
+
+// TestEveryFieldHasAnExample: each field this project defines shows an
+// example in the docs. The children of the tls and batching blocks are
+// Benthos's own (its TLS and batch policy fields) and cannot take one.
+func TestEveryFieldHasAnExample(t *testing.T) {
+	spec, ok := service.NewEnvironment().GetInputConfig(Name)
+	require.True(t, ok)
+	data, err := spec.TemplateData()
+	require.NoError(t, err)
+	var missing []string
+	for _, f := range data.Fields {
+		if len(f.Examples) == 0 && !strings.HasPrefix(f.FullName, "tls.") && !strings.HasPrefix(f.FullName, "batching.") {
+			missing = append(missing, f.FullName)
+		}
+	}
+	assert.Empty(t, missing, "fields without an example")
 }

@@ -72,9 +72,13 @@ type Input struct {
 	loops  sync.WaitGroup
 	closed bool
 	parts  map[string]*partState
-	order  []string
-	rr     int
-	notify chan struct{}
+	// groupOffsets are the group's committed offsets as fetched at the last
+	// assignment of each assigned partition (the base of the committed lag
+	// until this input commits).
+	groupOffsets map[string]int64
+	order        []string
+	rr           int
+	notify       chan struct{}
 
 	// logLim rate-limits repeating fetch and commit errors and franz-go's
 	// own warnings.
@@ -102,14 +106,15 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		_ = b.Close(context.Background())
 	}
 	in := &Input{
-		conf:   c,
-		mgr:    mgr,
-		log:    mgr.Logger(),
-		reg:    registry.Get(mgr),
-		m:      newInputMetrics(mgr.Metrics()),
-		parts:  map[string]*partState{},
-		notify: make(chan struct{}),
-		logLim: kafka.NewLogLimiter(kafka.LogInterval),
+		conf:         c,
+		mgr:          mgr,
+		log:          mgr.Logger(),
+		reg:          registry.Get(mgr),
+		m:            newInputMetrics(mgr.Metrics()),
+		parts:        map[string]*partState{},
+		groupOffsets: map[string]int64{},
+		notify:       make(chan struct{}),
+		logLim:       kafka.NewLogLimiter(kafka.LogInterval),
 	}
 	in.reg.OnCommitted(in.onCommitted)
 	in.reg.OnUnclaimed(in.onUnclaimed)

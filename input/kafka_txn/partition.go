@@ -39,7 +39,8 @@ type partState struct {
 	deliveredNext int64 // offset after the last delivered record
 	ackedNext     int64 // offset after the contiguous acknowledged prefix
 	committedThru int64 // END offset the output published as committed
-	lastCommitted int64 // last offset committed to the group
+	lastCommitted int64 // last offset committed to the group by this assignment
+	groupOffset   int64 // the group's committed offset when it was assigned
 	hwm           int64
 
 	failed   error // set by a nack: the partition is stopped
@@ -72,4 +73,23 @@ func (ps *partState) commitTarget(tracking bool) int64 {
 		t = ps.failedAt
 	}
 	return t
+}
+
+// committedLag is the high watermark minus the offset committed to the group
+// (by this assignment, else the group's offset at assignment, else, with
+// neither, the first offset fetched): what a restart would read again.
+// Transaction markers count. It rises while a partition is stalled, however
+// it stalls. ok is false until both ends are known.
+func (ps *partState) committedLag() (int64, bool) {
+	base := ps.lastCommitted
+	if base < 0 {
+		base = ps.groupOffset
+	}
+	if base < 0 {
+		base = ps.firstOffset
+	}
+	if ps.hwm < 0 || base < 0 {
+		return 0, false
+	}
+	return max(ps.hwm-base, 0), true
 }

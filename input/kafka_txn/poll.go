@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
@@ -31,11 +32,50 @@ func (in *Input) updatePauseLocked(ps *partState) {
 	}
 }
 
-// updateLagLocked publishes the partition's lag gauge.
+// updateLagLocked publishes the partition's lag gauges.
 func (in *Input) updateLagLocked(ps *partState) {
 	if lag, ok := ps.lag(); ok {
 		in.m.lag.Set(lag, ps.topic, ps.label)
 	}
+	if lag, ok := ps.committedLag(); ok {
+		in.m.committedLag.Set(lag, ps.topic, ps.label)
+	}
+}
+
+// refreshPausedHWM reads the high watermarks of paused partitions: no fetch
+// reports them while fetching is paused, and the lag gauges must keep rising
+// while a partition is stalled at checkpoint_limit or by a nack.
+func (in *Input) refreshPausedHWM(ctx context.Context, cl *kgo.Client) {
+	in.mu.Lock()
+	seen := map[string]bool{}
+	var topics []string
+	for _, ps := range in.parts {
+		if ps.paused && !ps.revoking && !seen[ps.topic] {
+			seen[ps.topic] = true
+			topics = append(topics, ps.topic)
+		}
+	}
+	in.mu.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		if ctx.Err() == nil && in.logDue("hwm:"+err.Error()) {
+			in.log.Debugf("Reading the high watermarks of paused partitions: %v", err)
+		}
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ends.Each(func(o kadm.ListedOffset) {
+		ps := in.parts[contract.KafkaPartition(o.Topic, o.Partition)]
+		if o.Err != nil || ps == nil || !ps.paused || ps.revoking || o.Offset <= ps.hwm {
+			return
+		}
+		ps.hwm = o.Offset
+		in.updateLagLocked(ps)
+	})
 }
 
 // pollLoop fetches records and spreads them over the partitions' queues,

@@ -38,8 +38,12 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 			ps := &partState{
 				topic: topic, part: p, id: id, label: strconv.Itoa(int(p)),
 				firstOffset: -1, nextFetch: -1, deliveredNext: -1, ackedNext: -1,
-				committedThru: -1, lastCommitted: -1, hwm: -1, failedAt: -1,
+				committedThru: -1, lastCommitted: -1, groupOffset: -1, hwm: -1, failedAt: -1,
 			}
+			if off, ok := in.groupOffsets[id]; ok {
+				ps.groupOffset = off
+			}
+			in.m.initPartition(ps)
 			if !in.conf.batching.IsNoop() {
 				b, err := in.conf.batching.NewBatcher(in.mgr)
 				if err != nil {
@@ -75,6 +79,21 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 // committed offset, so that a crash between a StarRocks commit and the next
 // offset commit re-reads nothing. Without progress the group offset stands.
 func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	in.mu.Lock()
+	for topic, parts := range offsets {
+		for p, o := range parts {
+			// A partition without a committed offset has the reset offset
+			// here, negative.
+			if off := o.EpochOffset().Offset; off >= 0 {
+				id := contract.KafkaPartition(topic, p)
+				in.groupOffsets[id] = off
+				if ps := in.parts[id]; ps != nil {
+					ps.groupOffset = off
+				}
+			}
+		}
+	}
+	in.mu.Unlock()
 	if !in.conf.startAfterProgress {
 		return offsets, nil
 	}
@@ -195,7 +214,9 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 		in.m.inFlight.Set(0, ps.topic, ps.label)
 		in.m.paused.Set(0, ps.topic, ps.label)
 		in.m.lag.Set(0, ps.topic, ps.label)
+		in.m.committedLag.Set(0, ps.topic, ps.label)
 		delete(in.parts, id)
+		delete(in.groupOffsets, id)
 		if ps.paused && in.cl != nil {
 			in.cl.ResumeFetchPartitions(map[string][]int32{ps.topic: {ps.part}})
 		}

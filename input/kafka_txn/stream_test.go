@@ -147,6 +147,11 @@ func TestStreamEndToEnd(t *testing.T) {
 	inFlight, ok := metrics.get("kafka_txn_in_flight{,root.input,cdc,1}")
 	assert.True(t, ok)
 	assert.Zero(t, inFlight)
+	// Committed through offset 10, the high watermark is 11: the marker.
+	assert.Eventually(t, func() bool {
+		v, ok := metrics.get("kafka_txn_committed_lag{,root.input,cdc,0}")
+		return ok && v == 1
+	}, 5*time.Second, 20*time.Millisecond, "kafka_txn_committed_lag of partition 0 is 1")
 }
 
 func indent(s string) string {

@@ -2,6 +2,12 @@
 // processor (or a hand-written mapping) tells the starrocks_txn output where
 // source transactions begin and end. It is a public API: the keys and their
 // formats are documented in the README and must not change without notice.
+//
+// The string keys are the contract. Write (and a Writer, one per assembler)
+// also stores a typed copy under KeyTyped; Parse reads that first, after
+// checking that the string keys still hold what was written with it, and
+// Parsed.Row tells the output what the assembler already checked about a
+// row body. Parse also says which keys were present and which malformed.
 package contract
 
 import (
@@ -87,34 +93,16 @@ func (m *Meta) HasContract() bool {
 // ErrBadContract wraps every parse error of Read.
 var ErrBadContract = errors.New("invalid starrocks metadata")
 
-// Read extracts the contract from a message's metadata.
+// Read extracts the contract from a message's metadata. On a malformed value
+// it returns the first error (in the order end, abort, marker, seq, offset,
+// epoch) with the values read before it; Parse reads everything and says
+// which keys were present and which malformed.
 func Read(msg *service.Message) (Meta, error) {
-	var m Meta
-	m.Partition, _ = msg.MetaGet(KeyPartition)
-	m.Database, _ = msg.MetaGet(KeyDatabase)
-	m.Table, _ = msg.MetaGet(KeyTable)
-	m.TxnID, _ = msg.MetaGet(KeyTxnID)
-	m.SeqSource, _ = msg.MetaGet(KeySeqSource)
-	var err error
-	if m.TxnEnd, err = readBool(msg, KeyTxnEnd); err != nil {
-		return m, err
+	p := Parse(msg)
+	if p.Err == nil {
+		return p.Meta, nil
 	}
-	if m.TxnAbort, err = readBool(msg, KeyTxnAbort); err != nil {
-		return m, err
-	}
-	if m.Marker, err = readBool(msg, KeyMarker); err != nil {
-		return m, err
-	}
-	if m.Seq, m.HasSeq, err = readInt(msg, KeySeq); err != nil {
-		return m, err
-	}
-	if m.SourceOffset, m.HasOffset, err = readInt(msg, KeySourceOffset); err != nil {
-		return m, err
-	}
-	if m.Epoch, m.HasEpoch, err = ReadEpoch(msg); err != nil {
-		return m, err
-	}
-	return m, nil
+	return p.readPrefix(), p.Err
 }
 
 // ReadEpoch reads the optional KeyPartitionEpoch of a message.
@@ -129,47 +117,12 @@ func ReadEpoch(msg *service.Message) (uint64, bool, error) {
 	return uint64(n), ok, nil
 }
 
-// Write stamps the contract onto a message. Empty strings and false flags are
-// removed so that a copied message never carries a stale value.
+// Write stamps the contract onto a message: every string key, and the typed
+// value under KeyTyped that Parse reads first. Empty strings and false flags
+// are removed so that a copied message never carries a stale value. A
+// Writer does the same with fewer allocations; use one per assembler.
 func Write(msg *service.Message, m Meta) {
-	setOrDelete(msg, KeyPartition, m.Partition)
-	setOrDelete(msg, KeyDatabase, m.Database)
-	setOrDelete(msg, KeyTable, m.Table)
-	setOrDelete(msg, KeyTxnID, m.TxnID)
-	setOrDelete(msg, KeySeqSource, m.SeqSource)
-	setOrDelete(msg, KeyTxnEnd, boolString(m.TxnEnd))
-	setOrDelete(msg, KeyTxnAbort, boolString(m.TxnAbort))
-	setOrDelete(msg, KeyMarker, boolString(m.Marker))
-	if m.HasSeq {
-		msg.MetaSetMut(KeySeq, strconv.FormatInt(m.Seq, 10))
-	} else {
-		msg.MetaDelete(KeySeq)
-	}
-	if m.HasOffset {
-		msg.MetaSetMut(KeySourceOffset, strconv.FormatInt(m.SourceOffset, 10))
-	} else {
-		msg.MetaDelete(KeySourceOffset)
-	}
-	if m.HasEpoch {
-		msg.MetaSetMut(KeyPartitionEpoch, strconv.FormatUint(m.Epoch, 10))
-	} else {
-		msg.MetaDelete(KeyPartitionEpoch)
-	}
-}
-
-func setOrDelete(msg *service.Message, key, v string) {
-	if v == "" {
-		msg.MetaDelete(key)
-		return
-	}
-	msg.MetaSetMut(key, v)
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return ""
+	write(nil, msg, m, nil, false)
 }
 
 func readBool(msg *service.Message, key string) (bool, error) {

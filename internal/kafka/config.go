@@ -12,11 +12,13 @@ package kafka
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // Field names of the connection settings, the same in every Kafka component
@@ -43,26 +45,44 @@ const (
 // DefaultClientID is the default of client_id.
 const DefaultClientID = "benthos"
 
-const errNoSeedBrokersText = "seed_brokers must name at least one broker"
+const (
+	errNoSeedBrokersText = "seed_brokers must name at least one broker"
+	errCredentialsText   = "seed_brokers entry %q: credentials in a broker address are not allowed; give host:port and set sasl instead"
+	errSchemeText        = "seed_brokers entry %q: a broker address is host:port, without a scheme; set tls to encrypt"
+)
+
+// seedBrokersLintRule reports, with ParseSeedBrokers's texts, a list that
+// names no broker and each address with credentials or a scheme. Benthos
+// runs a list field's rule on the list and on each element: the list is
+// checked for emptiness, an element for its addresses.
+var seedBrokersLintRule = fmt.Sprintf(`root = if this.type() == "array" {
+  if this.map_each(b -> b.string().split(",").map_each(s -> s.trim()).filter(s -> s != "")).flatten().length() == 0 { [ %q ] }
+} else {
+  this.string().split(",").map_each(s -> s.trim()).filter(s -> s.contains("@") || s.contains("://")).map_each(s -> if s.contains("@") { %q.format(s.re_replace_all(%q, "$1")) } else { %q.format(s) })
+}`, errNoSeedBrokersText, errCredentialsText, redact.UserinfoExpr, errSchemeText)
 
 // SeedBrokersField is the seed_brokers field.
 func SeedBrokersField() *service.ConfigField {
 	return service.NewStringListField(FieldSeedBrokers).
 		Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
 		Example([]string{"localhost:9092"}).
-		Example([]string{"broker-1:9092", "broker-2:9092"})
+		Example([]string{"broker-1:9092", "broker-2:9092"}).
+		LintRule(seedBrokersLintRule)
 }
 
 // ClientIDField is the client_id field.
 func ClientIDField() *service.ConfigField {
 	return service.NewStringField(FieldClientID).
 		Description("The client ID sent to the brokers.").
-		Default(DefaultClientID)
+		Default(DefaultClientID).
+		Example("shop-cdc-loader")
 }
 
 // TLSField is the standard Benthos TLS block, off by default.
 func TLSField() *service.ConfigField {
-	return service.NewTLSToggledField(FieldTLS)
+	return service.NewTLSToggledField(FieldTLS).
+		Example(map[string]any{"enabled": true}).
+		Example(map[string]any{"enabled": true, "root_cas_file": "/etc/kafka/ca.pem"})
 }
 
 // SASLField is the list of SASL mechanisms, tried in order.
@@ -74,16 +94,20 @@ func SASLField() *service.ConfigField {
 			SASLScramSHA256: "SCRAM with SHA-256.",
 			SASLScramSHA512: "SCRAM with SHA-512.",
 		}).
-			Description("The SASL mechanism."),
+			Description("The SASL mechanism.").
+			Example(SASLScramSHA512),
 		service.NewStringField(FieldSASLUsername).
 			Description("The user name.").
-			Default(""),
+			Default("").
+			Example("loader"),
 		service.NewStringField(FieldSASLPassword).
 			Description("The password.").
 			Default("").
+			Example("${KAFKA_PASSWORD}").
 			Secret(),
 	).
 		Description("SASL authentication. Mechanisms are tried in order.").
+		Example([]any{map[string]any{"mechanism": SASLScramSHA512, "username": "loader", "password": "${KAFKA_PASSWORD}"}}).
 		Optional().
 		Advanced()
 }
@@ -172,39 +196,18 @@ func ParseSeedBrokers(entries []string) ([]string, error) {
 				continue
 			}
 			if strings.Contains(s, "@") {
-				return nil, fmt.Errorf("seed_brokers entry %q: credentials in a broker address are not allowed; give host:port and set sasl instead", RedactAddress(s))
+				return nil, fmt.Errorf(errCredentialsText, redact.Address(s))
 			}
 			if strings.Contains(s, "://") {
-				return nil, fmt.Errorf("seed_brokers entry %q: a broker address is host:port, without a scheme; set tls to encrypt", RedactAddress(s))
+				return nil, fmt.Errorf(errSchemeText, redact.Address(s))
 			}
 			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s", errNoSeedBrokersText)
+		return nil, errors.New(errNoSeedBrokersText)
 	}
 	return out, nil
-}
-
-// RedactAddress removes the userinfo of an address or URL
-// (`kafka://user:secret@host:9092` → `kafka://host:9092`,
-// `user:secret@host:9092` → `host:9092`), so that it can be logged or put
-// into an error.
-func RedactAddress(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		if u, err := url.Parse(s); err == nil && u.User != nil {
-			u.User = nil
-			return u.String()
-		}
-	}
-	if i := strings.LastIndexByte(s, '@'); i >= 0 {
-		scheme := ""
-		if j := strings.Index(s, "://"); j >= 0 && j < i {
-			scheme = s[:j+3]
-		}
-		return scheme + s[i+1:]
-	}
-	return s
 }
 
 // BrokersString is the seed brokers as one comma-separated string for logs

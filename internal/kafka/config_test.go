@@ -44,20 +44,6 @@ func TestParseSeedBrokers(t *testing.T) {
 	assert.Contains(t, err.Error(), "without a scheme")
 }
 
-func TestRedactAddress(t *testing.T) {
-	for in, want := range map[string]string{
-		"broker:9092":                      "broker:9092",
-		"u:p@broker:9092":                  "broker:9092",
-		"u@broker:9092":                    "broker:9092",
-		"kafka://u:p@broker:9092":          "kafka://broker:9092",
-		"kafka://broker:9092":              "kafka://broker:9092",
-		"sasl+ssl://u:p%zz@broker:9092":    "sasl+ssl://broker:9092",
-		"http://user:pass@host:8080/x?y=1": "http://host:8080/x?y=1",
-	} {
-		assert.Equal(t, want, RedactAddress(in), in)
-	}
-}
-
 func TestClientConfigFromParsed(t *testing.T) {
 	c, err := parse(t, `
 seed_brokers: [ "a:9092,b:9092" ]
@@ -89,5 +75,40 @@ sasl:
 		_, err := parse(t, yaml)
 		require.Error(t, err, yaml)
 		assert.Contains(t, err.Error(), want)
+	}
+}
+
+// TestSeedBrokersLintAsTheyFail: the seed_brokers lint rule reports what
+// ParseSeedBrokers refuses, with the same text.
+func TestSeedBrokersLintAsTheyFail(t *testing.T) {
+	env := service.NewEnvironment()
+	require.NoError(t, env.RegisterInput("seed_rules", spec(), func(*service.ParsedConfig, *service.Resources) (service.Input, error) {
+		return nil, nil
+	}))
+	linter := env.NewComponentConfigLinter()
+	for _, tc := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{`seed_brokers: [ "a:9092", "b:9092,c:9092" ]`, true},
+		{`seed_brokers: []`, false},
+		{`seed_brokers: [ " , ", "" ]`, false},
+		{`seed_brokers: [ "a:9092", "alice:s3cret@b:9092" ]`, false},
+		{`seed_brokers: [ "kafka://bob:pw@b:9092" ]`, false},
+		{`seed_brokers: [ "a:9092,kafka://b:9092" ]`, false},
+	} {
+		lints, err := linter.LintInputYAML([]byte("seed_rules:\n  " + tc.yaml + "\n"))
+		require.NoError(t, err)
+		_, perr := parse(t, tc.yaml+"\n")
+		if tc.ok {
+			assert.Empty(t, lints, tc.yaml)
+			assert.NoError(t, perr, tc.yaml)
+			continue
+		}
+		require.Len(t, lints, 1, tc.yaml)
+		require.Error(t, perr, tc.yaml)
+		assert.Equal(t, perr.Error(), lints[0].What, tc.yaml)
+		assert.NotContains(t, lints[0].What, "s3cret")
+		assert.NotContains(t, lints[0].What, ":pw")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -254,4 +255,71 @@ func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer st
 	}
 	r.Label, r.Updated = lbl.String, ParseRowTime(updated.String)
 	return r, true, nil
+}
+
+// DefaultProgressTable is the progress table's name when none is
+// configured; WritersTable names the writers table beside a progress table.
+const DefaultProgressTable = "starrocks_txn_progress"
+
+// WritersTable is the writers table of the progress table progress.
+func WritersTable(progress string) string { return progress + "_writers" }
+
+// ProgressDetail is a progress row with every column: what an operator
+// reads about one partition in one database.
+type ProgressDetail struct {
+	DB        string
+	Partition string
+	// Through is committed_offset, TxnEnd txn_end_offset.
+	Through, TxnEnd int64
+	TxnID, Label    string
+	// Updated is updated_at, zero when unknown.
+	Updated time.Time
+}
+
+// ReadPipelineProgress returns every progress row of pipeline, in every
+// database holding the progress table, by database then partition.
+func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string) ([]ProgressDetail, error) {
+	if err := checkIdents("information_schema", table); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	defer m.lock()()
+	dbs, err := m.databasesWith(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProgressDetail
+	for _, d := range dbs {
+		if checkIdents(d) != nil {
+			continue // as in ReadProgress
+		}
+		q := fmt.Sprintf("SELECT `%s`, `%s`, `%s`, `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ?",
+			ProgressPartitionCol, ProgressOffsetCol, ProgressTxnEndCol, ProgressTxnIDCol, ProgressLabelCol, ProgressUpdatedCol,
+			d, table, ProgressPipelineCol)
+		rows, err := m.db.QueryContext(ctx, q, pipeline)
+		if err != nil {
+			return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
+		}
+		for rows.Next() {
+			r := ProgressDetail{DB: d}
+			var txn, lbl, updated sql.NullString
+			if err := rows.Scan(&r.Partition, &r.Through, &r.TxnEnd, &txn, &lbl, &updated); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
+			}
+			r.TxnID, r.Label, r.Updated = txn.String, lbl.String, ParseRowTime(updated.String)
+			out = append(out, r)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].DB != out[j].DB {
+			return out[i].DB < out[j].DB
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
 }

@@ -187,6 +187,8 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
 				Example(map[string]any{"initial_interval": "1s", "max_interval": "2m"}).
 				Advanced(),
+			maxRetriesField(),
+			maxRetryDurationField(),
 			service.NewDurationField(fieldSequenceGapTimeout).
 				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
 				Example("30s").
@@ -198,6 +200,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default("none").
 				Advanced(),
 			specfields.TLS(fieldTLS),
+			allowInsecureRedirectField(),
 			service.NewDurationField(fieldRequestTimeout).
 				Description("The timeout of one HTTP request to StarRocks.").
 				Example("30s").
@@ -233,6 +236,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
 				Example("127.0.0.1:9030").
 				Default(""),
+			mysqlTLSField(),
 			specfields.Batching(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
@@ -293,6 +297,7 @@ type config struct {
 	progressTable      string
 	exactlyOnce        bool
 	pipelineID         string
+	conn               connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -417,6 +422,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	}
 	c.exactlyOnce = sem == semanticExactlyOnce
 	if c.pipelineID, err = conf.FieldString(fieldPipelineID); err != nil {
+		return
+	}
+	if c.conn, err = connConfigFromParsed(conf); err != nil {
 		return
 	}
 	err = c.validate()

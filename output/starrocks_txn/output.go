@@ -59,6 +59,8 @@ type Output struct {
 	log    *service.Logger
 	reg    *registry.Registry
 	m      *metrics
+	// conn is whether StarRocks answers: Connect's probes (connect.go).
+	conn *connection
 
 	// ctx ends when Close begins: admission, the background loops and the
 	// workers' cycles stop. commitCtx ends when Close stops waiting for the
@@ -151,6 +153,8 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		track:           noTracking{},
 		writer:          starrocks.NewWriterID(),
 	}
+	o.m.startAtZero(c)
+	o.conn = newConnection(c, o.log, o.m.connected)
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("Output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
 	}
@@ -174,8 +178,12 @@ func (o *Output) setProgressStore(ps progressStore) {
 	o.track = newTracker(o, ps)
 }
 
-// Connect starts the background loops once.
+// Connect probes StarRocks (connect.go), then starts the background loops
+// once.
 func (o *Output) Connect(ctx context.Context) error {
+	if err := o.connect(ctx); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {

@@ -2,9 +2,16 @@ package txnassembler
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 )
 
 // benchBatches builds batches of 100 events: transactions of one BEGIN, eight
@@ -72,3 +79,174 @@ func benchmarkFormat(b *testing.B, format string) {
 
 func BenchmarkEnvelope(b *testing.B) { benchmarkFormat(b, formatEnvelope) }
 func BenchmarkMaxwell(b *testing.B)  { benchmarkFormat(b, formatMaxwell) }
+
+// workloadBatches renders the workload generator's traffic (the bench's and
+// the demo's) as the kafka_txn input delivers it: envelope or maxwell
+// bodies with the input's nine metadata keys, in batches of batchSize of
+// one partition each, offsets increasing per partition.
+func workloadBatches(tb testing.TB, format string, txns, batchSize int) []service.MessageBatch {
+	tb.Helper()
+	const parts = 4
+	gen := workload.NewGenerator(workload.Options{Partitions: parts, Seed: 1, Events: true})
+	pending := make([]service.MessageBatch, parts)
+	offsets := make([]int64, parts)
+	var out []service.MessageBatch
+	for i := 0; i < txns; i++ {
+		t := gen.Next(int32(i % parts))
+		var bodies [][]byte
+		var err error
+		if format == formatMaxwell {
+			bodies = maxwellRows(t, 1000+int64(i))
+		} else if bodies, err = workload.Envelope(t); err != nil {
+			tb.Fatal(err)
+		}
+		p := t.Partition
+		for _, body := range bodies {
+			pending[p] = append(pending[p], inputMsg("cdc", p, offsets[p], t.ID, body))
+			offsets[p]++
+			if len(pending[p]) == batchSize {
+				out = append(out, pending[p])
+				pending[p] = nil
+			}
+		}
+	}
+	for _, b := range pending {
+		if len(b) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// maxwellRows renders a workload transaction as maxwell would: one row per
+// change, xid and commit on the last.
+func maxwellRows(t workload.Txn, xid int64) [][]byte {
+	out := make([][]byte, 0, len(t.Changes))
+	for i, c := range t.Changes {
+		row := map[string]any{"database": workload.Database, "table": c.Table, "type": "insert", "ts": 1477053217,
+			"xid": xid, "position": "master.000006:800911", "data": c.Row}
+		if c.Delete {
+			row["type"] = "delete"
+			data := map[string]any{}
+			for k, v := range c.Row {
+				if k != contract.OpField {
+					data[k] = v
+				}
+			}
+			row["data"] = data
+		}
+		if i == len(t.Changes)-1 {
+			row["commit"] = true
+		} else {
+			row["xoffset"] = i
+		}
+		b, _ := json.Marshal(row)
+		out = append(out, b)
+	}
+	return out
+}
+
+// inputMsg is a record as kafka_txn delivers it, with its nine metadata
+// keys.
+func inputMsg(topic string, partition int32, offset int64, key string, body []byte) *service.Message {
+	m := service.NewMessage(body)
+	m.MetaSetMut("kafka_key", key)
+	m.MetaSetMut("kafka_topic", topic)
+	m.MetaSetMut("kafka_partition", int(partition))
+	m.MetaSetMut("kafka_offset", int(offset))
+	m.MetaSetMut("kafka_timestamp_unix", int64(1764600000))
+	m.MetaSetMut("kafka_timestamp_ms", int64(1764600000000))
+	m.MetaSetMut("kafka_tombstone_message", false)
+	m.MetaSetMut(contract.KeyPartitionEpoch, "1")
+	m.MetaSetMut("kafka_lag", int64(0))
+	return m
+}
+
+// benchmarkWorkload measures ProcessBatch per message (one op is one
+// message) on the workload's traffic.
+func benchmarkWorkload(b *testing.B, format string) {
+	conf, err := processorSpec().ParseYAML("format: "+format, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := newFromConfig(conf, service.MockResources())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches := workloadBatches(b, format, 2000, 1000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := processCPU(b)
+	for n, i := 0, 0; n < b.N; i++ {
+		if i == len(batches) {
+			i = 0
+			p.parts = map[string]*partState{}
+		}
+		if _, err := p.ProcessBatch(context.Background(), batches[i]); err != nil {
+			b.Fatal(err)
+		}
+		n += len(batches[i])
+	}
+	// CPU time (the garbage collector's included) is what a loaded machine
+	// does not distort the way it distorts wall time.
+	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkProcessBatchEnvelope(b *testing.B) { benchmarkWorkload(b, formatEnvelope) }
+func BenchmarkProcessBatchMaxwell(b *testing.B)  { benchmarkWorkload(b, formatMaxwell) }
+
+// Decoder benchmarks: one event per op, the single-pass decoder against
+// the encoding/json one, on the workload's DATA events (rows as JSON
+// strings; a delete carries __op) and on maxwell rows.
+var (
+	benchEnvelopeRow    = []byte(`{"database":"test","json":"{\"customer_id\":4242,\"order_id\":17,\"order_status\":\"created\",\"total_amount\":\"1234.56\",\"updated_at\":\"2026-11-29 12:00:00\"}","partition":1,"table":"orders","txnId":"p1-t17","type":"DATA"}`)
+	benchEnvelopeDelete = []byte(`{"database":"test","json":"{\"__op\":1,\"item_id\":3,\"order_id\":17}","partition":1,"table":"order_items","txnId":"p1-t17","type":"DATA"}`)
+	benchMaxwellRow     = []byte(`{"database":"shop","table":"orders","type":"insert","ts":1477053217,"xid":23396,"xoffset":0,"position":"master.000006:800911","data":{"customer_id":4242,"order_id":17,"order_status":"created","total_amount":"1234.56"}}`)
+)
+
+func benchmarkDecode(b *testing.B, body []byte, decode func(*service.Message) (event, error)) {
+	msg := service.NewMessage(body)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		ev, err := decode(msg)
+		if err != nil || ev.kind == kindUnknown {
+			b.Fatal(ev, err)
+		}
+	}
+}
+
+func fastOnly(decode func(*fastDecoder, *service.Message) (event, bool)) func(*service.Message) (event, error) {
+	d := &fastDecoder{}
+	return func(msg *service.Message) (event, error) {
+		ev, ok := decode(d, msg)
+		if !ok {
+			return ev, errors.New("the fast path declined")
+		}
+		return ev, nil
+	}
+}
+
+func BenchmarkDecodeEnvelopeFast(b *testing.B) {
+	benchmarkDecode(b, benchEnvelopeRow, fastOnly((*fastDecoder).envelopeFast))
+}
+func BenchmarkDecodeEnvelopeJSON(b *testing.B) { benchmarkDecode(b, benchEnvelopeRow, decodeEnvelope) }
+func BenchmarkDecodeEnvelopeDeleteFast(b *testing.B) {
+	benchmarkDecode(b, benchEnvelopeDelete, fastOnly((*fastDecoder).envelopeFast))
+}
+func BenchmarkDecodeEnvelopeDeleteJSON(b *testing.B) {
+	benchmarkDecode(b, benchEnvelopeDelete, decodeEnvelope)
+}
+func BenchmarkDecodeMaxwellFast(b *testing.B) {
+	benchmarkDecode(b, benchMaxwellRow, fastOnly((*fastDecoder).maxwellFast))
+}
+func BenchmarkDecodeMaxwellJSON(b *testing.B) { benchmarkDecode(b, benchMaxwellRow, decodeMaxwell) }

@@ -59,6 +59,12 @@ type metrics struct {
 // Processor is the txn_assembler batch processor.
 type Processor struct {
 	decode decoder
+	// fast holds the single-pass decoders and their scratch space.
+	fast *fastDecoder
+	// cw writes the contract; partNames caches the default partition
+	// names.
+	cw        contract.Writer
+	partNames partitionNames
 	// txnField names the event field holding the transaction id, for
 	// error messages.
 	txnField     string
@@ -102,16 +108,16 @@ type openTxn struct {
 }
 
 func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Processor, error) {
-	p := &Processor{parts: map[string]*partState{}}
+	p := &Processor{parts: map[string]*partState{}, fast: &fastDecoder{}}
 	format, err := conf.FieldString(fieldFormat)
 	if err != nil {
 		return nil, err
 	}
 	switch format {
 	case formatEnvelope:
-		p.decode, p.txnField = decodeEnvelope, "txnId"
+		p.decode, p.txnField = p.fast.envelope, "txnId"
 	case formatMaxwell:
-		p.decode, p.txnField = decodeMaxwell, "xid"
+		p.decode, p.txnField = p.fast.maxwell, "xid"
 	case formatCustom:
 		c, err := customFromConfig(conf.Namespace(fieldCustom))
 		if err != nil {
@@ -288,8 +294,10 @@ type writer struct {
 type emission struct {
 	meta contract.Meta
 	// body replaces the source body unless keepBody is set; a marker has an
-	// empty body.
+	// empty body. A body set here is a row this processor built: one JSON
+	// object whose __op is 1 exactly when del is set.
 	body     []byte
+	del      bool
 	keepBody bool
 	err      error
 	reason   string
@@ -298,18 +306,24 @@ type emission struct {
 func (w *writer) emit(src *service.Message, e emission) {
 	p := w.p
 	msg := src.Copy()
+	row := false
 	switch {
 	case e.meta.Marker:
 		msg.SetBytes(nil)
 	case !e.keepBody:
 		msg.SetBytes(e.body)
+		row = e.body != nil
 	}
 	p.seq++
 	e.meta.HasSeq = true
 	e.meta.Seq = p.seq
 	e.meta.SeqSource = p.seqSource
 	e.meta.HasEpoch, e.meta.Epoch = w.hasEpoch, w.epoch
-	contract.Write(msg, e.meta)
+	if row {
+		p.cw.WriteRow(msg, e.meta, e.body, e.del)
+	} else {
+		p.cw.Write(msg, e.meta)
+	}
 	if e.err != nil {
 		msg.SetError(e.err)
 		p.m.errored.Incr(1, e.reason)
@@ -516,7 +530,7 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		TxnID: open.id, HasOffset: true, SourceOffset: off,
 	}}
 	if dataErr == nil {
-		e.body = ev.rowJSON
+		e.body, e.del = ev.rowJSON, ev.del
 	}
 	if dataErr != nil {
 		e.keepBody = true
@@ -668,7 +682,7 @@ func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, parti
 		case ev.kind.isData():
 			if t, err := p.target(ev); err == nil {
 				e.meta.Database, e.meta.Table = t.database, t.table
-				e.body, e.keepBody = t.rowJSON, false
+				e.body, e.del, e.keepBody = t.rowJSON, t.del, false
 			}
 		case ev.kind == kindEnd || ev.kind == kindAbort:
 			e.meta.Marker = true
@@ -703,7 +717,7 @@ func (p *Processor) resolvePartition(batch service.MessageBatch, i int, ev event
 	part, hasPart := msg.MetaGetMut("kafka_partition")
 	if hasTopic && hasPart && topic != "" {
 		if n, ok := wholeNumber(part); ok {
-			return contract.KafkaPartition(topic, int32(n)), nil
+			return p.partNames.name(topic, int32(n)), nil
 		}
 		return topic + "/" + fmt.Sprint(part), nil
 	}
@@ -736,6 +750,28 @@ func (p *Processor) resolveOffset(batch service.MessageBatch, i int) (int64, boo
 		return 0, false, badField("kafka_offset", "metadata must be a whole number, got %v", v)
 	}
 	return n, true, nil
+}
+
+// partitionNames remembers the last few default partition names, so that
+// each message does not build its "<topic>/<partition>" again.
+type partitionNames struct {
+	topic [4]string
+	part  [4]int32
+	names [4]string
+	next  uint8
+}
+
+func (c *partitionNames) name(topic string, part int32) string {
+	for i := range c.names {
+		if c.part[i] == part && c.topic[i] == topic && c.names[i] != "" {
+			return c.names[i]
+		}
+	}
+	n := contract.KafkaPartition(topic, part)
+	i := c.next % uint8(len(c.names))
+	c.topic[i], c.part[i], c.names[i] = topic, part, n
+	c.next++
+	return n
 }
 
 func wholeNumber(v any) (int64, bool) {

@@ -56,6 +56,13 @@ const (
 	OutputHTTPClient   = "http_client"
 )
 
+// Inputs a configuration reads with: kafka_txn (the envelope workload, with
+// txn_assembler) or debezium_txn (the same rows as Debezium topics).
+const (
+	InputKafkaTxn    = ""
+	InputDebeziumTxn = "debezium_txn"
+)
+
 // Delivery semantics of a starrocks_txn configuration (its `semantic` field).
 const (
 	SemanticAtLeastOnce = "at_least_once"
@@ -156,6 +163,8 @@ type Config struct {
 	Semantic string
 	// Sweep names the axis a sweep row varies ("" for the comparison rows).
 	Sweep string
+	// Input is InputKafkaTxn or InputDebeziumTxn.
+	Input string
 }
 
 // Result is the measured outcome of one configuration.
@@ -245,6 +254,8 @@ func Configs(o Options) []Config {
 		mk("starrocks_txn exactly_once → emulator", OutputStarRocksTxn, func(c *Config) { c.Semantic = SemanticExactlyOnce }),
 		mk("drop (engine ceiling)", OutputDrop, func(c *Config) { c.Semantic = "" }),
 		mk("http_client plain stream loads", OutputHTTPClient, func(c *Config) { c.MaxInFlight, c.Semantic = o.HTTPMaxInFlight, "" }),
+		// The same rows from Debezium topics, beside the kafka_txn row.
+		mk("debezium_txn → starrocks_txn → emulator", OutputStarRocksTxn, func(c *Config) { c.Input = InputDebeziumTxn }),
 	}
 	if !o.Sweep {
 		return cs
@@ -307,26 +318,32 @@ func runOne(ctx context.Context, o Options, c Config) (res Result, err error) {
 
 	model := workload.NewModel()
 	gen := workload.NewGenerator(workload.Options{Partitions: int32(c.Partitions), Seed: o.Seed, Events: true})
-	prod, err := workload.NewProducer(workload.ProducerOptions{
-		Brokers: brokers, Topic: topic, AbortRatio: o.AbortRatio, TxnsPerKafkaTxn: 50,
-		TransactionalID: "bench-producer",
-	}, gen, model)
-	if err != nil {
-		return res, err
+	if c.Input == InputDebeziumTxn {
+		if err := produceDebezium(ctx, brokers, c, o, gen, model, &res); err != nil {
+			return res, err
+		}
+	} else {
+		prod, err := workload.NewProducer(workload.ProducerOptions{
+			Brokers: brokers, Topic: topic, AbortRatio: o.AbortRatio, TxnsPerKafkaTxn: 50,
+			TransactionalID: "bench-producer",
+		}, gen, model)
+		if err != nil {
+			return res, err
+		}
+		err = prod.Produce(ctx, o.Txns)
+		prod.Close()
+		if err != nil {
+			return res, fmt.Errorf("pre-producing the workload: %w", err)
+		}
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("pre-producing the workload: %w", ctx.Err())
+		}
+		res.SourceTxns = prod.Stats.Committed.Load()
+		res.Records = prod.Stats.Records.Load()
+		// Every committed source transaction is a BEGIN, its changes and an
+		// END (workload.Envelope).
+		res.Rows = res.Records - 2*res.SourceTxns
 	}
-	err = prod.Produce(ctx, o.Txns)
-	prod.Close()
-	if err != nil {
-		return res, fmt.Errorf("pre-producing the workload: %w", err)
-	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("pre-producing the workload: %w", ctx.Err())
-	}
-	res.SourceTxns = prod.Stats.Committed.Load()
-	res.Records = prod.Stats.Records.Load()
-	// Every committed source transaction is a BEGIN, its changes and an END
-	// (workload.Envelope).
-	res.Rows = res.Records - 2*res.SourceTxns
 
 	var em *emulator.Emulator
 	var db *sql.DB

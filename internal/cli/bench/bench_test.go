@@ -171,9 +171,9 @@ func number(t *testing.T, s string) float64 {
 func TestSweepVariesOneAxisAtATime(t *testing.T) {
 	o := Options{Sweep: true}
 	cs := Configs(o)
-	require.Len(t, cs, 4+9)
+	require.Len(t, cs, 5+9)
 	axes := map[string][]int{}
-	for _, c := range cs[4:] {
+	for _, c := range cs[5:] {
 		assert.Equal(t, OutputStarRocksTxn, c.Output, c.Name)
 		assert.Equal(t, SemanticAtLeastOnce, c.Semantic, "%s sweeps the default semantic", c.Name)
 		changed := 0
@@ -199,14 +199,14 @@ func TestSweepVariesOneAxisAtATime(t *testing.T) {
 	assert.Equal(t, []int{256, 1024, 4096}, axes["max_in_flight"])
 	assert.Equal(t, []int{250, 1000, 4000}, axes["batch"])
 	assert.Equal(t, []int{2, 4, 8}, axes["partitions"])
-	assert.Len(t, Configs(Options{}), 4, "without --sweep only the comparison")
+	assert.Len(t, Configs(Options{}), 5, "without --sweep only the comparison")
 }
 
 // The comparison runs starrocks_txn with both semantics side by side, the
 // same settings otherwise; only those rows carry a semantic.
 func TestComparisonRunsBothSemantics(t *testing.T) {
 	cs := Configs(Options{})
-	require.Len(t, cs, 4)
+	require.Len(t, cs, 5)
 	assert.Equal(t, "starrocks_txn → emulator", cs[0].Name)
 	assert.Equal(t, "starrocks_txn exactly_once → emulator", cs[1].Name)
 	assert.Equal(t, []string{OutputStarRocksTxn, OutputStarRocksTxn, OutputDrop, OutputHTTPClient},
@@ -216,6 +216,10 @@ func TestComparisonRunsBothSemantics(t *testing.T) {
 	a, e := cs[0], cs[1]
 	e.Name, e.Semantic = a.Name, a.Semantic
 	assert.Equal(t, a, e, "the two starrocks_txn rows differ only in semantic")
+	d := cs[4]
+	assert.Equal(t, "debezium_txn → starrocks_txn → emulator", d.Name)
+	d.Name, d.Input = a.Name, a.Input
+	assert.Equal(t, a, d, "the debezium_txn row differs from the kafka_txn row only in its input")
 }
 
 // The exactly_once pipeline sets what the output needs for it, and the

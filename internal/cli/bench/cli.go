@@ -16,7 +16,7 @@ func Command(schema string) *cli.Command {
 	Schema = schema
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "Measure kafka_txn → txn_assembler → starrocks_txn → emulator (at_least_once and exactly_once) against drop and http_client plain stream loads on the same pre-produced Kafka input, and print one table",
+		Usage: "Measure kafka_txn → txn_assembler → starrocks_txn → emulator (at_least_once and exactly_once) against drop and http_client plain stream loads on the same pre-produced Kafka input, and the same rows from Debezium topics through debezium_txn, and print one table",
 		Description: `Every configuration gets a fresh in-process Kafka loaded with the same
 transactional CDC workload (orders, order_items, order_events; some producer
 transactions aborted) and, for the loaders, a fresh emulator. The clock runs

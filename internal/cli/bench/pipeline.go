@@ -19,7 +19,22 @@ var Schema string
 func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string {
 	o.defaults()
 	var sb strings.Builder
-	fmt.Fprintf(&sb, `input:
+	if c.Input == InputDebeziumTxn {
+		fmt.Fprintf(&sb, `input:
+  %s:
+    input:
+      debezium_txn:
+        seed_brokers: [ %q ]
+        topics: [ %s ]
+        transaction_topic: %s
+        consumer_group: bench
+        checkpoint_limit: 100000
+        batching:
+          count: %d
+          period: 50ms
+`, timedInputName, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), c.Batch)
+	} else {
+		fmt.Fprintf(&sb, `input:
   %s:
     input:
       kafka_txn:
@@ -35,6 +50,7 @@ func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string 
     - txn_assembler:
         format: envelope
 `, timedInputName, brokers, topic, c.Batch)
+	}
 	switch c.Output {
 	case OutputStarRocksTxn:
 		fmt.Fprintf(&sb, `output:

@@ -72,6 +72,12 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "  kafka_txn handed the record to the pipeline to the StarRocks commit; drop and http_client: per record,")
 	fmt.Fprintln(w, "  read → acknowledgement (http_client acknowledges after its stream load returned, so the rows are visible).")
 	for _, r := range rs {
+		if r.Input == InputDebeziumTxn {
+			fmt.Fprintf(w, "%s: the same source transactions as Debezium topics (one per table, %d partitions each, and a\n", r.Name, r.Partitions)
+			fmt.Fprintln(w, "  transaction topic), assembled across partitions by the input; it delivers rows only, so its records/s are rows/s.")
+		}
+	}
+	for _, r := range rs {
 		if !r.Verified && r.Output == OutputHTTPClient {
 			fmt.Fprintf(w, "%s did not reproduce the source: its max_in_flight (%d) concurrent batches race, so an older\n", r.Name, r.MaxInFlight)
 			fmt.Fprintln(w, "  change of a key can land after a newer one (stale rows, deleted rows back, newer rows deleted);")

@@ -1,0 +1,163 @@
+package emulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Persistence (Config.DataDir). The store journals every DDL statement and commit; the
+// emulator adds its label facts to the same journal: a transaction's registration (so a
+// restart knows the label) and its abort as facts of their own, and its commit in the commit's
+// own record, so the rows and the VISIBLE state survive together or not at all. A restart
+// replays the journal: committed data and label states come back; what was running when the
+// process stopped is ABORTED ("cancelled after FE restart"), as an FE restart leaves it.
+// Retention then applies as usual. The BE's transaction contexts, the fault queue, the
+// counters and the error logs are not kept.
+
+// journalFile is the journal's name inside the data directory.
+const journalFile = "emulator.journal"
+
+// txnRecord is what the journal keeps of a transaction.
+type txnRecord struct {
+	ID         int64         `json:"id"`
+	Label      string        `json:"label"`
+	DB         string        `json:"db"`
+	Multi      bool          `json:"multi,omitempty"`
+	Stream     bool          `json:"stream,omitempty"`
+	Table      string        `json:"table,omitempty"`
+	Registered bool          `json:"registered,omitempty"`
+	State      string        `json:"state"` // the label state: PREPARE, VISIBLE, ABORTED …
+	Created    time.Time     `json:"created"`
+	Committed  time.Time     `json:"committed,omitzero"`
+	Finished   time.Time     `json:"finished,omitzero"`
+	Reason     string        `json:"reason,omitempty"`
+	TimeoutMs  int64         `json:"timeout_ms"`
+	Tables     []tableRecord `json:"tables,omitempty"`
+	// Evicted records EvictLabels: a restart forgets the transaction too.
+	Evicted bool `json:"evicted,omitempty"`
+}
+
+type tableRecord struct {
+	Name     string `json:"name"`
+	SubID    int64  `json:"sub_id"`
+	Loads    int    `json:"loads"`
+	Loaded   int64  `json:"loaded"`
+	Filtered int64  `json:"filtered"`
+	Unsel    int64  `json:"unselected"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// record is t as the journal keeps it, in the label state given.
+func (t *txn) record(state string) txnRecord {
+	r := txnRecord{ID: t.id, Label: t.label, DB: t.db, Multi: t.multi, Stream: t.stream, Table: t.table,
+		Registered: t.registered, State: state, Created: t.created, Committed: t.committedAt,
+		Finished: t.finishedAt, Reason: t.reason, TimeoutMs: t.timeout.Milliseconds()}
+	for _, tl := range t.tables {
+		r.Tables = append(r.Tables, tableRecord{Name: tl.name, SubID: tl.subID, Loads: tl.loads,
+			Loaded: tl.loaded, Filtered: tl.filtered, Unsel: tl.unsel, Bytes: tl.bytes})
+	}
+	return r
+}
+
+// journalLocked journals a label fact; a failure is logged (the fact is lost on a restart,
+// the transaction itself goes on).
+func (e *Emulator) journalLocked(t *txn, state string) {
+	if e.cfg.DataDir == "" {
+		return
+	}
+	if err := e.store.Journal(t.record(state)); err != nil {
+		e.log.Error("journaling a label fact failed", "label", t.label, "error", err)
+	}
+}
+
+// openJournal replays the data directory's journal into the store and the label states,
+// and reports whether there was one.
+func (e *Emulator) openJournal() (bool, error) {
+	if err := os.MkdirAll(e.cfg.DataDir, 0o755); err != nil {
+		return false, fmt.Errorf("creating the data directory: %w", err)
+	}
+	recs := map[int64]txnRecord{}
+	replayed, err := e.store.OpenJournal(filepath.Join(e.cfg.DataDir, journalFile), func(raw json.RawMessage) error {
+		var r txnRecord
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("decoding a label fact: %w", err)
+		}
+		if r.Evicted {
+			delete(recs, r.ID)
+			return nil
+		}
+		recs[r.ID] = r
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	e.restoreLabels(recs)
+	return replayed, nil
+}
+
+// restoreLabels rebuilds the transaction managers from the journal's facts.
+func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ordered := make([]txnRecord, 0, len(recs))
+	for _, r := range recs {
+		ordered = append(ordered, r)
+	}
+	sort.Slice(ordered, func(i, j int) bool { return ordered[i].ID < ordered[j].ID })
+	now := time.Now()
+	var restored []*txn
+	for _, r := range ordered {
+		dbID, ok := e.store.DatabaseID(r.DB)
+		if !ok {
+			continue // its database was dropped
+		}
+		t := &txn{id: r.ID, label: r.Label, db: r.DB, dbID: dbID, multi: r.Multi, stream: r.Stream, table: r.Table,
+			registered: r.Registered, created: r.Created, committedAt: r.Committed, finishedAt: r.Finished,
+			reason: r.Reason, timeout: time.Duration(r.TimeoutMs) * time.Millisecond, done: true,
+			byTable: map[string]*tableLoad{}}
+		for _, tr := range r.Tables {
+			tl := &tableLoad{name: tr.Name, subID: tr.SubID, loads: tr.Loads, loaded: tr.Loaded, filtered: tr.Filtered,
+				unsel: tr.Unsel, bytes: tr.Bytes, planned: true}
+			t.tables = append(t.tables, tl)
+			t.byTable[tl.name] = tl
+			e.nextID = max(e.nextID, tr.SubID)
+		}
+		e.nextID = max(e.nextID, r.ID)
+		state := r.State
+		if state != statusVisible && state != statusAborted {
+			// running when the process stopped: an FE restart cancels it
+			state, t.reason, t.finishedAt = statusAborted, reasonRestart, now
+			e.journalLocked(t, statusAborted)
+		}
+		if t.multi {
+			t.state = stateCancelled
+			if state == statusVisible {
+				t.state = stateFinished
+			}
+		} else {
+			t.status = state
+		}
+		restored = append(restored, t)
+	}
+	sort.SliceStable(restored, func(i, j int) bool { return restored[i].finishedAt.Before(restored[j].finishedAt) })
+	for _, t := range restored {
+		if t.registered {
+			d := e.dbLocked(t.db)
+			d.labels[t.label] = append(d.labels[t.label], t)
+			d.finished = append(d.finished, t)
+		}
+		if t.multi {
+			e.multi[t.label] = t
+			e.finishedTasks = append(e.finishedTasks, t)
+		}
+	}
+	if len(restored) > 0 {
+		e.log.Info("label states restored from the data directory", "transactions", len(restored))
+	}
+	e.evictLocked(now)
+}

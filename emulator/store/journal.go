@@ -1,0 +1,300 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The journal makes a store durable: every DDL statement and every Apply (with the label
+// facts the server around the store attaches, in the same record) is appended to one file,
+// one JSON record a line, and synced before the call returns. Opening a store on an existing
+// journal replays it: the DDL in order, the applies in order, so the tables, their rows and
+// the DUPLICATE KEY insertion order come back as they were; the attached facts are handed to
+// the caller. A record torn by a crash (the last line, cut short) is dropped and the file
+// truncated to the last whole record: an Apply is visible after a restart exactly when its
+// record was complete, and its label facts with it.
+//
+// Two things are not journaled: the load time a DEFAULT CURRENT_TIMESTAMP of an ALTER TABLE
+// ADD COLUMN gives existing rows (replay gives them the replay's time), and nothing that is
+// not a store change (the caller's own facts go through Journal).
+
+type journalRecord struct {
+	Kind    string          `json:"k"`
+	DB      string          `json:"db,omitempty"`  // ddl: the current database
+	SQL     string          `json:"sql,omitempty"` // ddl
+	Changes []journalChange `json:"changes,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+type journalChange struct {
+	DB    string       `json:"db"`
+	Table string       `json:"table"`
+	Rows  []journalRow `json:"rows"`
+}
+
+type journalRow struct {
+	Op       Op                `json:"op,omitempty"`
+	Values   []json.RawMessage `json:"v"`
+	Set      []bool            `json:"set,omitempty"`
+	MergeCol int               `json:"mc,omitempty"`
+}
+
+type journal struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+// OpenJournal makes s durable in the file path: it replays the file if it exists (s must be
+// empty), handing each attached fact to meta in order, then appends every later change. It
+// reports whether there was anything to replay.
+func (s *Store) OpenJournal(path string, meta func(json.RawMessage) error) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal != nil {
+		return false, errors.New("the store already has a journal")
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("opening the journal: %w", err)
+	}
+	replayed, end, err := s.replayLocked(f, meta)
+	if err != nil {
+		_ = f.Close()
+		return false, fmt.Errorf("replaying the journal %s: %w", path, err)
+	}
+	if err := f.Truncate(end); err != nil {
+		_ = f.Close()
+		return false, fmt.Errorf("dropping the torn end of the journal %s: %w", path, err)
+	}
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
+		_ = f.Close()
+		return false, fmt.Errorf("positioning the journal %s: %w", path, err)
+	}
+	s.journal = &journal{f: f, w: bufio.NewWriter(f)}
+	return replayed, nil
+}
+
+// CloseJournal flushes and closes the journal (a no-op without one).
+func (s *Store) CloseJournal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	err := s.journal.w.Flush()
+	if cerr := s.journal.f.Close(); err == nil {
+		err = cerr
+	}
+	s.journal = nil
+	return err
+}
+
+// Journal appends a fact of the caller's (no store change) in order with the store's
+// changes; a no-op without a journal.
+func (s *Store) Journal(meta any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return fmt.Errorf("encoding a journal fact: %w", err)
+	}
+	return s.writeLocked(journalRecord{Kind: "meta", Meta: b})
+}
+
+func (s *Store) writeLocked(r journalRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding a journal record: %w", err)
+	}
+	j := s.journal
+	if _, err := j.w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("writing the journal: %w", err)
+	}
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("writing the journal: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("syncing the journal: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) journalDDLLocked(curDB, text string) error {
+	if s.journal == nil || s.replaying {
+		return nil
+	}
+	return s.writeLocked(journalRecord{Kind: "ddl", DB: curDB, SQL: text})
+}
+
+func (s *Store) journalApplyLocked(next *snapshot, changes []TableChange, meta any) error {
+	if s.journal == nil || s.replaying {
+		return nil
+	}
+	r := journalRecord{Kind: "apply"}
+	if meta != nil {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return fmt.Errorf("encoding a journal fact: %w", err)
+		}
+		r.Meta = b
+	}
+	for _, ch := range changes {
+		t, err := next.table(ch.DB, ch.Table)
+		if err != nil {
+			return err
+		}
+		jc := journalChange{DB: ch.DB, Table: ch.Table, Rows: make([]journalRow, len(ch.Rows))}
+		for i, row := range ch.Rows {
+			jr := journalRow{Op: row.Op, Set: row.Set, MergeCol: row.MergeCol, Values: make([]json.RawMessage, len(row.Values))}
+			for c, v := range row.Values {
+				jr.Values[c] = encodeValue(&t.schema.Columns[c], v)
+			}
+			jc.Rows[i] = jr
+		}
+		r.Changes = append(r.Changes, jc)
+	}
+	return s.writeLocked(r)
+}
+
+// replayLocked runs the records of f and returns the offset after the last whole one.
+func (s *Store) replayLocked(f *os.File, meta func(json.RawMessage) error) (bool, int64, error) {
+	s.replaying = true
+	defer func() { s.replaying = false }()
+	rd := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	any := false
+	cur := ""
+	for n := 1; ; n++ {
+		line, err := rd.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			// a last line without its newline was cut short by a crash: drop it
+			return any, off, nil
+		}
+		if err != nil {
+			return any, off, err
+		}
+		var r journalRecord
+		if err := json.Unmarshal(bytes.TrimSpace(line), &r); err != nil {
+			return any, off, fmt.Errorf("record %d is damaged: %w", n, err)
+		}
+		any = true
+		switch r.Kind {
+		case "ddl":
+			cur = r.DB
+			toks, err := lexScript(r.SQL)
+			if err != nil {
+				return any, off, fmt.Errorf("record %d: %w", n, err)
+			}
+			if err := s.execLocked(toks, &cur, r.SQL); err != nil {
+				return any, off, fmt.Errorf("record %d (%s): %w", n, abbreviate(r.SQL), err)
+			}
+		case "apply":
+			changes, err := s.decodeChanges(r.Changes)
+			if err != nil {
+				return any, off, fmt.Errorf("record %d: %w", n, err)
+			}
+			if err := s.applyLocked(changes, nil); err != nil {
+				return any, off, fmt.Errorf("record %d: %w", n, err)
+			}
+		case "meta":
+		default:
+			return any, off, fmt.Errorf("record %d has the unknown kind %q", n, r.Kind)
+		}
+		if len(r.Meta) > 0 && meta != nil {
+			if err := meta(r.Meta); err != nil {
+				return any, off, fmt.Errorf("record %d: %w", n, err)
+			}
+		}
+		off += int64(len(line))
+	}
+}
+
+func (s *Store) decodeChanges(jcs []journalChange) ([]TableChange, error) {
+	sn := s.snap()
+	out := make([]TableChange, 0, len(jcs))
+	for _, jc := range jcs {
+		t, err := sn.table(jc.DB, jc.Table)
+		if err != nil {
+			return nil, err
+		}
+		ch := TableChange{DB: jc.DB, Table: jc.Table, Rows: make([]Row, len(jc.Rows))}
+		for i, jr := range jc.Rows {
+			if len(jr.Values) != len(t.schema.Columns) {
+				return nil, fmt.Errorf("a row of %s.%s has %d values, the table %d columns", jc.DB, jc.Table, len(jr.Values), len(t.schema.Columns))
+			}
+			row := Row{Op: jr.Op, Set: jr.Set, MergeCol: jr.MergeCol, Values: make([]any, len(jr.Values))}
+			for c, raw := range jr.Values {
+				v, err := decodeValue(&t.schema.Columns[c], raw)
+				if err != nil {
+					return nil, fmt.Errorf("%s.%s column %s: %w", jc.DB, jc.Table, t.schema.Columns[c].Name, err)
+				}
+				row.Values[c] = v
+			}
+			ch.Rows[i] = row
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+const journalTime = "2006-01-02T15:04:05.999999999"
+
+// encodeValue writes a storage value as JSON that decodeValue turns back into the same value.
+func encodeValue(c *Column, v any) json.RawMessage {
+	switch x := v.(type) {
+	case nil:
+		return json.RawMessage("null")
+	case decimal.Decimal:
+		return json.RawMessage(strconv.Quote(x.String()))
+	case float32:
+		return json.RawMessage(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	case float64:
+		return json.RawMessage(strconv.FormatFloat(x, 'g', -1, 64))
+	case time.Time:
+		return json.RawMessage(strconv.Quote(x.Format(journalTime)))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func decodeValue(c *Column, raw json.RawMessage) (any, error) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	switch c.Type {
+	case TypeTinyInt, TypeSmallInt, TypeInt, TypeBigInt, TypeFloat, TypeDouble:
+		return convertText(c, string(raw))
+	case TypeBoolean:
+		var b bool
+		err := json.Unmarshal(raw, &b)
+		return b, err
+	case TypeLargeInt, TypeDecimal:
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return decimal.NewFromString(s)
+	case TypeDate, TypeDatetime:
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return time.ParseInLocation(journalTime, s, time.UTC)
+	}
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}

@@ -1,0 +1,542 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+func (b *rowBuilder) parseJSON(body []byte) (*Parsed, error) {
+	s := jscan{b: body}
+	slow := b.p.JSONRoot != "" || b.paths != nil
+	for {
+		s.ws()
+		if s.i >= len(body) {
+			break
+		}
+		if !slow {
+			// Fast path: rows are converted while the document is scanned, once.
+			c := body[s.i]
+			if b.p.StripOuterArray && c == '[' {
+				if err := b.streamArray(&s); err != nil {
+					return nil, fmt.Errorf("failed to parse JSON body: %w", err)
+				}
+				continue
+			}
+			if !b.p.StripOuterArray && c == '{' {
+				if err := b.streamObject(&s); err != nil {
+					return nil, fmt.Errorf("failed to parse JSON body: %w", err)
+				}
+				continue
+			}
+		}
+		k, st, en, _, err := s.value()
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse JSON body: %w", err)
+		}
+		doc := body[st:en]
+		if b.p.JSONRoot != "" {
+			pe, err := compilePath(b.p.JSONRoot)
+			if err != nil {
+				return nil, err
+			}
+			rk, rs, re, ok := lookupPath(doc, k, pe)
+			if !ok {
+				b.startRow()
+				b.rowError("JSON root %s not found", b.p.JSONRoot)
+				b.finishRow(func() string { return string(doc) })
+				continue
+			}
+			k, doc = rk, doc[rs:re]
+		}
+		b.document(k, doc)
+	}
+	return b.res, nil
+}
+
+// streamArray converts the rows of a top-level array while scanning it.
+func (b *rowBuilder) streamArray(s *jscan) error {
+	s.i++ // [
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == '{' {
+			if err := b.streamObject(s); err != nil {
+				return err
+			}
+		} else {
+			k, st, en, _, err := s.value()
+			if err != nil {
+				return err
+			}
+			b.jsonRow(k, s.b[st:en])
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return s.fail("unexpected end of JSON input")
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.fail(fmt.Sprintf("invalid character %q after array element", s.b[s.i]))
+		}
+	}
+}
+
+// streamObject converts one object row while scanning it.
+func (b *rowBuilder) streamObject(s *jscan) error {
+	st := s.i
+	s.i++ // {
+	b.startRow()
+	member := 0
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+	} else {
+		for {
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != '"' {
+				return s.fail("expected object key")
+			}
+			ks := s.i
+			kesc, err := s.str()
+			if err != nil {
+				return err
+			}
+			key := s.b[ks+1 : s.i-1]
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				return s.fail("expected ':' after object key")
+			}
+			s.i++
+			vk, vs, ve, vesc, err := s.value()
+			if err != nil {
+				return err
+			}
+			var ci int
+			if member < len(b.keyMemo) && !kesc && b.keyMemo[member].key == string(key) {
+				ci = b.keyMemo[member].ci
+			} else {
+				ci = b.keyColumn(key, kesc)
+				if !kesc {
+					m := keyMemo{key: string(key), ci: ci}
+					if member < len(b.keyMemo) {
+						b.keyMemo[member] = m
+					} else if member == len(b.keyMemo) {
+						b.keyMemo = append(b.keyMemo, m)
+					}
+				}
+			}
+			member++
+			if ci != targetSkip {
+				b.jsonValue(ci, vk, s.b[vs:ve], vesc)
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return s.fail("unexpected end of JSON input")
+			}
+			if s.b[s.i] == ',' {
+				s.i++
+				continue
+			}
+			if s.b[s.i] == '}' {
+				s.i++
+				break
+			}
+			return s.fail(fmt.Sprintf("invalid character %q after object key:value pair", s.b[s.i]))
+		}
+	}
+	end := s.i
+	if b.derived != nil {
+		b.applyDerived(b.jsonField(s.b[st:end]))
+	}
+	b.finishRow(func() string { return string(s.b[st:end]) })
+	return nil
+}
+
+func (b *rowBuilder) document(k jkind, doc []byte) {
+	if b.p.StripOuterArray {
+		if k != jArray {
+			b.startRow()
+			b.rowError("JSON data is an object, strip_outer_array must be set false")
+			b.finishRow(func() string { return string(doc) })
+			return
+		}
+		it := newArrayIter(doc)
+		for {
+			ek, es, ee, _, ok := it.next()
+			if !ok {
+				return
+			}
+			b.jsonRow(ek, doc[es:ee])
+		}
+	}
+	if k == jArray {
+		b.startRow()
+		b.rowError("JSON data is an array, strip_outer_array must be set true")
+		b.finishRow(func() string { return string(doc) })
+		return
+	}
+	b.jsonRow(k, doc)
+}
+
+func (b *rowBuilder) jsonRow(k jkind, raw []byte) {
+	b.startRow()
+	rowText := func() string { return string(raw) }
+	if k != jObject {
+		b.rowError("JSON row is a %s, not an object", jkindNames[k])
+		b.finishRow(rowText)
+		return
+	}
+	if b.paths != nil {
+		for i, pe := range b.paths {
+			vk, vs, ve, ok := lookupPath(raw, jObject, pe)
+			if !ok {
+				continue
+			}
+			b.jsonValue(b.targets[i], vk, raw[vs:ve], bytes.IndexByte(raw[vs:ve], '\\') >= 0)
+		}
+		if b.derived != nil {
+			b.applyDerived(func(i int) (string, bool) {
+				if i < 0 || i >= len(b.paths) {
+					return "", false
+				}
+				vk, vs, ve, ok := lookupPath(raw, jObject, b.paths[i])
+				if !ok {
+					return "", false
+				}
+				return jsonText(vk, raw[vs:ve])
+			})
+		}
+		b.finishRow(rowText)
+		return
+	}
+	it := newObjectIter(raw)
+	for {
+		key, kesc, vk, vs, ve, vesc, ok := it.next()
+		if !ok {
+			break
+		}
+		ci := b.keyColumn(key, kesc)
+		if ci == targetSkip {
+			continue
+		}
+		b.jsonValue(ci, vk, raw[vs:ve], vesc)
+	}
+	if b.derived != nil {
+		b.applyDerived(b.jsonField(raw))
+	}
+	b.finishRow(rowText)
+}
+
+// jsonField gives mapping expressions the source fields of a JSON row: the value of the key
+// each plain columns entry names, as text (a string unquoted, null as \N).
+func (b *rowBuilder) jsonField(obj []byte) func(i int) (string, bool) {
+	return func(i int) (string, bool) {
+		if i < 0 || i >= len(b.plain) {
+			return "", false
+		}
+		vk, vs, ve, ok := lookupPath(obj, jObject, []pathElem{{key: b.plain[i], index: -1}})
+		if !ok {
+			return "", false
+		}
+		return jsonText(vk, obj[vs:ve])
+	}
+}
+
+// jsonText is a JSON value as load text: a string unquoted, null as \N, others as written.
+func jsonText(k jkind, v []byte) (string, bool) {
+	switch k {
+	case jNull:
+		return `\N`, true
+	case jString:
+		s, err := unquote(v, bytes.IndexByte(v, '\\') >= 0)
+		return s, err == nil
+	}
+	return string(v), true
+}
+
+// keyColumn maps a JSON key to a column index, targetOp or targetSkip.
+func (b *rowBuilder) keyColumn(key []byte, esc bool) int {
+	if esc {
+		s, err := unquote(append(append([]byte{'"'}, key...), '"'), true)
+		if err != nil {
+			return targetSkip
+		}
+		key = []byte(s)
+	}
+	ci, ok := b.sc.byName[string(key)]
+	if !ok {
+		if ci, ok = b.misses[string(key)]; !ok {
+			ks := string(key)
+			ci = b.sc.ColumnIndex(ks)
+			if ci < 0 {
+				ci = targetSkip
+				if b.opCol && strings.EqualFold(ks, "__op") {
+					ci = targetOp
+				}
+			}
+			b.misses[ks] = ci
+		}
+	}
+	if ci >= 0 && b.allowed != nil && !b.allowed[ci] {
+		return targetSkip
+	}
+	return ci
+}
+
+// jsonValue converts one JSON value into target column ci.
+func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
+	if ci == targetSkip {
+		return
+	}
+	if ci == targetOp {
+		switch k {
+		case jNull:
+			// a null __op is treated like a missing one: upsert
+		case jNumber:
+			b.setOp(string(raw))
+		case jString:
+			s, _ := unquote(raw, esc)
+			b.setOp(s)
+		default:
+			b.setOp(string(raw))
+		}
+		return
+	}
+	if b.seen[ci] {
+		return
+	}
+	c := &b.sc.Columns[ci]
+	rawText := func() string { return string(raw) }
+	if k == jNull {
+		b.setValue(ci, nil, nil, rawText)
+		return
+	}
+	if c.Type == TypeJSON {
+		b.setValue(ci, compactJSON(raw), nil, rawText)
+		return
+	}
+	switch k {
+	case jString:
+		if !esc && c.Type != TypeChar && c.Type != TypeVarchar && c.Type != TypeString {
+			// Numbers, dates and booleans are parsed, never retained: read them in place.
+			s := unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2)
+			v, err := convertText(c, s)
+			b.setValue(ci, v, err, func() string { return strings.Clone(s) })
+			return
+		}
+		s, err := unquote(raw, esc)
+		if err != nil {
+			b.setValue(ci, nil, err, rawText)
+			return
+		}
+		v, err := convertText(c, s)
+		b.setValue(ci, v, err, func() string { return s })
+	case jNumber:
+		v, err := convertNumber(c, raw)
+		b.setValue(ci, v, err, rawText)
+	case jTrue, jFalse:
+		var v any
+		var err error
+		switch c.Type {
+		case TypeBoolean:
+			v = k == jTrue
+		case TypeChar, TypeVarchar, TypeString:
+			v, err = convertText(c, string(raw))
+		default:
+			if k == jTrue {
+				v, err = convertText(c, "1")
+			} else {
+				v, err = convertText(c, "0")
+			}
+		}
+		b.setValue(ci, v, err, rawText)
+	case jObject, jArray:
+		var v any
+		err := errConvert
+		switch c.Type {
+		case TypeChar, TypeVarchar, TypeString:
+			v, err = convertText(c, compactJSON(raw))
+		case TypeArray, TypeMap:
+			v, err = convertComplex(c, string(raw))
+		}
+		b.setValue(ci, v, err, rawText)
+	}
+}
+
+// convertNumber converts a JSON number; the fast path avoids strconv allocations for integers.
+func convertNumber(c *Column, raw []byte) (any, error) {
+	switch c.Type {
+	case TypeBigInt, TypeInt, TypeSmallInt, TypeTinyInt:
+		if v, ok := atoiFast(raw); ok {
+			switch c.Type {
+			case TypeBigInt:
+				return v, nil
+			case TypeInt:
+				if v >= -1<<31 && v < 1<<31 {
+					return int32(v), nil
+				}
+			case TypeSmallInt:
+				if v >= -1<<15 && v < 1<<15 {
+					return int16(v), nil
+				}
+			case TypeTinyInt:
+				if v >= -1<<7 && v < 1<<7 {
+					return int8(v), nil
+				}
+			}
+			return nil, errConvert
+		}
+	case TypeDate, TypeDatetime:
+		return nil, errConvert
+	}
+	return convertText(c, string(raw))
+}
+
+// atoiFast parses a plain decimal integer of at most 18 digits.
+func atoiFast(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && b[0] == '-' {
+		neg = true
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// ---- json paths ----
+
+type pathElem struct {
+	key   string
+	index int // >= 0: array index
+}
+
+func parseJSONPaths(v string) ([]string, error) {
+	var paths []string
+	if err := json.Unmarshal([]byte(v), &paths); err != nil {
+		return nil, fmt.Errorf("Invalid jsonpaths: %s: it must be a JSON array of strings like [\"$.id\", \"$.name\"]", v)
+	}
+	for _, p := range paths {
+		if _, err := compilePath(p); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// compilePath parses "$", "$.a.b", "$.a[0]", "$['a']" into elements.
+func compilePath(p string) ([]pathElem, error) {
+	orig := p
+	p = strings.TrimSpace(p)
+	if !strings.HasPrefix(p, "$") {
+		return nil, fmt.Errorf("Invalid json path: %s: it must start with $", orig)
+	}
+	p = p[1:]
+	var out []pathElem
+	for p != "" {
+		switch {
+		case p[0] == '.':
+			p = p[1:]
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			if end == 0 {
+				return nil, fmt.Errorf("Invalid json path: %s: empty key", orig)
+			}
+			out = append(out, pathElem{key: p[:end], index: -1})
+			p = p[end:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return nil, fmt.Errorf("Invalid json path: %s: missing ]", orig)
+			}
+			inner := p[1:end]
+			p = p[end+1:]
+			if len(inner) >= 2 && (inner[0] == '\'' || inner[0] == '"') && inner[len(inner)-1] == inner[0] {
+				out = append(out, pathElem{key: inner[1 : len(inner)-1], index: -1})
+				continue
+			}
+			n, err := strconv.Atoi(inner)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("Invalid json path: %s: bad index [%s]", orig, inner)
+			}
+			out = append(out, pathElem{index: n})
+		default:
+			return nil, fmt.Errorf("Invalid json path: %s", orig)
+		}
+	}
+	return out, nil
+}
+
+// lookupPath finds the value at path inside the validated value doc of kind k.
+func lookupPath(doc []byte, k jkind, path []pathElem) (jkind, int, int, bool) {
+	start, end := 0, len(doc)
+	for _, pe := range path {
+		cur := doc[start:end]
+		found := false
+		if pe.index < 0 {
+			if k != jObject {
+				return 0, 0, 0, false
+			}
+			it := newObjectIter(cur)
+			for {
+				key, kesc, vk, vs, ve, _, ok := it.next()
+				if !ok {
+					break
+				}
+				ks := string(key)
+				if kesc {
+					ks, _ = unquote(append(append([]byte{'"'}, key...), '"'), true)
+				}
+				if ks == pe.key {
+					k, start, end, found = vk, start+vs, start+ve, true
+					break
+				}
+			}
+		} else {
+			if k != jArray {
+				return 0, 0, 0, false
+			}
+			it := newArrayIter(cur)
+			for i := 0; ; i++ {
+				vk, vs, ve, _, ok := it.next()
+				if !ok {
+					break
+				}
+				if i == pe.index {
+					k, start, end, found = vk, start+vs, start+ve, true
+					break
+				}
+			}
+		}
+		if !found {
+			return 0, 0, 0, false
+		}
+	}
+	return k, start, end, true
+}

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAggregateKey: rows with the same key merge by each value column's aggregation, within
+// one load and across loads, as StarRocks's AGGREGATE KEY model does.
+func TestAggregateKey(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+CREATE TABLE db.agg (k INT NOT NULL, s BIGINT SUM DEFAULT "0", d DECIMAL(10,2) SUM, mx INT MAX, mn INT MIN,
+  r VARCHAR(8) REPLACE, rn VARCHAR(8) REPLACE_IF_NOT_NULL) AGGREGATE KEY(k) DISTRIBUTED BY HASH(k);`))
+	p := jsonParams(nil)
+	load(t, s, "db", "agg", `[{"k":1,"s":1,"d":"1.10","mx":5,"mn":5,"r":"a","rn":"a"},
+		{"k":1,"s":2,"d":"2.20","mx":3,"mn":3,"r":null,"rn":null},
+		{"k":2,"s":7}]`, p)
+	load(t, s, "db", "agg", `[{"k":1,"s":null,"mx":9,"mn":null,"r":"c","rn":"c"}]`, p)
+	rows, err := s.Rows("db", "agg")
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	assert.Equal(t, map[string]any{"k": int32(1), "s": int64(3), "d": decimal.RequireFromString("3.30"), "mx": int32(9), "mn": int32(3), "r": "c", "rn": "c"}, rows[0])
+	assert.Equal(t, map[string]any{"k": int32(2), "s": int64(7), "d": nil, "mx": nil, "mn": nil, "r": nil, "rn": nil}, rows[1])
+	sc, err := s.Table("db", "agg")
+	require.NoError(t, err)
+	assert.Equal(t, "AGG_KEYS", tablesConfigRow(sc)[3])
+	assert.Contains(t, sc.DDL(), "`s` bigint(20) SUM NULL DEFAULT \"0\"")
+	assert.Contains(t, sc.DDL(), "AGGREGATE KEY(`k`)")
+	_, err = s.Parse("db", "agg", []byte(`[{"k":1,"__op":1}]`), jsonParams(nil))
+	require.NoError(t, err, "__op is an unknown key outside PRIMARY KEY tables")
+}
+
+// TestArrayAndMap: ARRAY and MAP columns load from JSON values and from their JSON text in
+// CSV; elements convert to the element type; a bad element fails the value.
+func TestArrayAndMap(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+CREATE TABLE db.c (id INT NOT NULL, a ARRAY<INT>, sa ARRAY<VARCHAR(8)>, m MAP<VARCHAR(8),INT>, n ARRAY<ARRAY<DECIMAL(5,2)>>,
+  dm MAP<INT,DATE>) DUPLICATE KEY(id);`))
+	res := load(t, s, "db", "c", `[{"id":1,"a":[1,"2",3],"sa":["x",null,"y"],"m":{"k":1,"j":"2"},"n":[[1,"2.5"],[]],"dm":{"1":"2024-01-02"}},
+		{"id":2,"a":["x"]},
+		{"id":3,"a":"[4,5]","m":null}]`, jsonParams(nil))
+	assert.Zero(t, res.Filtered)
+	rows, err := s.Rows("db", "c")
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	assert.Equal(t, "[1,2,3]", rows[0]["a"])
+	assert.Equal(t, `["x",null,"y"]`, rows[0]["sa"])
+	assert.Equal(t, `{"k":1,"j":2}`, rows[0]["m"])
+	assert.Equal(t, `[[1.00,2.50],[]]`, rows[0]["n"])
+	assert.Equal(t, `{"1":"2024-01-02"}`, rows[0]["dm"])
+	assert.Nil(t, rows[1]["a"], "an element that does not convert: NULL outside strict mode")
+	assert.Equal(t, "[4,5]", rows[2]["a"], "the JSON text of an array")
+
+	res, err = s.Parse("db", "c", []byte(`[{"id":9,"a":["x"]}]`), jsonParams(map[string]string{"strict_mode": "true"}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.Filtered, "strict mode filters it")
+	assert.Contains(t, res.Errors[0], "column 'a'")
+
+	p, err := ParseLoadParams(map[string]string{"columns": "id,a,m", "column_separator": "|"})
+	require.NoError(t, err)
+	res = load(t, s, "db", "c", "4|[7,8]|{\"z\":9}\n", p)
+	require.Len(t, res.Rows, 1)
+	assert.Equal(t, "[7,8]", res.Rows[0].Values[1])
+	assert.Equal(t, `{"z":9}`, res.Rows[0].Values[3])
+	sc, err := s.Table("db", "c")
+	require.NoError(t, err)
+	assert.Contains(t, sc.DDL(), "`n` array<array<decimal(5, 2)>> NULL")
+	assert.Contains(t, sc.DDL(), "`dm` map<int(11),date> NULL")
+}
+
+// TestAlterTable: ADD COLUMN gives existing rows the default (or NULL) and can be placed
+// FIRST-after-keys or AFTER a column; DROP COLUMN drops the values; key columns stay.
+func TestAlterTable(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+CREATE TABLE db.t (id BIGINT NOT NULL, v VARCHAR(8)) PRIMARY KEY(id) DISTRIBUTED BY HASH(id);`))
+	load(t, s, "db", "t", `[{"id":1,"v":"a"}]`, jsonParams(nil))
+	require.NoError(t, s.ExecDDL(`ALTER TABLE db.t ADD COLUMN n INT NOT NULL DEFAULT "7" AFTER id`))
+	require.NoError(t, s.ExecDDL(`ALTER TABLE db.t ADD COLUMN (x DOUBLE, y DATETIME DEFAULT CURRENT_TIMESTAMP)`))
+	sc, err := s.Table("db", "t")
+	require.NoError(t, err)
+	names := []string{}
+	for _, c := range sc.Columns {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"id", "n", "v", "x", "y"}, names)
+	rows, err := s.Rows("db", "t")
+	require.NoError(t, err)
+	assert.Equal(t, int32(7), rows[0]["n"])
+	assert.Nil(t, rows[0]["x"])
+	assert.NotNil(t, rows[0]["y"])
+	load(t, s, "db", "t", `[{"id":2,"v":"b","x":1.5}]`, jsonParams(nil))
+
+	require.NoError(t, s.ExecDDL(`ALTER TABLE db.t DROP COLUMN v`))
+	rows, err = s.Rows("db", "t")
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	assert.NotContains(t, rows[0], "v")
+	assert.Equal(t, 1.5, rows[1]["x"])
+
+	for stmt, want := range map[string]string{
+		`ALTER TABLE db.t DROP COLUMN id`:                   "Can not drop key column id",
+		`ALTER TABLE db.t DROP COLUMN nope`:                 "Column does not exists: nope",
+		`ALTER TABLE db.t ADD COLUMN n INT`:                 "Duplicate column name 'n'",
+		`ALTER TABLE db.t ADD COLUMN z INT NOT NULL`:        "NOT NULL without a DEFAULT",
+		`ALTER TABLE db.t ADD COLUMN z INT FIRST`:           "would become a key column",
+		`ALTER TABLE db.t ADD COLUMN z INT SUM DEFAULT "0"`: "only valid in an AGGREGATE KEY table",
+		`ALTER TABLE db.nope ADD COLUMN z INT`:              "Failed to find table nope in db db",
+	} {
+		assert.ErrorContains(t, s.ExecDDL(stmt), want, stmt)
+	}
+	t.Run("a load parsed before the change fails at apply", func(t *testing.T) {
+		res, err := s.Parse("db", "t", []byte(`[{"id":3}]`), jsonParams(nil))
+		require.NoError(t, err)
+		require.NoError(t, s.ExecDDL(`ALTER TABLE db.t ADD COLUMN late INT`))
+		assert.ErrorContains(t, s.Apply([]TableChange{{DB: "db", Table: "t", Rows: res.Rows}}), "changed (ALTER TABLE)")
+	})
+	require.NoError(t, s.ExecDDL(`TRUNCATE TABLE db.t`))
+	rows, err = s.Rows("db", "t")
+	require.NoError(t, err)
+	assert.Empty(t, rows)
+	require.NoError(t, s.ExecDDL(`DROP TABLE db.t`))
+	_, err = s.Table("db", "t")
+	assert.ErrorIs(t, err, ErrUnknownTable)
+}
+
+// TestDDLRoundTrip: what SHOW CREATE TABLE prints creates the same table again.
+func TestDDLRoundTrip(t *testing.T) {
+	s := schemaStore(t)
+	require.NoError(t, s.ExecScript(`CREATE TABLE test.x (k1 INT NOT NULL, k2 VARCHAR(8) NOT NULL, s BIGINT SUM DEFAULT "0",
+  a ARRAY<MAP<STRING,JSON>> REPLACE, ts DATETIME REPLACE DEFAULT CURRENT_TIMESTAMP COMMENT 'when "x"')
+  AGGREGATE KEY(k1, k2) COMMENT "t" DISTRIBUTED BY RANDOM BUCKETS 3 ORDER BY (k2) PROPERTIES ("a" = "b");`))
+	for _, name := range s.Tables("test") {
+		sc, err := s.Table("test", name)
+		require.NoError(t, err)
+		again := New()
+		require.NoError(t, again.ExecScript("CREATE DATABASE test; USE test; "+sc.DDL()), sc.DDL())
+		sc2, err := again.Table("test", name)
+		require.NoError(t, err)
+		assert.Equal(t, sc.DDL(), sc2.DDL())
+	}
+}

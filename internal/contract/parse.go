@@ -1,0 +1,232 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Field names one key of the contract, for the sets Parse reports.
+type Field uint8
+
+// The contract's keys, in the order Read checks them.
+const (
+	FieldPartition Field = iota
+	FieldDatabase
+	FieldTable
+	FieldTxnID
+	FieldSeqSource
+	FieldTxnEnd
+	FieldTxnAbort
+	FieldMarker
+	FieldSeq
+	FieldSourceOffset
+	FieldPartitionEpoch
+	numFields
+)
+
+var fieldKeys = [numFields]string{
+	FieldPartition:      KeyPartition,
+	FieldDatabase:       KeyDatabase,
+	FieldTable:          KeyTable,
+	FieldTxnID:          KeyTxnID,
+	FieldSeqSource:      KeySeqSource,
+	FieldTxnEnd:         KeyTxnEnd,
+	FieldTxnAbort:       KeyTxnAbort,
+	FieldMarker:         KeyMarker,
+	FieldSeq:            KeySeq,
+	FieldSourceOffset:   KeySourceOffset,
+	FieldPartitionEpoch: KeyPartitionEpoch,
+}
+
+// Key returns the metadata key of f.
+func (f Field) Key() string {
+	if f >= numFields {
+		return fmt.Sprintf("contract.Field(%d)", f)
+	}
+	return fieldKeys[f]
+}
+
+func (f Field) String() string { return f.Key() }
+
+// Fields is a set of contract keys.
+type Fields uint16
+
+// Has reports whether f is in the set.
+func (s Fields) Has(f Field) bool { return s&(1<<f) != 0 }
+
+func (s Fields) with(f Field) Fields { return s | 1<<f }
+
+// List returns the keys of the set in Field order.
+func (s Fields) List() []Field {
+	var out []Field
+	for f := Field(0); f < numFields; f++ {
+		if s.Has(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// String lists the metadata keys of the set, comma-separated.
+func (s Fields) String() string {
+	keys := make([]string, 0, numFields)
+	for _, f := range s.List() {
+		keys = append(keys, f.Key())
+	}
+	return strings.Join(keys, ", ")
+}
+
+// Parsed is the contract of one message with what the output needs to judge
+// it: which keys it carries, which of them are malformed, and (through Row)
+// what the assembler already established about its body.
+type Parsed struct {
+	// Meta holds every value that could be read; a malformed one is left at
+	// its zero value (and its Has flag false).
+	Meta
+	// Present is the set of keys the message carries with a value (an empty
+	// string or a nil value counts as absent, as in Read).
+	Present Fields
+	// Malformed is the subset of Present whose value cannot be read: a flag
+	// that is not true or false, a number that is not whole, a negative
+	// epoch. The string keys are never malformed.
+	Malformed Fields
+	// Err is Read's error: the first malformed key, in Field order, wrapped
+	// in ErrBadContract; nil when Malformed is empty.
+	Err error
+
+	stamp *stamp
+}
+
+// Named reports whether the message names a partition and a transaction: the
+// output can then attribute it (and poison that transaction when Malformed
+// is not empty) instead of treating the message as contract-less.
+func (p Parsed) Named() bool {
+	return p.Present.Has(FieldPartition) && p.Present.Has(FieldTxnID)
+}
+
+// Typed reports whether the contract came from a verified typed value
+// (KeyTyped) rather than from parsing the string keys.
+func (p Parsed) Typed() bool { return p.stamp != nil }
+
+// Parse reads the contract of a message. The typed value an assembler
+// writes under KeyTyped is used first, but only after checking that every
+// string key still holds exactly what that assembler wrote: a processor
+// that changed, added or removed a contract key after the assembler makes
+// Parse read the string keys instead, which stay the public contract.
+func Parse(msg *service.Message) Parsed {
+	if v, ok := msg.MetaGetMut(KeyTyped); ok {
+		if st, ok := v.(*stamp); ok && st.matches(msg) {
+			return Parsed{Meta: st.meta, Present: st.present, stamp: st}
+		}
+	}
+	return parseStrings(msg)
+}
+
+// parseStrings reads the string keys; every key is read even after a
+// malformed one.
+func parseStrings(msg *service.Message) Parsed {
+	var p Parsed
+	for _, s := range []struct {
+		f   Field
+		dst *string
+	}{
+		{FieldPartition, &p.Partition},
+		{FieldDatabase, &p.Database},
+		{FieldTable, &p.Table},
+		{FieldTxnID, &p.TxnID},
+		{FieldSeqSource, &p.SeqSource},
+	} {
+		*s.dst, _ = msg.MetaGet(s.f.Key())
+		if *s.dst != "" {
+			p.Present = p.Present.with(s.f)
+		}
+	}
+	for _, b := range []struct {
+		f   Field
+		dst *bool
+	}{
+		{FieldTxnEnd, &p.TxnEnd},
+		{FieldTxnAbort, &p.TxnAbort},
+		{FieldMarker, &p.Marker},
+	} {
+		v, err := readBool(msg, b.f.Key())
+		p.note(msg, b.f, err)
+		*b.dst = v
+	}
+	var err error
+	p.Seq, p.HasSeq, err = readInt(msg, KeySeq)
+	p.note(msg, FieldSeq, err)
+	p.SourceOffset, p.HasOffset, err = readInt(msg, KeySourceOffset)
+	p.note(msg, FieldSourceOffset, err)
+	p.Epoch, p.HasEpoch, err = ReadEpoch(msg)
+	p.note(msg, FieldPartitionEpoch, err)
+	return p
+}
+
+// note records whether the non-string key f is present and malformed.
+func (p *Parsed) note(msg *service.Message, f Field, err error) {
+	if v, ok := msg.MetaGetMut(f.Key()); ok && v != nil && v != "" {
+		p.Present = p.Present.with(f)
+	}
+	if err == nil {
+		return
+	}
+	p.Malformed = p.Malformed.with(f)
+	if p.Err == nil {
+		p.Err = err
+	}
+}
+
+// readPrefix is Read's result on an error: the values read before the first
+// malformed key, and nothing from it on.
+func (p *Parsed) readPrefix() Meta {
+	m := p.Meta
+	first := numFields
+	for f := FieldTxnEnd; f < numFields; f++ {
+		if p.Malformed.Has(f) {
+			first = f
+			break
+		}
+	}
+	for f := first; f < numFields; f++ {
+		switch f {
+		case FieldTxnEnd:
+			m.TxnEnd = false
+		case FieldTxnAbort:
+			m.TxnAbort = false
+		case FieldMarker:
+			m.Marker = false
+		case FieldSeq:
+			m.Seq, m.HasSeq = 0, false
+		case FieldSourceOffset:
+			m.SourceOffset, m.HasOffset = 0, false
+		case FieldPartitionEpoch:
+			m.Epoch, m.HasEpoch = 0, false
+		}
+	}
+	return m
+}
+
+// Row returns what the assembler established about body when it wrote the
+// contract: that it is one JSON object (json.Valid, starting with '{', no
+// surrounding white space) and whether it is a delete (its top-level __op
+// is 1, as the output decides it). ok is false when there is no such
+// knowledge: the contract was not typed, the message is not a row the
+// assembler built, or body is not the very byte slice the assembler set
+// (a later processor replaced the body). The output then checks the body
+// itself.
+func (p Parsed) Row(body []byte) (row RowFacts, ok bool) {
+	st := p.stamp
+	if st == nil || !st.hasRow || len(body) == 0 || len(body) != len(st.body) || &body[0] != &st.body[0] {
+		return RowFacts{}, false
+	}
+	return RowFacts{Delete: st.del}, true
+}
+
+// RowFacts is what the assembler knows about a row body it built.
+type RowFacts struct {
+	// Delete is set when the row's top-level __op is 1.
+	Delete bool
+}

@@ -1,0 +1,303 @@
+package contract
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// allKeys are the contract's metadata keys, the typed value's and one that
+// is no part of the contract.
+var allKeys = append(fieldKeys[:], KeyTyped, "kafka_offset")
+
+var stringPool = []string{"", "p0", "cdc/3", "test", "orders", "t-17", "null", "true", "false", "1", "0", "7", "-1",
+	"42", "seven", "1.5", " 7", "9223372036854775808", "18446744073709551615", "yes", "TRUE"}
+
+func genString(t *rapid.T, label string) string { return rapid.SampledFrom(stringPool).Draw(t, label) }
+
+// genValue draws a metadata value of any type a mapping or an input may set.
+func genValue(t *rapid.T, label string) any {
+	switch rapid.IntRange(0, 9).Draw(t, label+"/type") {
+	case 0:
+		return nil
+	case 1:
+		return rapid.Bool().Draw(t, label+"/bool")
+	case 2:
+		return rapid.Int64().Draw(t, label+"/int64")
+	case 3:
+		return rapid.IntRange(-5, 5).Draw(t, label+"/int")
+	case 4:
+		return rapid.SampledFrom([]float64{0, 1, 12, -3, 1.5, 1e300, math.NaN()}).Draw(t, label+"/float")
+	case 5:
+		return rapid.SampledFrom([]uint64{0, 3, math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64}).Draw(t, label+"/uint64")
+	case 6:
+		return int32(rapid.IntRange(-3, 3).Draw(t, label+"/int32"))
+	}
+	return genString(t, label+"/string")
+}
+
+func genMeta(t *rapid.T) Meta {
+	return Meta{
+		Partition: genString(t, "partition"), Database: genString(t, "database"), Table: genString(t, "table"),
+		TxnID: genString(t, "txn"), SeqSource: genString(t, "seqSource"),
+		TxnEnd: rapid.Bool().Draw(t, "end"), TxnAbort: rapid.Bool().Draw(t, "abort"), Marker: rapid.Bool().Draw(t, "marker"),
+		HasSeq: rapid.Bool().Draw(t, "hasSeq"), Seq: rapid.SampledFrom([]int64{1, 42, 99, 100, 123456789, -7, math.MaxInt64, math.MinInt64}).Draw(t, "seq"),
+		HasOffset: rapid.Bool().Draw(t, "hasOffset"), SourceOffset: rapid.Int64().Draw(t, "offset"),
+		HasEpoch: rapid.Bool().Draw(t, "hasEpoch"), Epoch: rapid.SampledFrom([]uint64{0, 1, 2, 150, math.MaxInt64, math.MaxInt64 + 1}).Draw(t, "epoch"),
+	}
+}
+
+// genMessage draws a message carrying arbitrary metadata under contract keys
+// and others: what an input or an earlier processor may have left.
+func genMessage(t *rapid.T, label string) func() *service.Message {
+	type kv struct {
+		k string
+		v any
+	}
+	var pre []kv
+	for i, n := 0, rapid.IntRange(0, 6).Draw(t, label+"/n"); i < n; i++ {
+		pre = append(pre, kv{rapid.SampledFrom(allKeys).Draw(t, label+"/key"), genValue(t, label+"/value")})
+	}
+	return func() *service.Message {
+		msg := service.NewMessage([]byte(`{"a":1}`))
+		for _, e := range pre {
+			msg.MetaSetMut(e.k, e.v)
+		}
+		return msg
+	}
+}
+
+// mutate changes, removes or re-sets contract keys the way a later
+// processor may.
+func mutate(t *rapid.T, msg *service.Message) bool {
+	n := rapid.IntRange(0, 3).Draw(t, "mutations")
+	for i := 0; i < n; i++ {
+		key := rapid.SampledFrom(allKeys).Draw(t, "mutate/key")
+		switch rapid.IntRange(0, 2).Draw(t, "mutate/op") {
+		case 0:
+			msg.MetaDelete(key)
+		case 1:
+			msg.MetaSetMut(key, genValue(t, "mutate/value"))
+		default:
+			// The same text again, as a new string: still the contract
+			// that was written.
+			if s, ok := msg.MetaGet(key); ok && key != KeyTyped {
+				msg.MetaSetMut(key, string([]byte(s)))
+			}
+		}
+	}
+	return n > 0
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// checkParse compares Parse with the string path and with the reference
+// Read on msg, and checks the key sets against their definitions.
+func checkParse(t require.TestingT, msg *service.Message) Parsed {
+	p := Parse(msg)
+	q := parseStrings(msg)
+	require.Equal(t, q.Meta, p.Meta, "the typed path and the string keys disagree")
+	require.Equal(t, q.Present, p.Present)
+	require.Equal(t, q.Malformed, p.Malformed)
+	require.Equal(t, errText(q.Err), errText(p.Err))
+
+	m, err := Read(msg)
+	rm, rerr := readReference(msg)
+	require.Equal(t, rm, m, "Read changed")
+	require.Equal(t, errText(rerr), errText(err), "Read's error changed")
+
+	for f := Field(0); f < numFields; f++ {
+		var present, malformed bool
+		switch f {
+		case FieldPartition, FieldDatabase, FieldTable, FieldTxnID, FieldSeqSource:
+			s, _ := msg.MetaGet(f.Key())
+			present = s != ""
+		default:
+			v, ok := msg.MetaGetMut(f.Key())
+			present = ok && v != nil && v != ""
+			var ferr error
+			switch f {
+			case FieldTxnEnd, FieldTxnAbort, FieldMarker:
+				_, ferr = readBool(msg, f.Key())
+			case FieldPartitionEpoch:
+				_, _, ferr = ReadEpoch(msg)
+			default:
+				_, _, ferr = readInt(msg, f.Key())
+			}
+			malformed = ferr != nil
+			if malformed {
+				require.ErrorIs(t, ferr, ErrBadContract)
+			}
+		}
+		require.Equal(t, present, p.Present.Has(f), "present %s", f)
+		require.Equal(t, malformed, p.Malformed.Has(f), "malformed %s", f)
+	}
+	require.Equal(t, p.Malformed, p.Malformed&p.Present, "only a present key can be malformed")
+	require.Equal(t, p.Malformed != 0, p.Err != nil)
+	return p
+}
+
+func TestWriteMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var w Writer
+		for i, n := 0, rapid.IntRange(1, 4).Draw(t, "messages"); i < n; i++ {
+			pre := genMessage(t, "pre")
+			m := genMeta(t)
+			got, want := pre(), pre()
+			switch rapid.IntRange(0, 2).Draw(t, "writer") {
+			case 0:
+				Write(got, m)
+			case 1:
+				w.Write(got, m)
+			default:
+				w.WriteRow(got, m, []byte(`{"a":1,"__op":0}`), false)
+			}
+			writeReference(want, m)
+			require.Equal(t, metaStrings(want), metaStrings(got), "the string keys differ from what Write always wrote")
+			_, typed := got.MetaGetMut(KeyTyped)
+			require.Equal(t, !(m.HasEpoch && m.Epoch > math.MaxInt64), typed, "the typed value is written unless Read would refuse the epoch")
+			p := checkParse(t, got)
+			require.Equal(t, typed, p.Typed(), "an untouched message parses from its typed value")
+		}
+	})
+}
+
+func TestParseTypedNeverDisagreesWithStrings(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var w Writer
+		msg := genMessage(t, "pre")()
+		m := genMeta(t)
+		w.Write(msg, m)
+		typed := !(m.HasEpoch && m.Epoch > math.MaxInt64)
+		mutated := mutate(t, msg)
+		p := checkParse(t, msg)
+		if !mutated {
+			require.Equal(t, typed, p.Typed())
+		}
+	})
+}
+
+func TestReadOnArbitraryMetadata(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		checkParse(t, genMessage(t, "msg")())
+	})
+}
+
+func TestParseTellsMalformedFromAbsent(t *testing.T) {
+	msg := service.NewMessage(nil)
+	p := Parse(msg)
+	assert.Zero(t, p.Present, "no contract")
+	assert.Zero(t, p.Malformed)
+	assert.False(t, p.Named())
+	assert.NoError(t, p.Err)
+
+	var w Writer
+	w.Write(msg, Meta{Partition: "cdc/1", TxnID: "t-9", HasSeq: true, Seq: 12, SeqSource: "a1", HasOffset: true, SourceOffset: 5, TxnEnd: true})
+	msg.MetaSetMut(KeySeq, "twelve")
+	msg.MetaSetMut(KeyTxnEnd, "yes")
+	p = Parse(msg)
+	assert.False(t, p.Typed(), "a changed key makes Parse read the strings")
+	assert.True(t, p.Named(), "the message still names its partition and transaction")
+	assert.Equal(t, "cdc/1", p.Partition)
+	assert.Equal(t, "t-9", p.TxnID)
+	assert.True(t, p.Malformed.Has(FieldSeq))
+	assert.True(t, p.Malformed.Has(FieldTxnEnd))
+	assert.False(t, p.Malformed.Has(FieldSourceOffset))
+	assert.Equal(t, int64(5), p.SourceOffset, "values after a malformed one are still read")
+	assert.False(t, p.HasSeq)
+	assert.Equal(t, "starrocks_txn_end, starrocks_seq", p.Malformed.String())
+	require.ErrorIs(t, p.Err, ErrBadContract)
+	assert.Contains(t, p.Err.Error(), KeyTxnEnd, "Err is the first malformed key, as Read's")
+
+	m, err := Read(msg)
+	require.ErrorIs(t, err, ErrBadContract)
+	assert.False(t, m.HasOffset, "Read stops at the first malformed key, as it always did")
+}
+
+func TestRowFactsFollowTheBody(t *testing.T) {
+	var w Writer
+	body := []byte(`{"id":1,"__op":1}`)
+	msg := service.NewMessage(nil)
+	msg.SetBytes(body)
+	w.WriteRow(msg, Meta{Partition: "p", TxnID: "t", HasSeq: true, Seq: 1, SeqSource: "s", HasOffset: true, SourceOffset: 1}, body, true)
+
+	got, err := msg.AsBytes()
+	require.NoError(t, err)
+	p := Parse(msg)
+	require.True(t, p.Typed())
+	f, ok := p.Row(got)
+	require.True(t, ok, "the body the assembler set")
+	assert.True(t, f.Delete)
+
+	_, ok = p.Row(append([]byte(nil), got...))
+	assert.False(t, ok, "equal bytes elsewhere are not the body that was checked")
+	_, ok = p.Row(got[:len(got)-1])
+	assert.False(t, ok)
+
+	c := msg.Copy()
+	p = Parse(c)
+	b, _ := c.AsBytes()
+	_, ok = p.Row(b)
+	assert.True(t, ok, "a copy shares the body")
+	c.SetBytes([]byte(`{"id":2,"__op":0}`))
+	b, _ = c.AsBytes()
+	_, ok = Parse(c).Row(b)
+	assert.False(t, ok, "a processor that replaced the body voids the facts")
+
+	c = msg.Copy()
+	c.MetaSetMut(KeyTable, "other")
+	b, _ = c.AsBytes()
+	p = Parse(c)
+	assert.False(t, p.Typed())
+	_, ok = p.Row(b)
+	assert.False(t, ok, "without a verified typed value there are no facts")
+	assert.Equal(t, "other", p.Table, "the changed string key wins")
+
+	m := service.NewMessage(body)
+	w.Write(m, Meta{Partition: "p", HasSeq: true, Seq: 2})
+	b, _ = m.AsBytes()
+	_, ok = Parse(m).Row(b)
+	assert.False(t, ok, "Write vouches for no body")
+}
+
+func TestTypedValueRendersAsJSON(t *testing.T) {
+	msg := service.NewMessage(nil)
+	Write(msg, Meta{Partition: "p", HasSeq: true, Seq: 7, SeqSource: "a1"})
+	s, ok := msg.MetaGet(KeyTyped)
+	require.True(t, ok)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(s), &v), s)
+	assert.Equal(t, "7", v["seq"])
+}
+
+func TestWriterReusesButNeverConfusesValues(t *testing.T) {
+	var w Writer
+	msgs := make([]*service.Message, 300)
+	for i := range msgs {
+		msgs[i] = service.NewMessage(nil)
+		w.Write(msgs[i], Meta{Partition: "p" + strconv.Itoa(i%7), TxnID: "t" + strconv.Itoa(i/3), HasSeq: true, Seq: int64(1000 + i),
+			SeqSource: "s", HasOffset: true, SourceOffset: int64(i * 1000003), HasEpoch: true, Epoch: uint64(i % 3)})
+	}
+	for i, msg := range msgs {
+		m, err := Read(msg)
+		require.NoError(t, err)
+		assert.Equal(t, "p"+strconv.Itoa(i%7), m.Partition)
+		assert.Equal(t, "t"+strconv.Itoa(i/3), m.TxnID)
+		assert.Equal(t, int64(1000+i), m.Seq)
+		assert.Equal(t, int64(i*1000003), m.SourceOffset)
+		assert.Equal(t, uint64(i%3), m.Epoch)
+		v, _ := msg.MetaGet(KeySeq)
+		assert.Equal(t, strconv.Itoa(1000+i), v)
+	}
+}

@@ -1,0 +1,573 @@
+// Package jsonscan is a single-pass JSON scanner for the hot paths of CDC
+// decoders. It validates a JSON text exactly as encoding/json does and, in the
+// same pass, extracts the few top-level members a decoder needs, without
+// decoding anything else.
+//
+// It never guesses. Every function answers OK (the text is valid and the
+// result is exact), Invalid (encoding/json would reject the text too) or
+// Unusual: something the scanner does not decide cheaply — an escaped or
+// non-ASCII top-level key (encoding/json matches struct fields
+// case-insensitively, with Unicode folding), a duplicate member, a key that
+// differs from a wanted name only in case, nesting deeper than MaxDepth. The
+// caller then decodes with encoding/json, which stays the reference: the
+// differential fuzz tests of this package and of its callers check that OK
+// results equal encoding/json's, and Invalid ones are rejected by it.
+//
+// A decoder for a new format (for example Debezium's envelope) declares its
+// member names once with NewFields, scans each message with Fields.Scan and
+// reads the returned Values; nested objects (Debezium's "source") can be
+// scanned again with another Fields.
+package jsonscan
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// Status is the outcome of a scan.
+type Status uint8
+
+const (
+	// OK: the text is valid JSON and the result is exact.
+	OK Status = iota
+	// Invalid: the text is not valid JSON; encoding/json rejects it too.
+	Invalid
+	// Unusual: the scanner does not decide; decode with encoding/json.
+	Unusual
+)
+
+func (s Status) String() string {
+	switch s {
+	case OK:
+		return "ok"
+	case Invalid:
+		return "invalid"
+	}
+	return "unusual"
+}
+
+// MaxDepth is the deepest nesting of objects and arrays the scanner follows;
+// deeper texts are Unusual (encoding/json allows 10000 levels).
+const MaxDepth = 64
+
+// Kind is the type of a JSON value.
+type Kind uint8
+
+// Kinds of JSON values; KindNone marks an absent member.
+const (
+	KindNone Kind = iota
+	KindNull
+	KindTrue
+	KindFalse
+	KindNumber
+	KindString
+	KindObject
+	KindArray
+)
+
+// Value is one scanned JSON value.
+type Value struct {
+	// Raw is the value's text exactly as written (what json.RawMessage would
+	// hold); nil when the member is absent. It aliases the scanned bytes.
+	Raw []byte
+	// Off is where Raw starts in the scanned text.
+	Off  int
+	Kind Kind
+	// Plain is set on a string without escapes whose bytes are all ASCII:
+	// its decoded content is Raw[1:len(Raw)-1] verbatim.
+	Plain bool
+}
+
+// Absent reports a member that is missing or null, the way the decoders of
+// this project treat both.
+func (v Value) Absent() bool { return v.Kind == KindNone || v.Kind == KindNull }
+
+// Content returns a plain string's content without copying; ok is false for
+// anything that is not a Plain string.
+func (v Value) Content() ([]byte, bool) {
+	if !v.Plain {
+		return nil, false
+	}
+	return v.Raw[1 : len(v.Raw)-1], true
+}
+
+// Fields is the set of top-level member names one decoder extracts. It is
+// immutable and safe for concurrent use.
+type Fields struct {
+	names []string
+}
+
+// NewFields declares the member names a decoder extracts; Scan fills its
+// output in the same order. Names must be ASCII.
+func NewFields(names ...string) *Fields {
+	for _, n := range names {
+		for i := 0; i < len(n); i++ {
+			if n[i] >= utf8.RuneSelf {
+				panic("jsonscan: member names must be ASCII: " + n)
+			}
+		}
+	}
+	return &Fields{names: append([]string(nil), names...)}
+}
+
+// Len is the number of declared names.
+func (f *Fields) Len() int { return len(f.names) }
+
+// Scan validates b, a JSON text whose value must be an object, and fills
+// out[i] (len(out) >= f.Len()) with the value of the member named f's i-th
+// name, or a zero Value when there is none. It is OK only when b is valid,
+// its value is an object, every top-level key is ASCII without escapes, no
+// wanted name occurs twice and no key equals a wanted name except in case:
+// exactly then the result equals what encoding/json.Unmarshal gives for a
+// struct with one json.RawMessage field per name.
+func (f *Fields) Scan(b []byte, out []Value) Status {
+	out = out[:len(f.names)]
+	clear(out)
+	s := scanner{b: b}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		// Not an object: left to encoding/json, which says what it is.
+		return Unusual
+	}
+	s.i++
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return s.end()
+	}
+	for {
+		if s.peek() != '"' {
+			return Invalid
+		}
+		keyStart := s.i
+		st, plain := s.str()
+		if st != OK {
+			return st
+		}
+		key := s.b[keyStart+1 : s.i-1]
+		if !plain {
+			// An escaped or non-ASCII key may still name a wanted field
+			// (encoding/json unescapes and folds it).
+			return Unusual
+		}
+		slot := -1
+		for n, name := range f.names {
+			if len(name) != len(key) {
+				continue
+			}
+			if string(key) == name {
+				slot = n
+				break
+			}
+			if equalFoldASCII(key, name) {
+				return Unusual
+			}
+		}
+		s.ws()
+		if s.peek() != ':' {
+			return Invalid
+		}
+		s.i++
+		s.ws()
+		valStart := s.i
+		kind, st := s.value(1)
+		if st != OK {
+			return st
+		}
+		if slot >= 0 {
+			if out[slot].Kind != KindNone {
+				return Unusual // a duplicate: encoding/json keeps the last
+			}
+			out[slot] = Value{Raw: s.b[valStart:s.i:s.i], Off: valStart, Kind: kind, Plain: kind == KindString && s.lastPlain}
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.ws()
+		case '}':
+			s.i++
+			return s.end()
+		default:
+			return Invalid
+		}
+	}
+}
+
+// Valid reports whether b is one valid JSON text, as json.Valid does.
+func Valid(b []byte) Status {
+	s := scanner{b: b}
+	s.ws()
+	if _, st := s.value(0); st != OK {
+		return st
+	}
+	return s.end()
+}
+
+// Row is what ScanRow learns about a JSON object row.
+type Row struct {
+	// Canonical is set when decoding the row with encoding/json (UseNumber,
+	// into map[string]any) and encoding it back (SetEscapeHTML(false),
+	// compact) reproduces it byte for byte: no whitespace, every object's
+	// keys strictly ascending (so no duplicates), no string that holds an
+	// escape or needs one.
+	Canonical bool
+	// Member is the top-level member ScanRow was asked for. It is reported
+	// for canonical rows only (a non-canonical row may hold the key twice or
+	// escaped); zero when absent.
+	Member Value
+}
+
+// ScanRow validates b as one JSON text, reports whether it is in
+// encoding/json's canonical form and finds its top-level member named key
+// (ASCII). A valid text whose value is not an object is Unusual.
+func ScanRow(b []byte, key string) (Status, Row) {
+	s := scanner{b: b, canon: true}
+	var row Row
+	s.ws()
+	if s.peek() != '{' {
+		if _, st := s.value(0); st != OK {
+			return st, row
+		}
+		if st := s.end(); st != OK {
+			return st, row
+		}
+		return Unusual, row
+	}
+	s.i++
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		st := s.end()
+		row.Canonical = s.canon
+		return st, row
+	}
+	var prev []byte
+	for {
+		if s.peek() != '"' {
+			return Invalid, row
+		}
+		keyStart := s.i
+		st, plain := s.str()
+		if st != OK {
+			return st, row
+		}
+		k := s.b[keyStart+1 : s.i-1]
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			s.canon = false
+		}
+		prev = k
+		s.ws()
+		if s.peek() != ':' {
+			return Invalid, row
+		}
+		s.i++
+		s.ws()
+		valStart := s.i
+		kind, st := s.value(1)
+		if st != OK {
+			return st, row
+		}
+		if plain && string(k) == key {
+			row.Member = Value{Raw: s.b[valStart:s.i:s.i], Off: valStart, Kind: kind, Plain: kind == KindString && s.lastPlain}
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.ws()
+		case '}':
+			s.i++
+			st := s.end()
+			row.Canonical = s.canon && st == OK
+			if !row.Canonical {
+				row.Member = Value{}
+			}
+			return st, row
+		default:
+			return Invalid, row
+		}
+	}
+}
+
+// scanner walks one JSON text. With canon set it also tracks whether the
+// text is in encoding/json's canonical form.
+type scanner struct {
+	b     []byte
+	i     int
+	canon bool
+	// lastPlain is set by str when the string it read was Plain.
+	lastPlain bool
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// ws skips JSON whitespace (space, tab, newline, carriage return).
+func (s *scanner) ws() {
+	start := s.i
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+			continue
+		}
+		break
+	}
+	if s.i != start {
+		s.canon = false
+	}
+}
+
+// end accepts trailing whitespace and nothing else.
+func (s *scanner) end() Status {
+	s.ws()
+	if s.i != len(s.b) {
+		return Invalid
+	}
+	return OK
+}
+
+// value reads one value at nesting depth depth.
+func (s *scanner) value(depth int) (Kind, Status) {
+	if s.i >= len(s.b) {
+		return KindNone, Invalid
+	}
+	switch c := s.b[s.i]; c {
+	case '"':
+		st, _ := s.str()
+		return KindString, st
+	case '{':
+		return KindObject, s.object(depth + 1)
+	case '[':
+		return KindArray, s.array(depth + 1)
+	case 't':
+		return KindTrue, s.lit("true")
+	case 'f':
+		return KindFalse, s.lit("false")
+	case 'n':
+		return KindNull, s.lit("null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return KindNumber, s.number()
+		}
+	}
+	return KindNone, Invalid
+}
+
+func (s *scanner) lit(word string) Status {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return Invalid
+	}
+	s.i += len(word)
+	return OK
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() Status {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return Invalid
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return Invalid
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return Invalid
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return OK
+}
+
+// plainByte marks bytes a string may hold without escapes or further
+// checks: printable ASCII other than the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str reads a string literal starting at the opening quote. plain is set
+// when it holds neither escapes nor non-ASCII bytes.
+func (s *scanner) str() (Status, bool) {
+	b := s.b
+	i := s.i + 1
+	start := i
+	escaped, nonASCII := false, false
+	for {
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return Invalid, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			if s.canon && (escaped || (nonASCII && !canonicalUTF8(b[start:i]))) {
+				s.canon = false
+			}
+			s.i = i + 1
+			s.lastPlain = !escaped && !nonASCII
+			return OK, s.lastPlain
+		case c == '\\':
+			escaped = true
+			i++
+			if i >= len(b) {
+				return Invalid, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return Invalid, false
+				}
+				i += 5
+			default:
+				return Invalid, false
+			}
+		case c < 0x20:
+			return Invalid, false
+		default:
+			// encoding/json accepts any byte >= 0x80 in a string, even
+			// invalid UTF-8 (it decodes it to U+FFFD).
+			nonASCII = true
+			i++
+		}
+	}
+}
+
+// canonicalUTF8 reports whether a string's non-ASCII content is left as is by
+// encoding/json's encoder: valid UTF-8 without U+2028 and U+2029.
+func canonicalUTF8(p []byte) bool {
+	return utf8.Valid(p) && !bytes.Contains(p, []byte("\u2028")) && !bytes.Contains(p, []byte("\u2029"))
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (s *scanner) object(depth int) Status {
+	if depth > MaxDepth {
+		return Unusual
+	}
+	s.i++ // {
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return OK
+	}
+	var prev []byte
+	for {
+		if s.peek() != '"' {
+			return Invalid
+		}
+		keyStart := s.i
+		if st, _ := s.str(); st != OK {
+			return st
+		}
+		if s.canon {
+			k := s.b[keyStart+1 : s.i-1]
+			if prev != nil && bytes.Compare(prev, k) >= 0 {
+				s.canon = false
+			}
+			prev = k
+		}
+		s.ws()
+		if s.peek() != ':' {
+			return Invalid
+		}
+		s.i++
+		s.ws()
+		if _, st := s.value(depth); st != OK {
+			return st
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.ws()
+		case '}':
+			s.i++
+			return OK
+		default:
+			return Invalid
+		}
+	}
+}
+
+func (s *scanner) array(depth int) Status {
+	if depth > MaxDepth {
+		return Unusual
+	}
+	s.i++ // [
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+		return OK
+	}
+	for {
+		if _, st := s.value(depth); st != OK {
+			return st
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+			s.ws()
+		case ']':
+			s.i++
+			return OK
+		default:
+			return Invalid
+		}
+	}
+}
+
+// equalFoldASCII reports whether the ASCII texts a and b are equal without
+// regard to case.
+func equalFoldASCII(a []byte, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

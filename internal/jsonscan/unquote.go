@@ -1,0 +1,96 @@
+package jsonscan
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// AppendUnquoted appends the decoded content of raw, a string literal that a
+// scan accepted (quotes included), to dst, exactly as encoding/json decodes a
+// JSON string into a Go string: escapes resolved, surrogate pairs joined, a
+// lone surrogate and every byte of invalid UTF-8 replaced by U+FFFD. The
+// result is undefined for text that no scan accepted as a string.
+func AppendUnquoted(dst, raw []byte) []byte {
+	s := raw[1 : len(raw)-1]
+	for r := 0; r < len(s); {
+		c := s[r]
+		switch {
+		case c == '\\':
+			r++
+			switch s[r] {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				rr := hex4(s[r+1 : r+5])
+				r += 5
+				if utf16.IsSurrogate(rr) {
+					if len(s)-r >= 6 && s[r] == '\\' && s[r+1] == 'u' && isHex4(s[r+2:r+6]) {
+						if dec := utf16.DecodeRune(rr, hex4(s[r+2:r+6])); dec != utf8.RuneError {
+							r += 6
+							dst = utf8.AppendRune(dst, dec)
+							continue
+						}
+					}
+					rr = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, rr)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, s[r])
+			}
+			r++
+		case c < utf8.RuneSelf:
+			// Copy the run of plain ASCII at once.
+			start := r
+			for r < len(s) && s[r] < utf8.RuneSelf && s[r] != '\\' {
+				r++
+			}
+			dst = append(dst, s[start:r]...)
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			r += size
+			dst = utf8.AppendRune(dst, rr)
+		}
+	}
+	return dst
+}
+
+// String returns the decoded content of a string Value (see AppendUnquoted);
+// a Plain one costs a single copy.
+func (v Value) String() string {
+	if v.Kind != KindString {
+		return ""
+	}
+	if v.Plain {
+		return string(v.Raw[1 : len(v.Raw)-1])
+	}
+	return string(AppendUnquoted(make([]byte, 0, len(v.Raw)), v.Raw))
+}
+
+func isHex4(p []byte) bool {
+	return isHex(p[0]) && isHex(p[1]) && isHex(p[2]) && isHex(p[3])
+}
+
+func hex4(p []byte) rune {
+	var r rune
+	for _, c := range p {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}

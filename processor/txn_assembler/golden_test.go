@@ -1,0 +1,95 @@
+package txnassembler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+)
+
+// goldenOutputs are the SHA-256 digests of everything the processor emitted
+// for the golden traffic (renderOutputs), as produced by the processor
+// before its single-pass decoders and its typed contract existed. The
+// processor must keep producing exactly this: the same bodies, errors and
+// metadata keys and values, the typed value under starrocks_contract
+// excepted. Print the current digests with TXN_ASSEMBLER_PRINT_GOLDEN=1; a
+// change of the digest is a change of the processor's output (or of the
+// workload generator) and must be explained, not just re-recorded.
+var goldenOutputs = map[string]string{
+	formatEnvelope: "75ec4a499e8a7b4d1b1ae60a7f0f9e7459bb50575a65489dbf486a396398398a",
+	formatMaxwell:  "1213aef95fed99220664729a0783e5f1fbbedf0c3b975d6aa24e4079e453bf7b",
+}
+
+// goldenTraffic is the workload generator's traffic for format, then the
+// hostile events mixed into transactions, with a replay.
+func goldenTraffic(t *testing.T, format string) []service.MessageBatch {
+	batches := workloadBatches(t, format, 800, 250)
+	hostile := hostileEnvelopes
+	if format == formatMaxwell {
+		hostile = hostileMaxwell
+	}
+	var batch service.MessageBatch
+	off := int64(1 << 20)
+	for i, h := range hostile {
+		for _, b := range []string{h, maxwellRow1, h, `{"txnId":"t-17","type":"TXN_END"}`} {
+			batch = append(batch, inputMsg("cdc", int32(i%3), off, "k", []byte(b)))
+			off++
+		}
+		if i%4 == 3 {
+			batch = append(batch, batch[len(batch)-3])
+		}
+	}
+	return append(batches, batch)
+}
+
+// renderOutputs renders every emitted message: body, error and every
+// metadata key with its type and text, keys sorted.
+func renderOutputs(t *testing.T, p *Processor, batches []service.MessageBatch) string {
+	var sb strings.Builder
+	for _, batch := range batches {
+		out, err := p.ProcessBatch(context.Background(), batch)
+		require.NoError(t, err)
+		for _, b := range out {
+			for _, msg := range b {
+				body, err := msg.AsBytes()
+				require.NoError(t, err)
+				var keys []string
+				_ = msg.MetaWalkMut(func(k string, v any) error {
+					if k != "starrocks_contract" {
+						s, _ := msg.MetaGet(k)
+						keys = append(keys, fmt.Sprintf("%s=%T:%s", k, v, s))
+					}
+					return nil
+				})
+				sort.Strings(keys)
+				e := ""
+				if msg.GetError() != nil {
+					e = msg.GetError().Error()
+				}
+				fmt.Fprintf(&sb, "%q %q %q\n", body, e, keys)
+			}
+		}
+	}
+	return sb.String()
+}
+
+func TestOutputUnchangedOnGoldenTraffic(t *testing.T) {
+	for _, format := range []string{formatEnvelope, formatMaxwell} {
+		p, _ := newProc(t, "format: "+format)
+		p.seqSource = "golden"
+		sum := sha256.Sum256([]byte(renderOutputs(t, p, goldenTraffic(t, format))))
+		got := hex.EncodeToString(sum[:])
+		if os.Getenv("TXN_ASSEMBLER_PRINT_GOLDEN") != "" {
+			t.Logf("%s: %s", format, got)
+			continue
+		}
+		require.Equal(t, goldenOutputs[format], got, "%s: the processor's output changed", format)
+	}
+}

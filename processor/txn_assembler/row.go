@@ -1,0 +1,71 @@
+package txnassembler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+)
+
+var opKey = []byte(`"` + contract.OpField + `"`)
+
+// withOp returns the row object's JSON with __op set. When explicit is false
+// an __op the row already carries is kept. A row without any "__op" text is
+// extended in place, without decoding it.
+func withOp(field string, rowJSON []byte, del, explicit bool) ([]byte, *inputError) {
+	op := byte('0')
+	if del {
+		op = '1'
+	}
+	if !bytes.Contains(rowJSON, opKey) {
+		body := bytes.TrimSpace(rowJSON)
+		if len(body) < 2 || body[len(body)-1] != '}' {
+			return nil, badField(field, "must be a JSON object")
+		}
+		inner := bytes.TrimSpace(body[1 : len(body)-1])
+		out := make([]byte, 0, len(body)+12)
+		out = append(out, '{')
+		if len(inner) > 0 {
+			out = append(out, inner...)
+			out = append(out, ',')
+		}
+		out = append(out, `"`+contract.OpField+`":`...)
+		out = append(out, op, '}')
+		return out, nil
+	}
+	v, err := decodeJSON(rowJSON)
+	if err != nil {
+		return nil, badField(field, "is not valid JSON: %v", err)
+	}
+	row, ok := v.(map[string]any)
+	if !ok {
+		return nil, badField(field, "must be a JSON object, got %s", typeName(v))
+	}
+	if !explicit {
+		d, has, ierr := existingOp(row)
+		if ierr != nil {
+			return nil, ierr
+		}
+		if has {
+			del = d
+		}
+	}
+	setOp(row, del)
+	b, err := encodeRow(row)
+	if err != nil {
+		return nil, badField(field, "cannot be encoded: %v", err)
+	}
+	return b, nil
+}
+
+// encodeRow renders a row as compact JSON without HTML escaping.
+func encodeRow(row map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(row); err != nil {
+		return nil, fmt.Errorf("encoding row: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
