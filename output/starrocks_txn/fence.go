@@ -53,6 +53,9 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		}
 		delete(o.parts, k)
 		held = append(held, p.held...)
+		for _, id := range sortedKeys(p.parked) {
+			held = append(held, p.parked[id]...)
+		}
 		if p.stalled != nil {
 			o.m.stalled.Set(0, o.partitionLabel(p))
 		}

@@ -155,6 +155,10 @@ type srcTxn struct {
 	modelChecked bool
 	endOffset    int64
 	hasEnd       bool
+	// unsureEnd is set when a message of it had a malformed
+	// starrocks_txn_end or starrocks_txn_abort: the next message naming
+	// another transaction ends it (partition.go).
+	unsureEnd bool
 	// state is where the transaction is in its lifecycle; only moveLocked
 	// changes it.
 	state txnState

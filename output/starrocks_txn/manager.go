@@ -22,6 +22,7 @@ func (o *Output) manager() {
 		o.mu.Lock()
 		o.switchIdleLocked(now)
 		o.checkGapsLocked(now)
+		o.checkParkedLocked(now)
 		o.checkInFlightLocked(now)
 		o.pruneLocked(now)
 		o.updateGaugesLocked()
