@@ -15,8 +15,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
-// metaTimeout bounds one call of Meta: a catalog lookup, a DDL statement
-// with its column check, or a read of rows across databases.
+// metaTimeout is the default and the longest bound of one call of Meta: a
+// catalog lookup, a DDL statement with its column check, or a read of rows
+// across databases.
 const metaTimeout = 10 * time.Second
 
 // Meta asks the FE over its MySQL port what the HTTP transaction API cannot
@@ -27,6 +28,8 @@ type Meta struct {
 	db *sql.DB
 	// addr is the MySQL address, for errors.
 	addr string
+	// timeout bounds one call (MetaConfig.Timeout).
+	timeout time.Duration
 	// catalogMu serialises this client's statements. It exists only for
 	// the emulator, whose SQL engine races on concurrent information_schema
 	// plans; StarRocks needs no such lock, and it can go once the emulator
@@ -53,6 +56,9 @@ type MetaConfig struct {
 	// process-wide logger (stderr), so several clients in one process
 	// each keep their own.
 	Log func(msg string, harmless bool)
+	// Timeout bounds one call (a lookup, a DDL statement with its check, a
+	// read across databases) and the dial; 0 or above 10 s: 10 s.
+	Timeout time.Duration
 }
 
 // OpenMeta connects to the FE MySQL-protocol address (host:9030) with the
@@ -70,7 +76,11 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	cfg.User = c.User
 	cfg.Passwd = c.Password
 	cfg.InterpolateParams = true
-	cfg.Timeout = metaTimeout
+	timeout := metaTimeout
+	if c.Timeout > 0 && c.Timeout < timeout {
+		timeout = c.Timeout
+	}
+	cfg.Timeout = timeout
 	if c.TLS != nil {
 		cfg.TLS = c.TLS.Clone()
 	}
@@ -82,7 +92,7 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
 	m := NewMeta(db)
-	m.addr = c.Addr
+	m.addr, m.timeout = c.Addr, timeout
 	return m, nil
 }
 
@@ -102,7 +112,7 @@ func (d driverLogger) Print(v ...any) {
 
 // NewMeta uses an open connection pool (tests open their own).
 func NewMeta(db *sql.DB) *Meta {
-	return &Meta{db: db, models: map[string]bool{}}
+	return &Meta{db: db, models: map[string]bool{}, timeout: metaTimeout}
 }
 
 // Close closes the connections.
@@ -127,7 +137,7 @@ func (m *Meta) PrimaryKey(ctx context.Context, db, table string) (pk, known bool
 	if known {
 		return pk, true, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	var model string
@@ -190,7 +200,7 @@ func (m *Meta) EnsureTables(ctx context.Context, db string, tables ...TableDef) 
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	for _, t := range tables {
@@ -235,7 +245,7 @@ func (m *Meta) ensureTable(ctx context.Context, db string, t TableDef) error {
 
 // DatabasesWith lists the databases holding a table of that name.
 func (m *Meta) DatabasesWith(ctx context.Context, table string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	return m.databasesWith(ctx, table)
@@ -276,7 +286,7 @@ const (
 // a TLS setup the server refuses, a missing database) from one that may pass
 // (the FE is down).
 func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	fail := func(cause Cause, err error) *ProbeError {
 		return &ProbeError{Addr: redact.URL(m.addr), Cause: cause, Err: redact.Error(err)}

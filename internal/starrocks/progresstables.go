@@ -117,7 +117,7 @@ func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition stri
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	dbs, err := m.databasesWith(ctx, table)
@@ -162,7 +162,7 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	dbs, err := m.databasesWith(ctx, table)
@@ -215,7 +215,7 @@ func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partiti
 	if err := checkIdents(db, table); err != nil {
 		return r, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
@@ -238,7 +238,7 @@ func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer st
 	if err := checkIdents(db, table); err != nil {
 		return r, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ? AND `writer` = ?", db, table)
@@ -282,7 +282,7 @@ func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string)
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	dbs, err := m.databasesWith(ctx, table)

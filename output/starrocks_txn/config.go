@@ -202,7 +202,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 			specfields.TLS(fieldTLS),
 			allowInsecureRedirectField(),
 			service.NewDurationField(fieldRequestTimeout).
-				Description("The timeout of one HTTP request to StarRocks.").
+				Description("The timeout of one HTTP request to StarRocks, and (at most 10s) of one statement on the MySQL port (`mysql_address`).").
 				Example("30s").
 				Default(defaultRequestTimeout).
 				Advanced(),

@@ -154,9 +154,15 @@ var partialQueries = []string{
 	"SELECT COUNT(*) FROM orders o WHERE (SELECT COUNT(*) FROM order_items i WHERE i.order_id = o.order_id) <> o.total_amount",
 }
 
-func (r *reader) run(ctx context.Context) {
+func (r *reader) run(ctx context.Context) { r.runPaced(ctx, 0) }
+
+// runPaced runs the reader's queries with pause between rounds.
+func (r *reader) runPaced(ctx context.Context, pause time.Duration) {
 	r.seen = map[int64]int64{}
 	for ctx.Err() == nil {
+		if pause > 0 && !sleepCtx(ctx, pause) {
+			return
+		}
 		if rows, err := r.db.QueryContext(ctx, "SELECT order_id, customer_id FROM orders"); err == nil {
 			for rows.Next() {
 				var id, v int64
@@ -363,7 +369,7 @@ starrocks_txn:
 }
 
 // eventsVisible reports whether every order_events row of b is committed.
-func eventsVisible(t *testing.T, e *emulator.Emulator, b service.MessageBatch) bool {
+func eventsVisible(t require.TestingT, e *emulator.Emulator, b service.MessageBatch) bool {
 	var want []int64
 	for _, m := range b {
 		if tbl, _ := m.MetaGet(contract.KeyTable); tbl != "order_events" {
