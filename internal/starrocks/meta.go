@@ -15,9 +15,8 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
-// metaTimeout is the default and the longest bound of one call of Meta: a
-// catalog lookup, a DDL statement with its column check, or a read of rows
-// across databases.
+// metaTimeout is the default bound of one call of Meta: a catalog lookup, a
+// DDL statement with its column check, or a read of rows across databases.
 const metaTimeout = 10 * time.Second
 
 // Meta asks the FE over its MySQL port what the HTTP transaction API cannot
@@ -57,7 +56,7 @@ type MetaConfig struct {
 	// each keep their own.
 	Log func(msg string, harmless bool)
 	// Timeout bounds one call (a lookup, a DDL statement with its check, a
-	// read across databases) and the dial; 0 or above 10 s: 10 s.
+	// read across databases) and the dial; 0: 10 s.
 	Timeout time.Duration
 }
 
@@ -77,7 +76,7 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	cfg.Passwd = c.Password
 	cfg.InterpolateParams = true
 	timeout := metaTimeout
-	if c.Timeout > 0 && c.Timeout < timeout {
+	if c.Timeout > 0 {
 		timeout = c.Timeout
 	}
 	cfg.Timeout = timeout

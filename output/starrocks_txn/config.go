@@ -46,6 +46,7 @@ const (
 	fieldCommitWait         = "label_state_wait"
 	fieldUnknownCommit      = "unknown_commit_timeout"
 	fieldMaxDatabases       = "max_databases"
+	fieldMySQLTimeout       = "mysql_timeout"
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
 	fieldProgressTable      = "progress_table"
@@ -202,7 +203,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 			specfields.TLS(fieldTLS),
 			allowInsecureRedirectField(),
 			service.NewDurationField(fieldRequestTimeout).
-				Description("The timeout of one HTTP request to StarRocks, and (at most 10s) of one statement on the MySQL port (`mysql_address`).").
+				Description("The timeout of one HTTP request to StarRocks.").
 				Example("30s").
 				Default(defaultRequestTimeout).
 				Advanced(),
@@ -237,6 +238,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example("127.0.0.1:9030").
 				Default(""),
 			mysqlTLSField(),
+			service.NewDurationField(fieldMySQLTimeout).
+				Description("The timeout of one call on the MySQL port (`mysql_address`): a table-model lookup, the creation and check of the progress and writers tables, a read of their rows. A call that times out is retried (a partition's messages wait for its progress read; the cycle whose tables were being created is replayed).").
+				Example("3s").
+				Default(defaultMySQLTimeout).
+				Advanced(),
 			specfields.Batching(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
@@ -292,6 +298,7 @@ type config struct {
 	requestTimeout     time.Duration
 	labelStateWait     time.Duration
 	unknownCommit      time.Duration
+	mysqlTimeout       time.Duration
 	batching           service.BatchPolicy
 	mysqlAddress       string
 	progressTable      string
@@ -407,6 +414,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.unknownCommit, err = durationField(conf, fieldUnknownCommit); err != nil {
 		return
 	}
+	if c.mysqlTimeout, err = durationField(conf, fieldMySQLTimeout); err != nil {
+		return
+	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
 		return
 	}
@@ -500,6 +510,9 @@ func (c *config) validate() error {
 	}
 	if c.unknownCommit <= 0 {
 		return errors.New(msgUnknownCommit)
+	}
+	if c.mysqlTimeout <= 0 {
+		return errors.New(msgMySQLTimeout)
 	}
 	if c.trackWriters() && len(c.pipelineID) > maxPipelineID {
 		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)

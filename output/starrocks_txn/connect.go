@@ -121,8 +121,7 @@ func newStarRocksClient(c config) (*starrocks.Client, error) {
 func openMeta(c config, log *service.Logger) (*starrocks.Meta, error) {
 	return starrocks.OpenMetaWith(starrocks.MetaConfig{
 		Addr: c.mysqlAddress, User: c.username, Password: c.password, TLS: c.conn.mysqlTLS,
-		// A statement is bounded like a request, at most 10 s.
-		Timeout: c.requestTimeout,
+		Timeout: c.mysqlTimeout,
 		Log: func(msg string, harmless bool) {
 			if harmless {
 				log.Debugf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)

@@ -51,10 +51,13 @@ const (
 
 var matrixOutcomes = []matrixOutcome{outcomeRefused, outcomeReset, outcomeReplyLost, outcomeReplyLate, outcomeSlow}
 
-// matrixRequestTimeout is the output's request_timeout in the matrix (and
-// so its MySQL statement timeout): a late reply comes after 3 of it, a slow
-// one after half of it.
-const matrixRequestTimeout = 400 * time.Millisecond
+// matrixRequestTimeout and matrixMySQLTimeout are the output's
+// request_timeout and mysql_timeout in the matrix: a late reply comes after
+// 3 of its request's timeout, a slow one after half of it.
+const (
+	matrixRequestTimeout = 800 * time.Millisecond
+	matrixMySQLTimeout   = 1500 * time.Millisecond
+)
 
 // matrixRequest is one request the output makes, as the emulator's faults
 // select it.
@@ -92,6 +95,10 @@ var matrixRequests = []matrixRequest{
 // fault is the request's fault for an outcome.
 func (r matrixRequest) fault(out matrixOutcome) emulator.Fault {
 	f := emulator.Fault{Op: r.op, Table: r.table, Statement: r.statement, Count: 1}
+	timeout := matrixRequestTimeout
+	if r.op == emulator.OpMySQL {
+		timeout = matrixMySQLTimeout
+	}
 	switch out {
 	case outcomeRefused:
 		f.Action = emulator.ActInternalError
@@ -103,9 +110,9 @@ func (r matrixRequest) fault(out matrixOutcome) emulator.Fault {
 	case outcomeReplyLost:
 		f.Action = emulator.ActReplyLost
 	case outcomeReplyLate:
-		f.Action, f.Delay = emulator.ActReplyLate, 3*matrixRequestTimeout
+		f.Action, f.Delay = emulator.ActReplyLate, 3*timeout
 	case outcomeSlow:
-		f.Action, f.Delay, f.Count = emulator.ActDelay, matrixRequestTimeout/2, 3
+		f.Action, f.Delay, f.Count = emulator.ActDelay, timeout/2, 3
 	}
 	return f
 }
@@ -293,9 +300,10 @@ starrocks_txn:
   max_in_flight: 64
   label_state_wait: 1s
   request_timeout: %s
+  mysql_timeout: %s
   unknown_commit_timeout: 2s
   retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
-`, e.FEURL(), e.MySQLAddr(), semantic, matrixRequestTimeout)))
+`, e.FEURL(), e.MySQLAddr(), semantic, matrixRequestTimeout, matrixMySQLTimeout)))
 	stream, err := sb.Build()
 	require.NoError(t, err)
 	// The deadline is the no-stall bound: every batch acknowledged within

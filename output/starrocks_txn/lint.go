@@ -31,6 +31,7 @@ const (
 	defaultRequestTimeout     = "60s"
 	defaultLabelStateWait     = "60s"
 	defaultUnknownCommit      = "30s"
+	defaultMySQLTimeout       = "10s"
 	defaultLabelPrefix        = "benthos"
 )
 
@@ -76,6 +77,7 @@ const (
 	msgRetryBackoff           = "retry_backoff: initial_interval must be positive and not above max_interval"
 	msgSequenceGap            = "sequence_gap_timeout must be positive"
 	msgUnknownCommit          = "unknown_commit_timeout must be positive"
+	msgMySQLTimeout           = "mysql_timeout must be positive"
 	msgTableProperties        = "table_properties: every entry needs a database and a table"
 )
 
@@ -169,6 +171,7 @@ let dur_errs = [
   {"name": "request_timeout", "value": this.request_timeout},
   {"name": "label_state_wait", "value": this.label_state_wait},
   {"name": "unknown_commit_timeout", "value": this.unknown_commit_timeout},
+  {"name": "mysql_timeout", "value": this.mysql_timeout},
 ].map_each(d -> d.apply("dur_err"))
 let ci = this.commit_interval.or("` + defaultCommitInterval + `").apply("dur_ns")
 let tt = this.txn_timeout.or("` + defaultTxnTimeout + `").apply("dur_ns")
@@ -176,6 +179,7 @@ let ri = this.retry_backoff.initial_interval.or("` + defaultRetryInitial + `").a
 let rm = this.retry_backoff.max_interval.or("` + defaultRetryMax + `").apply("dur_ns")
 let sg = this.sequence_gap_timeout.or("` + defaultSequenceGapTimeout + `").apply("dur_ns")
 let uc = this.unknown_commit_timeout.or("` + defaultUnknownCommit + `").apply("dur_ns")
+let mt = this.mysql_timeout.or("` + defaultMySQLTimeout + `").apply("dur_ns")
 
 let semantic = this.semantic.or("` + semanticAtLeastOnce + `")
 let pid = this.pipeline_id.or("").string()
@@ -197,6 +201,7 @@ root = [
   if $ri != null && $rm != null && ($ri <= 0 || $rm < $ri) { "` + msgRetryBackoff + `" } else { null },
   if $sg != null && $sg <= 0 { "` + msgSequenceGap + `" } else { null },
   if $uc != null && $uc <= 0 { "` + msgUnknownCommit + `" } else { null },
+  if $mt != null && $mt <= 0 { "` + msgMySQLTimeout + `" } else { null },
   if $track && $pid.length() > ` + strconv.Itoa(maxPipelineID) + ` { "pipeline_id %q is longer than %d characters".format($pid, ` + strconv.Itoa(maxPipelineID) + `) } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $pid == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $mysql == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },

@@ -73,6 +73,8 @@ var lintCases = []lintCase{
 		want: "sequence_gap_timeout must be positive"},
 	{name: "unknown_commit_timeout zero", bad: "unknown_commit_timeout: 0s", good: "unknown_commit_timeout: 1s",
 		want: "unknown_commit_timeout must be positive"},
+	{name: "mysql_timeout zero", bad: "mysql_timeout: 0s", good: "mysql_timeout: 2s",
+		want: "mysql_timeout must be positive"},
 	{name: "unknown_commit_timeout without unit", bad: "unknown_commit_timeout: 30", good: "unknown_commit_timeout: 30s",
 		want: `unknown_commit_timeout: "30" is not a duration: give a number and a unit, e.g. 500ms or 10s`},
 
