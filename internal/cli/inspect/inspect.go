@@ -66,7 +66,8 @@ type Partition struct {
 type Writer struct {
 	Database string `json:"database"`
 	Writer   string `json:"writer"`
-	// Label wrote the row; LabelNumber is its number. OpenLabels were
+	// Label wrote the row; LabelNumber is its number, or the higher number
+	// of the writer's row committed before it. OpenLabels were
 	// begun and not yet final when it was written: they may still be
 	// committed.
 	Label       string     `json:"label"`
