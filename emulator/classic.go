@@ -358,7 +358,7 @@ func (e *Emulator) countersReply(t *txn) reply {
 
 // beOp is the BE prepare/commit (commit_transaction) and rollback.
 func (e *Emulator) beOp(q *req) {
-	f, done := e.takeFault(q, beShape(q))
+	f, done := e.takeCommitFault(q, beShape(q))
 	if done {
 		return
 	}
@@ -396,7 +396,6 @@ func (e *Emulator) beOp(q *req) {
 		writeJSON(q.w, http.StatusOK, txnResult("OK", "").with("Label", t.label))
 		return
 	}
-	e.endStreamsLocked(t)
 	abortStatus := "INTERNAL_ERROR"
 	abort := func(msg string, withURL bool) {
 		e.abortLocked(t, msg)
@@ -407,6 +406,12 @@ func (e *Emulator) beOp(q *req) {
 		e.mu.Unlock()
 		writeJSON(q.w, http.StatusOK, r)
 	}
+	if commitFailure(f) {
+		// _commit_transaction failed: the BE rolls the transaction back.
+		abort(injectedMsg(f, "injected internal error"), false)
+		return
+	}
+	e.endStreamsLocked(t)
 	switch {
 	case tl.loads == 0:
 		abort(fmt.Sprintf("transaction %d hasn't send any data yet", t.id), false)

@@ -29,6 +29,7 @@ import (
 //	exec(`CREATE TABLE …`)                                            a statement, no error
 //	query(`SELECT … ORDER BY id`, "1\talice", "2\tbob")               rows, tab-separated
 //	execErr(`…`, "does not exist")                                    an error containing
+//	curlField(`curl … get_load_state?label=…`, "state", "ABORTED")    a reply field must equal
 //
 // curl lines understand -X/-XMETHOD, -H "k:v", -d/--data-binary 'body' (POST unless -X),
 // -T is not supported; --location-trusted follows 307s with the credentials, as curl does;
@@ -36,6 +37,7 @@ import (
 
 type confStep struct {
 	curl, status, msg string
+	field, value      string
 	sql               string
 	isQuery           bool
 	rows              []string
@@ -45,6 +47,9 @@ type confStep struct {
 func curl(line, status string) confStep { return confStep{curl: line, status: status} }
 func curlMsg(line, status, msg string) confStep {
 	return confStep{curl: line, status: status, msg: msg}
+}
+func curlField(line, field, value string) confStep {
+	return confStep{curl: line, field: field, value: value}
 }
 func exec(stmt string) confStep            { return confStep{sql: stmt} }
 func execErr(stmt, errSub string) confStep { return confStep{sql: stmt, errSub: errSub} }
@@ -109,6 +114,44 @@ var conformanceCases = []confCase{
 			curl(c("double_begin_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
 			curl(c("double_begin_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "LABEL_ALREADY_EXISTS"),
 			curl(c("double_begin_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/rollback"), "OK"),
+			query("select count(*) from table1", "0"),
+		)},
+	{name: "classic: a commit with no load fails and aborts the transaction", source: "test_stream_load_basic_txn test_basic_txn_edge_cases; BE TransactionMgr::commit_transaction rolls back a failed commit; FE TransactionLoadAction on ABORTED (protocol notes §4.3, §4.4)",
+		steps: withDB(exec(table1),
+			curl(c("empty_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curlMsg(c("empty_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "INTERNAL_ERROR", "hasn't send any data yet"),
+			curlField(`curl -s -u root: ${url}/api/db_${uuid0}/get_load_state?label=empty_commit_${uuid0}`, "state", "ABORTED"),
+			curlMsg(c("empty_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "FAILED", "Can not commit ABORTED transaction"),
+			curlMsg(c("empty_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/rollback"), "OK", "has already aborted"),
+			curl(c("empty_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+		)},
+	{name: "classic: a failed commit or prepare aborts, through the BE", source: "BE TransactionMgr::commit_transaction (need_rollback → _rollback_transaction for commit and prepare); FE TransactionLoadAction on ABORTED", be: true,
+		steps: withDB(exec(table1),
+			curl(c("fail_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curl(c("fail_commit_${uuid0}", `-H "table:table1" -H "column_separator:,"`, "-d '1,alice' -XPUT ${url}/api/transaction/load"), "OK"),
+			curl(`curl -s -X POST -d '{"op":"commit","action":"internal_error"}' ${url}/_emulator/faults`, "OK"),
+			curl(c("fail_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "INTERNAL_ERROR"),
+			curlField(`curl -s -u root: ${url}/api/db_${uuid0}/get_load_state?label=fail_commit_${uuid0}`, "state", "ABORTED"),
+			curlMsg(c("fail_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "FAILED", "Can not commit ABORTED transaction"),
+			curlMsg(c("fail_commit_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/rollback"), "OK", "has already aborted"),
+			curl(c("fail_prepare_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curl(c("fail_prepare_${uuid0}", `-H "table:table1" -H "column_separator:,"`, "-d '2,bob' -XPUT ${url}/api/transaction/load"), "OK"),
+			curl(`curl -s -X POST -d '{"op":"prepare","action":"internal_error"}' ${url}/_emulator/faults`, "OK"),
+			curl(c("fail_prepare_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/prepare"), "INTERNAL_ERROR"),
+			curlField(`curl -s -u root: ${url}/api/db_${uuid0}/get_load_state?label=fail_prepare_${uuid0}`, "state", "ABORTED"),
+			curl(c("fail_prepare_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "FAILED"),
+			query("select count(*) from table1", "0"),
+		)},
+	{name: "multi: a failed commit aborts the transaction", source: "FE StreamLoadMultiStmtTask.commitTxn (a failure → ABORTING → rolled back); manualCancelTask on CANCELLED (protocol notes §5.5, §5.6)",
+		steps: withDB(exec(table1),
+			curl(c("fail_multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curl(c("fail_multi_${uuid0}", `-H "table:table1" -H "column_separator:," -H "transaction_type:multi"`, "-d '1,alice' -XPUT ${url}/api/transaction/load"), "OK"),
+			curl(`curl -s -X POST -d '{"op":"commit","action":"internal_error"}' ${url}/_emulator/faults`, "OK"),
+			curl(c("fail_multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/commit"), "INTERNAL_ERROR"),
+			curlField(`curl -s -u root: ${url}/api/db_${uuid0}/get_load_state?label=fail_multi_${uuid0}`, "state", "ABORTED"),
+			curlMsg(c("fail_multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/commit"), "FAILED", "Can not commit CANCELLED transaction"),
+			curlMsg(c("fail_multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/rollback"), "OK", "has already aborted"),
+			curl(c("fail_multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/begin"), "LABEL_ALREADY_EXISTS"),
 			query("select count(*) from table1", "0"),
 		)},
 	{name: "multi: commit twice, then load, rollback and begin", source: "test_stream_load_multi_table_rollback test_multi_txn_commit_operations",
@@ -284,6 +327,12 @@ func TestConformance(t *testing.T) {
 				switch {
 				case st.curl != "":
 					status, msg, raw := runCurl(t, vars.Replace(st.curl))
+					if st.field != "" {
+						var m map[string]any
+						require.NoError(t, json.Unmarshal([]byte(raw), &m), "%s: %s", where, raw)
+						require.Equal(t, st.value, fmt.Sprint(m[st.field]), "%s: %s\n%s", where, vars.Replace(st.curl), raw)
+						continue
+					}
 					require.Equal(t, st.status, status, "%s: %s\n%s", where, vars.Replace(st.curl), raw)
 					if st.msg != "" {
 						require.Contains(t, msg, st.msg, where)

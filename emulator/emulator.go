@@ -59,7 +59,9 @@
 //	status actions    nothing happens                           that status at once: refused definitely
 //	  (txn_in_processing, internal_error, txn_not_exists, running_txn_limit,
 //	  label_already_exists; http_error answers HTTP http_code, default 503;
-//	  on op mysql: error, a MySQL error code/message)
+//	  on op mysql: error, a MySQL error code/message). Exception:
+//	  internal_error on a commit or prepare of an open transaction is a
+//	  failed commit, which aborts it as StarRocks does.
 //	reset             nothing happens (a load's body is half    a connection reset (or EOF) at once
 //	                  read; a statement is not executed)
 //	reply_lost        the operation completes (rows ingested,   a connection reset at once, no reply

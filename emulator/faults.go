@@ -42,11 +42,19 @@ var httpOps = []Op{OpBegin, OpLoad, OpPrepare, OpCommit, OpRollback, OpGetLoadSt
 type Action string
 
 // Fault actions. The status actions answer with that status (or message)
-// and have no side effect: the operation does not happen.
+// and have no side effect: the operation does not happen (except
+// internal_error on a commit, which aborts the transaction as a failed
+// commit does in StarRocks).
 const (
 	// ActTxnInProcessing answers TXN_IN_PROCESSING (nothing ingested).
 	ActTxnInProcessing Action = "txn_in_processing"
-	// ActInternalError answers INTERNAL_ERROR.
+	// ActInternalError answers INTERNAL_ERROR. On a commit (or a classic
+	// prepare) of a transaction that is still open it is a failed commit,
+	// and StarRocks aborts the transaction whose commit failed: the BE
+	// rolls a classic one back, the FE moves a multi-table task to
+	// ABORTING and rolls it back. get_load_state then answers ABORTED, a
+	// second commit FAILED and a rollback OK. On every other request it
+	// has no side effect.
 	ActInternalError Action = "internal_error"
 	// ActTxnNotExists answers TXN_NOT_EXISTS.
 	ActTxnNotExists Action = "txn_not_exists"

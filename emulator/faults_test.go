@@ -15,7 +15,9 @@ import (
 )
 
 // TestFaultStatusReplies: each status fault answers its status once, has no
-// side effect, and the next request behaves normally.
+// side effect, and the next request behaves normally. The exception is
+// internal_error on a commit: a failed commit, which aborts the
+// transaction as StarRocks does.
 func TestFaultStatusReplies(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -26,12 +28,14 @@ func TestFaultStatusReplies(t *testing.T) {
 		status string
 		msg    string
 		extra  string
+		// commitAborts: the faulted commit aborted the transaction.
+		commitAborts bool
 	}{
-		{ActTxnInProcessing, "TXN_IN_PROCESSING", "Transaction is in processing", "Label"},
-		{ActInternalError, "INTERNAL_ERROR", "injected internal error", ""},
-		{ActTxnNotExists, "TXN_NOT_EXISTS", "Transaction with label f1 not exists", ""},
-		{ActRunningTxnLimit, "FAILED", pfx + runningLimitMsg(dbID, 1000, 1000), ""},
-		{ActLabelAlreadyExists, "LABEL_ALREADY_EXISTS", "Label [f1] has already been used.", "ExistingJobStatus"},
+		{ActTxnInProcessing, "TXN_IN_PROCESSING", "Transaction is in processing", "Label", false},
+		{ActInternalError, "INTERNAL_ERROR", "injected internal error", "", true},
+		{ActTxnNotExists, "TXN_NOT_EXISTS", "Transaction with label f1 not exists", "", false},
+		{ActRunningTxnLimit, "FAILED", pfx + runningLimitMsg(dbID, 1000, 1000), "", false},
+		{ActLabelAlreadyExists, "LABEL_ALREADY_EXISTS", "Label [f1] has already been used.", "ExistingJobStatus", false},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.action), func(t *testing.T) {
@@ -48,8 +52,16 @@ func TestFaultStatusReplies(t *testing.T) {
 			requireStatus(t, c.rollback(multiH("test", "f1")), tc.status, tc.msg)
 			assert.Equal(t, "PREPARE", c.state("test", "f1"), "the faulted rollback did nothing")
 			requireStatus(t, c.commit(multiH("test", "f1")), tc.status, tc.msg)
-			assert.Equal(t, "PREPARE", c.state("test", "f1"), "the faulted commit did nothing")
-			requireStatus(t, c.rollback(multiH("test", "f1")), "OK", "stream load f1 abort")
+			if tc.commitAborts {
+				assert.Equal(t, "ABORTED", c.state("test", "f1"), "the failed commit aborted the transaction")
+				r := c.rollback(multiH("test", "f1"))
+				require.Equal(t, "OK", r.str("Status"), r.raw)
+				assert.Contains(t, r.str("Message"), "has already aborted", r.raw)
+			} else {
+				assert.Equal(t, "PREPARE", c.state("test", "f1"), "the faulted commit did nothing")
+				requireStatus(t, c.rollback(multiH("test", "f1")), "OK", "stream load f1 abort")
+			}
+			assert.Equal(t, 0, countRows(t, e, "orders"), "nothing of the faulted transaction is visible")
 			assert.Empty(t, e.Faults().Pending())
 			e.mu.Lock()
 			delete(e.multi, "f1")
