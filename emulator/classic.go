@@ -400,7 +400,9 @@ func (e *Emulator) beOp(q *req) {
 	abort := func(msg string, withURL bool) {
 		e.abortLocked(t, msg)
 		r := beReply(abortStatus, msg, q.label)
-		if withURL {
+		// to_resp_json adds ErrorURL whenever the load wrote an error
+		// log, whatever the failure.
+		if withURL || tl.errFile != "" {
 			r = r.with("ErrorURL", e.errorURL(e.recordErrorsLocked(t, tl, nil)))
 		}
 		e.mu.Unlock()
@@ -423,7 +425,7 @@ func (e *Emulator) beOp(q *req) {
 		abort(tl.parseErr, false)
 		return
 	case tl.loaded == 0:
-		abort(errNoRowsImported, false)
+		abort(errNoRowsImported, tl.filtered > 0)
 		return
 	}
 	if f != nil && f.Action == ActCommitAbort {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,6 +31,9 @@ import (
 //	query(`SELECT … ORDER BY id`, "1\talice", "2\tbob")               rows, tab-separated
 //	execErr(`…`, "does not exist")                                    an error containing
 //	curlField(`curl … get_load_state?label=…`, "state", "ABORTED")    a reply field must equal
+//	curlTracked(`…`, "FAILED", "'id'", "not_an_int")                 Status, and the rejected rows the
+//	                                                                   reply's ErrorURL (or the tracking_url
+//	                                                                   in its Message) serves contain each
 //
 // curl lines understand -X/-XMETHOD, -H "k:v", -d/--data-binary 'body' (POST unless -X),
 // -T is not supported; --location-trusted follows 307s with the credentials, as curl does;
@@ -38,6 +42,7 @@ import (
 type confStep struct {
 	curl, status, msg string
 	field, value      string
+	tracked           []string // fragments of the rejected-row log the reply points at
 	sql               string
 	isQuery           bool
 	rows              []string
@@ -50,6 +55,9 @@ func curlMsg(line, status, msg string) confStep {
 }
 func curlField(line, field, value string) confStep {
 	return confStep{curl: line, field: field, value: value}
+}
+func curlTracked(line, status string, log ...string) confStep {
+	return confStep{curl: line, status: status, tracked: log}
 }
 func exec(stmt string) confStep            { return confStep{sql: stmt} }
 func execErr(stmt, errSub string) confStep { return confStep{sql: stmt, errSub: errSub} }
@@ -243,6 +251,25 @@ var conformanceCases = []confCase{
 			query("select STATE, SINK_ROWS, FILTERED_ROWS from information_schema.loads where DB_NAME='db_${uuid0}' and LABEL='rejected_${uuid0}' and TABLE_NAME='rejected_rows'", "CANCELLED\t0\t1"),
 			query("select count(*) from information_schema.load_tracking_logs l join information_schema.loads s on l.job_id = s.ID where s.LABEL='rejected_${uuid0}' and l.TRACKING_LOG like '%pr80351_rejected_${uuid0}%'", "1"),
 		)},
+	{name: "rows all rejected: every API's reply points at them, with column and value", source: "BE StreamLoadContext::to_json and to_resp_json (ErrorURL whenever the load wrote an error log); test_multi_table_all_rows_rejected_tracking (tracking_url in the FE Message)", be: true,
+		steps: withDB(exec(table1),
+			// plain stream load: all rows filtered within max_filter_ratio, then beyond it
+			curlTracked(`curl -s --location-trusted -u root: -H "label:plain1_${uuid0}" -H "column_separator:," -H "strict_mode:true" -H "max_filter_ratio:1" -XPUT -d 'not_an_int,a' ${url}/api/db_${uuid0}/table1/_stream_load`, "Fail", "'id'", "not_an_int"),
+			curlTracked(`curl -s --location-trusted -u root: -H "label:plain0_${uuid0}" -H "column_separator:," -H "strict_mode:true" -XPUT -d 'not_an_int,a' ${url}/api/db_${uuid0}/table1/_stream_load`, "Fail", "'id'", "not_an_int"),
+			// classic transaction, both ways
+			curl(c("classic1_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curl(c("classic1_${uuid0}", `-H "table:table1" -H "column_separator:," -H "strict_mode:true" -H "max_filter_ratio:1"`, "-d '12345678901,b' -XPUT ${url}/api/transaction/load"), "OK"),
+			curlTracked(c("classic1_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "INTERNAL_ERROR", "'id'", "12345678901"),
+			curlField(`curl -s -u root: ${url}/api/db_${uuid0}/get_load_state?label=classic1_${uuid0}`, "state", "ABORTED"),
+			curl(c("classic0_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curl(c("classic0_${uuid0}", `-H "table:table1" -H "column_separator:," -H "strict_mode:true"`, "-d '1.5,c' -XPUT ${url}/api/transaction/load"), "OK"),
+			curlTracked(c("classic0_${uuid0}", `-H "table:table1"`, "-XPOST ${url}/api/transaction/commit"), "INTERNAL_ERROR", "'id'", "1.5"),
+			// multi-table transaction: the FE names the table and gives the URL in the Message
+			curl(c("multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/begin"), "OK"),
+			curl(c("multi_${uuid0}", `-H "table:table1" -H "column_separator:," -H "strict_mode:true" -H "max_filter_ratio:1" -H "transaction_type:multi"`, "-d 'abc,d' -XPUT ${url}/api/transaction/load"), "OK"),
+			curlTracked(c("multi_${uuid0}", `-H "transaction_type:multi"`, "-XPOST ${url}/api/transaction/commit"), "FAILED", "'id'", "abc"),
+			query("select count(*) from table1", "0"),
+		)},
 	{name: "a BE refuses a multi-table begin", source: "test_be_reject_transaction_type", be: true,
 		steps: withDB(
 			exec(`create table dummy_table (id int) distributed by hash(id) buckets 1 properties("replication_num" = "1")`),
@@ -337,6 +364,12 @@ func TestConformance(t *testing.T) {
 					if st.msg != "" {
 						require.Contains(t, msg, st.msg, where)
 					}
+					if st.tracked != nil {
+						log := trackedLog(t, raw)
+						for _, frag := range st.tracked {
+							require.Contains(t, log, vars.Replace(frag), "%s: the rejected rows of %s", where, raw)
+						}
+					}
 				case st.isQuery:
 					got := sqlRows(t, conn, vars.Replace(st.sql))
 					want := st.rows
@@ -383,6 +416,35 @@ func sqlRows(t *testing.T, conn *sql.Conn, q string) []string {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+var trackingURLRe = regexp.MustCompile(`tracking_url: (http[^\s},]+)`)
+
+// trackedLog fetches the rejected-row log a reply points at: the ErrorURL of a BE reply, or
+// the tracking_url inside an FE Message.
+func trackedLog(t *testing.T, raw string) string {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(raw), &m), raw)
+	url, _ := m["ErrorURL"].(string)
+	if url == "" {
+		msg, _ := m["Message"].(string)
+		sub := trackingURLRe.FindStringSubmatch(msg)
+		require.NotNil(t, sub, "the reply points at no rejected rows: %s", raw)
+		url = sub[1]
+	}
+	// StarRocks serves the error log without credentials; the emulator asks for the API's
+	// (see TestControlAPIAndErrorLogNeedAuth), so the runner sends them, as -u does.
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err, url)
+	req.SetBasicAuth("root", "")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, url)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", url, b)
+	return string(b)
 }
 
 // shellWords splits a command line the way sh does for the forms the tests use: single

@@ -306,7 +306,9 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 		e.mu.Lock()
 		e.abortLocked(t, msg)
 		r := streamLoadReply(t, label, "Fail", msg)
-		if withURL {
+		// The BE adds ErrorURL whenever the load wrote an error log,
+		// whatever the failure (StreamLoadContext::to_json).
+		if withURL || tl.errFile != "" {
 			r = r.with("ErrorURL", e.errorURL(e.recordErrorsLocked(t, tl, nil)))
 		}
 		e.mu.Unlock()
@@ -360,7 +362,9 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 		fail("too many filtered rows", true)
 		return
 	case p.Loaded == 0:
-		fail(errNoRowsImported, false)
+		// All rows filtered within max_filter_ratio: the FE refuses the
+		// empty commit, and the reply still points at the rejected rows.
+		fail(errNoRowsImported, p.Filtered > 0)
 		return
 	}
 	e.mu.Lock()
