@@ -37,7 +37,14 @@ func convertText(c *Column, s string) (any, error) {
 	case TypeBigInt:
 		return parseIntRange(s, math.MinInt64, math.MaxInt64, func(v int64) any { return v })
 	case TypeLargeInt:
-		b, ok := new(big.Int).SetString(strings.TrimSpace(s), 10)
+		t := strings.TrimSpace(s)
+		b, ok := new(big.Int).SetString(t, 10)
+		if !ok && !strings.ContainsAny(t, "eE") {
+			// Not an integer: a decimal truncated toward zero, as for BIGINT.
+			if d, err := decimal.NewFromString(t); err == nil {
+				b, ok = d.Truncate(0).BigInt(), true
+			}
+		}
 		if !ok || b.Cmp(largeIntMax) > 0 || b.Cmp(largeIntMin) < 0 {
 			return nil, errConvert
 		}
@@ -93,18 +100,87 @@ func convertText(c *Column, s string) (any, error) {
 	return nil, errConvert
 }
 
+// parseIntRange parses an integer of [lo, hi] the way StarRocks's CSV reader does
+// (formats/csv/numeric_converter.cpp): an integer that overflows fails; any other text that
+// is not an integer is read as a number and truncated toward zero ('1.5' is 1, '-2.9' is -2,
+// '1e3' into an INT is 1000 — a double for TINYINT to INT, a decimal without exponent for
+// BIGINT), and fails when that is out of range or not a number ('abc', ”).
 func parseIntRange(s string, lo, hi int64, box func(int64) any) (any, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		v, err = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		t := strings.TrimSpace(s)
+		v, err = strconv.ParseInt(t, 10, 64)
 		if err != nil {
-			return nil, errConvert
+			var ok bool
+			if v, ok = truncatedInt(t, err, hi); !ok {
+				return nil, errConvert
+			}
 		}
 	}
 	if v < lo || v > hi {
 		return nil, errConvert
 	}
 	return box(v), nil
+}
+
+// truncatedInt is the fallback of parseIntRange for a text that is not an integer.
+func truncatedInt(t string, err error, hi int64) (int64, bool) {
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		return 0, false // an integer that overflows
+	}
+	if hi <= math.MaxInt32 {
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, false
+		}
+		f = math.Trunc(f)
+		if f < math.MinInt32 || f > math.MaxInt32 {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	if strings.ContainsAny(t, "eE") {
+		return 0, false
+	}
+	d, err := decimal.NewFromString(t)
+	if err != nil {
+		return 0, false
+	}
+	d = d.Truncate(0)
+	if !d.IsInteger() || d.Cmp(decimal.NewFromInt(math.MaxInt64)) > 0 || d.Cmp(decimal.NewFromInt(math.MinInt64)) < 0 {
+		return 0, false
+	}
+	return d.IntPart(), true
+}
+
+// jsonFloatToInt converts a JSON number with a fraction or an exponent into an integer column
+// as StarRocks's JSON reader does (formats/json/numeric_column.cpp, checked_cast): truncated
+// toward zero, failing when out of the type's range.
+func jsonFloatToInt(c *Column, raw []byte) (any, error) {
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return nil, errConvert
+	}
+	f = math.Trunc(f)
+	var lo, hi float64
+	switch c.Type {
+	case TypeTinyInt:
+		lo, hi = math.MinInt8, math.MaxInt8
+	case TypeSmallInt:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case TypeInt:
+		lo, hi = math.MinInt32, math.MaxInt32
+	default:
+		// 2^63 is the first double above MaxInt64.
+		if f < math.MinInt64 || f >= math.Exp2(63) {
+			return nil, errConvert
+		}
+		return int64(f), nil
+	}
+	if f < lo || f > hi {
+		return nil, errConvert
+	}
+	return convertText(c, strconv.FormatInt(int64(f), 10))
 }
 
 // parseDecimal parses a decimal, rounds it half away from zero to the column's scale (as a

@@ -13,14 +13,20 @@ import (
 // same text in a CSV field): every element converts to the element type by the rules of a
 // scalar of that type, a map's keys to the key type. The stored value is the value's canonical
 // JSON text — elements rendered from their converted value, so ["1", 2.0] into ARRAY<INT> is
-// [1,2] — which is also what the MySQL port returns. StarRocks prints a map with non-string
-// keys unquoted ({1:"a"}); the emulator keeps every key quoted ({"1":"a"}), valid JSON.
+// [1,2] — which is also what the MySQL port returns. A map is printed the way StarRocks
+// prints it over MySQL (Map type doc: map(1,1,2,2) returns {1:1,2:2}): a numeric or boolean
+// key bare, a string, date or datetime key quoted ({1:"a"}, {"k":1}). That text is not JSON,
+// so a map value is also read in that form (a CSV field, or the emulator's own text read back
+// by an INSERT … SELECT or a restart): bare keys are quoted before the JSON scan.
 // An element that does not convert makes the whole value fail to convert (NULL, or a filtered
 // row in strict mode), as a scalar that does not convert does.
 
 // convertComplex converts the JSON text of an ARRAY or MAP value.
 func convertComplex(c *Column, s string) (any, error) {
 	b := bytes.TrimSpace([]byte(s))
+	if c.Type == TypeMap || bytes.IndexByte(b, '{') >= 0 {
+		b = quoteBareKeys(b)
+	}
 	sc := jscan{b: b}
 	k, st, en, _, err := sc.value()
 	if err != nil {
@@ -82,12 +88,8 @@ func renderComplex(out *strings.Builder, c *Column, k jkind, raw []byte) error {
 				return errConvert
 			}
 			var kb strings.Builder
-			renderScalar(&kb, c.MapKey, kv)
+			renderScalar(&kb, c.MapKey, kv) // numbers and booleans bare, the rest quoted
 			keyText := kb.String()
-			if c.MapKey.Type != TypeChar && c.MapKey.Type != TypeVarchar && c.MapKey.Type != TypeString &&
-				c.MapKey.Type != TypeDate && c.MapKey.Type != TypeDatetime {
-				keyText = strconv.Quote(keyText)
-			}
 			var vb strings.Builder
 			if err := renderElem(&vb, c.Elem, vk, raw[vs:ve]); err != nil {
 				return err
@@ -208,4 +210,68 @@ func fmtAny(v any) string {
 		return strconv.FormatInt(x, 10)
 	}
 	return ""
+}
+
+// quoteBareKeys rewrites the keys StarRocks prints bare ({1:"a"}, {-2.5:null}) as JSON
+// strings, so the map text can be scanned as JSON; JSON text comes back unchanged. A key is
+// bare when an object member does not start with a quote: everything up to the colon, trimmed,
+// is the key.
+func quoteBareKeys(b []byte) []byte {
+	var out []byte // nil until a bare key is found
+	var stack []byte
+	expectKey := false
+	for i := 0; i < len(b); i++ {
+		ch := b[i]
+		switch {
+		case ch == '"':
+			j := i + 1
+			for j < len(b) && b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if out != nil {
+				out = append(out, b[i:min(j+1, len(b))]...)
+			}
+			i = j
+			expectKey = false
+			continue
+		case ch == '{':
+			stack = append(stack, '{')
+			expectKey = true
+		case ch == '[':
+			stack = append(stack, '[')
+			expectKey = false
+		case ch == '}' || ch == ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expectKey = false
+		case ch == ',':
+			expectKey = len(stack) > 0 && stack[len(stack)-1] == '{'
+		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r':
+		default:
+			if expectKey {
+				j := bytes.IndexByte(b[i:], ':')
+				if j < 0 {
+					return b // not a map text: let the scan reject it
+				}
+				if out == nil {
+					out = append(make([]byte, 0, len(b)+8), b[:i]...)
+				}
+				out = strconv.AppendQuote(out, string(bytes.TrimSpace(b[i:i+j])))
+				i += j - 1
+				expectKey = false
+				continue
+			}
+		}
+		if out != nil {
+			out = append(out, ch)
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +19,9 @@ import (
 // constant nor a bare source field are evaluated with go-mysql-server: the expression is
 // analysed once per (source fields, text) as the select list of a query over a table whose
 // columns are the header's source fields (as text), and evaluated on each row's fields. The
-// result converts to the target column like a loaded value. StarRocks's cast type names
-// (INT, BIGINT, VARCHAR(n), STRING…) are rewritten to MySQL's (SIGNED, CHAR); functions
-// and casts follow MySQL's semantics where they differ from StarRocks's (a cast of 'abc'
-// to an integer is 0 there, NULL in StarRocks).
+// result converts to the target column like a loaded value. CAST follows StarRocks (see
+// load_cast.go: a cast of 'abc' or '1.5' to an integer is NULL); other functions follow
+// go-mysql-server's (MySQL's) semantics where they differ from StarRocks's.
 
 // exprFunc evaluates a mapping expression on the source fields (nil: NULL) and returns its
 // text (ok false: NULL).
@@ -36,19 +34,6 @@ type exprKey struct {
 
 var exprCache sync.Map // exprKey -> exprFunc
 
-var castTypeRe = regexp.MustCompile(`(?i)\bAS\s+(?:(BIGINT|INT|INTEGER|SMALLINT|TINYINT|LARGEINT)|(VARCHAR|STRING|CHAR|TEXT)(\s*\(\s*\d+\s*\))?)\b`)
-
-// mysqlCasts rewrites StarRocks cast target types to the names MySQL accepts.
-func mysqlCasts(expr string) string {
-	return castTypeRe.ReplaceAllStringFunc(expr, func(m string) string {
-		sub := castTypeRe.FindStringSubmatch(m)
-		if sub[1] != "" {
-			return "AS SIGNED"
-		}
-		return "AS CHAR"
-	})
-}
-
 // compileExpr analyses expr over source fields named fields.
 func compileExpr(fields []string, expr string) (exprFunc, error) {
 	key := exprKey{strings.Join(fields, "\x00"), expr}
@@ -59,10 +44,15 @@ func compileExpr(fields []string, expr string) (exprFunc, error) {
 	for i, n := range fields {
 		schema[i] = &sql.Column{Name: n, Type: types.LongText, Nullable: true, Source: "src"}
 	}
+	rewritten, err := rewriteCasts(expr)
+	if err != nil {
+		return nil, err
+	}
 	engine := newEngine(srcProvider{srcDB{srcTable{schema}}})
 	ctx := sql.NewContext(context.Background())
 	ctx.SetCurrentDatabase("load_source")
-	node, err := engine.AnalyzeQuery(ctx, "SELECT "+mysqlCasts(expr)+" FROM src")
+	engine.Analyzer.Catalog.RegisterFunction(ctx, sql.Function2{Name: srCastName, Fn: newSRCast})
+	node, err := engine.AnalyzeQuery(ctx, "SELECT "+rewritten+" FROM src")
 	if err != nil {
 		return nil, fmt.Errorf("columns header: the expression %s cannot be evaluated: %w", expr, err)
 	}

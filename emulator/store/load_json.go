@@ -355,6 +355,9 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 			v = k == jTrue
 		case TypeChar, TypeVarchar, TypeString:
 			v, err = convertText(c, string(raw))
+		case TypeTinyInt, TypeSmallInt, TypeInt, TypeBigInt, TypeLargeInt, TypeFloat, TypeDouble:
+			// "Unsupported value type. Numeric type is required" (numeric_column.cpp).
+			err = errConvert
 		default:
 			if k == jTrue {
 				v, err = convertText(c, "1")
@@ -398,6 +401,9 @@ func convertNumber(c *Column, raw []byte) (any, error) {
 				}
 			}
 			return nil, errConvert
+		}
+		if bytes.ContainsAny(raw, ".eE") {
+			return jsonFloatToInt(c, raw)
 		}
 	case TypeDate, TypeDatetime:
 		return nil, errConvert

@@ -46,10 +46,22 @@ func TestConversionRules(t *testing.T) {
 		{"b", `-9223372036854775808`, true, int64(-9223372036854775808), false},
 		{"b", `"abc"`, false, nil, false},
 		{"b", `"abc"`, true, nil, true},
-		{"b", `12.5`, false, nil, false},
+		// A JSON number with a fraction is truncated, a string that is a number too
+		// (StarRocks formats/json/numeric_column.cpp, checked_cast); a boolean is no number.
+		{"b", `12.5`, false, int64(12), false},
+		{"b", `-12.9`, true, int64(-12), false},
+		{"b", `1e20`, false, nil, false},
+		{"b", `1e20`, true, nil, true},
+		{"i", `"1.5"`, true, int32(1), false},
+		{"i", `1e3`, true, int32(1000), false},
+		{"i", `""`, false, nil, false},
+		{"i", `""`, true, nil, true},
+		{"ti", `127.9`, true, int8(127), false},
+		{"ti", `128.5`, true, nil, true},
 		{"b", `9223372036854775808`, false, nil, false},
 		{"b", `null`, true, nil, false},
-		{"b", `true`, false, int64(1), false},
+		{"b", `true`, false, nil, false},
+		{"b", `true`, true, nil, true},
 		{"b", `[1]`, false, nil, false},
 		{"ti", `127`, false, int8(127), false},
 		{"ti", `128`, false, nil, false},
@@ -645,4 +657,114 @@ func TestColumnsMappingExpressions(t *testing.T) {
 		_, err = s.Parse("db", "nn", []byte(""), p)
 		require.ErrorContains(t, err, c.want)
 	}
+}
+
+// TestCSVIntegerRules: a CSV field into an integer column is read as StarRocks's CSV reader
+// does (formats/csv/numeric_converter.cpp): a number with a fraction is truncated, an
+// integer that overflows, a non-number and an empty field fail (NULL, or filtered in strict
+// mode), an invalid date fails.
+func TestCSVIntegerRules(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+CREATE TABLE db.n (id INT NOT NULL, ti TINYINT, i INT, b BIGINT, l LARGEINT, d DATE) DUPLICATE KEY(id);`))
+	cases := []struct {
+		col, field string
+		want       any // nil: does not convert
+	}{
+		{"i", "1.5", int32(1)}, {"i", "-2.9", int32(-2)}, {"i", "1e3", int32(1000)}, {"i", " 7 ", int32(7)},
+		{"i", "abc", nil}, {"i", "", nil}, {"i", "2147483648", nil}, {"i", "2147483647.5", int32(2147483647)},
+		{"ti", "127.9", int8(127)}, {"ti", "128", nil}, {"ti", "-128.9", int8(-128)}, {"ti", "200.1", nil},
+		{"b", "12.5", int64(12)}, {"b", "1e3", nil}, {"b", "9223372036854775808", nil}, {"b", "x", nil},
+		{"l", "1.5", dec("1")}, {"l", "-170141183460469231731687303715884105728", dec("-170141183460469231731687303715884105728")},
+		{"d", "2024-02-29", time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)}, {"d", "2023-02-29", nil}, {"d", "2024-13-01", nil}, {"d", "", nil},
+	}
+	sc, err := s.Table("db", "n")
+	require.NoError(t, err)
+	for _, c := range cases {
+		for _, strict := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s=%q strict=%v", c.col, c.field, strict), func(t *testing.T) {
+				p, err := ParseLoadParams(map[string]string{"columns": "id," + c.col, "column_separator": "|", "strict_mode": fmt.Sprint(strict)})
+				require.NoError(t, err)
+				res, err := s.Parse("db", "n", []byte("1|"+c.field+"\n"), p)
+				require.NoError(t, err)
+				if c.want == nil && strict {
+					require.Equal(t, int64(1), res.Filtered, "strict mode filters the row")
+					assert.Contains(t, res.Errors[0], "'"+c.col+"'")
+					return
+				}
+				require.Equal(t, int64(1), res.Loaded, res.Errors)
+				got := res.Rows[0].Values[sc.ColumnIndex(c.col)]
+				if d, ok := c.want.(decimal.Decimal); ok {
+					require.IsType(t, decimal.Decimal{}, got)
+					assert.True(t, d.Equal(got.(decimal.Decimal)), "got %v", got)
+					return
+				}
+				assert.Equal(t, c.want, got)
+			})
+		}
+	}
+}
+
+// TestColumnsHeaderCasts: a CAST in a columns expression has StarRocks's semantics
+// (be/src/exprs/cast_expr.cpp): a string that is not an integer of the type is NULL ('1.5',
+// 'abc', ” and an overflow), a number cast to an integer is truncated, an invalid date is
+// NULL. MySQL would give 1, 0, 0 and a clamped value.
+func TestColumnsHeaderCasts(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+CREATE TABLE db.c (id INT NOT NULL, i INT, b BIGINT, d DATE, dc DECIMAL(5,2), bo BOOLEAN) DUPLICATE KEY(id);`))
+	cases := []struct {
+		expr, field string
+		col         string
+		want        any
+	}{
+		{"cast(src as int)", "42", "i", int32(42)},
+		{"cast(src as int)", " 42 ", "i", int32(42)},
+		{"cast(src as int)", "1.5", "i", nil},
+		{"cast(src as int)", "abc", "i", nil},
+		{"cast(src as int)", "", "i", nil},
+		{"cast(src as tinyint)", "200", "i", nil},
+		{"cast(src as bigint)", "99999999999999999999", "b", nil},
+		{"cast(cast(src as double) as int)", "1.9", "i", int32(1)},
+		{"cast(cast(src as double) as tinyint)", "300.5", "i", nil},
+		{"cast(src as date)", "2024-01-31", "d", time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)},
+		{"cast(src as date)", "2024-02-30", "d", nil},
+		{"cast(src as decimal(5,2))", "9.5", "dc", dec("9.50")},
+		{"cast(src as decimal(5,2))", "abc", "dc", nil},
+		{"cast(src as boolean)", "2", "bo", true},
+		{"cast(src as boolean)", "false", "bo", false},
+		{"cast(src as int) * 10", "3", "b", int64(30)},
+		{"CAST( src AS VARCHAR )", "x", "i", nil},
+		{"concat(cast(src AS string), '0')", "4", "i", int32(40)},
+	}
+	sc, err := s.Table("db", "c")
+	require.NoError(t, err)
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s of %q", c.expr, c.field), func(t *testing.T) {
+			p, err := ParseLoadParams(map[string]string{"columns": "id, src, " + c.col + " = " + c.expr, "column_separator": "|"})
+			require.NoError(t, err)
+			res, err := s.Parse("db", "c", []byte("1|"+c.field+"\n"), p)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), res.Loaded, res.Errors)
+			got := res.Rows[0].Values[sc.ColumnIndex(c.col)]
+			if d, ok := c.want.(decimal.Decimal); ok {
+				require.IsType(t, decimal.Decimal{}, got)
+				assert.True(t, d.Equal(got.(decimal.Decimal)), "got %v", got)
+				return
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
+	_, err = ParseLoadParams(map[string]string{"columns": "id, src, i = cast(src as signed)"})
+	if err == nil {
+		_, err = s.Parse("db", "c", []byte("1\t2\n"), mustParams(t, map[string]string{"columns": "id, src, i = cast(src as signed)"}))
+	}
+	require.ErrorContains(t, err, "CAST to signed", "a MySQL-only cast type is named")
+}
+
+func mustParams(t *testing.T, h map[string]string) LoadParams {
+	t.Helper()
+	p, err := ParseLoadParams(h)
+	require.NoError(t, err)
+	return p
 }

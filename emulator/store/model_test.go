@@ -52,7 +52,7 @@ CREATE TABLE db.c (id INT NOT NULL, a ARRAY<INT>, sa ARRAY<VARCHAR(8)>, m MAP<VA
 	assert.Equal(t, `["x",null,"y"]`, rows[0]["sa"])
 	assert.Equal(t, `{"k":1,"j":2}`, rows[0]["m"])
 	assert.Equal(t, `[[1.00,2.50],[]]`, rows[0]["n"])
-	assert.Equal(t, `{"1":"2024-01-02"}`, rows[0]["dm"])
+	assert.Equal(t, `{1:"2024-01-02"}`, rows[0]["dm"], "StarRocks prints numeric map keys bare")
 	assert.Nil(t, rows[1]["a"], "an element that does not convert: NULL outside strict mode")
 	assert.Equal(t, "[4,5]", rows[2]["a"], "the JSON text of an array")
 
@@ -143,5 +143,51 @@ func TestDDLRoundTrip(t *testing.T) {
 		sc2, err := again.Table("test", name)
 		require.NoError(t, err)
 		assert.Equal(t, sc.DDL(), sc2.DDL())
+	}
+}
+
+// TestMapKeysPrintedAsStarRocks: a MAP with numeric (or boolean) keys is printed with the keys
+// bare, as StarRocks prints it over MySQL ({1:"a"}); string, date and datetime keys stay
+// quoted. The printed text is read back (a CSV field, an INSERT … SELECT, a restart) to the
+// same value.
+func TestMapKeysPrintedAsStarRocks(t *testing.T) {
+	s := New()
+	require.NoError(t, s.ExecScript(`CREATE DATABASE db;
+CREATE TABLE db.m (id INT NOT NULL, im MAP<INT,VARCHAR(8)>, dm MAP<DECIMAL(4,1),INT>, sm MAP<VARCHAR(8),MAP<BIGINT,INT>>,
+  am ARRAY<MAP<INT,INT>>, tm MAP<DATE,INT>) DUPLICATE KEY(id);`))
+	load(t, s, "db", "m", `[{"id":1,"im":{"1":"a","-2":"b"},"dm":{"1.5":1},"sm":{"k":{"7":1}},"am":[{"3":4}],"tm":{"2024-01-02":1}}]`, jsonParams(nil))
+	rows, err := s.Rows("db", "m")
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	want := map[string]string{
+		"im": `{1:"a",-2:"b"}`, "dm": `{1.5:1}`, "sm": `{"k":{7:1}}`, "am": `[{3:4}]`, "tm": `{"2024-01-02":1}`,
+	}
+	sc, err := s.Table("db", "m")
+	require.NoError(t, err)
+	for col, text := range want {
+		assert.Equal(t, text, rows[0][col], col)
+		i := sc.ColumnIndex(col)
+		require.GreaterOrEqual(t, i, 0, col)
+		back, err := convertText(&sc.Columns[i], text)
+		require.NoError(t, err, "the printed %s reads back", col)
+		assert.Equal(t, text, back, col)
+	}
+	p, err := ParseLoadParams(map[string]string{"columns": "id,im", "column_separator": "|"})
+	require.NoError(t, err)
+	res := load(t, s, "db", "m", "2|{1:\"x\", 2 : \"y,z\"}\n", p)
+	require.Len(t, res.Rows, 1)
+	assert.Equal(t, `{1:"x",2:"y,z"}`, res.Rows[0].Values[1], "a CSV field in the printed form")
+}
+
+func TestQuoteBareKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1}`:                `{"a":1}`,
+		`{1:"a", 2:"b"}`:         `{"1":"a", "2":"b"}`,
+		`[{1:[2,3]},{}]`:         `[{"1":[2,3]},{}]`,
+		`{"x:1":{ -3 :"}"}}`:     `{"x:1":{ "-3":"}"}}`,
+		`[1,"a\\",{2.5:"\\"q"}]`: `[1,"a\\",{"2.5":"\\"q"}]`,
+		`{oops}`:                 `{oops}`,
+	} {
+		assert.Equal(t, want, string(quoteBareKeys([]byte(in))), in)
 	}
 }
