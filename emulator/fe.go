@@ -94,55 +94,6 @@ func (e *Emulator) feTransaction(q *req, opStr string) {
 	e.feClassic(q)
 }
 
-// takeFault consumes the fault for q's op, answering generic actions; it
-// returns the fault (for op-specific actions) and whether q was answered.
-func (e *Emulator) takeFault(q *req, shape func(status, msg string) reply) (*Fault, bool) {
-	return e.takeFaultFor(q, shape, false)
-}
-
-// takeCommitFault is takeFault for the commit handlers that own a
-// transaction still open: an internal_error is returned instead of
-// answered, so the handler fails the commit the way StarRocks does, which
-// aborts the transaction (see commitFailure).
-func (e *Emulator) takeCommitFault(q *req, shape func(status, msg string) reply) (*Fault, bool) {
-	return e.takeFaultFor(q, shape, true)
-}
-
-func (e *Emulator) takeFaultFor(q *req, shape func(status, msg string) reply, commit bool) (*Fault, bool) {
-	f := e.faults.take(Op(q.op), q.db, q.table)
-	if commit && commitFailure(f) {
-		e.ctr.faultsFired.Add(1)
-		e.log.Debug("fault fired", "op", f.Op, "action", f.Action, "label", q.label, "table", q.table)
-		return f, false
-	}
-	if e.fire(q, f, shape) {
-		return nil, true
-	}
-	if f != nil && f.Action == ActDelay {
-		return nil, false
-	}
-	return f, false
-}
-
-// commitFailure reports whether f makes a commit (or a classic prepare)
-// fail on the server. StarRocks aborts every transaction whose commit
-// failed there: the BE's commit_transaction rolls the transaction back
-// when _commit_transaction returns an error (need_rollback is set from
-// begin on), and the FE's multi-statement commitTxn moves a failed task to
-// ABORTING and rolls it back. get_load_state then answers ABORTED, a
-// second commit FAILED and a rollback OK.
-func commitFailure(f *Fault) bool {
-	return f != nil && f.Action == ActInternalError && (f.Op == OpCommit || f.Op == OpPrepare)
-}
-
-// injectedMsg is the Message of a fault reply: its own, or def.
-func injectedMsg(f *Fault, def string) string {
-	if f.Message != "" {
-		return f.Message
-	}
-	return def
-}
-
 func (e *Emulator) multiBegin(q *req) {
 	if _, done := e.takeFault(q, feShape(q)); done {
 		return
