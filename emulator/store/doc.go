@@ -25,8 +25,9 @@
 // Row values are stored as: int8/int16/int32/int64 (TINYINT…BIGINT), decimal.Decimal
 // (LARGEINT, DECIMAL), float32/float64, bool, string (CHAR/VARCHAR/STRING), time.Time in UTC
 // holding the wall clock (DATE, DATETIME; microseconds) and the compact JSON text as a string
-// (JSON), and ARRAY / MAP values as their canonical JSON text (elements converted to their
-// types: ["1", 2] in ARRAY<INT> is [1,2]; map keys always quoted). Rows returns these types.
+// (JSON), and ARRAY / MAP values as their canonical text (elements converted to their types:
+// ["1", 2] in ARRAY<INT> is [1,2]; a map prints as StarRocks prints it, numeric keys bare:
+// {1:"a"}, string keys quoted: {"k":1}). Rows returns these types.
 //
 // # Load semantics (docs/notes/starrocks-protocol.md §9)
 //
@@ -41,8 +42,10 @@
 //     VARCHAR/CHAR lengths are bytes. DATE/DATETIME accept "2024-01-02", "20240102",
 //     "2024-01-02 03:04:05[.ffffff]" and the same with 'T'; a DATE keeps the day only.
 //     BOOLEAN accepts true/false (any case) and 0/1. A JSON column takes any JSON value;
-//     a string column takes the text of a JSON object/array; numbers, booleans and strings
-//     convert to numeric columns when their text parses.
+//     a string column takes the text of a JSON object/array. An integer column takes an
+//     integer of its range; a number with a fraction (CSV field, JSON number or string) is
+//     truncated toward zero ('1.5' is 1) and fails out of range, as StarRocks's CSV and JSON
+//     readers do; a JSON boolean into a numeric column fails.
 //   - strip_outer_array=true: each element of a top-level array is a row; false: each
 //     top-level document is one row, and several documents may follow each other in one body.
 //     A top-level array with strip_outer_array=false is judged like the BE's JSON reader: one
@@ -77,8 +80,10 @@
 //   - `where` is evaluated by go-mysql-server on each converted row (after the quality checks:
 //     a row is filtered or unselected, never both); rows it rejects count as Unselected.
 //   - `columns` mapping expressions "col = expr": a quoted constant, a number, NULL, a source
-//     field listed as a plain name, or any expression over those fields (casts with StarRocks
-//     type names, arithmetic, functions), evaluated by go-mysql-server with MySQL semantics;
+//     field listed as a plain name, or any expression over those fields (arithmetic,
+//     functions), evaluated by go-mysql-server with MySQL semantics except CAST, which takes
+//     StarRocks type names and semantics (a string that is not an integer of the type casts
+//     to NULL: load_cast.go);
 //     `__op = 'delete'` ('upsert', 0, 1) sets the operation of every row. When the header lists
 //     no plain names the source fields are the table's columns in order (the documented
 //     delete-load form `columns: __op='delete'`). In JSON loads the source fields are the keys
