@@ -278,3 +278,16 @@ func allMeta(msg *service.Message) map[string]string {
 	})
 	return out
 }
+
+// hasOpKey is bytes.Contains(b, opKey), on generated rows and on texts
+// built around the key's pieces.
+func TestHasOpKeyIsContains(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pieces := []string{`"`, `_`, `__`, `__op`, `op"`, `"__op"`, `"__o`, `p"`, `a`, `{`, `}`, `:1`, `\"`, `"x__op"`}
+		var b []byte
+		for i, n := 0, rapid.IntRange(0, 12).Draw(t, "n"); i < n; i++ {
+			b = append(b, rapid.SampledFrom(pieces).Draw(t, "piece")...)
+		}
+		require.Equal(t, bytes.Contains(b, opKey), hasOpKey(b), "%q", b)
+	})
+}
