@@ -27,6 +27,8 @@ type partState struct {
 	// on every message of the assignment (contract.KeyPartitionEpoch).
 	epoch uint64
 
+	// builder makes the assignment's messages (message.go).
+	builder   *recordBuilder
 	queue     []*kgo.Record // fetched, not yet handed to a batch
 	batcher   *service.Batcher
 	batching  []*kgo.Record // added to the batcher, not yet delivered

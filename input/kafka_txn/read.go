@@ -3,13 +3,9 @@ package kafka_txn
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // signalLocked wakes every ReadBatch that waits for records, an
@@ -97,11 +93,10 @@ func (in *Input) fillLocked(ps *partState) bool {
 		rec := ps.queue[0]
 		ps.queue[0] = nil
 		ps.queue = ps.queue[1:]
-		msg := recordToMessage(rec)
-		msg.MetaSetMut(contract.KeyPartitionEpoch, strconv.FormatUint(ps.epoch, 10))
-		if ps.hwm >= 0 {
-			msg.MetaSetMut(MetaLag, max(ps.hwm-rec.Offset-1, 0))
+		if ps.builder == nil {
+			ps.builder = newRecordBuilder(ps.topic, ps.part, ps.epoch)
 		}
+		msg := ps.builder.message(rec, max(ps.hwm-rec.Offset-1, 0), ps.hwm >= 0)
 		ps.batching = append(ps.batching, rec)
 		room--
 		if ps.batcher == nil {
@@ -198,22 +193,4 @@ func (in *Input) ackLocked(ps *partState, pb *pendingBatch, err error) {
 	in.m.inFlight.Set(int64(ps.unacked), ps.topic, ps.label)
 	in.updatePauseLocked(ps)
 	in.signalLocked()
-}
-
-// recordToMessage converts a record, with its headers and the kafka_*
-// metadata.
-func recordToMessage(r *kgo.Record) *service.Message {
-	msg := service.NewMessage(r.Value)
-	// Headers first, so that a header never overwrites a kafka_ key.
-	for _, h := range r.Headers {
-		msg.MetaSetMut(h.Key, string(h.Value))
-	}
-	msg.MetaSetMut(MetaKey, string(r.Key))
-	msg.MetaSetMut(MetaTopic, r.Topic)
-	msg.MetaSetMut(MetaPartition, int(r.Partition))
-	msg.MetaSetMut(MetaOffset, int(r.Offset))
-	msg.MetaSetMut(MetaTimestampSec, r.Timestamp.Unix())
-	msg.MetaSetMut(MetaTimestampMs, r.Timestamp.UnixMilli())
-	msg.MetaSetMut(MetaTombstone, r.Value == nil)
-	return msg
 }
