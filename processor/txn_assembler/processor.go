@@ -115,17 +115,17 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 	if err != nil {
 		return nil, err
 	}
+	var custom *customMappings
 	switch format {
 	case formatEnvelope:
 		p.decode, p.txnField = p.fast.envelope, "txnId"
 	case formatMaxwell:
 		p.decode, p.txnField = p.fast.maxwell, "xid"
 	case formatCustom:
-		c, err := customFromConfig(conf.Namespace(fieldCustom))
-		if err != nil {
+		if custom, err = customFromConfig(conf.Namespace(fieldCustom)); err != nil {
 			return nil, err
 		}
-		p.decode, p.txnField = c.decode, "custom.txn_id"
+		p.decode, p.txnField = custom.decode, "custom.txn_id"
 	default:
 		return nil, fmt.Errorf("format must be envelope, maxwell or custom, got %q", format)
 	}
@@ -180,6 +180,7 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 	}
 	p.reg = registry.Get(mgr)
 	p.reg.OnFence(p.Reset)
+	p.registerEnds(format, custom)
 	return p, nil
 }
 
