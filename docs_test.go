@@ -22,6 +22,7 @@ func TestComponentDocs(t *testing.T) {
 	env := service.GlobalEnvironment()
 	views := map[string]func() (*service.ConfigView, bool){
 		"inputs/kafka_txn.md":         func() (*service.ConfigView, bool) { return env.GetInputConfig("kafka_txn") },
+		"inputs/debezium_txn.md":      func() (*service.ConfigView, bool) { return env.GetInputConfig("debezium_txn") },
 		"outputs/starrocks_txn.md":    func() (*service.ConfigView, bool) { return env.GetOutputConfig("starrocks_txn") },
 		"outputs/kafka_txn.md":        func() (*service.ConfigView, bool) { return env.GetOutputConfig("kafka_txn") },
 		"processors/txn_assembler.md": func() (*service.ConfigView, bool) { return env.GetProcessorConfig("txn_assembler") },

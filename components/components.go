@@ -1,7 +1,7 @@
 // Package components registers every plugin of this project with Benthos:
-// the kafka_txn input, the txn_assembler processor, the starrocks_txn and
-// kafka_txn outputs and the prometheus metrics exporter. Blank-import it in a custom Benthos
-// binary to get them all:
+// the kafka_txn and debezium_txn inputs, the txn_assembler processor, the
+// starrocks_txn and kafka_txn outputs and the prometheus metrics exporter.
+// Blank-import it in a custom Benthos binary to get them all:
 //
 //	import _ "github.com/starrocks-txn/benthos-starrocks/components"
 //
@@ -10,6 +10,7 @@
 package components
 
 import (
+	_ "github.com/starrocks-txn/benthos-starrocks/input/debezium_txn"
 	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
 	_ "github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
 	_ "github.com/starrocks-txn/benthos-starrocks/output/kafka_txn"

@@ -46,10 +46,15 @@ const (
 	// KindOutput is a contract stream built before the row (kafka_txn →
 	// txn_assembler, untimed) → starrocks_txn → emulator.
 	KindOutput = "output"
+	// KindDebezium is debezium_txn → starrocks_txn → emulator on the same
+	// source transactions produced as Debezium topics (one per table, and a
+	// transaction topic) into the same Kafka: debezium_txn assembles the
+	// transactions itself and delivers rows only.
+	KindDebezium = "debezium"
 )
 
 // Kinds lists every kind of row.
-var Kinds = []string{KindFranz, KindDrop, KindAssembler, KindPipeline, KindHTTP, KindOutput}
+var Kinds = []string{KindFranz, KindDrop, KindAssembler, KindPipeline, KindHTTP, KindOutput, KindDebezium}
 
 // Delivery semantics of a starrocks_txn configuration (its `semantic` field).
 const (
@@ -180,11 +185,13 @@ type Config struct {
 
 // Loader reports whether the row loads into an emulator.
 func (c Config) Loader() bool {
-	return c.Kind == KindPipeline || c.Kind == KindHTTP || c.Kind == KindOutput
+	return c.Kind == KindPipeline || c.Kind == KindHTTP || c.Kind == KindOutput || c.Kind == KindDebezium
 }
 
 // StarRocksTxn reports whether the row's output is starrocks_txn.
-func (c Config) StarRocksTxn() bool { return c.Kind == KindPipeline || c.Kind == KindOutput }
+func (c Config) StarRocksTxn() bool {
+	return c.Kind == KindPipeline || c.Kind == KindOutput || c.Kind == KindDebezium
+}
 
 // rowName names a row.
 func rowName(kind, semantic string) string {
@@ -199,6 +206,8 @@ func rowName(kind, semantic string) string {
 		return "kafka_txn → txn_assembler → http_client stream loads"
 	case KindOutput:
 		return "contract stream (pre-built) → starrocks_txn"
+	case KindDebezium:
+		return "debezium_txn → starrocks_txn (same txns, Debezium topics)"
 	}
 	if semantic == SemanticExactlyOnce {
 		return "kafka_txn → txn_assembler → starrocks_txn exactly_once"
@@ -244,6 +253,7 @@ func Configs(o Options, t Topic) []Config {
 			mk(KindPipeline, SemanticExactlyOnce),
 			mk(KindHTTP, ""),
 			mk(KindOutput, SemanticAtLeastOnce),
+			mk(KindDebezium, SemanticAtLeastOnce),
 		}
 	}
 	if len(o.Kinds) == 0 {

@@ -56,7 +56,7 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 	for _, tp := range Topics(o) {
 		configs = append(configs, Configs(o, tp)...)
 	}
-	require.Len(t, configs, 7+3+2)
+	require.Len(t, configs, 8+3+2)
 	require.Len(t, rows, 1+len(configs), "one row per configuration")
 	col := func(name string) int {
 		for i, c := range Columns {
@@ -172,7 +172,7 @@ func TestConfigsPerTopic(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:exactly_once", "http_client:", "output:at_least_once"},
+	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:exactly_once", "http_client:", "output:at_least_once", "debezium:at_least_once"},
 		kinds(Configs(o, ts[0])))
 	assert.Equal(t, []string{"drop:", "assembler:", "pipeline:at_least_once"}, kinds(Configs(o, ts[1])))
 	assert.Equal(t, []string{"drop:", "pipeline:at_least_once"}, kinds(Configs(o, ts[3])))
@@ -236,6 +236,13 @@ func TestPipelineYAML(t *testing.T) {
 	assert.NotContains(t, out, "kafka_txn")
 	assert.Contains(t, out, "starrocks_txn")
 	require.NoError(t, env.NewStreamBuilder().SetYAML(out))
+
+	dbz := yaml(byKind[KindDebezium+SemanticAtLeastOnce], "")
+	assert.Contains(t, dbz, "debezium_txn:")
+	assert.Contains(t, dbz, "transaction_topic: "+debeziumNaming.TransactionTopic())
+	assert.NotContains(t, dbz, "txn_assembler", "debezium_txn assembles the transactions itself")
+	assert.Contains(t, dbz, "starrocks_txn")
+	require.NoError(t, env.NewStreamBuilder().SetYAML(dbz))
 
 	mif := PipelineYAML(byKind[KindPipeline+SemanticAtLeastOnce], Options{}, "g", "b", "http://x", "")
 	c := byKind[KindPipeline+SemanticAtLeastOnce]

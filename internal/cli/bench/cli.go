@@ -25,7 +25,7 @@ func Command(schema string) *cli.Command {
 	Schema = schema
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "Read one pre-loaded Kafka topic with franz-go, kafka_txn → drop, kafka_txn → txn_assembler → drop, the whole pipeline into the emulator (at_least_once and exactly_once), http_client plain stream loads and starrocks_txn alone, and print one table with each row's records/s, CPU, allocations and ratio to kafka_txn → drop",
+		Usage: "Read one pre-loaded Kafka topic with franz-go, kafka_txn → drop, kafka_txn → txn_assembler → drop, the whole pipeline into the emulator (at_least_once and exactly_once), http_client plain stream loads, starrocks_txn alone and the same transactions from Debezium topics through debezium_txn, and print one table with each row's records/s, CPU, allocations and ratio to kafka_txn → drop",
 		Description: `A topic of an in-process Kafka is loaded once with a transactional CDC
 workload (orders, order_items, order_events; some producer transactions
 aborted); every row then reads that same topic with its own consumer group

@@ -16,9 +16,24 @@ import (
 func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) string {
 	o.defaults()
 	var sb strings.Builder
-	if c.Kind == KindOutput {
+	switch c.Kind {
+	case KindOutput:
 		fmt.Fprintf(&sb, "input:\n  %s:\n    input:\n      %s: {}\n", timedInputName, prebuiltInputName)
-	} else {
+	case KindDebezium:
+		fmt.Fprintf(&sb, `input:
+  %s:
+    input:
+      debezium_txn:
+        seed_brokers: [ %q ]
+        topics: [ %s ]
+        transaction_topic: %s
+        consumer_group: %s
+        checkpoint_limit: 100000
+        batching:
+          count: %d
+          period: 50ms
+`, timedInputName, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), group, c.Batch)
+	default:
 		fmt.Fprintf(&sb, `input:
   %s:
     input:
@@ -36,7 +51,7 @@ func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) 
 		}
 	}
 	switch c.Kind {
-	case KindPipeline, KindOutput:
+	case KindPipeline, KindOutput, KindDebezium:
 		fmt.Fprintf(&sb, `output:
   starrocks_txn:
     load_urls: [ %q ]

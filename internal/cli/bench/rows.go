@@ -29,6 +29,14 @@ func runRow(ctx context.Context, o Options, c Config, tp *loadedTopic, prof *pro
 	if c.Kind == KindFranz {
 		return runFranz(ctx, res, tp, prof, name)
 	}
+	if c.Kind == KindDebezium {
+		dbz, err := tp.debeziumView(ctx, o)
+		if err != nil {
+			return res, err
+		}
+		res.SourceTxns, res.Rows, res.Records = dbz.sourceTxns, dbz.rows, dbz.records
+		return runStream(ctx, o, res, dbz, prof, name)
+	}
 	return runStream(ctx, o, res, tp, prof, name)
 }
 

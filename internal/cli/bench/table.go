@@ -78,6 +78,14 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "The pre-built contract stream: the topic read through kafka_txn → txn_assembler before the row, untimed,")
 	fmt.Fprintln(w, "  then handed to starrocks_txn from memory: the output and the emulator alone.")
 	for _, r := range rs {
+		if r.Kind == KindDebezium {
+			fmt.Fprintln(w, "debezium_txn: the same source transactions produced as Debezium topics into the same Kafka (one per table,")
+			fmt.Fprintln(w, "  as many partitions each, and a transaction topic), assembled across partitions by the input; it")
+			fmt.Fprintln(w, "  delivers rows only, so its records are its rows (its ratio to drop compares different record counts).")
+			break
+		}
+	}
+	for _, r := range rs {
 		if !r.Verified && r.Kind == KindHTTP {
 			fmt.Fprintf(w, "%s did not reproduce the source: its max_in_flight (%d) concurrent batches race, so an older\n", r.Name, r.MaxInFlight)
 			fmt.Fprintln(w, "  change of a key can land after a newer one (stale rows, deleted rows back, newer rows deleted);")

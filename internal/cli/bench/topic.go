@@ -29,6 +29,9 @@ type loadedTopic struct {
 	sourceTxns, records, rows int64
 	// schema is the DDL the loaders' emulators start with.
 	schema string
+	// dbz is the same workload as Debezium topics in the same Kafka, once
+	// the debezium_txn row produced them (debezium.go).
+	dbz *loadedTopic
 }
 
 func (t *loadedTopic) close() { t.cluster.Close() }

@@ -21,7 +21,7 @@ import (
 func Command(pipeline, schema string) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "Run the whole pipeline on this machine: emulator, in-process Kafka, CDC producer, kafka_txn → txn_assembler → starrocks_txn, then verify through SQL",
+		Usage: "Run the whole pipeline on this machine: emulator, in-process Kafka, CDC producer, kafka_txn → txn_assembler → starrocks_txn (or, with --format debezium, Debezium topics → debezium_txn → starrocks_txn), then verify through SQL",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "partitions", Value: 4, Usage: "Kafka partitions (source streams)"},
 			&cli.Float64Flag{Name: "rate", Value: 200, Usage: "source transactions per second over all partitions"},
@@ -32,6 +32,7 @@ func Command(pipeline, schema string) *cli.Command {
 			&cli.StringFlag{Name: "http", Value: "127.0.0.1:0", Usage: "emulator FE HTTP address"},
 			&cli.StringFlag{Name: "config", Usage: "pipeline YAML instead of the embedded examples/demo.yaml"},
 			&cli.StringFlag{Name: "schema", Usage: "DDL file instead of the embedded examples/schema.sql"},
+			&cli.StringFlag{Name: "format", Value: FormatEnvelope, Usage: "source format: envelope (kafka_txn → txn_assembler) or debezium (Debezium topics → debezium_txn)"},
 		},
 		Action: func(c *cli.Context) error {
 			out := c.App.Writer
@@ -39,6 +40,14 @@ func Command(pipeline, schema string) *cli.Command {
 				out = os.Stdout
 			}
 			p, s := pipeline, schema
+			format := c.String("format")
+			switch format {
+			case FormatEnvelope:
+			case FormatDebezium:
+				p = DebeziumPipeline
+			default:
+				return fmt.Errorf("--format %q is not one of %s, %s", format, FormatEnvelope, FormatDebezium)
+			}
 			if path := c.String("config"); path != "" {
 				b, err := os.ReadFile(path)
 				if err != nil {
@@ -59,10 +68,15 @@ func Command(pipeline, schema string) *cli.Command {
 				Partitions: int32(c.Int("partitions")), Rate: c.Float64("rate"), Duration: c.Duration("duration"),
 				AbortRatio: c.Float64("abort-ratio"), Pipeline: p, Schema: s,
 				HTTPAddr: c.String("http"), MySQLAddr: c.String("mysql"), Out: out, Live: true, Terminal: isTerminal(out),
-				Seed: uint64(time.Now().UnixNano()),
+				Seed: uint64(time.Now().UnixNano()), Format: format,
 			}
-			fmt.Fprintf(out, "demo: %d partitions, %.0f source txns/s for %s, %.0f%% of producer transactions aborted\n",
-				opts.Partitions, opts.Rate, opts.Duration, opts.AbortRatio*100)
+			if format == FormatDebezium {
+				fmt.Fprintf(out, "demo: Debezium topics (%d partitions per table, a transaction topic), a snapshot, then %.0f source txns/s for %s\n",
+					opts.Partitions, opts.Rate, opts.Duration)
+			} else {
+				fmt.Fprintf(out, "demo: %d partitions, %.0f source txns/s for %s, %.0f%% of producer transactions aborted\n",
+					opts.Partitions, opts.Rate, opts.Duration, opts.AbortRatio*100)
+			}
 			r, err := Start(ctx, opts)
 			if err != nil {
 				return err
@@ -101,6 +115,9 @@ func isTerminal(w io.Writer) bool {
 func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "\nsummary after %s\n", s.Elapsed.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "  producer: %d source transactions committed, %d aborted (%d Kafka records)\n", s.SourceCommitted, s.SourceAborted, s.Records)
+	if s.SnapshotRows > 0 || s.LargestTxn > 0 {
+		fmt.Fprintf(w, "            Debezium: %d snapshot rows, the largest source transaction %d events\n", s.SnapshotRows, s.LargestTxn)
+	}
 	fmt.Fprintf(w, "  loaded:   %d source transactions, %d rows, in %d StarRocks commits and %d HTTP loads\n", s.TxnsLoaded, s.RowsLoaded, s.Commits, s.Loads)
 	if s.TxnsLoaded > 0 && s.Commits > 0 {
 		fmt.Fprintf(w, "            %.1f source transactions per StarRocks transaction\n", float64(s.TxnsLoaded)/float64(s.Commits))

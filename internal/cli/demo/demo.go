@@ -51,6 +51,8 @@ type Options struct {
 	Terminal bool
 	// Seed makes the traffic reproducible.
 	Seed uint64
+	// Format is FormatEnvelope (the default) or FormatDebezium.
+	Format string
 }
 
 // Summary is the outcome of a run.
@@ -70,6 +72,9 @@ type Summary struct {
 	MySQLAddr        string
 	Mismatch         string
 	ConsistencyError string
+	// SnapshotRows and LargestTxn (events) are set by the Debezium format.
+	SnapshotRows int64
+	LargestTxn   int64
 }
 
 // Running is a started demo: Wait for its summary, then Close.
@@ -77,6 +82,7 @@ type Running struct {
 	em      *emulator.Emulator
 	kafka   *kfake.Cluster
 	prod    *workload.Producer
+	dbz     *workload.DebeziumProducer
 	model   *workload.Model
 	stream  *service.Stream
 	metrics *metricscap.Capture
@@ -126,12 +132,18 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
 	}
 	brokers := r.kafka.ListenAddrs()
-
-	gen := workload.NewGenerator(workload.Options{Partitions: o.Partitions, Seed: o.Seed, Events: true})
-	if r.prod, err = workload.NewProducer(workload.ProducerOptions{
-		Brokers: brokers, Topic: topic, AbortRatio: o.AbortRatio, Rate: o.Rate,
-	}, gen, r.model); err != nil {
-		return nil, err
+	vars := map[string]string{}
+	if o.Format == FormatDebezium {
+		if vars, err = r.startDebezium(ctx, brokers); err != nil {
+			return nil, err
+		}
+	} else {
+		gen := workload.NewGenerator(workload.Options{Partitions: o.Partitions, Seed: o.Seed, Events: true})
+		if r.prod, err = workload.NewProducer(workload.ProducerOptions{
+			Brokers: brokers, Topic: topic, AbortRatio: o.AbortRatio, Rate: o.Rate,
+		}, gen, r.model); err != nil {
+			return nil, err
+		}
 	}
 
 	cfg := mysql.NewConfig()
@@ -143,13 +155,15 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 	r.db = sql.OpenDB(connector)
 
 	env := service.GlobalEnvironment().Clone()
-	vars := map[string]string{
+	for k, v := range map[string]string{
 		"KAFKA_BROKERS":      strings.Join(brokers, ","),
 		"KAFKA_TOPIC":        topic,
 		"KAFKA_GROUP":        "starrocks-demo",
 		"STARROCKS_LOAD_URL": r.em.FEURL(),
 		"STARROCKS_USER":     "root",
 		"STARROCKS_PASSWORD": "",
+	} {
+		vars[k] = v
 	}
 	section, err := metricsSection(o.Pipeline)
 	if err != nil {
@@ -185,13 +199,26 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 	streamErr := make(chan error, 1)
 	go func() { streamErr <- r.stream.Run(runCtx) }()
 
+	if r.dbz != nil {
+		// The snapshot's rows are one-row transactions: the readers start
+		// once it is loaded.
+		if err := r.debeziumSnapshot(ctx); err != nil {
+			return r.summary(), err
+		}
+	}
 	prodCtx, stopProducing := context.WithCancel(ctx)
 	if r.opts.Duration > 0 {
 		prodCtx, stopProducing = context.WithTimeout(ctx, r.opts.Duration)
 	}
 	defer stopProducing()
 	prodErr := make(chan error, 1)
-	go func() { prodErr <- r.prod.Produce(prodCtx, 0) }()
+	go func() {
+		if r.dbz != nil {
+			prodErr <- r.dbz.Produce(prodCtx, 0)
+			return
+		}
+		prodErr <- r.prod.Produce(prodCtx, 0)
+	}()
 
 	var wg sync.WaitGroup
 	checkCtx, stopChecks := context.WithCancel(context.Background())
@@ -271,7 +298,7 @@ func (r *Running) drain(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the target did not reach the committed source state within 60s (%d of %d source transactions loaded)",
-				r.metrics.Counter("starrocks_txn_source_txns_committed"), r.prod.Stats.Committed.Load())
+				r.metrics.Counter("starrocks_txn_source_txns_committed"), r.summary().SourceCommitted)
 		}
 		select {
 		case <-ctx.Done():
@@ -338,6 +365,9 @@ func writeStatus(w io.Writer, terminal bool, line string) {
 }
 
 func (r *Running) summary() *Summary {
+	if r.dbz != nil {
+		return r.debeziumSummary()
+	}
 	return &Summary{
 		Elapsed:         time.Since(r.start),
 		SourceCommitted: r.prod.Stats.Committed.Load(),
@@ -366,6 +396,9 @@ func (r *Running) Close() {
 	}
 	if r.prod != nil {
 		r.prod.Close()
+	}
+	if r.dbz != nil {
+		r.dbz.Close()
 	}
 	if r.kafka != nil {
 		r.kafka.Close()

@@ -1,0 +1,593 @@
+package debezium_txn
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// positionBits is how many low bits of starrocks_source_offset hold an
+// event's position in its transaction; the END offset on the transaction
+// topic is above them (ARCHITECTURE.md §13.4).
+const positionBits = 24
+
+// maxTxnEvents is the largest transaction the numbering can hold.
+const maxTxnEvents = 1 << positionBits
+
+// sourceOffset numbers the i-th emitted event of the transaction whose END
+// is at endOffset.
+func sourceOffset(endOffset int64, i int) int64 { return endOffset<<positionBits | int64(i) }
+
+// endOffsetOf maps a published committed-through source offset back to the
+// END offset of its transaction.
+func endOffsetOf(source int64) int64 { return source >> positionBits }
+
+// tp names a Kafka topic partition.
+type tp struct {
+	topic string
+	part  int32
+}
+
+func (t tp) String() string { return t.topic + "/" + strconv.Itoa(int(t.part)) }
+
+// What the assembler does with events that carry no transaction block and
+// with truncates.
+const (
+	untransactedError     = "error"
+	untransactedSingleRow = "single_row"
+	truncateError         = "error"
+	truncateSkip          = "skip"
+)
+
+// assemblerConfig is what the pure assembler needs to know.
+type assemblerConfig struct {
+	// partition is the starrocks_partition of every transaction event.
+	partition string
+	// txnTopic is the transaction topic.
+	txnTopic string
+	// topicOf maps a Debezium data collection to its topic.
+	topicOf func(collection string) string
+	// consumed reports whether the input reads a topic.
+	consumed func(topic string) bool
+	// maxBufferedBytes bounds buffered, unemitted events.
+	maxBufferedBytes int64
+	// missingTimeout is how long a transaction may miss events (or be held)
+	// before it is reported.
+	missingTimeout time.Duration
+	// resendWindow is how many completed transaction ids are remembered.
+	resendWindow int
+	untransacted string
+	truncate     string
+	valueWriter  valueWriter
+}
+
+// txnStatus is where a transaction is.
+type txnStatus uint8
+
+const (
+	txnOpen txnStatus = iota
+	txnEmitted
+	txnCommitted
+)
+
+// txnEvent is one buffered event of a transaction.
+type txnEvent struct {
+	ev     event
+	rec    recMeta
+	topic  string
+	size   int64
+	loaded bool // not a truncate or a message event
+}
+
+// recMeta is the Kafka coordinates of a record, for the message metadata.
+type recMeta struct {
+	tp     tp
+	offset int64
+	key    []byte
+	ts     time.Time
+}
+
+// txnState is one source transaction being assembled.
+type txnState struct {
+	id        string
+	status    txnStatus
+	hasEnd    bool
+	endOffset int64
+	endAt     time.Time
+	firstAt   time.Time
+	expected  map[string]int64 // per consumed topic
+	names     map[string][]string
+	seen      map[string]int64
+	events    []*txnEvent
+	keys      map[string]struct{}
+	first     map[tp]int64 // per partition, the offset of its first event
+	bytes     int64
+	// err makes the transaction unemittable: counts above the END's, a
+	// truncate under on_truncate: error, too many events.
+	err error
+}
+
+func (t *txnState) complete() bool {
+	if !t.hasEnd {
+		return false
+	}
+	for topic, want := range t.expected {
+		if t.seen[topic] != want {
+			return false
+		}
+	}
+	return true
+}
+
+// sideRow is a snapshot or untransacted row: a one-row transaction of its
+// side partition (ARCHITECTURE.md §13.4).
+type sideRow struct {
+	ev       event
+	rec      recMeta
+	size     int64
+	gate     bool // of an initial or blocking snapshot
+	emitted  bool
+	released bool // committed or skipped
+}
+
+// heldEvent is an offset of a partition held by a transaction.
+type heldEvent struct {
+	offset int64
+	txn    *txnState
+}
+
+// partState is what the assembler keeps per data partition.
+type partState struct {
+	tp      tp
+	next    int64 // offset after the last record fed, -1 before the first
+	started bool
+	// txnEvents and sides hold, in offset order, the offsets not yet
+	// released; released ones are popped from the front lazily.
+	txnEvents []heldEvent
+	sides     []*sideRow
+	pending   int // sides not yet emitted
+	// snapOpen: an initial or blocking snapshot of this partition is not
+	// over (ARCHITECTURE.md §13.5); lastGate is the offset of its last
+	// gating snapshot row.
+	snapOpen bool
+	lastGate int64
+	// failed stops the partition at failedAt: nothing there or after is
+	// processed or committed.
+	failed   error
+	failedAt int64
+}
+
+func (p *partState) headTxnEvent() (heldEvent, bool) {
+	for len(p.txnEvents) > 0 {
+		h := p.txnEvents[0]
+		if h.txn.status != txnCommitted {
+			return h, true
+		}
+		p.txnEvents[0] = heldEvent{}
+		p.txnEvents = p.txnEvents[1:]
+	}
+	return heldEvent{}, false
+}
+
+func (p *partState) headSide() (*sideRow, bool) {
+	for len(p.sides) > 0 {
+		s := p.sides[0]
+		if !s.released {
+			return s, true
+		}
+		p.sides[0] = nil
+		p.sides = p.sides[1:]
+	}
+	return nil, false
+}
+
+// assemblerStats counts what the assembler did, for the metrics.
+type assemblerStats struct {
+	txnsEmitted, eventsEmitted           int64
+	snapshotRows, untransactedRows       int64
+	duplicates, resentSkipped, tombstone int64
+	progressSkipped, truncatesSkipped    int64
+	emptyTxns                            int64
+}
+
+// assembler assembles Debezium source transactions across the data
+// partitions and emits them whole in END order (ARCHITECTURE.md §13). It is
+// pure — no clocks, no Kafka — and not safe for concurrent use.
+type assembler struct {
+	cfg   assemblerConfig
+	dec   *decoder
+	parts map[tp]*partState
+	// sorted is parts in topic, partition order (rebuilt when a partition
+	// is added).
+	sorted []*partState
+	// assigned lists the data partitions that must have started before a
+	// transaction is emitted (the start gate).
+	assigned map[tp]bool
+	txns     map[string]*txnState
+	// ends holds, in END order, the transactions whose END was read and
+	// that are not emitted yet.
+	ends []*txnState
+	// emitted holds, in END order, emitted transactions not committed.
+	emitted []*txnState
+	// endHeld holds the END offsets of transactions not committed, in
+	// order: the transaction topic's floor is the first.
+	endHeld []heldEvent
+	txnNext int64
+	txnHWM  int64
+	// txnFailed stops the transaction topic at txnFailedAt: an unreadable
+	// metadata record leaves every later boundary unknown.
+	txnFailed   error
+	txnFailedAt int64
+	// done remembers completed transaction ids (a ring of resendWindow).
+	done     map[string]struct{}
+	doneRing []string
+	doneAt   int
+	// progressEnd: transactions whose END is at or below it are already in
+	// StarRocks (exactly_once); sideProgress the same per side partition.
+	progressEnd  int64
+	sideProgress map[tp]int64
+	// Snapshot gate state (snapshot.go).
+	gateUncommitted int
+	lastPending     bool
+	snapEnds        map[tp]int64
+	listing         *endsListing
+	listingInFlight bool
+	buffered        int64
+	stats           assemblerStats
+}
+
+func newAssembler(cfg assemblerConfig) *assembler {
+	if cfg.resendWindow <= 0 {
+		cfg.resendWindow = 1
+	}
+	return &assembler{
+		cfg:          cfg,
+		dec:          newDecoder(cfg.valueWriter),
+		parts:        map[tp]*partState{},
+		assigned:     map[tp]bool{},
+		txns:         map[string]*txnState{},
+		done:         map[string]struct{}{},
+		doneRing:     make([]string, cfg.resendWindow),
+		txnNext:      -1,
+		txnHWM:       -1,
+		progressEnd:  -1,
+		sideProgress: map[tp]int64{},
+	}
+}
+
+// assign declares a data partition of the assignment.
+func (a *assembler) assign(t tp) {
+	a.assigned[t] = true
+	a.part(t)
+}
+
+func (a *assembler) part(t tp) *partState {
+	p := a.parts[t]
+	if p == nil {
+		p = &partState{tp: t, next: -1, lastGate: -1, failedAt: -1}
+		a.parts[t] = p
+		a.sorted = nil
+	}
+	return p
+}
+
+// markEmpty records that a partition has nothing to read from its start
+// position (start gate), or is read up to end (snapshot-last barrier).
+func (a *assembler) markEmpty(t tp) {
+	a.part(t).started = true
+}
+
+// setProgress makes transactions whose END offset is at or below end count
+// as committed when they are read (exactly_once: StarRocks holds them).
+func (a *assembler) setProgress(end int64) {
+	if end > a.progressEnd {
+		a.progressEnd = end
+	}
+}
+
+// setSideProgress does the same for the side rows of a partition.
+func (a *assembler) setSideProgress(t tp, offset int64) {
+	if cur, ok := a.sideProgress[t]; !ok || offset > cur {
+		a.sideProgress[t] = offset
+	}
+}
+
+// remember adds completed transaction ids to the resend memory.
+func (a *assembler) remember(id string) {
+	if _, ok := a.done[id]; ok {
+		return
+	}
+	if old := a.doneRing[a.doneAt]; old != "" {
+		delete(a.done, old)
+	}
+	a.doneRing[a.doneAt] = id
+	a.doneAt = (a.doneAt + 1) % len(a.doneRing)
+	a.done[id] = struct{}{}
+}
+
+// errPartitionStopped is returned for records of a stopped partition.
+var errPartitionStopped = errors.New("partition stopped")
+
+// addTxnMeta feeds one record of the transaction topic.
+func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error {
+	if a.txnFailed != nil {
+		return errPartitionStopped
+	}
+	if offset < a.txnNext {
+		return nil
+	}
+	a.txnNext = offset + 1
+	if isNullValue(value) {
+		return nil
+	}
+	m, err := decodeTxnMeta(value)
+	if err != nil {
+		a.txnFailed = fmt.Errorf("%s offset %d: %w (is transaction_topic the connector's transaction topic?)", tp{a.cfg.txnTopic, 0}, offset, err)
+		a.txnFailedAt = offset
+		return a.txnFailed
+	}
+	if !m.end {
+		return nil
+	}
+	if _, ok := a.done[m.id]; ok {
+		// Debezium re-sent a transaction that already completed here.
+		a.stats.resentSkipped++
+		return nil
+	}
+	t := a.txns[m.id]
+	if t == nil {
+		t = &txnState{id: m.id, firstAt: now}
+		a.txns[m.id] = t
+	}
+	if t.hasEnd {
+		// A second END of the same id (a re-send): the first decides.
+		a.stats.duplicates++
+		return nil
+	}
+	t.hasEnd, t.endOffset, t.endAt = true, offset, now
+	t.expected, t.names = map[string]int64{}, map[string][]string{}
+	for _, c := range m.collections {
+		topic := a.cfg.topicOf(c.name)
+		if !a.cfg.consumed(topic) {
+			continue
+		}
+		t.expected[topic] += c.count
+		t.names[topic] = append(t.names[topic], c.name)
+	}
+	for topic, n := range t.seen {
+		if n > t.expected[topic] && t.err == nil {
+			t.err = a.overcount(t, topic)
+		}
+	}
+	var total int64
+	for _, n := range t.expected {
+		total += n
+	}
+	if total >= maxTxnEvents && t.err == nil {
+		t.err = fmt.Errorf("transaction %q has %d events in the consumed topics, more than the %d one transaction can hold", t.id, total, maxTxnEvents-1)
+	}
+	if offset <= a.progressEnd {
+		// exactly_once: StarRocks already holds it.
+		a.stats.progressSkipped++
+		a.release(t)
+		return nil
+	}
+	a.endHeld = append(a.endHeld, heldEvent{offset: offset, txn: t})
+	a.ends = append(a.ends, t)
+	return nil
+}
+
+func (a *assembler) overcount(t *txnState, topic string) error {
+	return fmt.Errorf("transaction %q: topic %s holds %d events of it, but its END counts %d for the collections mapped to that topic (%v): a collection_topics entry is missing or wrong", t.id, topic, t.seen[topic], t.expected[topic], t.names[topic])
+}
+
+// controlRecord advances a partition past a Kafka transaction marker.
+func (a *assembler) controlRecord(t tp, offset int64) {
+	if t.topic == a.cfg.txnTopic {
+		if offset >= a.txnNext {
+			a.txnNext = offset + 1
+		}
+		return
+	}
+	p := a.part(t)
+	if p.failed != nil || offset < p.next {
+		return
+	}
+	p.next = offset + 1
+	p.started = true
+	a.checkSnapEnd(p)
+}
+
+// txnStart records where reading the transaction topic starts.
+func (a *assembler) txnStart(offset int64) {
+	if a.txnNext < 0 {
+		a.txnNext = offset
+	}
+}
+
+// txnHighWatermark records the transaction topic's high watermark.
+func (a *assembler) txnHighWatermark(hwm int64) {
+	if hwm > a.txnHWM {
+		a.txnHWM = hwm
+	}
+}
+
+// addData feeds one record of a data partition. A returned error stops the
+// partition (it names topic, partition and offset); nothing at or after
+// the record is processed or committed.
+func (a *assembler) addData(rec recMeta, value []byte, now time.Time) error {
+	return a.addDecoded(decodeRecord(a.dec, value), rec, now)
+}
+
+// decoded is a data record decoded ahead of the assembler (the input
+// decodes outside its lock).
+type decoded struct {
+	tombstone bool
+	ev        event
+	err       error
+	size      int64
+}
+
+// decodeRecord decodes one data record's value.
+func decodeRecord(d *decoder, value []byte) decoded {
+	if isNullValue(value) {
+		return decoded{tombstone: true}
+	}
+	e, err := d.decode(value)
+	return decoded{ev: e, err: err, size: int64(len(value))}
+}
+
+// addDecoded feeds one decoded data record (addData).
+func (a *assembler) addDecoded(dr decoded, rec recMeta, now time.Time) error {
+	p := a.part(rec.tp)
+	if p.failed != nil {
+		return errPartitionStopped
+	}
+	if rec.offset < p.next {
+		return nil
+	}
+	p.next = rec.offset + 1
+	p.started = true
+	if dr.tombstone {
+		a.stats.tombstone++
+		p.snapOpen = false
+		return nil
+	}
+	e, err, size := dr.ev, dr.err, dr.size
+	if err != nil {
+		return a.fail(p, rec.offset, fmt.Errorf("%s offset %d: %w (the input reads the full Debezium envelope, without the ExtractNewRecordState SMT, and only topics of data change events)", rec.tp, rec.offset, err))
+	}
+	if !e.hasTxn {
+		if e.isSnapshotRow() {
+			return a.addSide(p, rec, e, size, e.gatesStreaming())
+		}
+		if a.cfg.untransacted != untransactedSingleRow {
+			return a.fail(p, rec.offset, fmt.Errorf("%s offset %d: a %c event of %s without a transaction block after streaming began: enable provide.transaction.metadata on the connector, or set events_without_transaction: single_row to load such events as one-row transactions", rec.tp, rec.offset, e.op, e.sourceName()))
+		}
+		p.snapOpen = false
+		return a.addSide(p, rec, e, size, false)
+	}
+	p.snapOpen = false
+	a.addTxnEvent(p, rec, e, size, now)
+	return nil
+}
+
+func (a *assembler) fail(p *partState, offset int64, err error) error {
+	p.failed, p.failedAt = err, offset
+	return err
+}
+
+func (a *assembler) addSide(p *partState, rec recMeta, e event, size int64, gate bool) error {
+	if gate {
+		p.snapOpen = true
+		p.lastGate = rec.offset
+		if e.snapshot == snapshotLast {
+			a.lastPending = true
+		}
+	}
+	a.checkSnapEnd(p)
+	if prog, ok := a.sideProgress[rec.tp]; ok && rec.offset <= prog {
+		a.stats.progressSkipped++
+		return nil
+	}
+	if e.row == nil {
+		if e.op == opTruncate && a.cfg.truncate != truncateSkip {
+			return a.fail(p, rec.offset, fmt.Errorf("%s offset %d: a truncate of %s: StarRocks cannot truncate inside a load transaction; truncate the target table by hand and set on_truncate: skip to go on", rec.tp, rec.offset, e.sourceName()))
+		}
+		if e.op == opTruncate {
+			a.stats.truncatesSkipped++
+		}
+		return nil
+	}
+	s := &sideRow{ev: e, rec: rec, size: size, gate: gate}
+	p.sides = append(p.sides, s)
+	p.pending++
+	a.buffered += size
+	if gate {
+		a.gateUncommitted++
+	}
+	if e.op == opRead {
+		a.stats.snapshotRows++
+	} else {
+		a.stats.untransactedRows++
+	}
+	return nil
+}
+
+func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, now time.Time) {
+	if _, ok := a.done[e.txID]; ok {
+		a.stats.duplicates++
+		return
+	}
+	t := a.txns[e.txID]
+	if t == nil {
+		t = &txnState{id: e.txID, firstAt: now}
+		a.txns[e.txID] = t
+	}
+	if t.status != txnOpen {
+		a.stats.duplicates++
+		return
+	}
+	key := rec.tp.topic + "\x00" + e.collection() + "\x00" + strconv.FormatInt(e.dco, 10)
+	if t.keys == nil {
+		t.keys, t.seen, t.first = map[string]struct{}{}, map[string]int64{}, map[tp]int64{}
+	}
+	if _, dup := t.keys[key]; dup {
+		a.stats.duplicates++
+		return
+	}
+	t.keys[key] = struct{}{}
+	t.seen[rec.tp.topic]++
+	if t.hasEnd && t.seen[rec.tp.topic] > t.expected[rec.tp.topic] && t.err == nil {
+		t.err = a.overcount(t, rec.tp.topic)
+	}
+	loaded := e.op != opTruncate && e.op != opMessage
+	if e.op == opTruncate {
+		if a.cfg.truncate == truncateSkip {
+			a.stats.truncatesSkipped++
+		} else if t.err == nil {
+			t.err = fmt.Errorf("transaction %q truncates %s (%s offset %d): StarRocks cannot truncate inside a load transaction; truncate the target table by hand and set on_truncate: skip to go on", t.id, e.sourceName(), rec.tp, rec.offset)
+		}
+	}
+	if !loaded {
+		e.row = nil
+	}
+	t.events = append(t.events, &txnEvent{ev: e, rec: rec, topic: rec.tp.topic, size: size, loaded: loaded})
+	if _, ok := t.first[rec.tp]; !ok {
+		t.first[rec.tp] = rec.offset
+	}
+	t.bytes += size
+	a.buffered += size
+	p.txnEvents = append(p.txnEvents, heldEvent{offset: rec.offset, txn: t})
+}
+
+// release marks a transaction committed: its offsets stop holding the
+// floors and its id is remembered.
+func (a *assembler) release(t *txnState) {
+	if t.status == txnCommitted {
+		return
+	}
+	if t.status == txnOpen {
+		a.buffered -= t.bytes
+	}
+	t.status = txnCommitted
+	t.events, t.keys = nil, nil
+	delete(a.txns, t.id)
+	a.remember(t.id)
+}
+
+// releaseSide marks a side row committed.
+func (a *assembler) releaseSide(s *sideRow) {
+	if s.released {
+		return
+	}
+	if !s.emitted {
+		a.buffered -= s.size
+		a.part(s.rec.tp).pending--
+	}
+	s.released = true
+	if s.gate {
+		a.gateUncommitted--
+	}
+}

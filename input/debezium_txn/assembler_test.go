@@ -1,0 +1,406 @@
+package debezium_txn
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A transaction spread over two topics and three partitions is emitted once
+// its END and every consumed event arrived, in total_order, whole, with
+// source offsets END×2^24+i and the END flag on the last message; the
+// collection that is not consumed is ignored.
+func TestAssembleAcrossPartitions(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, orders1, items0)
+	f.data(orders1, dbzEvent(opCreate, "orders", 2, "g:1", 3, 2))
+	f.data(items0, dbzEvent(opCreate, "items", 9, "g:1", 2, 1))
+	assert.Empty(t, f.drain(), "no END yet")
+	f.meta(dbzBegin("g:1"))
+	end := f.meta(dbzEnd("g:1", "test.orders", 2, "test.items", 1, "test.audit", 4))
+	assert.Empty(t, f.drain(), "an orders event is missing")
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "g:1", 1, 1))
+	ems := f.drain()
+	require.Len(t, ems, 1)
+	assert.Equal(t, []string{
+		"shop.transaction|g:1|" + itoa(end<<24+0) + "|false|g:1-1",
+		"shop.transaction|g:1|" + itoa(end<<24+1) + "|false|g:1-2",
+		"shop.transaction|g:1|" + itoa(end<<24+2) + "|true|g:1-3",
+	}, rows(ems[0]))
+	assert.Equal(t, int64(0), f.a.buffered)
+}
+
+// Transactions are emitted in END order even when a later one completes
+// first.
+func TestEmitInEndOrder(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.meta(dbzEnd("a", "test.orders", 1, "test.items", 1))
+	f.meta(dbzEnd("b", "test.orders", 1))
+	f.data(orders0, dbzEvent(opUpdate, "orders", 1, "b", 1, 1))
+	assert.Empty(t, f.drain(), "b waits for a")
+	f.data(items0, dbzEvent(opCreate, "items", 1, "a", 2, 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	assert.Equal(t, []string{"a", "b"}, txnIDs(f.drain()))
+}
+
+// collection_topics: two collections routed into one topic count together.
+func TestRoutedCollections(t *testing.T) {
+	cfg := testConfig()
+	routes := map[string]string{"test.orders_1": "shop.test.orders", "test.orders_2": "shop.test.orders"}
+	cfg.topicOf = func(c string) string {
+		if r, ok := routes[c]; ok {
+			return r
+		}
+		return testPrefix + "." + c
+	}
+	f := newFeeder(t, cfg, orders0)
+	f.meta(dbzEnd("x", "test.orders_1", 1, "test.orders_2", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders_1", 1, "x", 1, 1))
+	assert.Empty(t, f.drain())
+	// Same data_collection_order, other collection: not a duplicate.
+	f.data(orders0, dbzEvent(opCreate, "orders_2", 1, "x", 2, 1))
+	assert.Equal(t, []string{"x"}, txnIDs(f.drain()))
+}
+
+// Re-sent events are loaded once; a second END is ignored; a transaction
+// re-sent whole after it committed is skipped and its events dropped.
+func TestResentEventsAndTransactions(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	ems := f.drain()
+	require.Len(t, ems, 1)
+	assert.Len(t, ems[0].msgs, 1)
+	// While emitted: a re-sent END and event are ignored.
+	f.meta(dbzEnd("a", "test.orders", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	assert.Empty(t, f.drain())
+	f.a.committed(testTxnTopic, ems[0].msgs[0].sourceOffset)
+	// After the commit: the whole transaction re-sent (events and END).
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.meta(dbzBegin("a"))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	assert.Empty(t, f.drain())
+	assert.Equal(t, int64(1), f.a.stats.resentSkipped)
+	assert.Equal(t, int64(4), f.a.stats.duplicates)
+	data, txnFloor := f.a.floors()
+	assert.Equal(t, f.next[orders0], data[orders0], "the re-sent events hold nothing")
+	assert.Equal(t, f.txn, txnFloor)
+}
+
+// The resend memory is a window: the oldest ids are forgotten.
+func TestResendWindow(t *testing.T) {
+	cfg := testConfig()
+	cfg.resendWindow = 2
+	a := newAssembler(cfg)
+	for _, id := range []string{"a", "b", "c"} {
+		a.remember(id)
+	}
+	_, hasA := a.done["a"]
+	_, hasC := a.done["c"]
+	assert.False(t, hasA)
+	assert.True(t, hasC)
+	assert.Len(t, a.done, 2)
+}
+
+// More events than the END counts for a topic is a mapping error: never
+// emitted, reported with the collections.
+func TestOvercountIsReported(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.meta(dbzEnd("x", "test.orders", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "x", 1, 1))
+	f.data(orders0, dbzEvent(opCreate, "orders_other", 2, "x", 2, 1))
+	assert.Empty(t, f.drain())
+	ps := f.a.problems(f.now)
+	require.Len(t, ps, 1)
+	assert.Contains(t, ps[0].msg, `transaction "x"`)
+	assert.Contains(t, ps[0].msg, "collection_topics")
+}
+
+// A transaction whose END arrived and that misses events is reported after
+// missing_events_timeout with its id, each topic's collections and counts;
+// it is never emitted partly.
+func TestMissingEventsReported(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.meta(dbzEnd("g:7", "test.orders", 2, "test.items", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "g:7", 1, 1))
+	f.data(items0, dbzEvent(opCreate, "items", 1, "g:7", 3, 1))
+	assert.Empty(t, f.a.problems(f.now.Add(59*time.Second)))
+	ps := f.a.problems(f.now.Add(61 * time.Second))
+	require.Len(t, ps, 1)
+	assert.True(t, ps[0].missing)
+	assert.Contains(t, ps[0].msg, `transaction "g:7"`)
+	assert.Contains(t, ps[0].msg, "topic shop.test.orders (collections test.orders): seen 1 of 2")
+	assert.Contains(t, ps[0].msg, "topic shop.test.items (collections test.items): seen 1 of 1")
+	assert.Empty(t, f.drain())
+}
+
+// Events whose END never comes are reported once the transaction topic is
+// read to its end.
+func TestOrphanEventsReported(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "lost", 1, 1))
+	later := f.now.Add(2 * time.Minute)
+	assert.Empty(t, f.a.problems(later), "the transaction topic's end is unknown")
+	f.a.txnStart(0)
+	f.a.txnHighWatermark(0)
+	ps := f.a.problems(later)
+	require.Len(t, ps, 1)
+	assert.Contains(t, ps[0].msg, `"lost"`)
+	assert.Contains(t, ps[0].msg, "provide.transaction.metadata")
+}
+
+// The floors hold the lowest offset of anything StarRocks has not
+// committed, on every data partition and on the transaction topic.
+func TestFloors(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1)) // 0
+	f.data(items0, dbzEvent(opCreate, "items", 1, "b", 1, 1))   // 0
+	f.data(orders0, dbzEvent(opCreate, "orders", 2, "b", 2, 1)) // 1
+	f.meta(dbzBegin("a"))                                       // 0
+	f.meta(dbzEnd("a", "test.orders", 1))                       // 1
+	f.meta(dbzBegin("b"))                                       // 2
+	f.meta(dbzEnd("b", "test.orders", 1, "test.items", 1))      // 3
+	ems := f.drain()
+	require.Equal(t, []string{"a", "b"}, txnIDs(ems))
+	data, txn := f.a.floors()
+	assert.Equal(t, map[tp]int64{orders0: 0, items0: 0}, data)
+	assert.Equal(t, int64(1), txn)
+	// a commits.
+	f.a.committed(testTxnTopic, ems[0].msgs[0].sourceOffset)
+	data, txn = f.a.floors()
+	assert.Equal(t, map[tp]int64{orders0: 1, items0: 0}, data)
+	assert.Equal(t, int64(3), txn)
+	// b commits: everything read is free.
+	f.a.committed(testTxnTopic, ems[1].msgs[1].sourceOffset)
+	data, txn = f.a.floors()
+	assert.Equal(t, map[tp]int64{orders0: 2, items0: 1}, data)
+	assert.Equal(t, int64(4), txn)
+}
+
+// Acknowledgements release out of order; the floors follow the lowest
+// unreleased offset.
+func TestAckedOutOfOrder(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 2, "b", 1, 1))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	f.meta(dbzEnd("b", "test.orders", 1))
+	ems := f.drain()
+	require.Len(t, ems, 2)
+	f.a.acked(ems[1])
+	data, txn := f.a.floors()
+	assert.Equal(t, int64(0), data[orders0])
+	assert.Equal(t, int64(0), txn)
+	f.a.acked(ems[0])
+	data, txn = f.a.floors()
+	assert.Equal(t, int64(2), data[orders0])
+	assert.Equal(t, int64(2), txn)
+}
+
+// exactly_once: transactions at or below the progress are skipped and their
+// events released.
+func TestProgressSkips(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.a.setProgress(1)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.meta(dbzBegin("a"))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 2, "b", 1, 1))
+	f.meta(dbzEnd("b", "test.orders", 1))
+	assert.Equal(t, []string{"b"}, txnIDs(f.drain()))
+	assert.Equal(t, int64(1), f.a.stats.progressSkipped)
+	data, txn := f.a.floors()
+	assert.Equal(t, int64(1), data[orders0])
+	assert.Equal(t, int64(2), txn)
+}
+
+// Snapshot rows are one-row transactions of their side partition, emitted
+// in partition order; a streamed transaction waits until every partition's
+// snapshot is over and every snapshot row is committed.
+func TestSnapshotThenStreaming(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, orders1, items0)
+	f.data(orders0, snapRow("orders", 1, "first"))
+	f.data(orders0, snapRow("orders", 2, "true"))
+	f.data(orders1, snapRow("orders", 3, "true"))
+	f.data(items0, snapRow("items", 1, "true"))
+	ems := f.drain()
+	require.Equal(t, []string{"snapshot:shop.test.items/0@0", "snapshot:shop.test.orders/0@0", "snapshot:shop.test.orders/0@1", "snapshot:shop.test.orders/1@0"}, txnIDs(ems))
+	assert.Equal(t, "shop.test.orders/0|snapshot:shop.test.orders/0@1|1|true|snap", rows(ems[1])[1])
+	assert.Equal(t, int64(4), f.a.stats.snapshotRows)
+
+	// orders/0 streams, the others' snapshots are still open.
+	f.data(orders0, dbzEvent(opCreate, "orders", 10, "s1", 1, 1))
+	f.meta(dbzEnd("s1", "test.orders", 1))
+	assert.Empty(t, f.drain())
+	assert.Contains(t, f.a.holdReason(f.a.ends[0]), "snapshot is not over")
+	// The last snapshot row arrives on orders/1; items/0 is read up to the
+	// end listed after it.
+	f.data(orders1, snapRow("orders", 4, "last"))
+	after, afterLast, ok := f.a.wantEnds()
+	require.True(t, ok)
+	require.True(t, afterLast)
+	f.a.endsListed(after, afterLast, map[tp]int64{orders0: f.next[orders0], orders1: f.next[orders1], items0: f.next[items0]})
+	assert.False(t, f.a.snapshotOpen())
+	last := f.drain()
+	require.Equal(t, []string{"snapshot:shop.test.orders/1@1"}, txnIDs(last), "s1 waits for the snapshot rows' commit")
+	for _, em := range append(ems, last...) {
+		f.a.committed(em.msgs[0].partition, em.msgs[len(em.msgs)-1].sourceOffset)
+	}
+	assert.Equal(t, []string{"s1"}, txnIDs(f.drain()))
+}
+
+// Without a `last` marker a partition's snapshot is over at its first
+// streamed event.
+func TestSnapshotOverAtFirstStreamedEvent(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.data(orders0, snapRow("orders", 1, "true"))
+	f.data(items0, snapRow("items", 1, "true"))
+	for _, em := range f.drain() {
+		f.a.acked(em)
+	}
+	f.data(orders0, dbzEvent(opCreate, "orders", 5, "s", 1, 1))
+	f.meta(dbzEnd("s", "test.orders", 1))
+	assert.Empty(t, f.drain(), "items/0 still snapshots")
+	f.data(items0, dbzEvent(opCreate, "items", 5, "s2", 1, 1))
+	assert.Equal(t, []string{"s"}, txnIDs(f.drain()))
+}
+
+// Start gate: no transaction before every assigned partition has delivered
+// a record or is known empty.
+func TestStartGate(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	assert.Empty(t, f.drain())
+	assert.Contains(t, f.a.holdReason(f.a.ends[0]), "shop.test.items/0")
+	f.a.markEmpty(items0)
+	assert.Equal(t, []string{"a"}, txnIDs(f.drain()))
+}
+
+// A side row and the transactions around it keep their partition order
+// across the two partition identities.
+func TestSideRowBarrier(t *testing.T) {
+	cfg := testConfig()
+	cfg.untransacted = untransactedSingleRow
+	f := newFeeder(t, cfg, orders0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1)) // 0
+	f.data(orders0, dbzEvent(opUpdate, "orders", 1, "", 0, 0))  // 1: untransacted
+	f.data(orders0, dbzEvent(opUpdate, "orders", 1, "b", 1, 1)) // 2
+	f.meta(dbzEnd("a", "test.orders", 1))
+	f.meta(dbzEnd("b", "test.orders", 1))
+	ems := f.drain()
+	require.Equal(t, []string{"a"}, txnIDs(ems), "the side row waits for a's commit, b for the side row")
+	f.a.committed(testTxnTopic, ems[0].msgs[0].sourceOffset)
+	side := f.drain()
+	require.Equal(t, []string{"row:shop.test.orders/0@1"}, txnIDs(side))
+	assert.Equal(t, int64(1), side[0].msgs[0].sourceOffset)
+	assert.Empty(t, f.drain())
+	f.a.committed("shop.test.orders/0", 1)
+	assert.Equal(t, []string{"b"}, txnIDs(f.drain()))
+	assert.Equal(t, int64(1), f.a.stats.untransactedRows)
+}
+
+// By default an event without a transaction block stops its partition with
+// an error naming topic, partition and offset.
+func TestUntransactedIsAnError(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	err := f.dataErr(orders0, dbzEvent(opUpdate, "orders", 1, "", 0, 0))
+	require.ErrorContains(t, err, "shop.test.orders/0 offset 1")
+	require.ErrorContains(t, err, "events_without_transaction")
+	require.ErrorIs(t, f.dataErr(orders0, dbzEvent(opCreate, "orders", 2, "b", 1, 1)), errPartitionStopped)
+	f.meta(dbzEnd("a", "test.orders", 1))
+	ems := f.drain()
+	require.Len(t, ems, 1)
+	f.a.acked(ems[0])
+	data, _ := f.a.floors()
+	assert.Equal(t, int64(1), data[orders0], "the floor stops at the bad record")
+	ps := f.a.problems(f.now)
+	require.NotEmpty(t, ps)
+	assert.Contains(t, ps[0].msg, "stopped at offset 1")
+}
+
+// Truncates: held with an error by default, counted and skipped with
+// on_truncate: skip.
+func TestTruncate(t *testing.T) {
+	trunc := []byte(`{"source":{"connector":"postgresql","schema":"test","table":"orders"},"op":"t","transaction":{"id":"t1","total_order":2,"data_collection_order":2}}`)
+	for _, mode := range []string{truncateError, truncateSkip} {
+		cfg := testConfig()
+		cfg.truncate = mode
+		f := newFeeder(t, cfg, orders0)
+		f.data(orders0, dbzEvent(opCreate, "orders", 1, "t1", 1, 1))
+		f.data(orders0, trunc)
+		f.meta(dbzEnd("t1", "test.orders", 2))
+		ems := f.drain()
+		if mode == truncateError {
+			assert.Empty(t, ems)
+			ps := f.a.problems(f.now)
+			require.Len(t, ps, 1)
+			assert.Contains(t, ps[0].msg, "truncates test.orders")
+			assert.Contains(t, ps[0].msg, "on_truncate: skip")
+			continue
+		}
+		require.Len(t, ems, 1)
+		assert.Len(t, ems[0].msgs, 1, "the truncate is counted, not loaded")
+		assert.Equal(t, int64(1), f.a.stats.truncatesSkipped)
+	}
+}
+
+// Tombstones and transactions with no consumed event hold nothing.
+func TestTombstonesAndEmptyTransactions(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.data(orders0, dbzEvent(opDelete, "orders", 1, "d", 1, 1))
+	f.data(orders0, nil)
+	f.meta(dbzEnd("d", "test.orders", 1))
+	f.meta(dbzEnd("audit-only", "test.audit", 3))
+	ems := f.drain()
+	require.Len(t, ems, 1)
+	assert.True(t, strings.HasPrefix(string(ems[0].msgs[0].ev.row), `{"__op":1,`))
+	assert.Equal(t, int64(1), f.a.stats.emptyTxns)
+	f.a.acked(ems[0])
+	data, txn := f.a.floors()
+	assert.Equal(t, int64(2), data[orders0])
+	assert.Equal(t, int64(2), txn)
+}
+
+// At the buffer bound the oldest transaction's missing topics are what may
+// still be read, and the bound is reported.
+func TestBufferBound(t *testing.T) {
+	cfg := testConfig()
+	cfg.maxBufferedBytes = 100
+	f := newFeeder(t, cfg, orders0, items0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	_, ok := f.a.neededTopics()
+	assert.False(t, ok, "no END yet: nothing tells which partitions")
+	f.meta(dbzEnd("a", "test.orders", 1, "test.items", 1))
+	need, ok := f.a.neededTopics()
+	require.True(t, ok)
+	assert.Equal(t, map[string]bool{"shop.test.items": true}, need)
+	var found bool
+	for _, p := range f.a.problems(f.now) {
+		if p.key == "buffer" {
+			found = true
+			assert.Contains(t, p.msg, "max_buffered_bytes")
+			assert.Contains(t, p.msg, `"a"`)
+		}
+	}
+	assert.True(t, found)
+}
+
+// A data-topic record that is not a change event stops the partition with
+// the topic, partition and offset named.
+func TestNotAnEnvelopeStopsPartition(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	err := f.dataErr(orders0, []byte(`{"id":1,"name":"flat"}`))
+	require.ErrorContains(t, err, "shop.test.orders/0 offset 0")
+	require.ErrorContains(t, err, "ExtractNewRecordState")
+}
+
+func TestSourceOffsetNumbering(t *testing.T) {
+	assert.Equal(t, int64(5), endOffsetOf(sourceOffset(5, maxTxnEvents-1)))
+	assert.Less(t, sourceOffset(5, maxTxnEvents-1), sourceOffset(6, 0))
+}

@@ -1,0 +1,507 @@
+package debezium_txn
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	// The lint rules use parse_duration, a Bloblang method of the pure
+	// components.
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+)
+
+// Field names of the debezium_txn input. The connection fields
+// (seed_brokers, client_id, tls, sasl) are internal/kafka's; the consumer
+// fields have kafka_txn's names and meanings.
+const (
+	fieldTopics                   = "topics"
+	fieldRegexpTopics             = "regexp_topics"
+	fieldTransactionTopic         = "transaction_topic"
+	fieldTopicPrefix              = "topic_prefix"
+	fieldCollectionTopics         = "collection_topics"
+	fieldConsumerGroup            = "consumer_group"
+	fieldDatabase                 = "database"
+	fieldTable                    = "table"
+	fieldTimezone                 = "timezone"
+	fieldIsolationLevel           = "isolation_level"
+	fieldStartFromOldest          = "start_from_oldest"
+	fieldCheckpointLimit          = "checkpoint_limit"
+	fieldMaxBufferedBytes         = "max_buffered_bytes"
+	fieldMissingEventsTimeout     = "missing_events_timeout"
+	fieldResendWindow             = "resend_window"
+	fieldEventsWithoutTransaction = "events_without_transaction"
+	fieldOnTruncate               = "on_truncate"
+	fieldCommitPeriod             = "commit_period"
+	fieldRevokeTimeout            = "revoke_timeout"
+	fieldSessionTimeout           = "session_timeout"
+	fieldRebalanceTimeout         = "rebalance_timeout"
+	fieldHeartbeatInterval        = "heartbeat_interval"
+	fieldFetchMaxWait             = "fetch_max_wait"
+	fieldFetchMaxPartitionBytes   = "fetch_max_partition_bytes"
+	fieldBatching                 = "batching"
+)
+
+const (
+	isolationReadCommitted   = "read_committed"
+	isolationReadUncommitted = "read_uncommitted"
+)
+
+const (
+	defaultCheckpointLimit        = 100000
+	defaultMaxBufferedBytes       = "256MiB"
+	defaultMissingEventsTimeout   = "60s"
+	defaultResendWindow           = 100000
+	defaultCommitPeriod           = "1s"
+	defaultRevokeTimeout          = "30s"
+	defaultSessionTimeout         = "45s"
+	defaultRebalanceTimeout       = "60s"
+	defaultHeartbeatInterval      = "3s"
+	defaultFetchMaxWait           = "500ms"
+	defaultFetchMaxPartitionBytes = "1MiB"
+	transactionTopicSuffix        = ".transaction"
+)
+
+// inputConfig is the parsed configuration.
+type inputConfig struct {
+	client                 kafka.ClientConfig
+	topics                 []string
+	regexpTopics           bool
+	topicRegexps           []*regexp.Regexp
+	transactionTopic       string
+	topicPrefix            string
+	collectionTopics       map[string]string
+	consumerGroup          string
+	database, table        *service.InterpolatedString
+	loc                    *time.Location
+	readCommitted          bool
+	startFromOldest        bool
+	checkpointLimit        int
+	maxBufferedBytes       int64
+	missingEventsTimeout   time.Duration
+	resendWindow           int
+	untransacted           string
+	truncate               string
+	commitPeriod           time.Duration
+	revokeTimeout          time.Duration
+	sessionTimeout         time.Duration
+	rebalanceTimeout       time.Duration
+	heartbeatInterval      time.Duration
+	fetchMaxWait           time.Duration
+	fetchMaxPartitionBytes int32
+	batching               service.BatchPolicy
+}
+
+// topicOf maps a Debezium data collection to its topic: collection_topics,
+// else <topic_prefix>.<collection>.
+func (c *inputConfig) topicOf(collection string) string {
+	if t, ok := c.collectionTopics[collection]; ok {
+		return t
+	}
+	return c.topicPrefix + "." + collection
+}
+
+// consumes reports whether a topic is one of the data topics.
+func (c *inputConfig) consumes(topic string) bool {
+	if topic == c.transactionTopic {
+		return false
+	}
+	if c.regexpTopics {
+		for _, re := range c.topicRegexps {
+			if re.MatchString(topic) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range c.topics {
+		if t == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// ConfigSpec returns the configuration spec of the debezium_txn input.
+func ConfigSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Services").
+		Version("0.1.0").
+		Summary("Reads the topics of a Debezium connector (one per table, and its transaction topic), assembles every source transaction across all partitions and emits it whole, in commit order, stamped for the starrocks_txn output.").
+		Description(`
+Built on franz-go with the conventions of `+"`kafka_txn`"+`. The connector must
+run with `+"`provide.transaction.metadata=true`"+`: its BEGIN/END events on the
+single-partition transaction topic give each transaction's commit order and its
+event count per table. A transaction is emitted once its END was read and, for
+every table whose topic this input consumes, that many events arrived; tables
+this pipeline does not read are ignored. Events are sorted by `+"`total_order`"+`;
+re-sent events and transactions re-sent after they committed are dropped.
+
+Each message is the row to load (`+"`after`"+`, or `+"`before`"+` with `+"`\"__op\": 1`"+`
+for a delete), values decoded from the JsonConverter's schema when present
+(decimals, Debezium and Kafka Connect dates and times, JSON). It carries the
+metadata contract of the `+"`starrocks_txn`"+` output: one `+"`starrocks_partition`"+`
+for the connector (the transaction topic's name), `+"`starrocks_source_offset`"+`
+= END offset × 2^24 + position, `+"`starrocks_txn_end`"+` on the last row. Do not
+put a `+"`txn_assembler`"+` behind it. Snapshot rows (`+"`op: r`"+`, no transaction) are
+one-row transactions of the partition `+"`<topic>/<partition>`"+`; no streamed
+transaction is emitted on top of a partial snapshot.
+
+### Offsets and restarts
+
+Offsets are committed per data partition and for the transaction topic only up
+to the lowest offset still held by something StarRocks has not committed, so a
+restart re-reads every transaction StarRocks lacks. With `+"`starrocks_txn`"+`
+`+"`semantic: exactly_once`"+`, transactions at or below the output's progress are
+skipped after a restart.
+
+### Deployment
+
+A transaction can only be assembled where all of its partitions are read: the
+input's group protocol gives every partition to one member; other members of
+the group are hot standbys. Run one pipeline per Debezium connector.
+
+### Metadata
+
+Every message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_ms`, `kafka_timestamp_unix`"+` of its event,
+`+"`debezium_op`, `debezium_db`, `debezium_schema`, `debezium_table`, `debezium_snapshot`"+`
+and the metadata contract.
+
+### Metrics
+
+`+"`debezium_txn_transactions`, `_events`, `_snapshot_rows`, `_untransacted_rows`, `_duplicates`, `_resent_transactions`, `_progress_skipped`, `_empty_transactions`, `_tombstones`, `_truncates_skipped`, `_incomplete_reports`, `_commits`, `_commit_errors`, `_fences`"+` (counters),
+`+"`debezium_txn_buffered_bytes`, `_buffered_transactions`, `_buffer_full`, `_in_flight`, `_stopped`, `_standby`"+` and `+"`debezium_txn_committed_offset`"+` per topic and partition (gauges).`).
+		Fields(
+			kafka.SeedBrokersField(),
+			service.NewStringListField(fieldTopics).
+				Description("The data topics: one per table, as Debezium names them (`<topic.prefix>.<db>.<table>`). An entry may hold several comma-separated topics. Every topic must exist. Do not list the transaction topic here.").
+				Example([]string{"dbserver1.inventory.orders", "dbserver1.inventory.order_items"}),
+			service.NewBoolField(fieldRegexpTopics).
+				Description("Whether `topics` are regular expressions, matched against every topic of the cluster (new matching topics join on the next metadata refresh). Exclude the schema-change and heartbeat topics: they hold no data change events.").
+				Default(false).
+				Advanced(),
+			service.NewStringField(fieldTransactionTopic).
+				Description("The connector's transaction metadata topic (`<topic.prefix>.transaction`, or the connector's `topic.transaction`). It must have exactly one partition.").
+				Example("dbserver1.transaction"),
+			service.NewStringField(fieldTopicPrefix).
+				Description("The connector's `topic.prefix`: a collection `db.table` of an END event is read from topic `<topic_prefix>.db.table`. Empty: the transaction topic's name without `.transaction`.").
+				Default("").
+				Advanced(),
+			service.NewStringMapField(fieldCollectionTopics).
+				Description("Topics of collections that a routing SMT (e.g. `ByLogicalTableRouter` or `RegexRouter`) renamed: collection (as the END event names it) → topic. Several collections may map to one topic; their counts are added.").
+				Example(map[string]any{"inventory.orders_2025": "orders", "inventory.orders_2026": "orders"}).
+				Default(map[string]any{}).
+				Advanced(),
+			service.NewStringField(fieldConsumerGroup).
+				Description("The consumer group; offsets are committed to it. One group per Debezium connector."),
+			kafka.ClientIDField(),
+			service.NewInterpolatedStringField(fieldDatabase).
+				Description("The target database. Default: the event's `source.db` for MySQL and MariaDB, `source.schema` for PostgreSQL and the other connectors. Interpolated on each row with its metadata (`debezium_db`, `debezium_schema`, `debezium_table`, `kafka_topic`).").
+				Example(`analytics`).
+				Example(`${! @debezium_db.lowercase() }`).
+				Optional().
+				Advanced(),
+			service.NewInterpolatedStringField(fieldTable).
+				Description("The target table. Default: the event's `source.table`. Interpolated like `database`.").
+				Example(`${! @debezium_table.trim_prefix("orders_") }`).
+				Optional().
+				Advanced(),
+			service.NewStringField(fieldTimezone).
+				Description("The time zone (IANA name) in which an `io.debezium.time.ZonedTimestamp` (e.g. a MySQL TIMESTAMP column, given in UTC) is written as StarRocks DATETIME text.").
+				Default("UTC").
+				Example("Europe/Berlin").
+				Advanced(),
+			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
+				isolationReadCommitted:   "Only records of committed producer transactions (Kafka Connect's exactly.once.source.support writes transactionally).",
+				isolationReadUncommitted: "Every record, including those of aborted producer transactions.",
+			}).
+				Description("Which records of transactional producers are read.").
+				Default(isolationReadCommitted).
+				Advanced(),
+			service.NewBoolField(fieldStartFromOldest).
+				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
+				Default(true),
+			service.NewIntField(fieldCheckpointLimit).
+				Description("The maximum number of emitted but unacknowledged messages. A transaction is never split to fit: the limit is exceeded by at most one transaction.").
+				Default(defaultCheckpointLimit).
+				LintRule(`root = if this < 1 { ["checkpoint_limit must be at least 1"] }`),
+			service.NewStringField(fieldMaxBufferedBytes).
+				Description("Bound on buffered events of incomplete transactions and unemitted rows (`268435456`, `256MiB`, `1GB`). At the bound only the partitions the oldest incomplete transaction needs are read, and an error names that transaction; at twice the bound no data partition is read. Never exceeded by emitting a transaction partly.").
+				Default(defaultMaxBufferedBytes),
+			service.NewDurationField(fieldMissingEventsTimeout).
+				Description("How long a transaction whose END arrived may miss events (or events may wait for an END) before an error names the transaction, each topic's collections and the counts seen and expected; repeated at this period. The transaction keeps waiting: it is never loaded partly.").
+				Default(defaultMissingEventsTimeout),
+			service.NewIntField(fieldResendWindow).
+				Description("How many of the last completed transaction ids are remembered, so that a transaction Debezium re-sends whole after it committed (after a connector restart) is skipped. At an assignment the input re-reads this many END events before its start position on the transaction topic. Size it above the transactions of one `offset.flush.interval.ms` of the connector.").
+				Default(defaultResendWindow).
+				LintRule(`root = if this < 1 { ["resend_window must be at least 1"] }`).
+				Advanced(),
+			service.NewStringAnnotatedEnumField(fieldEventsWithoutTransaction, map[string]string{
+				untransactedError:     "A create, update, delete or truncate without a transaction block stops its partition with an error naming topic, partition and offset.",
+				untransactedSingleRow: "Such an event is loaded as a one-row transaction of its partition `<topic>/<partition>`, in partition order with the transactions around it (each switch waits for a StarRocks commit).",
+			}).
+				Description("What to do with a data change event that has no transaction block (snapshot rows are always loaded).").
+				Default(untransactedError).
+				Advanced(),
+			service.NewStringAnnotatedEnumField(fieldOnTruncate, map[string]string{
+				truncateError: "Hold the transaction with an error naming the table: StarRocks cannot truncate inside a load transaction.",
+				truncateSkip:  "Count the truncate (`debezium_txn_truncates_skipped`) and load the rest of its transaction.",
+			}).
+				Description("What to do with a truncate event (`op: t`).").
+				Default(truncateError).
+				Advanced(),
+			service.NewDurationField(fieldCommitPeriod).
+				Description("How often the floors are committed to the consumer group. Offsets are also committed on revoke and on close.").
+				Default(defaultCommitPeriod),
+			service.NewDurationField(fieldRevokeTimeout).
+				Description("How long a revoke waits for the output's fence (and commits in flight). Must be below `rebalance_timeout`.").
+				Default(defaultRevokeTimeout).
+				Advanced(),
+			service.NewDurationField(fieldSessionTimeout).
+				Description("The group session timeout: a member without heartbeats for this long is removed and a standby takes over.").
+				Default(defaultSessionTimeout).
+				Advanced(),
+			service.NewDurationField(fieldRebalanceTimeout).
+				Description("How long members may take to revoke during a rebalance.").
+				Default(defaultRebalanceTimeout).
+				Advanced(),
+			service.NewDurationField(fieldHeartbeatInterval).
+				Description("Heartbeat period, at most a third of `session_timeout`.").
+				Default(defaultHeartbeatInterval).
+				Advanced(),
+			service.NewDurationField(fieldFetchMaxWait).
+				Description("How long a broker may wait for new records before answering a fetch.").
+				Default(defaultFetchMaxWait).
+				Advanced(),
+			service.NewStringField(fieldFetchMaxPartitionBytes).
+				Description("The maximum number of bytes fetched from one partition per request.").
+				Default(defaultFetchMaxPartitionBytes).
+				Advanced(),
+			service.NewBatchPolicyField(fieldBatching).
+				Description("How emitted transactions are grouped into batches: `count`, `byte_size`, `period`, `check`, `processors`. A batch always ends at a transaction boundary. With no policy a batch holds what is ready, up to 1000 messages (more when one transaction is larger). Processors must keep every message: the output numbers them (`starrocks_seq`)."),
+			kafka.TLSField(),
+			kafka.SASLField(),
+		).
+		LintRule(`root = [
+  if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { "revoke_timeout must be below rebalance_timeout" } else { null },
+  if this.topics.or([]).contains(this.transaction_topic.or("")) { "transaction_topic must not be listed in topics" } else { null },
+].filter(v -> v != null)`).
+		Example("MySQL connector", "Reads the tables of the `inventory` database of the connector `dbserver1` and loads each source transaction atomically.", `
+input:
+  debezium_txn:
+    seed_brokers: [ "broker-1:9092" ]
+    topics:
+      - dbserver1.inventory.orders
+      - dbserver1.inventory.order_items
+    transaction_topic: dbserver1.transaction
+    consumer_group: starrocks-dbserver1
+    batching:
+      count: 2000
+      period: 50ms
+output:
+  starrocks_txn:
+    load_urls: [ "http://starrocks-fe:8030" ]
+    username: loader
+    password: "${STARROCKS_PASSWORD}"
+`)
+}
+
+func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
+	if c.client, err = kafka.ClientConfigFromParsed(conf); err != nil {
+		return
+	}
+	var topics []string
+	if topics, err = conf.FieldStringList(fieldTopics); err != nil {
+		return
+	}
+	for _, entry := range topics {
+		for _, t := range strings.Split(entry, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.topics = append(c.topics, t)
+			}
+		}
+	}
+	if len(c.topics) == 0 {
+		return c, errors.New("topics must name at least one data topic")
+	}
+	if c.regexpTopics, err = conf.FieldBool(fieldRegexpTopics); err != nil {
+		return
+	}
+	if c.regexpTopics {
+		for _, t := range c.topics {
+			re, rerr := regexp.Compile(t)
+			if rerr != nil {
+				return c, fmt.Errorf("topics entry %q is not a regular expression: %w", t, rerr)
+			}
+			c.topicRegexps = append(c.topicRegexps, re)
+		}
+	}
+	if c.transactionTopic, err = conf.FieldString(fieldTransactionTopic); err != nil {
+		return
+	}
+	if c.transactionTopic = strings.TrimSpace(c.transactionTopic); c.transactionTopic == "" {
+		return c, errors.New("transaction_topic must name the connector's transaction topic")
+	}
+	for _, t := range c.topics {
+		if t == c.transactionTopic {
+			return c, fmt.Errorf("transaction_topic %q must not be listed in topics", t)
+		}
+	}
+	if c.topicPrefix, err = conf.FieldString(fieldTopicPrefix); err != nil {
+		return
+	}
+	if c.topicPrefix == "" {
+		p, ok := strings.CutSuffix(c.transactionTopic, transactionTopicSuffix)
+		if !ok {
+			return c, fmt.Errorf("transaction_topic %q does not end in %q: set topic_prefix to the connector's topic.prefix", c.transactionTopic, transactionTopicSuffix)
+		}
+		c.topicPrefix = p
+	}
+	if c.collectionTopics, err = conf.FieldStringMap(fieldCollectionTopics); err != nil {
+		return
+	}
+	if c.consumerGroup, err = conf.FieldString(fieldConsumerGroup); err != nil {
+		return
+	}
+	if c.consumerGroup == "" {
+		return c, errors.New("consumer_group must not be empty")
+	}
+	// An empty database or table is the same as none: the event's source.
+	if raw, _ := conf.FieldString(fieldDatabase); conf.Contains(fieldDatabase) && raw != "" {
+		if c.database, err = conf.FieldInterpolatedString(fieldDatabase); err != nil {
+			return
+		}
+	}
+	if raw, _ := conf.FieldString(fieldTable); conf.Contains(fieldTable) && raw != "" {
+		if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
+			return
+		}
+	}
+	var tz string
+	if tz, err = conf.FieldString(fieldTimezone); err != nil {
+		return
+	}
+	if c.loc, err = time.LoadLocation(tz); err != nil {
+		return c, fmt.Errorf("timezone %q: %w", tz, err)
+	}
+	var iso string
+	if iso, err = conf.FieldString(fieldIsolationLevel); err != nil {
+		return
+	}
+	switch iso {
+	case isolationReadCommitted:
+		c.readCommitted = true
+	case isolationReadUncommitted:
+	default:
+		return c, fmt.Errorf("isolation_level %q is not one of %s, %s", iso, isolationReadCommitted, isolationReadUncommitted)
+	}
+	if c.startFromOldest, err = conf.FieldBool(fieldStartFromOldest); err != nil {
+		return
+	}
+	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
+		return
+	}
+	if c.checkpointLimit < 1 {
+		return c, fmt.Errorf("checkpoint_limit must be at least 1, got %d", c.checkpointLimit)
+	}
+	var mbb string
+	if mbb, err = conf.FieldString(fieldMaxBufferedBytes); err != nil {
+		return
+	}
+	if c.maxBufferedBytes, err = parseSize(mbb, 1<<50); err != nil {
+		return c, fmt.Errorf("parsing max_buffered_bytes: %w", err)
+	}
+	if c.missingEventsTimeout, err = positiveDuration(conf, fieldMissingEventsTimeout); err != nil {
+		return
+	}
+	if c.resendWindow, err = conf.FieldInt(fieldResendWindow); err != nil {
+		return
+	}
+	if c.resendWindow < 1 {
+		return c, fmt.Errorf("resend_window must be at least 1, got %d", c.resendWindow)
+	}
+	if c.untransacted, err = conf.FieldString(fieldEventsWithoutTransaction); err != nil {
+		return
+	}
+	if c.untransacted != untransactedError && c.untransacted != untransactedSingleRow {
+		return c, fmt.Errorf("events_without_transaction %q is not one of %s, %s", c.untransacted, untransactedError, untransactedSingleRow)
+	}
+	if c.truncate, err = conf.FieldString(fieldOnTruncate); err != nil {
+		return
+	}
+	if c.truncate != truncateError && c.truncate != truncateSkip {
+		return c, fmt.Errorf("on_truncate %q is not one of %s, %s", c.truncate, truncateError, truncateSkip)
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{fieldCommitPeriod, &c.commitPeriod}, {fieldRevokeTimeout, &c.revokeTimeout},
+		{fieldSessionTimeout, &c.sessionTimeout}, {fieldRebalanceTimeout, &c.rebalanceTimeout},
+		{fieldHeartbeatInterval, &c.heartbeatInterval}, {fieldFetchMaxWait, &c.fetchMaxWait},
+	} {
+		if *d.dst, err = positiveDuration(conf, d.name); err != nil {
+			return
+		}
+	}
+	if c.revokeTimeout >= c.rebalanceTimeout {
+		return c, fmt.Errorf("revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member", c.revokeTimeout, c.rebalanceTimeout)
+	}
+	var fmpb string
+	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
+		return
+	}
+	n, err := parseSize(fmpb, 1<<30)
+	if err != nil {
+		return c, fmt.Errorf("parsing fetch_max_partition_bytes: %w", err)
+	}
+	c.fetchMaxPartitionBytes = int32(n)
+	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+		return
+	}
+	return c, nil
+}
+
+func positiveDuration(conf *service.ParsedConfig, name string) (time.Duration, error) {
+	d, err := conf.FieldDuration(name)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s must be positive, got %s", name, d)
+	}
+	return d, nil
+}
+
+// parseSize reads a byte size such as 1048576, 512KiB, 1MiB or 1MB, at most
+// limit.
+func parseSize(s string, limit int64) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1},
+	} {
+		if strings.HasSuffix(s, u.suffix) {
+			mult, s = u.mult, strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 256MiB)", s)
+	}
+	if n > limit/mult {
+		return 0, fmt.Errorf("%s%s is above the maximum of %d bytes", s, "", limit)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,169 @@
+package debezium_txn
+
+import "sort"
+
+// outMsg is one message of an emission: a row and its contract.
+type outMsg struct {
+	// partition is the starrocks_partition: the database partition for a
+	// transaction event, the side partition (<topic>/<partition>) for a
+	// snapshot or untransacted row.
+	partition    string
+	side         bool
+	txnID        string
+	sourceOffset int64
+	end          bool
+	ev           *event
+	rec          recMeta
+}
+
+// emission is one complete transaction, or a run of side rows of one
+// partition (each its own one-row transaction).
+type emission struct {
+	txn   *txnState
+	sides []*sideRow
+	msgs  []outMsg
+}
+
+// next returns the next emission that every rule of ARCHITECTURE.md §13.5
+// allows, or nil. maxSide bounds the length of a run of side rows.
+func (a *assembler) next(maxSide int) *emission {
+	if em := a.nextSides(maxSide); em != nil {
+		return em
+	}
+	return a.nextTxn()
+}
+
+// nextSides returns a run of side rows of the first partition (in topic,
+// partition order) whose first pending side row has no uncommitted
+// transaction event before it.
+func (a *assembler) nextSides(maxSide int) *emission {
+	if maxSide < 1 {
+		maxSide = 1
+	}
+	for _, p := range a.sortedParts() {
+		if p.pending == 0 {
+			continue
+		}
+		a.popReleasedSides(p)
+		first := len(p.sides) - p.pending
+		limit := int64(-1)
+		if h, ok := p.headTxnEvent(); ok {
+			limit = h.offset
+		}
+		em := &emission{}
+		for i := first; i < len(p.sides) && len(em.sides) < maxSide; i++ {
+			s := p.sides[i]
+			if limit >= 0 && s.rec.offset > limit {
+				break
+			}
+			s.emitted = true
+			p.pending--
+			a.buffered -= s.size
+			em.sides = append(em.sides, s)
+			em.msgs = append(em.msgs, outMsg{
+				partition: s.rec.tp.String(), side: true,
+				txnID:        sideTxnID(s),
+				sourceOffset: s.rec.offset, end: true, ev: &s.ev, rec: s.rec,
+			})
+		}
+		if len(em.sides) > 0 {
+			return em
+		}
+	}
+	return nil
+}
+
+func sideTxnID(s *sideRow) string {
+	kind := "row"
+	if s.ev.op == opRead {
+		kind = "snapshot"
+	}
+	return kind + ":" + s.rec.tp.String() + "@" + itoa(s.rec.offset)
+}
+
+// popReleasedSides drops released side rows from the front of the queue.
+func (a *assembler) popReleasedSides(p *partState) { p.headSide() }
+
+func (a *assembler) sortedParts() []*partState {
+	if a.sorted != nil {
+		return a.sorted
+	}
+	out := make([]*partState, 0, len(a.parts))
+	for _, p := range a.parts {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].tp.topic != out[j].tp.topic {
+			return out[i].tp.topic < out[j].tp.topic
+		}
+		return out[i].tp.part < out[j].tp.part
+	})
+	a.sorted = out
+	return out
+}
+
+// holdReason says why the oldest complete transaction is not emitted yet;
+// "" when it may go.
+func (a *assembler) holdReason(t *txnState) string {
+	for _, p := range a.sortedParts() {
+		if a.assigned[p.tp] && !p.started {
+			return "waiting for the first record of " + p.tp.String() + " (a partition not read yet may hold snapshot rows)"
+		}
+	}
+	if why := a.snapshotHold(t); why != "" {
+		return why
+	}
+	for part, off := range t.first {
+		if s, ok := a.part(part).headSide(); ok && s.rec.offset < off {
+			return "the side row at " + part.String() + " offset " + itoa(s.rec.offset) + " before its event at offset " + itoa(off) + " is not committed yet"
+		}
+	}
+	return ""
+}
+
+// nextTxn returns the oldest transaction by END order when it is complete
+// and nothing holds it. A transaction with no consumed event is released at
+// once and the next one considered.
+func (a *assembler) nextTxn() *emission {
+	for len(a.ends) > 0 {
+		t := a.ends[0]
+		if t.status != txnOpen {
+			a.ends[0] = nil
+			a.ends = a.ends[1:]
+			continue
+		}
+		if t.err != nil || !t.complete() || a.holdReason(t) != "" {
+			return nil
+		}
+		a.ends[0] = nil
+		a.ends = a.ends[1:]
+		evs := make([]*txnEvent, 0, len(t.events))
+		for _, e := range t.events {
+			if e.loaded {
+				evs = append(evs, e)
+			}
+		}
+		if len(evs) == 0 {
+			a.stats.emptyTxns++
+			a.release(t)
+			continue
+		}
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].ev.totalOrder < evs[j].ev.totalOrder })
+		em := &emission{txn: t, msgs: make([]outMsg, len(evs))}
+		for i, e := range evs {
+			em.msgs[i] = outMsg{
+				partition: a.cfg.partition, txnID: t.id,
+				sourceOffset: sourceOffset(t.endOffset, i), end: i == len(evs)-1,
+				ev: &e.ev, rec: e.rec,
+			}
+		}
+		t.status = txnEmitted
+		a.buffered -= t.bytes
+		t.events, t.keys = nil, nil
+		a.emitted = append(a.emitted, t)
+		a.stats.txnsEmitted++
+		a.stats.eventsEmitted += int64(len(evs))
+		return em
+	}
+	return nil
+}

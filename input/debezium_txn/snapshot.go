@@ -1,0 +1,146 @@
+package debezium_txn
+
+import "strings"
+
+// The snapshot gate (ARCHITECTURE.md §13.5): a streamed transaction never
+// becomes visible on top of a partial initial or blocking snapshot.
+//
+// A partition's snapshot opens at its first gating snapshot row and closes at
+// its first non-snapshot record. A transaction T that no event places before
+// the snapshot waits while any partition's snapshot is open, unless that
+// partition has been read up to end offsets listed after T's END was read:
+// Debezium streams nothing during such a snapshot, so every snapshot row
+// that precedes T was in Kafka when T's END was, and the listing covers it.
+// The `snapshot: last` row closes every partition for good once it is read
+// up to the end offsets listed after that row. Once nothing is open, T still
+// waits until every snapshot row read is committed.
+
+// endsListing is the data partitions' end offsets, listed after every END
+// below `after` (the transaction topic position when it was asked for) was
+// read; afterLast marks a listing asked for after a `snapshot: last` row.
+type endsListing struct {
+	after     int64
+	afterLast bool
+	ends      map[tp]int64
+}
+
+// wantEnds reports that the input should list the data partitions' end
+// offsets and hand them to endsListed with the returned position and flag:
+// after a `last` row, or when the oldest complete transaction waits for an
+// open snapshot that no listing taken after its END covers yet.
+func (a *assembler) wantEnds() (after int64, afterLast, ok bool) {
+	if a.listingInFlight {
+		return 0, false, false
+	}
+	want := a.lastPending
+	if !want {
+		if t := a.headComplete(); t != nil && !a.beforeSnapshot(t) && a.snapshotOpen() &&
+			(a.listing == nil || a.listing.after <= t.endOffset) {
+			want = true
+		}
+	}
+	if !want {
+		return 0, false, false
+	}
+	a.listingInFlight = true
+	return a.txnNext, a.lastPending, true
+}
+
+// endsListed takes a listing asked for by wantEnds; ends is nil when the
+// listing failed (it is asked for again).
+func (a *assembler) endsListed(after int64, afterLast bool, ends map[tp]int64) {
+	a.listingInFlight = false
+	if ends == nil {
+		return
+	}
+	a.listing = &endsListing{after: after, afterLast: afterLast, ends: ends}
+	if afterLast {
+		a.lastPending = false
+		a.snapEnds = ends
+		for _, p := range a.parts {
+			a.checkSnapEnd(p)
+		}
+	}
+}
+
+// checkSnapEnd closes a partition's snapshot for good once it is read up to
+// the end offsets listed after the snapshot's last row, when that listing
+// covers the partition's last gating row.
+func (a *assembler) checkSnapEnd(p *partState) {
+	if !p.snapOpen || a.snapEnds == nil {
+		return
+	}
+	if end, ok := a.snapEnds[p.tp]; ok && p.next >= end && p.lastGate < end {
+		p.snapOpen = false
+	}
+}
+
+// snapshotOpen reports whether some partition's snapshot is not over.
+func (a *assembler) snapshotOpen() bool {
+	for _, p := range a.parts {
+		if p.snapOpen {
+			return true
+		}
+	}
+	return false
+}
+
+// openFor lists the partitions whose open snapshot still holds t.
+func (a *assembler) openFor(t *txnState) []string {
+	var names []string
+	for _, p := range a.sortedParts() {
+		if !p.snapOpen {
+			continue
+		}
+		if l := a.listing; l != nil && l.after > t.endOffset {
+			if end, ok := l.ends[p.tp]; ok && p.next >= end {
+				continue
+			}
+		}
+		names = append(names, p.tp.String())
+	}
+	return names
+}
+
+// beforeSnapshot reports a transaction with an event before a snapshot row
+// of the same partition: it precedes that snapshot and must not wait for it.
+func (a *assembler) beforeSnapshot(t *txnState) bool {
+	for part, off := range t.first {
+		if p := a.parts[part]; p != nil && off < p.lastGate {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshotHold says why the snapshot gate holds t ("" when it does not).
+func (a *assembler) snapshotHold(t *txnState) string {
+	if a.beforeSnapshot(t) {
+		return ""
+	}
+	if open := a.openFor(t); len(open) > 0 {
+		if len(open) > 4 {
+			open = append(open[:4], "…")
+		}
+		return "a snapshot is not over (" + strings.Join(open, ", ") + ")"
+	}
+	if a.gateUncommitted > 0 {
+		return "snapshot rows are not committed yet (" + itoa(int64(a.gateUncommitted)) + ")"
+	}
+	return ""
+}
+
+// headComplete returns the oldest unemitted transaction by END order when
+// it is complete, else nil.
+func (a *assembler) headComplete() *txnState {
+	for _, t := range a.ends {
+		if t.status != txnOpen {
+			continue
+		}
+		if t.err == nil && t.complete() {
+			return t
+		}
+		return nil
+	}
+	return nil
+}

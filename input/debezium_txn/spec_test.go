@@ -1,0 +1,117 @@
+package debezium_txn
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const minimalYAML = `
+seed_brokers: [ "localhost:9092" ]
+topics: [ "dbserver1.inventory.orders" ]
+transaction_topic: dbserver1.transaction
+consumer_group: g
+`
+
+func parse(t *testing.T, yaml string) (inputConfig, error) {
+	t.Helper()
+	conf, err := ConfigSpec().ParseYAML(yaml, nil)
+	if err != nil {
+		return inputConfig{}, err
+	}
+	return inputConfigFromParsed(conf)
+}
+
+// The spec's defaults, the derived topic prefix, the mapping of collections
+// to topics and the validation of every field.
+func TestConfigParsing(t *testing.T) {
+	c, err := parse(t, minimalYAML)
+	require.NoError(t, err)
+	assert.Equal(t, "dbserver1", c.topicPrefix)
+	assert.Equal(t, "dbserver1.inventory.orders", c.topicOf("inventory.orders"))
+	assert.True(t, c.consumes("dbserver1.inventory.orders"))
+	assert.False(t, c.consumes("dbserver1.inventory.audit"))
+	assert.False(t, c.consumes("dbserver1.transaction"))
+	assert.Equal(t, int64(256<<20), c.maxBufferedBytes)
+	assert.Nil(t, c.database, "no database: the event's source decides")
+	assert.True(t, c.readCommitted)
+
+	c, err = parse(t, minimalYAML+"collection_topics: { inventory.orders_2025: orders }\ntopics: [ 'orders, dbserver1.inventory.items' ]\ndatabase: \"\"\n")
+	require.NoError(t, err)
+	assert.Equal(t, "orders", c.topicOf("inventory.orders_2025"))
+	assert.Equal(t, []string{"orders", "dbserver1.inventory.items"}, c.topics, "comma-separated entries are split")
+	assert.Nil(t, c.database, "an empty database is none")
+
+	c, err = parse(t, minimalYAML+"regexp_topics: true\ntopics: [ '^dbserver1\\.inventory\\.[^.]+$' ]\n")
+	require.NoError(t, err)
+	assert.True(t, c.consumes("dbserver1.inventory.anything"))
+	assert.False(t, c.consumes("dbserver1.transaction"), "the transaction topic is never a data topic")
+
+	for _, bad := range []struct{ yaml, want string }{
+		{strings.Replace(minimalYAML, "dbserver1.transaction", "tx", 1), "topic_prefix"},
+		{minimalYAML + "regexp_topics: true\ntopics: [ '(' ]\n", "regular expression"},
+		{minimalYAML + "timezone: Mars/Olympus\n", "timezone"},
+		{minimalYAML + "max_buffered_bytes: lots\n", "max_buffered_bytes"},
+		{minimalYAML + "checkpoint_limit: 0\n", "checkpoint_limit"},
+		{minimalYAML + "resend_window: 0\n", "resend_window"},
+		{minimalYAML + "revoke_timeout: 90s\n", "revoke_timeout"},
+		{minimalYAML + "topics: [ dbserver1.transaction ]\n", "must not be listed in topics"},
+		{minimalYAML + "commit_period: 0s\n", "commit_period"},
+		{strings.Replace(minimalYAML, `"localhost:9092"`, `"user:pw@host:9092"`, 1), "credentials"},
+	} {
+		_, err := parse(t, bad.yaml)
+		require.ErrorContains(t, err, bad.want, bad.yaml)
+	}
+}
+
+// The spec's lint rules fire in a full config.
+func TestLintRules(t *testing.T) {
+	lint := func(extra string) []service.Lint {
+		indented := strings.ReplaceAll(strings.TrimPrefix(minimalYAML+extra, "\n"), "\n", "\n    ")
+		lints, err := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
+			LintYAML([]byte("input:\n  debezium_txn:\n    " + indented + "\noutput:\n  drop: {}\n"))
+		require.NoError(t, err)
+		return lints
+	}
+	assert.Empty(t, lint(""))
+	assert.NotEmpty(t, lint("revoke_timeout: 90s\n"))
+	assert.NotEmpty(t, lint("topics: [ dbserver1.transaction ]\n"))
+	assert.NotEmpty(t, lint("checkpoint_limit: 0\n"))
+	assert.NotEmpty(t, lint("on_truncate: ignore\n"))
+}
+
+// The guide's configuration block lints and names every field, and its
+// field table has a row for each.
+func TestReadmeDocumentsEveryField(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+	start := strings.Index(readme, "## Configuration\n\n```yaml\n")
+	require.GreaterOrEqual(t, start, 0)
+	block := readme[start+len("## Configuration\n\n```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	block = strings.TrimPrefix(block, "input:\n")
+	var unindented []string
+	for _, l := range strings.Split(block, "\n") {
+		unindented = append(unindented, strings.TrimPrefix(l, "  "))
+	}
+	lints, err := service.GlobalEnvironment().NewComponentConfigLinter().LintInputYAML([]byte(strings.Join(unindented, "\n")))
+	require.NoError(t, err)
+	assert.Empty(t, lints)
+	spec, ok := service.GlobalEnvironment().GetInputConfig(Name)
+	require.True(t, ok)
+	data, err := spec.TemplateData()
+	require.NoError(t, err)
+	require.NotEmpty(t, data.Fields)
+	for _, f := range data.Fields {
+		if strings.Contains(f.FullName, ".") {
+			continue
+		}
+		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
+		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
+	}
+}
