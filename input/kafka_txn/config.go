@@ -62,11 +62,15 @@ func ConfigSpec() *service.ConfigSpec {
 		Version("0.1.0").
 		Summary("Consumes a Kafka topic of CDC source transactions with a consumer group, committing offsets only at source-transaction boundaries that the starrocks_txn output has committed.").
 		Description(`
-Built on franz-go. Messages of one partition are delivered in offset order and
-a batch never mixes partitions. Several batches of one partition may be
-unacknowledged at once (a source transaction can span batches), up to
-`+"`checkpoint_limit`"+` messages per partition; fetching pauses for a
-partition at that limit.
+Built on franz-go. Messages of one partition are delivered in offset order; a
+batch may join several partitions (`+"`coalesce`"+`), each partition's part in one
+piece. A partition's part ends at a source-transaction end (where the stream's
+`+"`txn_assembler`"+` says transactions end, or else at a record matching
+`+"`batching.check`"+`), so the output, which holds every batch until its source
+transactions commit, never has all of its `+"`max_in_flight`"+` calls waiting on
+ends not yet delivered, at any partition count. Several batches of one
+partition may be unacknowledged at once, up to `+"`checkpoint_limit`"+` messages
+per partition; fetching pauses for a partition at that limit.
 
 ### Committed offsets
 
@@ -199,7 +203,7 @@ also warned about once).`).
 			kafka.SASLField(),
 		).
 		LintRule(revokeLintRule).
-		Example("Production CDC pipeline", "Reads source transactions in the envelope format, ends batches at transaction ends, and leaves offset commits to the starrocks_txn output's committed boundaries.", `
+		Example("Production CDC pipeline", "Reads source transactions in the envelope format; the txn_assembler in the input's processors tells the input where transactions end, and offset commits follow the starrocks_txn output's committed boundaries.", `
 input:
   kafka_txn:
     seed_brokers: [ "broker-1:9092", "broker-2:9092" ]
@@ -211,7 +215,9 @@ input:
     batching:
       count: 1000
       period: 100ms
-      check: this.type == "TXN_END"
+  processors:
+    - txn_assembler:
+        format: envelope
 `)
 }
 
