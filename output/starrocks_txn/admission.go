@@ -232,19 +232,35 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 }
 
 // sourceTime is the creation time of the message for the visibility latency:
-// the Kafka record timestamp when there is one, else its arrival.
+// the Kafka record timestamp when there is one, else its arrival. The
+// kafka_txn input sets the timestamps as integers, read as they are; any
+// other value is read as its text, as before.
 func sourceTime(msg *service.Message, now time.Time) time.Time {
-	if v, ok := msg.MetaGet("kafka_timestamp_ms"); ok {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return time.UnixMilli(ms)
-		}
+	if ms, ok := metaInt(msg, "kafka_timestamp_ms"); ok && ms > 0 {
+		return time.UnixMilli(ms)
 	}
-	if v, ok := msg.MetaGet("kafka_timestamp_unix"); ok {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-			return time.Unix(s, 0)
-		}
+	if s, ok := metaInt(msg, "kafka_timestamp_unix"); ok && s > 0 {
+		return time.Unix(s, 0)
 	}
 	return now
+}
+
+// metaInt reads an integer metadata value without rendering it as text when
+// it is one already.
+func metaInt(msg *service.Message, key string) (int64, bool) {
+	v, ok := msg.MetaGetMut(key)
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	}
+	s, _ := msg.MetaGet(key)
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // waitForCapacity blocks admission at twice buffer_size while something

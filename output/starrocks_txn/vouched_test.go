@@ -94,3 +94,27 @@ func TestHandWrittenContractBodyIsChecked(t *testing.T) {
 	require.Error(t, it.poison)
 	assert.Contains(t, it.poison.Error(), "not a JSON object")
 }
+
+// The visibility clock starts at the record's timestamp whether the input
+// set it as an integer (kafka_txn) or as text (a mapping, a header).
+func TestSourceTimeFromEveryForm(t *testing.T) {
+	now := time.UnixMilli(5_000_000)
+	for _, tc := range []struct {
+		key  string
+		v    any
+		want time.Time
+	}{
+		{"kafka_timestamp_ms", int64(1_700_000_000_123), time.UnixMilli(1_700_000_000_123)},
+		{"kafka_timestamp_ms", 1_700_000_000_123, time.UnixMilli(1_700_000_000_123)},
+		{"kafka_timestamp_ms", "1700000000123", time.UnixMilli(1_700_000_000_123)},
+		{"kafka_timestamp_ms", "not a number", now},
+		{"kafka_timestamp_ms", int64(0), now},
+		{"kafka_timestamp_unix", int64(1_700_000_000), time.Unix(1_700_000_000, 0)},
+		{"kafka_timestamp_unix", "1700000000", time.Unix(1_700_000_000, 0)},
+		{"other", int64(1), now},
+	} {
+		msg := service.NewMessage(nil)
+		msg.MetaSetMut(tc.key, tc.v)
+		assert.True(t, tc.want.Equal(sourceTime(msg, now)), "%s = %#v", tc.key, tc.v)
+	}
+}
