@@ -27,25 +27,29 @@ import (
 // partition that waited for the END, and once partitions × waves reached
 // max_in_flight no call was left to deliver the ENDs: the pipeline stalled
 // for good (256 partitions × 4 waves, 1024 partitions × 1 wave). Now every
-// transaction commits, whole. Each of the input's two mechanisms keeps the
-// pipeline live here on its own: whole transactions (the one that holds
-// whatever the traffic; run with coalesce off) and joining the partitions'
-// parts into few batches (the default).
+// transaction commits, whole: the input delivers whole source transactions,
+// which holds with coalesce off (one partition per batch, the most calls)
+// as with it on (the default), and with a max_in_flight far below the
+// partition count (8: liveness does not depend on it, only throughput).
 func TestNoDeadlockAtAnyPartitionCount(t *testing.T) {
 	for _, c := range []struct {
-		partitions int32
-		waves      int
-	}{{256, 4}, {1024, 1}} {
-		for _, coalesce := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%d partitions, coalesce %v", c.partitions, coalesce), func(t *testing.T) {
-				t.Parallel()
-				testNoDeadlock(t, c.partitions, c.waves, coalesce)
-			})
+		partitions  int32
+		waves       int
+		coalesce    bool
+		maxInFlight int // 0: the default
+	}{{256, 4, true, 0}, {256, 4, false, 0}, {1024, 1, true, 0}, {1024, 1, false, 0}, {256, 4, true, 8}} {
+		name := fmt.Sprintf("%d partitions, coalesce %v", c.partitions, c.coalesce)
+		if c.maxInFlight > 0 {
+			name += fmt.Sprintf(", max_in_flight %d", c.maxInFlight)
 		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testNoDeadlock(t, c.partitions, c.waves, c.coalesce, c.maxInFlight)
+		})
 	}
 }
 
-func testNoDeadlock(t *testing.T, partitions int32, waves int, coalesce bool) {
+func testNoDeadlock(t *testing.T, partitions int32, waves int, coalesce bool, maxInFlight int) {
 	r := newRig(t, partitions)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.brokers...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(fmt.Sprintf("liveness-%d", partitions)))
@@ -74,7 +78,7 @@ func testNoDeadlock(t *testing.T, partitions int32, waves int, coalesce bool) {
 	}
 	txn := func(p int32, n int) string { return fmt.Sprintf("p%d-t%d", p, n) }
 
-	metrics, logs := startDefaultPipeline(t, r, ctx, coalesce)
+	metrics, logs := startDefaultPipeline(t, r, ctx, coalesce, maxInFlight)
 
 	// The first transaction of every partition, its rows in waves: each
 	// wave is fetched (and, without whole transactions, delivered) before
@@ -127,13 +131,17 @@ func testNoDeadlock(t *testing.T, partitions int32, waves int, coalesce bool) {
 // startDefaultPipeline runs kafka_txn → txn_assembler → starrocks_txn with
 // the default settings of every field that bounds what is in flight
 // (max_in_flight, checkpoint_limit, batching, buffer_size, commit_interval;
-// coalesce as given); only the fetch wait that makes a test slow is
-// shortened.
-func startDefaultPipeline(t *testing.T, r *rig, ctx context.Context, coalesce bool) (*metricscap.Capture, *syncBuffer) {
+// coalesce and, when not 0, max_in_flight as given); only the fetch wait
+// that makes a test slow is shortened.
+func startDefaultPipeline(t *testing.T, r *rig, ctx context.Context, coalesce bool, maxInFlight int) (*metricscap.Capture, *syncBuffer) {
 	t.Helper()
 	env := service.GlobalEnvironment().Clone()
 	metrics, err := metricscap.Register(env, "liveness_metrics")
 	require.NoError(t, err)
+	mif := ""
+	if maxInFlight > 0 {
+		mif = fmt.Sprintf("\n    max_in_flight: %d", maxInFlight)
+	}
 	b := env.NewStreamBuilder()
 	require.NoError(t, b.SetYAML(fmt.Sprintf(`
 input:
@@ -147,9 +155,9 @@ input:
     - txn_assembler: {}
 output:
   starrocks_txn:
-    load_urls: [ %q ]
+    load_urls: [ %q ]%s
 shutdown_timeout: 5s
-`, strings.Join(r.brokers, ","), topic, coalesce, r.em.FEURL())))
+`, strings.Join(r.brokers, ","), topic, coalesce, r.em.FEURL(), mif)))
 	require.NoError(t, b.SetMetricsYAML("liveness_metrics: {}"))
 	logs := &syncBuffer{}
 	b.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
