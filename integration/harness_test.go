@@ -398,6 +398,13 @@ type pipeOpts struct {
 	// processors replaces the txn_assembler under input.processors (YAML
 	// list items indented for that place).
 	processors string
+	// spanBatches has the input cut batches by count alone, so that source
+	// transactions span several batches: the batching policy gets a
+	// processor, which hands it to Benthos's batcher (one partition per
+	// batch, no cut at transaction ends), and no check. Without it the
+	// input delivers whole source transactions (the assembler, or the
+	// check, says where they end).
+	spanBatches bool
 }
 
 const assemblerYAML = `    - txn_assembler:
@@ -413,6 +420,10 @@ func (r *rig) pipelineYAML(o pipeOpts) string {
 	}
 	if o.processors == "" {
 		o.processors = assemblerYAML
+	}
+	cut := "      check: this.type == \"TXN_END\"\n"
+	if o.spanBatches {
+		cut = "      processors: [ { noop: {} } ]\n"
 	}
 	eo := ""
 	if o.exactlyOnce {
@@ -439,8 +450,7 @@ input:
     batching:
       count: %d
       period: 20ms
-      check: this.type == "TXN_END"
-  processors:
+%s  processors:
 %s    - integration_probe: {}
 output:
   starrocks_txn:
@@ -454,7 +464,7 @@ output:
     retry_backoff: { initial_interval: 20ms, max_interval: 300ms }
 %s
 shutdown_timeout: 5s
-`, strings.Join(r.brokers, ","), topic, o.group, o.isolation, o.commitPeriod, o.batchCount, o.processors, r.em.FEURL(), eo)
+`, strings.Join(r.brokers, ","), topic, o.group, o.isolation, o.commitPeriod, o.batchCount, cut, o.processors, r.em.FEURL(), eo)
 }
 
 // probe sits after the assembler and records, per source transaction, how

@@ -17,14 +17,29 @@ import (
 // transaction arrives whole and once, aborted ones never, a concurrent reader
 // never sees half a transaction nor an order going back, and many source
 // transactions share one StarRocks transaction.
+// The input delivers whole source transactions by default; with a batching
+// policy that hands batches to Benthos's batcher they span several batches,
+// and the output still loads each whole.
 func TestPipelineLoadsWholeSourceTransactions(t *testing.T) {
-	t.Parallel()
+	for _, span := range []bool{false, true} {
+		name := "whole transactions per batch"
+		if span {
+			name = "transactions spanning batches"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testPipelineLoadsWholeSourceTransactions(t, span)
+		})
+	}
+}
+
+func testPipelineLoadsWholeSourceTransactions(t *testing.T, span bool) {
 	seed := testSeed(t)
 	r := newRig(t, 4)
 	src := newSource(t, r, seed, 0.2)
 	rd := startReader(r.db, true)
 	defer rd.stop()
-	p := r.startPipeline(t, "main", pipeOpts{group: "g-main", batchCount: 3})
+	p := r.startPipeline(t, "main", pipeOpts{group: "g-main", batchCount: 3, spanBatches: span})
 	started := time.Now()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -46,7 +61,11 @@ func TestPipelineLoadsWholeSourceTransactions(t *testing.T) {
 	// source transactions.
 	assert.LessOrEqual(t, c.Committed, int64(elapsed/(200*time.Millisecond))+3, "at most one commit per commit_interval")
 	assert.Less(t, c.Committed*2, committed, "many source transactions share one StarRocks transaction")
-	assert.Positive(t, p.probe.spanning(), "some source transactions span several input batches")
+	if span {
+		assert.Positive(t, p.probe.spanning(), "some source transactions span several input batches")
+	} else {
+		assert.Zero(t, p.probe.spanning(), "the input delivered every source transaction in one batch")
+	}
 	t.Logf("%d source txns committed, %d aborted, %d records in %v; %d StarRocks commits, %d loads; %d spanned batches; %d reader rounds",
 		committed, src.aborted.Load(), src.records.Load(), elapsed.Round(time.Millisecond), c.Committed, c.Loads, p.probe.spanning(), rd.rounds.Load())
 }

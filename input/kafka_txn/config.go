@@ -8,6 +8,7 @@ import (
 
 	// The lint rule of revoke_timeout uses parse_duration, a Bloblang method
 	// of the pure components.
+	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -32,6 +33,7 @@ const (
 	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
 	fieldStartAfterProgress     = "start_after_progress"
 	fieldBatching               = "batching"
+	fieldCoalesce               = "coalesce"
 )
 
 // Isolation levels accepted by isolation_level.
@@ -60,11 +62,15 @@ func ConfigSpec() *service.ConfigSpec {
 		Version("0.1.0").
 		Summary("Consumes a Kafka topic of CDC source transactions with a consumer group, committing offsets only at source-transaction boundaries that the starrocks_txn output has committed.").
 		Description(`
-Built on franz-go. Messages of one partition are delivered in offset order and
-a batch never mixes partitions. Several batches of one partition may be
-unacknowledged at once (a source transaction can span batches), up to
-`+"`checkpoint_limit`"+` messages per partition; fetching pauses for a
-partition at that limit.
+Built on franz-go. Messages of one partition are delivered in offset order; a
+batch may join several partitions (`+"`coalesce`"+`), each partition's part in one
+piece. A partition's part ends at a source-transaction end (where the stream's
+`+"`txn_assembler`"+` says transactions end, or else at a record matching
+`+"`batching.check`"+`), so the output, which holds every batch until its source
+transactions commit, never has all of its `+"`max_in_flight`"+` calls waiting on
+ends not yet delivered, at any partition count. Several batches of one
+partition may be unacknowledged at once, up to `+"`checkpoint_limit`"+` messages
+per partition; fetching pauses for a partition at that limit.
 
 ### Committed offsets
 
@@ -187,12 +193,17 @@ also warned about once).`).
 				LintRule(kafka.ByteSizeLintRule(fieldFetchMaxPartitionBytes)).
 				Advanced(),
 			service.NewBatchPolicyField(fieldBatching).
-				Description(`How records are grouped into batches. The policy applies per partition, so a batch never mixes partitions. End batches at source-transaction ends with a `+"`check`"+` (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`) plus a `+"`count`"+` cap and a `+"`period`"+`. With no policy a batch holds what was fetched for one partition.`),
+				Description(`How records are grouped into batches, per partition: a partition's part of a batch is due at `+"`count`"+` messages, at `+"`byte_size`"+` bytes or after `+"`period`"+` (with no policy: what was fetched). A part always ends at a source-transaction end: with a `+"`txn_assembler`"+` in the input's processors (and its `+"`partition`"+` unset) the input asks it where transactions end; without one, a record for which `+"`check`"+` is true ends a transaction (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`). The records after a partition's last end wait for their transaction to end, so a part may exceed `+"`count`"+` by a transaction; a transaction that alone fills `+"`checkpoint_limit`"+` is delivered as it is (and the partition reports the stall). So no batch waits on a record that is not delivered, which keeps the output's `+"`max_in_flight`"+` calls from ever all waiting on transactions whose ends cannot arrive. A policy with `+"`processors`"+` is applied by Benthos's batcher instead: one partition per batch, cut by the policy alone.`),
+			service.NewBoolField(fieldCoalesce).
+				Description("Join the due parts of several partitions into one batch, in partition order, until it holds `batching.count` messages (1000 without a count) or no other part is due; each part is added whole, so a batch stays under twice that. The output holds each batch until it commits, in one of its `max_in_flight` slots: with one partition per batch, many partitions flushed every `period` give many batches of a few records each, and the slots, not the throughput, bound a commit cycle. Off: one partition per batch.").
+				Default(true).
+				Example(false).
+				Advanced(),
 			kafka.TLSField(),
 			kafka.SASLField(),
 		).
 		LintRule(revokeLintRule).
-		Example("Production CDC pipeline", "Reads source transactions in the envelope format, ends batches at transaction ends, and leaves offset commits to the starrocks_txn output's committed boundaries.", `
+		Example("Production CDC pipeline", "Reads source transactions in the envelope format; the txn_assembler in the input's processors tells the input where transactions end, and offset commits follow the starrocks_txn output's committed boundaries.", `
 input:
   kafka_txn:
     seed_brokers: [ "broker-1:9092", "broker-2:9092" ]
@@ -204,7 +215,9 @@ input:
     batching:
       count: 1000
       period: 100ms
-      check: this.type == "TXN_END"
+  processors:
+    - txn_assembler:
+        format: envelope
 `)
 }
 
@@ -236,7 +249,8 @@ type inputConfig struct {
 	fetchMaxWait           time.Duration
 	fetchMaxPartitionBytes int32
 	startAfterProgress     bool
-	batching               service.BatchPolicy
+	batching               batchRule
+	coalesce               bool
 }
 
 func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
@@ -315,8 +329,38 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.fetchMaxPartitionBytes, err = kafka.ByteSizeField(conf, fieldFetchMaxPartitionBytes); err != nil {
 		return
 	}
-	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+	if c.batching, err = batchRuleFromParsed(conf); err != nil {
+		return
+	}
+	if c.coalesce, err = conf.FieldBool(fieldCoalesce); err != nil {
 		return
 	}
 	return
+}
+
+// batchRuleFromParsed reads the batching policy: applied by the input
+// itself (batching.go), unless it has processors.
+func batchRuleFromParsed(conf *service.ParsedConfig) (r batchRule, err error) {
+	if r.policy, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+		return r, err
+	}
+	if conf.Contains(fieldBatching, "processors") {
+		procs, err := conf.FieldAnyList(fieldBatching, "processors")
+		if err != nil {
+			return r, err
+		}
+		r.benthos = len(procs) > 0
+	}
+	r.count, r.byteSize = r.policy.Count, r.policy.ByteSize
+	if p := strings.TrimSpace(r.policy.Period); p != "" {
+		if r.period, err = time.ParseDuration(p); err != nil {
+			return r, fmt.Errorf("batching.period %q: %w", p, err)
+		}
+	}
+	if c := strings.TrimSpace(r.policy.Check); c != "" {
+		if r.check, err = bloblang.Parse(c); err != nil {
+			return r, fmt.Errorf("batching.check: %w", err)
+		}
+	}
+	return r, nil
 }

@@ -97,9 +97,9 @@ func New(conf *service.ParsedConfig, mgr *service.Resources) (*Input, error) {
 // newInput builds the input from a validated config and registers for the
 // output's committed-through offsets.
 func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
-	if !c.batching.IsNoop() {
+	if !c.batching.policy.IsNoop() {
 		// Build one batcher now so that a bad policy fails at construction.
-		b, err := c.batching.NewBatcher(mgr)
+		b, err := c.batching.policy.NewBatcher(mgr)
 		if err != nil {
 			return nil, fmt.Errorf("creating batching policy: %w", err)
 		}

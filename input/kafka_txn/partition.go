@@ -27,11 +27,24 @@ type partState struct {
 	// on every message of the assignment (contract.KeyPartitionEpoch).
 	epoch uint64
 
-	queue     []*kgo.Record // fetched, not yet handed to a batch
-	batcher   *service.Batcher
-	batching  []*kgo.Record // added to the batcher, not yet delivered
-	batchMsgs service.MessageBatch
-	pending   []*pendingBatch // delivered, in offset order
+	// builder makes the assignment's messages (message.go).
+	builder *recordBuilder
+	queue   []*kgo.Record // fetched, not yet handed to a batch
+	// batcher applies a policy with processors (batchRule.benthos).
+	batcher *service.Batcher
+	// batching are the records taken from the queue, not yet delivered
+	// (added to the batcher with one; else pending here with their
+	// messages, batchMsgs); batchBytes is the size of their values.
+	batching   []*kgo.Record
+	batchMsgs  service.MessageBatch
+	batchBytes int
+	// endIdx is how many pending records go up to the last one known to
+	// end a source transaction; endChecked how many were asked about
+	// (lastEnd). lastFlush is when a part of the partition was last
+	// delivered (the batching period runs from it).
+	endIdx, endChecked int
+	lastFlush          time.Time
+	pending            []*pendingBatch // delivered, in offset order
 
 	unacked       int   // delivered and not acknowledged
 	firstOffset   int64 // first offset fetched in this assignment

@@ -3,13 +3,9 @@ package kafka_txn
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // signalLocked wakes every ReadBatch that waits for records, an
@@ -19,7 +15,8 @@ func (in *Input) signalLocked() {
 	in.notify = make(chan struct{})
 }
 
-// ReadBatch returns the next batch of one partition.
+// ReadBatch returns the next batch: the due parts of one or more
+// partitions (batching.go), in partition order, each part in offset order.
 func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
 	for {
 		in.mu.Lock()
@@ -31,7 +28,14 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 			in.mu.Unlock()
 			return nil, nil, service.ErrNotConnected
 		}
-		batch, ack, wait := in.nextBatchLocked(ctx)
+		var batch service.MessageBatch
+		var ack service.AckFunc
+		var wait time.Duration
+		if in.conf.batching.benthos {
+			batch, ack, wait = in.nextPolicyBatchLocked(ctx)
+		} else {
+			batch, ack, wait = in.nextBatchLocked()
+		}
 		notify := in.notify
 		in.mu.Unlock()
 		if batch != nil {
@@ -58,9 +62,84 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	}
 }
 
-// nextBatchLocked visits the partitions round-robin and returns the first
-// batch that is due, or the time until a batching period ends.
-func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, service.AckFunc, time.Duration) {
+// delivered is one partition's part of a delivered batch.
+type delivered struct {
+	ps *partState
+	pb *pendingBatch
+}
+
+// nextBatchLocked visits the partitions round-robin and joins the due part
+// of each into one batch until it holds batching.count messages (or, with
+// coalesce off, after the first part), or returns the time until a
+// batching period ends.
+func (in *Input) nextBatchLocked() (service.MessageBatch, service.AckFunc, time.Duration) {
+	ends := in.txnEnds()
+	now := time.Now()
+	var wait time.Duration
+	var out service.MessageBatch
+	var parts []delivered
+	n := len(in.order)
+	last := -1
+	for i := 0; i < n; i++ {
+		idx := (in.rr + i) % n
+		ps := in.parts[in.order[idx]]
+		if ps == nil || ps.failed != nil || ps.revoking {
+			continue
+		}
+		in.fillLocked(ps, ends)
+		cut, w := in.dueLocked(ps, ends, now)
+		if cut == 0 {
+			if w > 0 && (wait == 0 || w < wait) {
+				wait = w
+			}
+			continue
+		}
+		msgs, pb := in.takeLocked(ps, cut, now)
+		out = append(out, msgs...)
+		parts = append(parts, delivered{ps, pb})
+		last = idx
+		if !in.conf.coalesce || len(out) >= in.conf.batching.coalesceLimit() {
+			break
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil, wait
+	}
+	in.rr = (last + 1) % n
+	return out, func(_ context.Context, err error) error {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		for _, d := range parts {
+			in.ackLocked(d.ps, d.pb, err)
+		}
+		return nil
+	}, 0
+}
+
+// deliverLocked records a delivered part of a partition as pending (so that
+// its acknowledgement can move the commit point) and updates the
+// partition's gauges.
+func (in *Input) deliverLocked(ps *partState, first, last int64, n int) *pendingBatch {
+	pb := &pendingBatch{first: first, last: last, n: n}
+	ps.pending = append(ps.pending, pb)
+	wasAtLimit := ps.unacked >= in.conf.checkpointLimit
+	ps.unacked += pb.n
+	ps.deliveredNext = pb.last + 1
+	ps.lastDelivery = time.Now()
+	if !wasAtLimit && ps.unacked >= in.conf.checkpointLimit {
+		ps.limitSince = time.Now()
+	}
+	in.m.inFlight.Set(int64(ps.unacked), ps.topic, ps.label)
+	in.updateLagLocked(ps)
+	in.updatePauseLocked(ps)
+	return pb
+}
+
+// nextPolicyBatchLocked is nextBatchLocked for a batching policy with
+// processors, which Benthos's batcher applies: it returns the first
+// partition's batch that is due, whole, or the time until a batching period
+// ends.
+func (in *Input) nextPolicyBatchLocked(ctx context.Context) (service.MessageBatch, service.AckFunc, time.Duration) {
 	var wait time.Duration
 	n := len(in.order)
 	for i := 0; i < n; i++ {
@@ -68,7 +147,7 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 		if ps == nil || ps.failed != nil || ps.revoking {
 			continue
 		}
-		ready := in.fillLocked(ps)
+		ready := in.fillPolicyLocked(ps)
 		if !ready && len(ps.batching) > 0 && ps.batcher != nil {
 			if d, timed := ps.batcher.UntilNext(); timed {
 				if d <= periodDue {
@@ -82,76 +161,49 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 			continue
 		}
 		in.rr = (in.rr + i + 1) % n
-		if batch, ack := in.flushLocked(ctx, ps); batch != nil {
+		if batch, ack := in.flushPolicyLocked(ctx, ps); batch != nil {
 			return batch, ack, 0
 		}
 	}
 	return nil, nil, wait
 }
 
-// fillLocked moves fetched records into the partition's batch while the
-// partition is below checkpoint_limit, and reports whether the batch is due.
-func (in *Input) fillLocked(ps *partState) bool {
+// fillPolicyLocked moves fetched records into the partition's batcher while
+// the partition is below checkpoint_limit, and reports whether the batch is
+// due.
+func (in *Input) fillPolicyLocked(ps *partState) bool {
 	room := in.conf.checkpointLimit - ps.unacked - len(ps.batching)
 	for room > 0 && len(ps.queue) > 0 {
-		rec := ps.queue[0]
-		ps.queue[0] = nil
-		ps.queue = ps.queue[1:]
-		msg := recordToMessage(rec)
-		msg.MetaSetMut(contract.KeyPartitionEpoch, strconv.FormatUint(ps.epoch, 10))
-		if ps.hwm >= 0 {
-			msg.MetaSetMut(MetaLag, max(ps.hwm-rec.Offset-1, 0))
-		}
+		rec := ps.popQueue()
+		msg := ps.messageOf(rec)
 		ps.batching = append(ps.batching, rec)
 		room--
-		if ps.batcher == nil {
-			ps.batchMsgs = append(ps.batchMsgs, msg)
-			continue
-		}
 		if ps.batcher.Add(msg) {
 			return true
 		}
 	}
-	if len(ps.queue) == 0 {
-		ps.queue = nil
-	}
 	if len(ps.batching) == 0 {
 		return false
 	}
-	// Without a policy a batch is what was fetched; at the limit the batch
-	// must go out, or the partition would wait for itself.
-	return ps.batcher == nil || room <= 0
+	// At the limit the batch must go out, or the partition would wait for
+	// itself.
+	return room <= 0
 }
 
-// flushLocked delivers the partition's batch: it records the batch as
-// pending (so that its acknowledgement can move the commit point) and
+// flushPolicyLocked delivers the partition's batch through its batcher and
 // returns it with its AckFunc. A batch its processors emptied is
 // acknowledged at once.
-func (in *Input) flushLocked(ctx context.Context, ps *partState) (service.MessageBatch, service.AckFunc) {
+func (in *Input) flushPolicyLocked(ctx context.Context, ps *partState) (service.MessageBatch, service.AckFunc) {
 	recs := ps.batching
-	batch := ps.batchMsgs
-	ps.batching, ps.batchMsgs = nil, nil
+	ps.batching = nil
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	if ps.batcher != nil {
-		var err error
-		if batch, err = ps.batcher.Flush(ctx); err != nil {
-			in.log.Errorf("Batching processors failed on %s offsets %d-%d: %v", ps.id, recs[0].Offset, recs[len(recs)-1].Offset, err)
-		}
+	batch, err := ps.batcher.Flush(ctx)
+	if err != nil {
+		in.log.Errorf("Batching processors failed on %s offsets %d-%d: %v", ps.id, recs[0].Offset, recs[len(recs)-1].Offset, err)
 	}
-	pb := &pendingBatch{first: recs[0].Offset, last: recs[len(recs)-1].Offset, n: len(recs)}
-	ps.pending = append(ps.pending, pb)
-	wasAtLimit := ps.unacked >= in.conf.checkpointLimit
-	ps.unacked += pb.n
-	ps.deliveredNext = pb.last + 1
-	ps.lastDelivery = time.Now()
-	if !wasAtLimit && ps.unacked >= in.conf.checkpointLimit {
-		ps.limitSince = time.Now()
-	}
-	in.m.inFlight.Set(int64(ps.unacked), ps.topic, ps.label)
-	in.updateLagLocked(ps)
-	in.updatePauseLocked(ps)
+	pb := in.deliverLocked(ps, recs[0].Offset, recs[len(recs)-1].Offset, len(recs))
 	if len(batch) == 0 {
 		// The batching processors left nothing: the records are handled.
 		in.ackLocked(ps, pb, nil)
@@ -198,22 +250,4 @@ func (in *Input) ackLocked(ps *partState, pb *pendingBatch, err error) {
 	in.m.inFlight.Set(int64(ps.unacked), ps.topic, ps.label)
 	in.updatePauseLocked(ps)
 	in.signalLocked()
-}
-
-// recordToMessage converts a record, with its headers and the kafka_*
-// metadata.
-func recordToMessage(r *kgo.Record) *service.Message {
-	msg := service.NewMessage(r.Value)
-	// Headers first, so that a header never overwrites a kafka_ key.
-	for _, h := range r.Headers {
-		msg.MetaSetMut(h.Key, string(h.Value))
-	}
-	msg.MetaSetMut(MetaKey, string(r.Key))
-	msg.MetaSetMut(MetaTopic, r.Topic)
-	msg.MetaSetMut(MetaPartition, int(r.Partition))
-	msg.MetaSetMut(MetaOffset, int(r.Offset))
-	msg.MetaSetMut(MetaTimestampSec, r.Timestamp.Unix())
-	msg.MetaSetMut(MetaTimestampMs, r.Timestamp.UnixMilli())
-	msg.MetaSetMut(MetaTombstone, r.Value == nil)
-	return msg
 }

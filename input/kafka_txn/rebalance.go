@@ -44,8 +44,9 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 				ps.groupOffset = off
 			}
 			in.m.initPartition(ps)
-			if !in.conf.batching.IsNoop() {
-				b, err := in.conf.batching.NewBatcher(in.mgr)
+			ps.lastFlush = time.Now()
+			if in.conf.batching.benthos {
+				b, err := in.conf.batching.policy.NewBatcher(in.mgr)
 				if err != nil {
 					// The policy was built once in the constructor, so this
 					// cannot fail; fall back to fetch-sized batches.
@@ -147,7 +148,7 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 			// From here on acknowledgements of the partition mark nothing,
 			// and nothing more of it is delivered.
 			ps.revoking = true
-			ps.queue, ps.batching, ps.batchMsgs = nil, nil, nil
+			ps.dropPending()
 			ids = append(ids, id)
 			if ps.lastDelivery.After(lastDelivery) {
 				lastDelivery = ps.lastDelivery

@@ -3,10 +3,13 @@
 // source transactions begin and end. It is a public API: the keys and their
 // formats are documented in the README and must not change without notice.
 //
-// The string keys are the contract. Write (and a Writer, one per assembler)
-// also stores a typed copy under KeyTyped; Parse reads that first, after
-// checking that the string keys still hold what was written with it, and
-// Parsed.Row tells the output what the assembler already checked about a
+// A hand-written mapping sets every key as a string. Write (and a Writer,
+// one per assembler) sets only the keys users route on as strings and
+// carries the others in one typed value under KeyTyped (see there), which
+// is cheaper than eight more strings per message; Parse reads both, a
+// typed key set as a string after the writer winning, and Materialize turns
+// the typed keys back into strings where metadata leaves the process as
+// text. Parsed.Row tells the output what the writer already checked about a
 // row body. Parse also says which keys were present and which malformed.
 package contract
 
@@ -107,7 +110,12 @@ func Read(msg *service.Message) (Meta, error) {
 
 // ReadEpoch reads the optional KeyPartitionEpoch of a message.
 func ReadEpoch(msg *service.Message) (uint64, bool, error) {
-	n, ok, err := readInt(msg, KeyPartitionEpoch)
+	v, _ := msg.MetaGetMut(KeyPartitionEpoch)
+	return epochValue(v)
+}
+
+func epochValue(v any) (uint64, bool, error) {
+	n, ok, err := intValue(KeyPartitionEpoch, v)
 	if err != nil {
 		return 0, false, err
 	}
@@ -117,17 +125,17 @@ func ReadEpoch(msg *service.Message) (uint64, bool, error) {
 	return uint64(n), ok, nil
 }
 
-// Write stamps the contract onto a message: every string key, and the typed
-// value under KeyTyped that Parse reads first. Empty strings and false flags
-// are removed so that a copied message never carries a stale value. A
-// Writer does the same with fewer allocations; use one per assembler.
+// Write stamps the contract onto a message: the string keys (partition,
+// database, table, transaction id, epoch), and the typed value under
+// KeyTyped with the rest. Empty strings are removed, and so are the typed
+// keys as strings, so that a message never carries a stale value. A Writer
+// does the same with fewer allocations; use one per assembler.
 func Write(msg *service.Message, m Meta) {
 	write(nil, msg, m, nil, false)
 }
 
-func readBool(msg *service.Message, key string) (bool, error) {
-	v, ok := msg.MetaGetMut(key)
-	if !ok || v == nil {
+func boolValue(key string, v any) (bool, error) {
+	if v == nil {
 		return false, nil
 	}
 	switch x := v.(type) {
@@ -144,9 +152,8 @@ func readBool(msg *service.Message, key string) (bool, error) {
 	return false, fmt.Errorf("%w: %s must be true or false, got %v", ErrBadContract, key, v)
 }
 
-func readInt(msg *service.Message, key string) (int64, bool, error) {
-	v, ok := msg.MetaGetMut(key)
-	if !ok || v == nil {
+func intValue(key string, v any) (int64, bool, error) {
+	if v == nil {
 		return 0, false, nil
 	}
 	switch x := v.(type) {

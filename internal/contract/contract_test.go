@@ -21,7 +21,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	assert.Equal(t, in, out)
 	assert.True(t, out.HasContract())
 
-	v, ok := msg.MetaGet(KeySeq)
+	v, ok := Materialized(msg).MetaGet(KeySeq)
 	require.True(t, ok)
 	assert.Equal(t, "42", v, "the sequence is a plain decimal number")
 }

@@ -106,28 +106,29 @@ func (p Parsed) Named() bool {
 	return p.Present.Has(FieldPartition) && p.Present.Has(FieldTxnID)
 }
 
-// Typed reports whether the contract came from a verified typed value
-// (KeyTyped) rather than from parsing the string keys.
+// Typed reports whether the message carried a typed value (KeyTyped), from
+// which the typed keys not set as strings were read.
 func (p Parsed) Typed() bool { return p.stamp != nil }
 
-// Parse reads the contract of a message. The typed value an assembler
-// writes under KeyTyped is used first, but only after checking that every
-// string key still holds exactly what that assembler wrote: a processor
-// that changed, added or removed a contract key after the assembler makes
-// Parse read the string keys instead, which stay the public contract.
+// Parse reads the contract of a message: the string keys, and the typed
+// keys from the typed value an assembler writes under KeyTyped, except
+// those set as metadata after it (a later processor's value wins, as if
+// the typed value had been materialized before it ran). A message without
+// a typed value is read from its string keys alone, as a hand-written
+// mapping sets them.
 func Parse(msg *service.Message) Parsed {
-	if v, ok := msg.MetaGetMut(KeyTyped); ok {
-		if st, ok := v.(*stamp); ok && st.matches(msg) {
-			return Parsed{Meta: st.meta, Present: st.present, stamp: st}
-		}
-	}
-	return parseStrings(msg)
+	return parse(msg, typedValue(msg))
 }
 
-// parseStrings reads the string keys; every key is read even after a
-// malformed one.
+// parseStrings reads the string keys only, ignoring any typed value.
 func parseStrings(msg *service.Message) Parsed {
-	var p Parsed
+	return parse(msg, nil)
+}
+
+// parse reads every key, even after a malformed one; a typed key not set
+// in the metadata is taken from st when there is one.
+func parse(msg *service.Message, st *stamp) Parsed {
+	p := Parsed{stamp: st}
 	for _, s := range []struct {
 		f   Field
 		dst *string
@@ -136,12 +137,19 @@ func parseStrings(msg *service.Message) Parsed {
 		{FieldDatabase, &p.Database},
 		{FieldTable, &p.Table},
 		{FieldTxnID, &p.TxnID},
-		{FieldSeqSource, &p.SeqSource},
 	} {
 		*s.dst, _ = msg.MetaGet(s.f.Key())
 		if *s.dst != "" {
 			p.Present = p.Present.with(s.f)
 		}
+	}
+	if _, set := msg.MetaGetMut(KeySeqSource); set || st == nil {
+		if p.SeqSource, _ = msg.MetaGet(KeySeqSource); p.SeqSource != "" {
+			p.Present = p.Present.with(FieldSeqSource)
+		}
+	} else {
+		p.SeqSource = st.meta.SeqSource
+		p.fromStamp(st, FieldSeqSource)
 	}
 	for _, b := range []struct {
 		f   Field
@@ -151,23 +159,59 @@ func parseStrings(msg *service.Message) Parsed {
 		{FieldTxnAbort, &p.TxnAbort},
 		{FieldMarker, &p.Marker},
 	} {
-		v, err := readBool(msg, b.f.Key())
-		p.note(msg, b.f, err)
-		*b.dst = v
+		v, set := msg.MetaGetMut(b.f.Key())
+		if !set && st != nil {
+			*b.dst = st.present.Has(b.f)
+			p.fromStamp(st, b.f)
+			continue
+		}
+		x, err := boolValue(b.f.Key(), v)
+		p.note(b.f, v, err)
+		*b.dst = x
 	}
+	for _, n := range []struct {
+		f   Field
+		dst *int64
+		has *bool
+	}{
+		{FieldSeq, &p.Seq, &p.HasSeq},
+		{FieldSourceOffset, &p.SourceOffset, &p.HasOffset},
+	} {
+		v, set := msg.MetaGetMut(n.f.Key())
+		if !set && st != nil {
+			if st.present.Has(n.f) {
+				*n.has = true
+				if n.f == FieldSeq {
+					*n.dst = st.meta.Seq
+				} else {
+					*n.dst = st.meta.SourceOffset
+				}
+			}
+			p.fromStamp(st, n.f)
+			continue
+		}
+		var err error
+		*n.dst, *n.has, err = intValue(n.f.Key(), v)
+		p.note(n.f, v, err)
+	}
+	v, _ := msg.MetaGetMut(KeyPartitionEpoch)
 	var err error
-	p.Seq, p.HasSeq, err = readInt(msg, KeySeq)
-	p.note(msg, FieldSeq, err)
-	p.SourceOffset, p.HasOffset, err = readInt(msg, KeySourceOffset)
-	p.note(msg, FieldSourceOffset, err)
-	p.Epoch, p.HasEpoch, err = ReadEpoch(msg)
-	p.note(msg, FieldPartitionEpoch, err)
+	p.Epoch, p.HasEpoch, err = epochValue(v)
+	p.note(FieldPartitionEpoch, v, err)
 	return p
 }
 
-// note records whether the non-string key f is present and malformed.
-func (p *Parsed) note(msg *service.Message, f Field, err error) {
-	if v, ok := msg.MetaGetMut(f.Key()); ok && v != nil && v != "" {
+// fromStamp records a typed key read from the typed value.
+func (p *Parsed) fromStamp(st *stamp, f Field) {
+	if st.present.Has(f) {
+		p.Present = p.Present.with(f)
+	}
+}
+
+// note records whether the key f, with metadata value v, is present and
+// malformed.
+func (p *Parsed) note(f Field, v any, err error) {
+	if v != nil && v != "" {
 		p.Present = p.Present.with(f)
 	}
 	if err == nil {

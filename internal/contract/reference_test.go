@@ -8,7 +8,8 @@ import (
 
 // writeReference and readReference are Write and Read as they were before
 // the typed value existed: the oracle the tests compare the current code
-// with, so that the string keys stay byte for byte what they were.
+// with (through Materialize), so that the contract stays byte for byte
+// what it was.
 func writeReference(msg *service.Message, m Meta) {
 	refSet := func(key, v string) {
 		if v == "" {
@@ -55,6 +56,14 @@ func readReference(msg *service.Message) (Meta, error) {
 	m.Table, _ = msg.MetaGet(KeyTable)
 	m.TxnID, _ = msg.MetaGet(KeyTxnID)
 	m.SeqSource, _ = msg.MetaGet(KeySeqSource)
+	readBool := func(msg *service.Message, key string) (bool, error) {
+		v, _ := msg.MetaGetMut(key)
+		return boolValue(key, v)
+	}
+	readInt := func(msg *service.Message, key string) (int64, bool, error) {
+		v, _ := msg.MetaGetMut(key)
+		return intValue(key, v)
+	}
 	var err error
 	if m.TxnEnd, err = readBool(msg, KeyTxnEnd); err != nil {
 		return m, err

@@ -4,28 +4,41 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"unsafe"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
-// KeyTyped holds the typed form of the contract, written next to the string
-// keys by Write and Writer: a Go value (opaque to users) that Parse reads
-// first, so that the output neither parses the numbers again nor re-checks
-// a row body the assembler already validated. It is valid only while every
-// string key holds what was written with it; Parse checks that, so the
-// string keys stay the contract and a hand-written mapping never needs to
-// set this key. Rendered as text (a Kafka header, a log line) it is a small
-// JSON object.
+// KeyTyped holds the typed form of the contract, written by Write and
+// Writer: a Go value (opaque to users) that Parse reads first. It carries
+// the keys a mapping or an interpolation rarely reads — KeySeq,
+// KeySeqSource, KeySourceOffset, KeyTxnEnd, KeyTxnAbort and KeyMarker (the
+// typed keys) — which Write therefore does not set as strings, and what the
+// writer established about a row body it built (Parsed.Row). The string
+// keys a user routes on or interpolates (KeyPartition, KeyDatabase,
+// KeyTable, KeyTxnID and KeyPartitionEpoch) are always written as strings
+// and always read from the strings.
+//
+// A typed key set as metadata after the writer (by a later processor or a
+// mapping) wins over the typed value, whatever it holds, so the string keys
+// stay the contract: a hand-written mapping never needs this key, and one
+// that changes a key after the assembler is obeyed. Materialize writes the
+// typed keys back as strings (for dead letters, Kafka headers and anything
+// else that leaves the process). Rendered as text (a Kafka header, a log
+// line) the value is a small JSON object of the typed keys.
 const KeyTyped = "starrocks_contract"
+
+// typedFields are the keys the typed value carries, in Field order.
+var typedFields = [...]Field{FieldSeqSource, FieldTxnEnd, FieldTxnAbort, FieldMarker, FieldSeq, FieldSourceOffset}
 
 // stamp is the value under KeyTyped. It is immutable once written, so
 // message copies share it.
 type stamp struct {
-	meta    Meta
+	// meta holds the typed keys' values (the string keys' too, as
+	// written, for Materialize's sake only: Parse reads those from the
+	// strings).
+	meta Meta
+	// present is the set of typed keys the writer set.
 	present Fields
-	// seq, offset and epoch are the decimal strings written.
-	seq, offset, epoch string
 	// body is the row body set on the message, when hasRow: a JSON object
 	// whose __op says del.
 	body   []byte
@@ -33,62 +46,95 @@ type stamp struct {
 	del    bool
 }
 
-// matches reports whether every string key of msg still holds what was
-// written with the stamp.
-func (st *stamp) matches(msg *service.Message) bool {
+// typedValue returns the stamp a message carries, or nil.
+func typedValue(msg *service.Message) *stamp {
+	v, ok := msg.MetaGetMut(KeyTyped)
+	if !ok {
+		return nil
+	}
+	st, _ := v.(*stamp)
+	return st
+}
+
+// Materialize sets every typed key the message's typed value carries as a
+// string, unless the key is already set (a later processor's value wins,
+// as in Parse): afterwards the string keys alone hold the whole contract,
+// as a hand-written mapping would have set them. Call it on a copy of a
+// message that leaves the pipeline with its metadata as text (dead letters,
+// Kafka headers). It reports whether the message carried a typed value.
+func Materialize(msg *service.Message) bool {
+	st := typedValue(msg)
+	if st == nil {
+		return false
+	}
 	m := &st.meta
-	return metaIs(msg, KeyPartition, m.Partition) &&
-		metaIs(msg, KeyTxnID, m.TxnID) &&
-		metaIs(msg, KeySeq, st.seq) &&
-		metaIs(msg, KeySeqSource, m.SeqSource) &&
-		metaIs(msg, KeySourceOffset, st.offset) &&
-		metaIs(msg, KeyDatabase, m.Database) &&
-		metaIs(msg, KeyTable, m.Table) &&
-		metaIs(msg, KeyTxnEnd, flag(m.TxnEnd)) &&
-		metaIs(msg, KeyMarker, flag(m.Marker)) &&
-		metaIs(msg, KeyTxnAbort, flag(m.TxnAbort)) &&
-		metaIs(msg, KeyPartitionEpoch, st.epoch)
+	for _, f := range typedFields {
+		if !st.present.Has(f) {
+			continue
+		}
+		if _, set := msg.MetaGetMut(f.Key()); set {
+			continue
+		}
+		var v string
+		switch f {
+		case FieldSeqSource:
+			v = m.SeqSource
+		case FieldTxnEnd, FieldTxnAbort, FieldMarker:
+			v = "true"
+		case FieldSeq:
+			v = strconv.FormatInt(m.Seq, 10)
+		case FieldSourceOffset:
+			v = strconv.FormatInt(m.SourceOffset, 10)
+		}
+		msg.MetaSetMut(f.Key(), v)
+	}
+	return true
 }
 
-// metaIs reports whether key holds the string want, or is absent when want
-// is empty.
-func metaIs(msg *service.Message, key, want string) bool {
-	v, ok := msg.MetaGetMut(key)
-	if want == "" {
-		return !ok
+// Materialized returns msg itself when it carries no typed value, else a
+// copy with the typed keys materialized (Materialize): for a component
+// that reads metadata as text and must not change the message it was
+// given.
+func Materialized(msg *service.Message) *service.Message {
+	if typedValue(msg) == nil {
+		return msg
 	}
-	return isString(v, want)
-}
-
-func flag(b bool) string {
-	if b {
-		return "true"
-	}
-	return ""
+	c := msg.Copy()
+	Materialize(c)
+	return c
 }
 
 // MarshalJSON renders the stamp where Benthos turns metadata into text.
 func (st *stamp) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Seq       string `json:"seq"`
-		SeqSource string `json:"seq_source"`
-		Row       bool   `json:"row"`
-		Delete    bool   `json:"delete,omitempty"`
-	}{st.seq, st.meta.SeqSource, st.hasRow, st.del})
+	type rendered struct {
+		Seq          *int64 `json:"seq,omitempty"`
+		SeqSource    string `json:"seq_source,omitempty"`
+		SourceOffset *int64 `json:"source_offset,omitempty"`
+		TxnEnd       bool   `json:"txn_end,omitempty"`
+		TxnAbort     bool   `json:"txn_abort,omitempty"`
+		Marker       bool   `json:"marker,omitempty"`
+		Row          bool   `json:"row"`
+		Delete       bool   `json:"delete,omitempty"`
+	}
+	r := rendered{SeqSource: st.meta.SeqSource, TxnEnd: st.meta.TxnEnd, TxnAbort: st.meta.TxnAbort,
+		Marker: st.meta.Marker, Row: st.hasRow, Delete: st.del}
+	if st.meta.HasSeq {
+		r.Seq = &st.meta.Seq
+	}
+	if st.meta.HasOffset {
+		r.SourceOffset = &st.meta.SourceOffset
+	}
+	return json.Marshal(r)
 }
-
-// boxedTrue is the flag value, boxed once.
-var boxedTrue any = "true"
 
 // Writer writes the contract like Write, with fewer allocations: it keeps
 // the boxed form of the string values that repeat from message to message
-// (partition, transaction, table, database, instance tag, epoch), and takes
-// stamps and decimal strings from blocks it allocates in bulk. A Writer is
-// not safe for concurrent use: give each assembler instance its own.
+// (partition, transaction, table, database, epoch), and takes stamps from
+// blocks it allocates in bulk. A Writer is not safe for concurrent use:
+// give each assembler instance its own.
 type Writer struct {
 	boxes  [numFields]boxCache
 	stamps []stamp
-	digits []byte
 }
 
 // Block sizes: a block stays in memory while any message made from it
@@ -96,7 +142,6 @@ type Writer struct {
 // blocks.
 const (
 	stampBlock = 32
-	digitBlock = 4096
 	// maxBoxed is the longest string the Writer keeps boxed.
 	maxBoxed = 256
 )
@@ -135,40 +180,42 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 	}
 	st.meta = m
 	st.body, st.hasRow, st.del = body, body != nil, del && body != nil
-	w.setString(msg, st, FieldPartition, m.Partition)
-	w.setString(msg, st, FieldDatabase, m.Database)
-	w.setString(msg, st, FieldTable, m.Table)
-	w.setString(msg, st, FieldTxnID, m.TxnID)
-	w.setString(msg, st, FieldSeqSource, m.SeqSource)
-	w.setFlag(msg, st, FieldTxnEnd, m.TxnEnd)
-	w.setFlag(msg, st, FieldTxnAbort, m.TxnAbort)
-	w.setFlag(msg, st, FieldMarker, m.Marker)
+	w.setString(msg, FieldPartition, m.Partition)
+	w.setString(msg, FieldDatabase, m.Database)
+	w.setString(msg, FieldTable, m.Table)
+	w.setString(msg, FieldTxnID, m.TxnID)
+	// The typed keys live in the stamp only; a string left under one of
+	// them (by an input's headers, or an earlier writer) would override it.
+	for _, f := range typedFields {
+		msg.MetaDelete(f.Key())
+	}
+	if m.SeqSource != "" {
+		st.present = st.present.with(FieldSeqSource)
+	}
+	if m.TxnEnd {
+		st.present = st.present.with(FieldTxnEnd)
+	}
+	if m.TxnAbort {
+		st.present = st.present.with(FieldTxnAbort)
+	}
+	if m.Marker {
+		st.present = st.present.with(FieldMarker)
+	}
 	if m.HasSeq {
-		st.seq = w.decimal(m.Seq)
-		msg.MetaSetMut(KeySeq, st.seq)
 		st.present = st.present.with(FieldSeq)
-	} else {
-		msg.MetaDelete(KeySeq)
 	}
 	if m.HasOffset {
-		st.offset = w.decimal(m.SourceOffset)
-		msg.MetaSetMut(KeySourceOffset, st.offset)
 		st.present = st.present.with(FieldSourceOffset)
-	} else {
-		msg.MetaDelete(KeySourceOffset)
 	}
 	switch {
 	case m.HasEpoch && m.Epoch > math.MaxInt64:
-		// Read refuses such an epoch; so must the typed value.
+		// Read refuses such an epoch; it is written as given, and the
+		// output poisons the transaction it names.
 		msg.MetaSetMut(KeyPartitionEpoch, strconv.FormatUint(m.Epoch, 10))
-		msg.MetaDelete(KeyTyped)
-		return
 	case m.HasEpoch:
-		st.epoch = w.decimal(int64(m.Epoch))
-		st.present = st.present.with(FieldPartitionEpoch)
-		if cur, _ := msg.MetaGetMut(KeyPartitionEpoch); !isString(cur, st.epoch) {
-			// Usually the input's own value is already this string.
-			msg.MetaSetMut(KeyPartitionEpoch, w.box(FieldPartitionEpoch, st.epoch))
+		if cur, _ := msg.MetaGetMut(KeyPartitionEpoch); !isEpoch(cur, m.Epoch) {
+			// Usually the input's own value is already this number.
+			msg.MetaSetMut(KeyPartitionEpoch, w.box(FieldPartitionEpoch, strconv.FormatUint(m.Epoch, 10)))
 		}
 	default:
 		msg.MetaDelete(KeyPartitionEpoch)
@@ -176,27 +223,23 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 	msg.MetaSetMut(KeyTyped, st)
 }
 
-func isString(v any, want string) bool {
+// isEpoch reports whether v is the canonical decimal string of epoch, as an
+// input stamps it.
+func isEpoch(v any, epoch uint64) bool {
 	s, ok := v.(string)
-	return ok && s == want
+	if !ok || len(s) == 0 || len(s) > 20 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return err == nil && n == epoch
 }
 
-func (w *Writer) setString(msg *service.Message, st *stamp, f Field, v string) {
+func (w *Writer) setString(msg *service.Message, f Field, v string) {
 	if v == "" {
 		msg.MetaDelete(f.Key())
 		return
 	}
 	msg.MetaSetMut(f.Key(), w.box(f, v))
-	st.present = st.present.with(f)
-}
-
-func (w *Writer) setFlag(msg *service.Message, st *stamp, f Field, v bool) {
-	if !v {
-		msg.MetaDelete(f.Key())
-		return
-	}
-	msg.MetaSetMut(f.Key(), boxedTrue)
-	st.present = st.present.with(f)
 }
 
 // box returns s as an interface value, reusing the one made for the same
@@ -215,20 +258,6 @@ func (w *Writer) stamp() *stamp {
 	st := &w.stamps[0]
 	w.stamps = w.stamps[1:]
 	return st
-}
-
-// decimal formats n, taking the bytes from a shared block that is only ever
-// appended to (so the strings made from it never change).
-func (w *Writer) decimal(n int64) string {
-	if w == nil || (n >= 0 && n < 100) {
-		return strconv.FormatInt(n, 10) // small numbers are static strings
-	}
-	if cap(w.digits)-len(w.digits) < 20 {
-		w.digits = make([]byte, 0, digitBlock)
-	}
-	start := len(w.digits)
-	w.digits = strconv.AppendInt(w.digits, n, 10)
-	return unsafe.String(&w.digits[start], len(w.digits)-start)
 }
 
 // boxCache remembers the last few strings boxed for one key.

@@ -102,18 +102,21 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// checkParse compares Parse with the string path and with the reference
-// Read on msg, and checks the key sets against their definitions.
+// checkParse compares Parse with the string keys of the message with its
+// typed keys materialized, and with the reference Read on that message,
+// and checks the key sets against their definitions.
 func checkParse(t require.TestingT, msg *service.Message) Parsed {
 	p := Parse(msg)
-	q := parseStrings(msg)
-	require.Equal(t, q.Meta, p.Meta, "the typed path and the string keys disagree")
+	ref := Materialized(msg)
+	q := parseStrings(ref)
+	require.Equal(t, q.Meta, p.Meta, "the typed path and the materialized string keys disagree")
 	require.Equal(t, q.Present, p.Present)
 	require.Equal(t, q.Malformed, p.Malformed)
 	require.Equal(t, errText(q.Err), errText(p.Err))
+	require.Equal(t, typedValue(msg) != nil, p.Typed())
 
 	m, err := Read(msg)
-	rm, rerr := readReference(msg)
+	rm, rerr := readReference(ref)
 	require.Equal(t, rm, m, "Read changed")
 	require.Equal(t, errText(rerr), errText(err), "Read's error changed")
 
@@ -121,19 +124,19 @@ func checkParse(t require.TestingT, msg *service.Message) Parsed {
 		var present, malformed bool
 		switch f {
 		case FieldPartition, FieldDatabase, FieldTable, FieldTxnID, FieldSeqSource:
-			s, _ := msg.MetaGet(f.Key())
+			s, _ := ref.MetaGet(f.Key())
 			present = s != ""
 		default:
-			v, ok := msg.MetaGetMut(f.Key())
+			v, ok := ref.MetaGetMut(f.Key())
 			present = ok && v != nil && v != ""
 			var ferr error
 			switch f {
 			case FieldTxnEnd, FieldTxnAbort, FieldMarker:
-				_, ferr = readBool(msg, f.Key())
+				_, ferr = boolValue(f.Key(), v)
 			case FieldPartitionEpoch:
-				_, _, ferr = ReadEpoch(msg)
+				_, _, ferr = epochValue(v)
 			default:
-				_, _, ferr = readInt(msg, f.Key())
+				_, _, ferr = intValue(f.Key(), v)
 			}
 			malformed = ferr != nil
 			if malformed {
@@ -148,6 +151,9 @@ func checkParse(t require.TestingT, msg *service.Message) Parsed {
 	return p
 }
 
+// Write sets the string keys users route on as strings and the typed keys
+// in the typed value only; materialized, the message carries exactly what
+// Write always wrote, and Parse reads it.
 func TestWriteMatchesReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var w Writer
@@ -164,28 +170,51 @@ func TestWriteMatchesReference(t *testing.T) {
 				w.WriteRow(got, m, []byte(`{"a":1,"__op":0}`), false)
 			}
 			writeReference(want, m)
-			require.Equal(t, metaStrings(want), metaStrings(got), "the string keys differ from what Write always wrote")
-			_, typed := got.MetaGetMut(KeyTyped)
-			require.Equal(t, !(m.HasEpoch && m.Epoch > math.MaxInt64), typed, "the typed value is written unless Read would refuse the epoch")
+			for _, f := range typedFields {
+				_, set := got.MetaGetMut(f.Key())
+				require.False(t, set, "%s is not written as a string", f)
+			}
+			require.Equal(t, metaStrings(want), metaStrings(Materialized(got)), "the materialized keys differ from what Write always wrote")
 			p := checkParse(t, got)
-			require.Equal(t, typed, p.Typed(), "an untouched message parses from its typed value")
+			require.True(t, p.Typed(), "a written message carries the typed value")
 		}
 	})
 }
 
+// A processor after the writer may change any key: Parse then reads what
+// a materialized message with the same change would hold.
 func TestParseTypedNeverDisagreesWithStrings(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var w Writer
 		msg := genMessage(t, "pre")()
-		m := genMeta(t)
-		w.Write(msg, m)
-		typed := !(m.HasEpoch && m.Epoch > math.MaxInt64)
-		mutated := mutate(t, msg)
-		p := checkParse(t, msg)
-		if !mutated {
-			require.Equal(t, typed, p.Typed())
-		}
+		w.Write(msg, genMeta(t))
+		mutate(t, msg)
+		checkParse(t, msg)
 	})
+}
+
+// Materialize fills only what is not set: a key changed after the writer
+// keeps its new value, and a message without a typed value is untouched.
+func TestMaterializeKeepsLaterValues(t *testing.T) {
+	msg := service.NewMessage(nil)
+	Write(msg, Meta{Partition: "p", TxnID: "t", HasSeq: true, Seq: 7, SeqSource: "s", HasOffset: true, SourceOffset: 9, TxnEnd: true, Marker: true})
+	msg.MetaSetMut(KeyTxnEnd, "false")
+	c := Materialized(msg)
+	require.NotSame(t, msg, c, "a typed message is copied")
+	for k, want := range map[string]string{KeySeq: "7", KeySeqSource: "s", KeySourceOffset: "9", KeyMarker: "true", KeyTxnEnd: "false", KeyPartition: "p", KeyTxnID: "t"} {
+		v, _ := c.MetaGet(k)
+		assert.Equal(t, want, v, k)
+	}
+	_, set := c.MetaGetMut(KeyTxnAbort)
+	assert.False(t, set, "a false flag stays absent")
+	_, set = msg.MetaGetMut(KeySeq)
+	assert.False(t, set, "the original is not changed")
+	assert.False(t, Parse(c).TxnEnd, "the later value wins")
+
+	plain := service.NewMessage(nil)
+	plain.MetaSetMut(KeySeq, "3")
+	assert.Same(t, plain, Materialized(plain))
+	assert.False(t, Materialize(plain))
 }
 
 func TestReadOnArbitraryMetadata(t *testing.T) {
@@ -207,7 +236,7 @@ func TestParseTellsMalformedFromAbsent(t *testing.T) {
 	msg.MetaSetMut(KeySeq, "twelve")
 	msg.MetaSetMut(KeyTxnEnd, "yes")
 	p = Parse(msg)
-	assert.False(t, p.Typed(), "a changed key makes Parse read the strings")
+	assert.True(t, p.Typed())
 	assert.True(t, p.Named(), "the message still names its partition and transaction")
 	assert.Equal(t, "cdc/1", p.Partition)
 	assert.Equal(t, "t-9", p.TxnID)
@@ -259,10 +288,15 @@ func TestRowFactsFollowTheBody(t *testing.T) {
 	c.MetaSetMut(KeyTable, "other")
 	b, _ = c.AsBytes()
 	p = Parse(c)
-	assert.False(t, p.Typed())
 	_, ok = p.Row(b)
-	assert.False(t, ok, "without a verified typed value there are no facts")
+	assert.True(t, ok, "the facts are about the body, which is unchanged")
 	assert.Equal(t, "other", p.Table, "the changed string key wins")
+
+	c = msg.Copy()
+	c.MetaDelete(KeyTyped)
+	b, _ = c.AsBytes()
+	_, ok = Parse(c).Row(b)
+	assert.False(t, ok, "without the typed value there are no facts")
 
 	m := service.NewMessage(body)
 	w.Write(m, Meta{Partition: "p", HasSeq: true, Seq: 2})
@@ -278,7 +312,8 @@ func TestTypedValueRendersAsJSON(t *testing.T) {
 	require.True(t, ok)
 	var v map[string]any
 	require.NoError(t, json.Unmarshal([]byte(s), &v), s)
-	assert.Equal(t, "7", v["seq"])
+	assert.Equal(t, float64(7), v["seq"])
+	assert.Equal(t, "a1", v["seq_source"])
 }
 
 func TestWriterReusesButNeverConfusesValues(t *testing.T) {
@@ -297,7 +332,7 @@ func TestWriterReusesButNeverConfusesValues(t *testing.T) {
 		assert.Equal(t, int64(1000+i), m.Seq)
 		assert.Equal(t, int64(i*1000003), m.SourceOffset)
 		assert.Equal(t, uint64(i%3), m.Epoch)
-		v, _ := msg.MetaGet(KeySeq)
+		v, _ := Materialized(msg).MetaGet(KeySeq)
 		assert.Equal(t, strconv.Itoa(1000+i), v)
 	}
 }

@@ -5,8 +5,10 @@
 // commits only those offsets, fences the partitions it loses and numbers each
 // assignment of a partition (its epoch, stamped on the messages); the
 // txn_assembler resets a fenced partition, and the assembler and the output
-// drop messages of an assignment that is over. None of the plugins imports another:
-// they all find the same Registry through service.Resources.
+// drop messages of an assignment that is over; the assembler also tells the
+// input which records end a source transaction, so that the input delivers
+// whole ones (TxnEnds). None of the plugins imports another: they all find
+// the same Registry through service.Resources.
 package registry
 
 import (
@@ -55,6 +57,37 @@ type Registry struct {
 	// watchers (at most maxUnclaimed).
 	unclaimed         map[string]struct{}
 	unclaimedWatchers []func(key string, claimed []string)
+	// ends is the registered EndFunc; endsRegistered counts registrations.
+	ends           EndFunc
+	endsRegistered int
+}
+
+// EndFunc reports whether a message, as an input delivers it, ends a
+// source transaction of its partition (the last row, an END event, an
+// abort): after it, the partition has no open transaction. It is safe for
+// concurrent use.
+type EndFunc func(msg *service.Message) bool
+
+// SetTxnEnds is called by an assembler that reads the input's partitions as
+// they are (one source stream per Kafka partition) to tell the input where
+// source transactions end.
+func (r *Registry) SetTxnEnds(fn EndFunc) {
+	r.mu.Lock()
+	r.ends = fn
+	r.endsRegistered++
+	r.mu.Unlock()
+}
+
+// TxnEnds returns the EndFunc of the stream's assembler, or nil when there is
+// none, or more than one (then no single one can be trusted for every
+// record).
+func (r *Registry) TxnEnds() EndFunc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.endsRegistered != 1 {
+		return nil
+	}
+	return r.ends
 }
 
 // maxUnclaimed bounds how many distinct unclaimed partition keys are

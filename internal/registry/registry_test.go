@@ -199,3 +199,15 @@ func TestUnclaimedWatcherMayCallTheRegistry(t *testing.T) {
 	r.PublishCommitted("wrong", 1)
 	assert.Zero(t, epoch)
 }
+
+// One assembler's EndFunc reaches the input; with none, or with two, there
+// is none to trust.
+func TestTxnEnds(t *testing.T) {
+	r := New()
+	assert.Nil(t, r.TxnEnds())
+	r.SetTxnEnds(func(*service.Message) bool { return true })
+	require.NotNil(t, r.TxnEnds())
+	assert.True(t, r.TxnEnds()(service.NewMessage(nil)))
+	r.SetTxnEnds(func(*service.Message) bool { return false })
+	assert.Nil(t, r.TxnEnds(), "two assemblers registered")
+}

@@ -59,6 +59,10 @@ type Options struct {
 	DeleteRatio float64
 	// Events adds one order_events row per transaction.
 	Events bool
+	// Tables, when set, replaces the orders schema by that many PRIMARY KEY
+	// tables (WideSchema): every transaction writes RowsPerWideTxn rows to
+	// tables drawn at random.
+	Tables int
 }
 
 // Generator produces source transactions. It is not safe for concurrent use.
@@ -73,6 +77,8 @@ type Generator struct {
 	// row, as CDC sources send it (StarRocks validates delete rows like
 	// upserts, so a key-only delete would be filtered on NOT NULL columns).
 	orders map[int64]Row
+	// wideLive holds per partition the keys the wide workload wrote.
+	wideLive [][]wideKey
 }
 
 // NewGenerator returns a generator; zero options get sensible defaults.
@@ -91,6 +97,9 @@ func NewGenerator(opts Options) *Generator {
 		txnSeq: make([]int64, opts.Partitions),
 		orders: map[int64]Row{},
 	}
+	if opts.Tables > 0 {
+		g.wideLive = make([][]wideKey, opts.Partitions)
+	}
 	return g
 }
 
@@ -103,6 +112,9 @@ func (g *Generator) Partitions() int32 { return g.opts.Partitions }
 func (g *Generator) Next(p int32) Txn {
 	g.txnSeq[p]++
 	t := Txn{Partition: p, ID: fmt.Sprintf("p%d-t%d", p, g.txnSeq[p])}
+	if g.opts.Tables > 0 {
+		return g.nextWide(t)
+	}
 	roll := g.rng.Float64()
 	live := g.live[p]
 	switch {
@@ -198,12 +210,13 @@ type Model struct {
 	orders map[int64]Row
 	items  map[[2]int64]Row
 	events map[int64]int
+	wide   map[string]map[int64]string
 	txns   int
 }
 
 // NewModel returns an empty model.
 func NewModel() *Model {
-	return &Model{orders: map[int64]Row{}, items: map[[2]int64]Row{}, events: map[int64]int{}}
+	return &Model{orders: map[int64]Row{}, items: map[[2]int64]Row{}, events: map[int64]int{}, wide: map[string]map[int64]string{}}
 }
 
 // Apply records a committed source transaction.
@@ -229,6 +242,8 @@ func (m *Model) Apply(t Txn) {
 			}
 		case TableEvents:
 			m.events[asInt(c.Row["event_id"])]++
+		default:
+			m.applyWide(c)
 		}
 	}
 }

@@ -140,3 +140,36 @@ func TestProducerCommitsAndAbortsKafkaTransactions(t *testing.T) {
 	cl.PollFetches(extraCtx).EachRecord(func(*kgo.Record) { got++ })
 	assert.Equal(t, p.Stats.Records.Load(), got)
 }
+
+// The wide workload spreads each transaction's rows over its tables, keeps
+// keys apart per partition, and its model is what the rows say.
+func TestWideWorkload(t *testing.T) {
+	g := NewGenerator(Options{Partitions: 3, Seed: 5, Tables: 12})
+	m := NewModel()
+	seen := map[string]bool{}
+	updates := 0
+	ids := map[int64]int32{}
+	for i := 0; i < 600; i++ {
+		tx := g.Next(int32(i % 3))
+		require.Len(t, tx.Changes, RowsPerWideTxn)
+		for _, c := range tx.Changes {
+			seen[c.Table] = true
+			id := asInt(c.Row["id"])
+			if p, ok := ids[id]; ok {
+				require.Equal(t, tx.Partition, p, "a key stays in its partition")
+				updates++
+			}
+			ids[id] = tx.Partition
+		}
+		m.Apply(tx)
+	}
+	assert.Len(t, seen, 12, "every table gets rows")
+	assert.Greater(t, updates, 300, "some rows update earlier ones")
+	snap := m.WideSnapshot()
+	total := 0
+	for _, lines := range snap {
+		total += len(lines)
+	}
+	assert.Equal(t, len(ids), total, "one row per key")
+	assert.Contains(t, WideSchema(2), "`test`.`wide_001`")
+}

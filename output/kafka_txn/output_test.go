@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // TestBatchesArriveWholeAndInOrder writes batches one after another with
@@ -390,4 +392,32 @@ func TestProduceFaultMatrix(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The contract's typed keys (in starrocks_contract, not set as strings by
+// the txn_assembler) become headers as the strings a mapping would set; a
+// key set after the assembler keeps its value, and the message itself is
+// not changed.
+func TestTypedContractBecomesStringHeaders(t *testing.T) {
+	c := newCluster(t, 1, 1)
+	o, _ := testOutput(t, c, "metadata:\n  include_patterns: [ \"^starrocks_\" ]\n")
+	msg := service.NewMessage([]byte(`{"id":1}`))
+	contract.Write(msg, contract.Meta{Partition: "cdc/0", TxnID: "t-9", HasSeq: true, Seq: 41, SeqSource: "a1",
+		HasOffset: true, SourceOffset: 700, TxnEnd: true, Marker: true})
+	msg.MetaSetMut(contract.KeyMarker, "false")
+	recs, err := o.records(service.MessageBatch{msg})
+	require.NoError(t, err)
+	headers := map[string]string{}
+	for _, h := range recs[0].Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	for k, want := range map[string]string{
+		contract.KeyPartition: "cdc/0", contract.KeyTxnID: "t-9", contract.KeySeq: "41", contract.KeySeqSource: "a1",
+		contract.KeySourceOffset: "700", contract.KeyTxnEnd: "true", contract.KeyMarker: "false",
+	} {
+		assert.Equal(t, want, headers[k], k)
+	}
+	assert.NotContains(t, headers, contract.KeyTxnAbort, "a false flag is no header")
+	_, set := msg.MetaGetMut(contract.KeySeq)
+	assert.False(t, set, "the message itself is unchanged")
 }

@@ -6,12 +6,15 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // records converts a batch into records: topic, key and partition
 // interpolated per message, the body as the value, and the metadata that
 // matches the filter as headers (sorted by key, so the same message gets the
-// same headers in the same order).
+// same headers in the same order), the metadata contract's typed keys
+// materialized as strings.
 func (o *Output) records(batch service.MessageBatch) ([]*kgo.Record, error) {
 	recs := make([]*kgo.Record, len(batch))
 	for i, msg := range batch {
@@ -41,7 +44,9 @@ func (o *Output) records(batch service.MessageBatch) ([]*kgo.Record, error) {
 			return nil, fmt.Errorf("message %d: reading its body: %w", i, err)
 		}
 		if o.conf.metadata != nil {
-			_ = o.conf.metadata.Walk(msg, func(k, v string) error {
+			// The contract's typed keys become headers as the strings a
+			// hand-written mapping would set (contract.Materialize).
+			_ = o.conf.metadata.Walk(contract.Materialized(msg), func(k, v string) error {
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 				return nil
 			})

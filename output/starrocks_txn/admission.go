@@ -42,6 +42,11 @@ type item struct {
 	body     []byte
 	isRow    bool
 	isDelete bool
+	// vouched is set when the assembler that wrote the contract built this
+	// very body and established that it is one JSON object, and isDelete
+	// with it (contract.Parsed.Row): parseBody then neither validates nor
+	// decodes it again.
+	vouched bool
 	// poison is why the message's source transaction cannot be loaded
 	// (parseContract, parseBody, a duplicate seq).
 	poison error
@@ -73,8 +78,11 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	// One executor per batch: batch.TryInterpolatedString copies the whole
 	// batch on every call, which made parsing quadratic in the batch size.
 	targets := batchTargets{db: batch.InterpolationExecutor(o.conf.database), table: batch.InterpolationExecutor(o.conf.table)}
+	// The items in one block: they live as long as the call, which
+	// returns once every one of them is done.
+	block := make([]item, len(batch))
 	for i := range batch {
-		items[i] = o.parseContract(batch[i], c, now)
+		items[i] = o.parseContractInto(&block[i], batch[i], c, now)
 	}
 	// The call's seqs are held before the bodies are parsed: a gap they
 	// leave is a call on its way, not a dropped message, however long the
@@ -131,19 +139,18 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	}
 }
 
-// batchTargets resolves the database and table fields for the messages of one
-// batch.
-type batchTargets struct {
-	db, table *service.MessageBatchInterpolationExecutor
-}
-
 // parseContract reads the contract of one message. It and parseBody are
 // where a problem with a message becomes a poison: recorded on the item,
 // never returned, and carried by applyLocked to the source transaction the
 // message joins, which then goes whole to dead_letter (or stalls its
 // partition).
 func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *item {
-	it := &item{call: c, msg: msg, t0: sourceTime(msg, now)}
+	return o.parseContractInto(&item{}, msg, c, now)
+}
+
+// parseContractInto is parseContract into an item the caller allocated.
+func (o *Output) parseContractInto(it *item, msg *service.Message, c *call, now time.Time) *item {
+	*it = item{call: c, msg: msg, t0: sourceTime(msg, now)}
 	parsed := contract.Parse(msg)
 	meta := parsed.Meta
 	it.meta = meta
@@ -167,6 +174,13 @@ func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *it
 	if perr := msg.GetError(); perr != nil && it.poison == nil {
 		it.poison = fmt.Errorf("processing error on the message: %w", perr)
 	}
+	if parsed.Typed() {
+		if body, err := msg.AsBytes(); err == nil {
+			if facts, ok := parsed.Row(bytes.TrimSpace(body)); ok {
+				it.vouched, it.isDelete = true, facts.Delete
+			}
+		}
+	}
 	return it
 }
 
@@ -177,7 +191,6 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 		o.parseHook()
 	}
 	msg, meta := batch[i], it.meta
-	var err error
 	body, berr := msg.AsBytes()
 	if berr != nil && it.poison == nil {
 		it.poison = fmt.Errorf("reading the message body: %w", berr)
@@ -191,16 +204,18 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 	if it.poison != nil {
 		return
 	}
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+	if !it.vouched && (len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed)) {
 		it.poison = errors.New("the message body is not a JSON object")
 		return
 	}
-	if it.db, err = targets.db.TryString(i); err != nil {
-		it.poison = fmt.Errorf("interpolating database: %w", err)
+	var dbErr, tableErr error
+	it.db, it.table, dbErr, tableErr = o.target(targets, i, meta)
+	if dbErr != nil {
+		it.poison = fmt.Errorf("interpolating database: %w", dbErr)
 		return
 	}
-	if it.table, err = targets.table.TryString(i); err != nil {
-		it.poison = fmt.Errorf("interpolating table: %w", err)
+	if tableErr != nil {
+		it.poison = fmt.Errorf("interpolating table: %w", tableErr)
 		return
 	}
 	if err := starrocks.ValidateName("database", it.db); err != nil {
@@ -211,23 +226,41 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 		it.poison = err
 		return
 	}
-	it.isDelete = starrocks.IsDeleteRow(trimmed)
+	if !it.vouched {
+		it.isDelete = starrocks.IsDeleteRow(trimmed)
+	}
 }
 
 // sourceTime is the creation time of the message for the visibility latency:
-// the Kafka record timestamp when there is one, else its arrival.
+// the Kafka record timestamp when there is one, else its arrival. The
+// kafka_txn input sets the timestamps as integers, read as they are; any
+// other value is read as its text, as before.
 func sourceTime(msg *service.Message, now time.Time) time.Time {
-	if v, ok := msg.MetaGet("kafka_timestamp_ms"); ok {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return time.UnixMilli(ms)
-		}
+	if ms, ok := metaInt(msg, "kafka_timestamp_ms"); ok && ms > 0 {
+		return time.UnixMilli(ms)
 	}
-	if v, ok := msg.MetaGet("kafka_timestamp_unix"); ok {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-			return time.Unix(s, 0)
-		}
+	if s, ok := metaInt(msg, "kafka_timestamp_unix"); ok && s > 0 {
+		return time.Unix(s, 0)
 	}
 	return now
+}
+
+// metaInt reads an integer metadata value without rendering it as text when
+// it is one already.
+func metaInt(msg *service.Message, key string) (int64, bool) {
+	v, ok := msg.MetaGetMut(key)
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	}
+	s, _ := msg.MetaGet(key)
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // waitForCapacity blocks admission at twice buffer_size while something

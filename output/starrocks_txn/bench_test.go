@@ -158,7 +158,7 @@ func TestBenchmarkReport(t *testing.T) {
 	const bufferSize = 128 << 20
 
 	var results []benchResult
-	results = append(results, runBench(t, "drop (engine ceiling)", "drop: {}\n", rows, nil, 64))
+	results = append(results, runBench(t, "drop (the pre-built stream, no output work)", "drop: {}\n", rows, nil, 64))
 
 	e1 := startEmulator(t)
 	results = append(results, runBench(t, "starrocks_txn", fmt.Sprintf(`

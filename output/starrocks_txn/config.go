@@ -132,11 +132,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The target database of a data row.").
 				Example("analytics").
 				Example(`${! @starrocks_database.replace_all("shop_", "") }`).
-				Default("${! @starrocks_database }"),
+				Default(defaultDatabase),
 			service.NewInterpolatedStringField(fieldTable).
 				Description("The target table of a data row.").
 				Example(`${! "cdc_" + @starrocks_table }`).
-				Default("${! @starrocks_table }"),
+				Default(defaultTable),
 			service.NewDurationField(fieldCommitInterval).
 				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
 				Example("500ms").
@@ -277,11 +277,16 @@ type tableProps struct {
 }
 
 type config struct {
-	loadURLs           []string
-	username           string
-	password           string
-	database           *service.InterpolatedString
-	table              *service.InterpolatedString
+	loadURLs []string
+	username string
+	password string
+	database *service.InterpolatedString
+	table    *service.InterpolatedString
+	// dbFromContract and tableFromContract are set when database and table
+	// are their defaults, which read the contract's keys: parseBody then
+	// takes the values the contract parse already read (targets.go).
+	dbFromContract     bool
+	tableFromContract  bool
 	commitInterval     time.Duration
 	bufferSize         int64
 	txnTimeout         time.Duration
@@ -343,6 +348,8 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
 		return
 	}
+	c.dbFromContract = rawIs(conf, fieldDatabase, defaultDatabase)
+	c.tableFromContract = rawIs(conf, fieldTable, defaultTable)
 	if c.commitInterval, err = durationField(conf, fieldCommitInterval); err != nil {
 		return
 	}

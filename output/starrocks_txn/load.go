@@ -1,7 +1,6 @@
 package starrocks_txn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,26 +53,14 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		if from >= len(c.txns) {
 			continue
 		}
-		var buf bytes.Buffer
-		n := 0
-		buf.WriteByte('[')
-		for _, t := range c.txns[from:] {
-			for _, r := range t.rows[tbl] {
-				if n > 0 {
-					buf.WriteByte(',')
-				}
-				buf.Write(r)
-				n++
-			}
-		}
-		buf.WriteByte(']')
+		body, n := loadBody(c.txns[from:], tbl)
 		if n == 0 {
 			// An empty chunk sends no load: a table loaded with 0 rows
 			// fails the commit.
 			c.sent[tbl] = len(c.txns)
 			continue
 		}
-		jobs = append(jobs, loadJob{table: tbl, body: buf.Bytes(), upto: len(c.txns)})
+		jobs = append(jobs, loadJob{table: tbl, body: body, upto: len(c.txns)})
 	}
 	if len(jobs) == 0 {
 		return nil
@@ -97,6 +84,36 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		}
 	}
 	return first
+}
+
+// loadBody is the JSON array of the rows of txns for table, and how many
+// rows it holds. It is sized exactly before it is filled: one allocation of
+// the body's size, where a growing buffer allocates about twice that in
+// doublings (BenchmarkLoadBody).
+func loadBody(txns []*srcTxn, table string) ([]byte, int) {
+	size, n := 2, 0
+	for _, t := range txns {
+		for _, r := range t.rows[table] {
+			size += len(r) + 1
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	body := make([]byte, 0, size-1)
+	body = append(body, '[')
+	first := true
+	for _, t := range txns {
+		for _, r := range t.rows[table] {
+			if !first {
+				body = append(body, ',')
+			}
+			first = false
+			body = append(body, r...)
+		}
+	}
+	return append(body, ']'), n
 }
 
 // loadJob is one table's load of a cycle: the rows of c.txns[sent:upto].

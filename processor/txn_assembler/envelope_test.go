@@ -52,14 +52,22 @@ func TestEnvelopeTransaction(t *testing.T) {
 	}
 	assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{12}$`), p.SeqSource())
 
-	// Raw metadata values are the decided plain strings.
-	v, _ := out[2].MetaGet(contract.KeyTxnEnd)
+	// The keys users route on are plain strings; the others live in the
+	// typed value and materialize as the decided plain strings.
+	v, _ := out[1].MetaGet(contract.KeyTable)
+	assert.Equal(t, got[1].Table, v)
+	v, _ = out[2].MetaGet(contract.KeyTxnID)
+	assert.Equal(t, "t-17", v)
+	_, exists := out[2].MetaGet(contract.KeySeq)
+	assert.False(t, exists, "the sequence is in the typed value only")
+	m := contract.Materialized(out[2])
+	v, _ = m.MetaGet(contract.KeyTxnEnd)
 	assert.Equal(t, "true", v)
-	v, _ = out[2].MetaGet(contract.KeySeq)
+	v, _ = m.MetaGet(contract.KeySeq)
 	assert.Equal(t, "3", v)
-	v, _ = out[2].MetaGet(contract.KeySourceOffset)
+	v, _ = m.MetaGet(contract.KeySourceOffset)
 	assert.Equal(t, "103", v)
-	_, exists := out[0].MetaGet(contract.KeyTxnEnd)
+	_, exists = contract.Materialized(out[0]).MetaGet(contract.KeyTxnEnd)
 	assert.False(t, exists, "flags are absent, not false")
 	// The original metadata is kept.
 	v, _ = out[0].MetaGet("kafka_key")
@@ -185,4 +193,25 @@ func TestRowBodiesAreKeptExactly(t *testing.T) {
 	for _, g := range got {
 		assert.NoError(t, g.Err)
 	}
+}
+
+// The processor stamps the messages it is given in place; the same message
+// twice in one batch is still decoded from its source body both times, and
+// comes out as two messages.
+func TestSameMessageTwiceInABatch(t *testing.T) {
+	p, _ := newProc(t, `{}`)
+	row := kafkaMsg("cdc", 0, 2, `{"txnId":"t-1","type":"DATA","database":"test","table":"orders","json":{"order_id":1}}`)
+	out := run(t, p,
+		kafkaMsg("cdc", 0, 1, `{"txnId":"t-1","type":"TXN_BEGIN"}`),
+		row, row,
+		kafkaMsg("cdc", 0, 3, `{"txnId":"t-1","type":"TXN_END"}`))
+	require.Len(t, out, 3)
+	assert.Same(t, row, out[0], "stamped in place")
+	assert.NotSame(t, out[0], out[1])
+	first, second := read(t, out[0]), read(t, out[1])
+	assert.JSONEq(t, `{"order_id":1,"__op":0}`, first.Body)
+	assert.NoError(t, first.Err)
+	assert.JSONEq(t, first.Body, second.Body, "the second copy was decoded from the event, not from the stamped row")
+	assert.ErrorContains(t, second.Err, "already passed", "the second copy is a replay of offset 2")
+	assert.Equal(t, first.Seq+1, second.Seq)
 }

@@ -144,7 +144,7 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 		}
 		// Validated once: with the analysis withOpFast needs when the row
 		// carries __op text, plainly otherwise.
-		if bytes.Contains(row, opKey) {
+		if hasOpKey(row) {
 			st, info := jsonscan.ScanRow(row, contract.OpField)
 			if st != jsonscan.OK {
 				return r, false
@@ -301,7 +301,7 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 // text); ok is false where withOp fails. scanned is ScanRow's analysis of
 // the row when the caller has it already.
 func withOpFast(field string, row []byte, scanned *jsonscan.Row, del, explicit bool) ([]byte, bool, bool) {
-	if !bytes.Contains(row, opKey) {
+	if !hasOpKey(row) {
 		// withOp appends the __op: it is del.
 		out, ierr := withOp(field, row, del, explicit)
 		return out, del, ierr == nil
@@ -339,7 +339,7 @@ func opDigit(del bool) byte {
 // rowIsDelete decides a built row's __op the way the starrocks_txn output
 // does from the body alone; the fast paths know it without this decode.
 func rowIsDelete(row []byte) bool {
-	if row == nil || !bytes.Contains(row, opKey) {
+	if row == nil || !hasOpKey(row) {
 		return false
 	}
 	var op struct {

@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 // checkDecode is the differential check of one body: when the fast decoder
@@ -247,18 +248,7 @@ func checkRowFacts(t require.TestingT, body []byte, f contract.RowFacts, what st
 
 // outputIsDelete is how the starrocks_txn output decides a delete from a
 // body on its own.
-func outputIsDelete(body []byte) bool {
-	if !bytes.Contains(body, []byte(`"__op"`)) {
-		return false
-	}
-	var op struct {
-		Op json.RawMessage `json:"__op"`
-	}
-	if err := json.Unmarshal(body, &op); err != nil {
-		return false
-	}
-	return strings.Trim(string(op.Op), `" `) == "1"
-}
+func outputIsDelete(body []byte) bool { return starrocks.IsDeleteRow(body) }
 
 func errString(err error) string {
 	if err == nil {
@@ -277,4 +267,17 @@ func allMeta(msg *service.Message) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// hasOpKey is bytes.Contains(b, opKey), on generated rows and on texts
+// built around the key's pieces.
+func TestHasOpKeyIsContains(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pieces := []string{`"`, `_`, `__`, `__op`, `op"`, `"__op"`, `"__o`, `p"`, `a`, `{`, `}`, `:1`, `\"`, `"x__op"`}
+		var b []byte
+		for i, n := 0, rapid.IntRange(0, 12).Draw(t, "n"); i < n; i++ {
+			b = append(b, rapid.SampledFrom(pieces).Draw(t, "piece")...)
+		}
+		require.Equal(t, bytes.Contains(b, opKey), hasOpKey(b), "%q", b)
+	})
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // goldenOutputs are the SHA-256 digests of everything the processor emitted
@@ -50,7 +52,9 @@ func goldenTraffic(t *testing.T, format string) []service.MessageBatch {
 }
 
 // renderOutputs renders every emitted message: body, error and every
-// metadata key with its type and text, keys sorted.
+// metadata key with its type and text, keys sorted, with the typed keys of
+// the contract materialized as strings (they were strings before the typed
+// value carried them).
 func renderOutputs(t *testing.T, p *Processor, batches []service.MessageBatch) string {
 	var sb strings.Builder
 	for _, batch := range batches {
@@ -58,6 +62,7 @@ func renderOutputs(t *testing.T, p *Processor, batches []service.MessageBatch) s
 		require.NoError(t, err)
 		for _, b := range out {
 			for _, msg := range b {
+				msg = contract.Materialized(msg)
 				body, err := msg.AsBytes()
 				require.NoError(t, err)
 				var keys []string

@@ -95,3 +95,14 @@ func envelope(partition int, txn, typ, db, table, js string) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// copyBatch copies every message of a batch (metadata and body are shared
+// until written): what a test needs to run one input through two
+// processors, or to keep it, since the processor stamps its input in place.
+func copyBatch(b service.MessageBatch) service.MessageBatch {
+	out := make(service.MessageBatch, len(b))
+	for i, m := range b {
+		out[i] = m.Copy()
+	}
+	return out
+}

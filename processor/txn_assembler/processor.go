@@ -80,8 +80,10 @@ type Processor struct {
 
 	inFlight atomic.Bool
 
-	mu     sync.Mutex
-	seq    int64
+	mu  sync.Mutex
+	seq int64
+	// seen finds messages that occur twice in one batch (distinct).
+	seen   map[*service.Message]struct{}
 	parts  map[string]*partState
 	closed bool
 }
@@ -113,17 +115,17 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 	if err != nil {
 		return nil, err
 	}
+	var custom *customMappings
 	switch format {
 	case formatEnvelope:
 		p.decode, p.txnField = p.fast.envelope, "txnId"
 	case formatMaxwell:
 		p.decode, p.txnField = p.fast.maxwell, "xid"
 	case formatCustom:
-		c, err := customFromConfig(conf.Namespace(fieldCustom))
-		if err != nil {
+		if custom, err = customFromConfig(conf.Namespace(fieldCustom)); err != nil {
 			return nil, err
 		}
-		p.decode, p.txnField = c.decode, "custom.txn_id"
+		p.decode, p.txnField = custom.decode, "custom.txn_id"
 	default:
 		return nil, fmt.Errorf("format must be envelope, maxwell or custom, got %q", format)
 	}
@@ -178,6 +180,7 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 	}
 	p.reg = registry.Get(mgr)
 	p.reg.OnFence(p.Reset)
+	p.registerEnds(format, custom)
 	return p, nil
 }
 
@@ -261,6 +264,7 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := &writer{p: p, out: make(service.MessageBatch, 0, len(batch))}
+	batch = p.distinct(batch)
 	for i := range batch {
 		p.processOne(w, batch, i)
 	}
@@ -272,6 +276,36 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 		return nil, nil
 	}
 	return []service.MessageBatch{w.out}, nil
+}
+
+// distinct returns batch, or a copy of it in which a message that occurs
+// more than once is replaced, from its second occurrence on, by a copy made
+// before anything was stamped: emit stamps messages in place, and the same
+// message twice in a batch (which no input delivers, but a processor before
+// this one may) must still be decoded from its source body each time.
+func (p *Processor) distinct(batch service.MessageBatch) service.MessageBatch {
+	if len(batch) < 2 {
+		return batch
+	}
+	if p.seen == nil {
+		p.seen = make(map[*service.Message]struct{}, len(batch))
+	}
+	defer clear(p.seen)
+	var out service.MessageBatch
+	for i, msg := range batch {
+		if _, dup := p.seen[msg]; !dup {
+			p.seen[msg] = struct{}{}
+			continue
+		}
+		if out == nil {
+			out = append(service.MessageBatch(nil), batch...)
+		}
+		out[i] = msg.Copy()
+	}
+	if out == nil {
+		return batch
+	}
+	return out
 }
 
 // writer collects the emitted messages of one call and numbers them.
@@ -303,9 +337,12 @@ type emission struct {
 	reason   string
 }
 
-func (w *writer) emit(src *service.Message, e emission) {
+// emit stamps src in place and appends it to the output: every input
+// message is emitted at most once, so there is nothing to copy (a copy's
+// first metadata write would clone the input's whole metadata map), as
+// Benthos's own mutation processor changes the messages it is given.
+func (w *writer) emit(msg *service.Message, e emission) {
 	p := w.p
-	msg := src.Copy()
 	row := false
 	switch {
 	case e.meta.Marker:

@@ -36,19 +36,25 @@ const specDescription = `
 The processor reads change events of one or more ordered source streams
 (by default one Kafka partition of one topic each), recognises where each
 source transaction begins and ends, and stamps every message it emits with the
-metadata contract that the ` + "`starrocks_txn`" + ` output consumes:
+metadata contract that the ` + "`starrocks_txn`" + ` output consumes. The keys
+marked *typed* are carried in one typed metadata value, ` + "`starrocks_contract`" + `,
+not as strings; the others are strings. The output reads a typed key set as a
+string after this processor in preference to the typed value, dead letters
+and the ` + "`kafka_txn`" + ` output's headers carry every key as a string, and in
+Bloblang ` + "`@starrocks_contract.string().parse_json()`" + ` gives the typed keys
+as an object:
 
 | key | set on | value |
 |---|---|---|
 | ` + "`starrocks_partition`" + ` | every message | the source stream (see ` + "`partition`" + `) |
 | ` + "`starrocks_database`, `starrocks_table`" + ` | data rows | the target table (after ` + "`table_mapping`" + ` and ` + "`database`" + `) |
 | ` + "`starrocks_txn_id`" + ` | every message | the source transaction id |
-| ` + "`starrocks_txn_end`" + ` | last message of a source transaction | ` + "`true`" + ` (a data row, or a body-less END marker) |
-| ` + "`starrocks_txn_abort`" + ` | body-less marker | ` + "`true`" + `: discard the partition's open source transaction |
-| ` + "`starrocks_marker`" + ` | body-less markers | ` + "`true`" + ` |
-| ` + "`starrocks_seq`" + ` | every message | 1, 2, 3 … dense per processor instance, one per emitted message |
-| ` + "`starrocks_seq_source`" + ` | every message | the instance tag: ` + "`instance_id`" + ` (if set), a dash and 12 random hex characters |
-| ` + "`starrocks_source_offset`" + ` | every message | the source offset, a decimal integer strictly increasing per partition |
+| ` + "`starrocks_txn_end`" + ` (typed) | last message of a source transaction | ` + "`true`" + ` (a data row, or a body-less END marker) |
+| ` + "`starrocks_txn_abort`" + ` (typed) | body-less marker | ` + "`true`" + `: discard the partition's open source transaction |
+| ` + "`starrocks_marker`" + ` (typed) | body-less markers | ` + "`true`" + ` |
+| ` + "`starrocks_seq`" + ` (typed) | every message | 1, 2, 3 … dense per processor instance, one per emitted message |
+| ` + "`starrocks_seq_source`" + ` (typed) | every message | the instance tag: ` + "`instance_id`" + ` (if set), a dash and 12 random hex characters |
+| ` + "`starrocks_source_offset`" + ` (typed) | every message | the source offset, a decimal integer strictly increasing per partition |
 | ` + "`starrocks_partition_epoch`" + ` | every message whose input stamped it | the partition's assignment epoch, copied from the incoming message (the ` + "`kafka_txn`" + ` input sets it) |
 
 A data row's body becomes the row object to load, with ` + "`\"__op\": 0`" + `

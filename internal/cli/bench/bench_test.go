@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,21 +33,30 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The command's core in --quick mode, through the CLI: one table with every
-// configuration and every column, each configuration verified, and figures
-// that only a real run produces.
+// The command's core in --quick mode, through the CLI, with a second
+// partition count and a tables topic: one table with every row and every
+// column, each row verified, figures only a real run produces, and the
+// summary's ratios taken from the table's own figures.
 func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 	var out, progress bytes.Buffer
+	dir := t.TempDir()
 	app := &cli.App{Writer: &out, ErrWriter: &progress, Commands: []*cli.Command{Command(Schema)}}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	require.NoError(t, app.RunContext(ctx, []string{"bin", "bench", "--quick"}))
+	require.NoError(t, app.RunContext(ctx, []string{"bin", "bench", "--quick", "--partitions", "4,8", "--tables", "5",
+		"--cpuprofile", dir + "/cpu", "--memprofile", dir + "/mem"}))
 	t.Log("\n" + out.String())
+	assert.Regexp(t, `load average [0-9.]+ / [0-9.]+ / [0-9.]+`, out.String(), "the header gives the load average")
 
 	rows := tableRows(t, out.String())
 	require.NotEmpty(t, rows)
 	assert.Equal(t, Columns, rows[0], "header")
-	configs := Configs(Options{})
+	o := Options{Partitions: []int{4, 8}, Tables: []int{5}}
+	var configs []Config
+	for _, tp := range Topics(o) {
+		configs = append(configs, Configs(o, tp)...)
+	}
+	require.Len(t, configs, 8+3+2)
 	require.Len(t, rows, 1+len(configs), "one row per configuration")
 	col := func(name string) int {
 		for i, c := range Columns {
@@ -59,12 +67,13 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 		t.Fatalf("no column %q", name)
 		return -1
 	}
-	byName := map[string][]string{}
+	byKey := map[string][]string{}
 	for i, c := range configs {
 		r := rows[1+i]
 		require.Len(t, r, len(Columns), "row %q has every column", c.Name)
-		assert.Equal(t, c.Name, r[0])
-		if c.Output == OutputHTTPClient {
+		assert.Equal(t, c.Name, r[col("configuration")])
+		assert.Equal(t, c.Topic.String(), r[col("topic")])
+		if c.Kind == KindHTTP {
 			// The baseline may apply a key's changes out of order under
 			// max_in_flight (stale, resurrected or missing rows of the
 			// PRIMARY KEY tables), but the append-only order_events table
@@ -76,38 +85,32 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 		} else {
 			assert.Equal(t, "yes", r[col("verified")], "%s verified", c.Name)
 		}
-		assert.Equal(t, strconv.Itoa(QuickTxns), r[col("source txns")], "%s: --quick runs %d source transactions", c.Name, QuickTxns)
-		assert.Greater(t, number(t, r[col("rows/s")]), 0.0, c.Name)
-		assert.Greater(t, number(t, r[col("source txns/s")]), 0.0, c.Name)
-		assert.NotEqual(t, "0", r[col("p50 visibility")], c.Name)
-		byName[c.Name] = r
-	}
-	find := func(output, semantic string) Config {
-		for _, c := range configs {
-			if c.Output == output && c.Semantic == semantic {
-				return c
-			}
+		for _, name := range []string{"records/s", "rows/s", "CPU µs/record", "B/record", "allocs/record", "cores"} {
+			assert.Greater(t, number(t, r[col(name)]), 0.0, "%s: %s", c.Name, name)
 		}
-		t.Fatalf("no configuration %s %s", output, semantic)
-		return Config{}
+		if c.Kind == KindDrop {
+			assert.Equal(t, "1.00", r[col("÷ kafka_txn → drop")])
+		}
+		if c.Loader() {
+			assert.Greater(t, number(t, r[col("loads/s")]), 0.0, "%s loaded over HTTP", c.Name)
+			assert.Greater(t, number(t, r[col("commits")]), 0.0, "%s committed", c.Name)
+			assert.NotEqual(t, "0 / 0", r[col("p50 / p99 visibility")], c.Name)
+		} else {
+			assert.Equal(t, "-", r[col("loads/s")], "%s loads nothing", c.Name)
+		}
+		if c.Kind != KindFranz && c.Kind != KindDrop {
+			ratio := number(t, r[col("÷ kafka_txn → drop")])
+			assert.InDelta(t, number(t, r[col("records/s")])/number(t, byKey[c.Topic.String()+KindDrop][col("records/s")]), ratio, 0.01,
+				"%s: the ratio is to kafka_txn → drop on the same topic", c.Name)
+		}
+		byKey[c.Topic.String()+c.Kind+c.Semantic] = r
+		name := profileName(dir+"/cpu", slug(fmt.Sprintf("p%d-t%d-%s", c.Topic.Partitions, c.Topic.Tables, c.Name)))
+		st, err := os.Stat(name)
+		require.NoError(t, err, "a CPU profile per row")
+		assert.Greater(t, st.Size(), int64(0))
+		_, err = os.Stat(profileName(dir+"/mem", slug(fmt.Sprintf("p%d-t%d-%s", c.Topic.Partitions, c.Topic.Tables, c.Name))))
+		require.NoError(t, err, "an allocation profile per row")
 	}
-	alo, eo := find(OutputStarRocksTxn, SemanticAtLeastOnce), find(OutputStarRocksTxn, SemanticExactlyOnce)
-	drop, httpc := byName[find(OutputDrop, "").Name], byName[find(OutputHTTPClient, "").Name]
-	for _, c := range []Config{alo, eo} {
-		st := byName[c.Name]
-		assert.Greater(t, number(t, st[col("commits")]), 0.0, "%s committed", c.Name)
-		assert.Greater(t, number(t, st[col("HTTP loads/s")]), 0.0, "%s loaded over HTTP", c.Name)
-		assert.Contains(t, st[col("peak buffered / buffer_size")], "/ 128 MiB")
-		rec, bound, ok := strings.Cut(st[col("records/s (model bound)")], " ")
-		require.True(t, ok, "%s shows the commit-cycle bound", c.Name)
-		assert.Greater(t, number(t, rec), 0.0)
-		assert.Greater(t, number(t, strings.Trim(bound, "()")), 0.0, "max_in_flight × batch ÷ commit_interval")
-	}
-	// How the loads/s compare is the benchmark's finding, not a test's: a
-	// quick run on a loaded machine is too short to rank them.
-	assert.Greater(t, number(t, httpc[col("HTTP loads/s")]), 0.0, "http_client loaded over HTTP")
-	assert.Contains(t, drop[col("records/s (model bound)")], "(-)", "drop has no commit cycle")
-	assert.Equal(t, "0.0", drop[col("HTTP loads/s")], "drop makes no HTTP load")
 	assert.Contains(t, out.String(), "starrocks_txn_visibility_latency_ns", "the table says how latency is measured")
 
 	// The exactly_once row was checked against its progress table: one row
@@ -121,24 +124,12 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 	}
 	assert.Contains(t, eoLine, fmt.Sprintf("test.%s: %d partitions at their last END offset", ProgressTable, DefaultPartitions),
 		"the exactly_once verification read the progress table:\n%s", progress.String())
+	assert.Contains(t, progress.String(), "OK: 5 tables = model", "the tables topic verified every table")
 
-	// The summary gives exactly_once ÷ at_least_once from the table's own
-	// figures.
-	m := regexp.MustCompile(`exactly_once ÷ at_least_once \(starrocks_txn, same workload, this run\): throughput ([0-9.]+)× \(([0-9]+) ÷ ([0-9]+) rows/s\), p50 visibility ([0-9.]+)× \((\S+) ÷ (\S+)\), p99 visibility ([0-9.]+)× \((\S+) ÷ (\S+)\)`).
-		FindStringSubmatch(out.String())
-	require.NotNil(t, m, "the summary compares the semantics:\n%s", out.String())
-	aloRow, eoRow := byName[alo.Name], byName[eo.Name]
-	assert.Equal(t, eoRow[col("rows/s")], m[2])
-	assert.Equal(t, aloRow[col("rows/s")], m[3])
-	assert.InDelta(t, number(t, m[2])/number(t, m[3]), number(t, m[1]), 0.02, "throughput ratio")
-	assert.Equal(t, []string{eoRow[col("p50 visibility")], aloRow[col("p50 visibility")]}, []string{m[5], m[6]})
-	assert.Equal(t, []string{eoRow[col("p99 visibility")], aloRow[col("p99 visibility")]}, []string{m[8], m[9]})
-	for i, q := range map[int][2]string{4: {m[5], m[6]}, 7: {m[8], m[9]}} {
-		e, err := time.ParseDuration(q[0])
-		require.NoError(t, err)
-		a, err := time.ParseDuration(q[1])
-		require.NoError(t, err)
-		assert.InDelta(t, float64(e)/float64(a), number(t, m[i]), 0.02, "latency ratio %s ÷ %s", q[0], q[1])
+	for _, want := range []string{"assembler ÷ drop (4 partitions, this run): ", "pipeline ÷ drop (4 partitions, this run): ",
+		"output alone ÷ drop", "exactly_once ÷ at_least_once (4 partitions, this run): throughput ", "8 ÷ 4 partitions (starrocks_txn rows/s, this run): ",
+		"loads per commit (starrocks_txn, 4 partitions): 5 tables "} {
+		assert.Contains(t, out.String(), want)
 	}
 }
 
@@ -167,154 +158,217 @@ func number(t *testing.T, s string) float64 {
 	return f
 }
 
-// The sweep varies one axis at a time around the defaults, on starrocks_txn.
-func TestSweepVariesOneAxisAtATime(t *testing.T) {
-	o := Options{Sweep: true}
-	cs := Configs(o)
-	require.Len(t, cs, 5+9)
-	axes := map[string][]int{}
-	for _, c := range cs[5:] {
-		assert.Equal(t, OutputStarRocksTxn, c.Output, c.Name)
-		assert.Equal(t, SemanticAtLeastOnce, c.Semantic, "%s sweeps the default semantic", c.Name)
-		changed := 0
-		if c.MaxInFlight != DefaultMaxInFlight {
-			changed++
+// The first topic runs every row, further partition counts the rows the
+// sweep compares, a tables topic the drop and pipeline rows; --sweep's
+// values are the issue's.
+func TestConfigsPerTopic(t *testing.T) {
+	o := Options{Partitions: []int{4, 64, 256}, Tables: []int{3, 12, 48}}
+	ts := Topics(o)
+	require.Equal(t, []Topic{{4, 0}, {64, 0}, {256, 0}, {4, 3}, {4, 12}, {4, 48}}, ts)
+	kinds := func(cs []Config) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Kind+":"+c.Semantic)
 		}
-		if c.Batch != DefaultBatch {
-			changed++
-		}
-		if c.Partitions != DefaultPartitions {
-			changed++
-		}
-		assert.LessOrEqual(t, changed, 1, "%s changes one axis", c.Name)
-		switch c.Sweep {
-		case "max_in_flight":
-			axes[c.Sweep] = append(axes[c.Sweep], c.MaxInFlight)
-		case "batch":
-			axes[c.Sweep] = append(axes[c.Sweep], c.Batch)
-		case "partitions":
-			axes[c.Sweep] = append(axes[c.Sweep], c.Partitions)
+		return out
+	}
+	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:exactly_once", "http_client:", "output:at_least_once", "debezium:at_least_once"},
+		kinds(Configs(o, ts[0])))
+	assert.Equal(t, []string{"drop:", "assembler:", "pipeline:at_least_once"}, kinds(Configs(o, ts[1])))
+	assert.Equal(t, []string{"drop:", "pipeline:at_least_once"}, kinds(Configs(o, ts[3])))
+	for _, c := range Configs(o, ts[0]) {
+		assert.Equal(t, DefaultBatch, c.Batch)
+		if c.Kind == KindHTTP {
+			assert.Equal(t, DefaultHTTPMaxInFlight, c.MaxInFlight)
+		} else {
+			assert.Zero(t, c.MaxInFlight, "%s: starrocks_txn runs with its default max_in_flight", c.Name)
 		}
 	}
-	assert.Equal(t, []int{256, 1024, 4096}, axes["max_in_flight"])
-	assert.Equal(t, []int{250, 1000, 4000}, axes["batch"])
-	assert.Equal(t, []int{2, 4, 8}, axes["partitions"])
-	assert.Len(t, Configs(Options{}), 5, "without --sweep only the comparison")
-}
-
-// The comparison runs starrocks_txn with both semantics side by side, the
-// same settings otherwise; only those rows carry a semantic.
-func TestComparisonRunsBothSemantics(t *testing.T) {
-	cs := Configs(Options{})
-	require.Len(t, cs, 5)
-	assert.Equal(t, "starrocks_txn → emulator", cs[0].Name)
-	assert.Equal(t, "starrocks_txn exactly_once → emulator", cs[1].Name)
-	assert.Equal(t, []string{OutputStarRocksTxn, OutputStarRocksTxn, OutputDrop, OutputHTTPClient},
-		[]string{cs[0].Output, cs[1].Output, cs[2].Output, cs[3].Output})
-	assert.Equal(t, []string{SemanticAtLeastOnce, SemanticExactlyOnce, "", ""},
-		[]string{cs[0].Semantic, cs[1].Semantic, cs[2].Semantic, cs[3].Semantic})
-	a, e := cs[0], cs[1]
-	e.Name, e.Semantic = a.Name, a.Semantic
-	assert.Equal(t, a, e, "the two starrocks_txn rows differ only in semantic")
-	d := cs[4]
-	assert.Equal(t, "debezium_txn → starrocks_txn → emulator", d.Name)
-	d.Name, d.Input = a.Name, a.Input
-	assert.Equal(t, a, d, "the debezium_txn row differs from the kafka_txn row only in its input")
+	assert.Equal(t, []string{"drop:"}, kinds(Configs(Options{Kinds: []string{KindDrop}}, Topic{Partitions: 4})))
+	assert.Equal(t, []int{4, 64, 256}, SweepPartitions)
+	assert.Equal(t, []int{3, 12, 48}, SweepTables)
 }
 
 // The exactly_once pipeline sets what the output needs for it, and the
 // output's own lint rule would refuse it without the MySQL address: the
-// YAML really is read as exactly_once.
-func TestPipelineYAMLSemantics(t *testing.T) {
-	cs := Configs(Options{})
+// YAML really is read as exactly_once. The drop row has no processor, the
+// pre-built row no Kafka.
+func TestPipelineYAML(t *testing.T) {
+	cs := Configs(Options{}, Topic{Partitions: 4})
+	byKind := map[string]Config{}
+	for _, c := range cs {
+		byKind[c.Kind+c.Semantic] = c
+	}
 	env := service.GlobalEnvironment().Clone()
 	require.NoError(t, registerTimedInput(env, newMeter(0)))
+	require.NoError(t, registerPrebuiltInput(env, &prebuilt{}))
+	yaml := func(c Config, mysqlAddr string) string {
+		return PipelineYAML(c, Options{}, "g", "127.0.0.1:9092", "http://127.0.0.1:8030", mysqlAddr)
+	}
 
-	eo := PipelineYAML(cs[1], Options{}, "127.0.0.1:9092", "http://127.0.0.1:8030", "127.0.0.1:9030")
+	eo := yaml(byKind[KindPipeline+SemanticExactlyOnce], "127.0.0.1:9030")
 	assert.Contains(t, eo, "semantic: exactly_once")
 	assert.Contains(t, eo, "pipeline_id: "+PipelineID)
 	assert.Contains(t, eo, "progress_table: "+ProgressTable)
 	assert.Contains(t, eo, `mysql_address: "127.0.0.1:9030"`)
+	assert.NotContains(t, eo, "max_in_flight", "the output's default")
 	require.NoError(t, env.NewStreamBuilder().SetYAML(eo))
 
-	noAddr := PipelineYAML(cs[1], Options{}, "127.0.0.1:9092", "http://127.0.0.1:8030", "")
-	err := env.NewStreamBuilder().SetYAML(noAddr)
+	err := env.NewStreamBuilder().SetYAML(yaml(byKind[KindPipeline+SemanticExactlyOnce], ""))
 	require.Error(t, err, "exactly_once without mysql_address fails the output's lint")
 	assert.Contains(t, err.Error(), "mysql_address")
 
-	alo := PipelineYAML(cs[0], Options{}, "127.0.0.1:9092", "http://127.0.0.1:8030", "127.0.0.1:9030")
+	alo := yaml(byKind[KindPipeline+SemanticAtLeastOnce], "127.0.0.1:9030")
 	assert.Contains(t, alo, "semantic: at_least_once")
-	assert.NotContains(t, alo, "mysql_address", "at_least_once runs without the MySQL port, as before")
+	assert.NotContains(t, alo, "mysql_address", "at_least_once runs without the MySQL port")
 	require.NoError(t, env.NewStreamBuilder().SetYAML(alo))
+
+	drop := yaml(byKind[KindDrop], "")
+	assert.NotContains(t, drop, "txn_assembler")
+	assert.Contains(t, drop, "drop: {}")
+	require.NoError(t, env.NewStreamBuilder().SetYAML(drop))
+	asm := yaml(byKind[KindAssembler], "")
+	assert.Contains(t, asm, "txn_assembler")
+	assert.Contains(t, asm, "drop: {}")
+
+	out := yaml(byKind[KindOutput+SemanticAtLeastOnce], "")
+	assert.Contains(t, out, prebuiltInputName)
+	assert.NotContains(t, out, "kafka_txn")
+	assert.Contains(t, out, "starrocks_txn")
+	require.NoError(t, env.NewStreamBuilder().SetYAML(out))
+
+	dbz := yaml(byKind[KindDebezium+SemanticAtLeastOnce], "")
+	assert.Contains(t, dbz, "debezium_txn:")
+	assert.Contains(t, dbz, "transaction_topic: "+debeziumNaming.TransactionTopic())
+	assert.NotContains(t, dbz, "txn_assembler", "debezium_txn assembles the transactions itself")
+	assert.Contains(t, dbz, "starrocks_txn")
+	require.NoError(t, env.NewStreamBuilder().SetYAML(dbz))
+
+	mif := PipelineYAML(byKind[KindPipeline+SemanticAtLeastOnce], Options{}, "g", "b", "http://x", "")
+	c := byKind[KindPipeline+SemanticAtLeastOnce]
+	c.MaxInFlight = 64
+	assert.NotContains(t, mif, "max_in_flight")
+	assert.Contains(t, PipelineYAML(c, Options{}, "g", "b", "http://x", ""), "max_in_flight: 64")
 }
 
-// The summary's ratios are exactly_once over at_least_once of the
-// comparison rows, never of a sweep row.
-func TestCompareSemantics(t *testing.T) {
-	mk := func(sem, sweep string, rows int64, p50, p99 time.Duration) Result {
-		return Result{Config: Config{Output: OutputStarRocksTxn, Semantic: sem, Sweep: sweep, Name: sem + sweep},
-			Rows: rows, Elapsed: time.Second, VisP50: p50, VisP99: p99}
+// The summary's ratios come from the rows of the same topic: the
+// assembler's and the pipeline's over kafka_txn → drop, exactly_once over
+// at_least_once, a further partition count over the first, loads per
+// commit over the tables.
+func TestSummary(t *testing.T) {
+	four, many, wide := Topic{Partitions: 4}, Topic{Partitions: 256}, Topic{Partitions: 4, Tables: 12}
+	mk := func(tp Topic, kind, sem string, records int64, p50, p99 time.Duration) Result {
+		return Result{Config: Config{Topic: tp, Kind: kind, Semantic: sem, Name: rowName(kind, sem)},
+			Records: records, Rows: records / 2, Elapsed: time.Second, VisP50: p50, VisP99: p99, Loads: 40, Commits: 10}
 	}
 	rs := []Result{
-		mk(SemanticAtLeastOnce, "", 1000, 500*time.Millisecond, time.Second),
-		mk(SemanticExactlyOnce, "", 800, 600*time.Millisecond, 1500*time.Millisecond),
-		{Config: Config{Output: OutputDrop, Name: "drop"}, Rows: 5000, Elapsed: time.Second, VisP50: time.Millisecond, VisP99: time.Millisecond},
-		mk(SemanticAtLeastOnce, "batch", 10, time.Second, time.Second),
+		mk(four, KindDrop, "", 1000, 0, 0),
+		mk(four, KindAssembler, "", 700, 0, 0),
+		mk(four, KindPipeline, SemanticAtLeastOnce, 400, 500*time.Millisecond, time.Second),
+		mk(four, KindPipeline, SemanticExactlyOnce, 320, 600*time.Millisecond, 1500*time.Millisecond),
+		mk(many, KindDrop, "", 900, 0, 0),
+		mk(many, KindPipeline, SemanticAtLeastOnce, 360, 0, 1200*time.Millisecond),
+		mk(wide, KindPipeline, SemanticAtLeastOnce, 300, 0, time.Second),
 	}
-	sr, ok := CompareSemantics(rs)
-	require.True(t, ok)
-	assert.InDelta(t, 0.8, sr.Throughput, 1e-9)
-	assert.InDelta(t, 1.2, sr.P50, 1e-9)
-	assert.InDelta(t, 1.5, sr.P99, 1e-9)
+	rs[1].DropRecordsPerSec, rs[2].DropRecordsPerSec = 1000, 1000
+	rs[6].Loads = 130
+	s := strings.Join(Summary(rs), "\n")
+	assert.Contains(t, s, "assembler ÷ drop (4 partitions, this run): 0.70 (700 ÷ 1000 records/s)")
+	assert.Contains(t, s, "pipeline ÷ drop (4 partitions, this run): 0.40 (400 ÷ 1000 records/s)")
+	assert.Contains(t, s, "exactly_once ÷ at_least_once (4 partitions, this run): throughput 0.80× (160 ÷ 200 rows/s), p50 visibility 1.20× (600ms ÷ 500ms), p99 visibility 1.50× (1.5s ÷ 1s)")
+	assert.Contains(t, s, "256 ÷ 4 partitions (starrocks_txn rows/s, this run): 0.90 (180 ÷ 200); p99 visibility 1.2s")
+	assert.Contains(t, s, "loads per commit (starrocks_txn, 3 tables): 4 partitions 4.0, 256 partitions 4.0")
+	assert.Contains(t, s, "loads per commit (starrocks_txn, 4 partitions): 12 tables 13.0")
 	var out bytes.Buffer
 	WriteTable(&out, rs)
-	assert.Contains(t, out.String(), "exactly_once ÷ at_least_once (starrocks_txn, same workload, this run): throughput 0.80× (800 ÷ 1000 rows/s), p50 visibility 1.20× (600ms ÷ 500ms), p99 visibility 1.50× (1.5s ÷ 1s)")
-
-	_, ok = CompareSemantics([]Result{rs[0], rs[2], rs[3]})
-	assert.False(t, ok, "no exactly_once row, no ratio")
-	out.Reset()
-	WriteTable(&out, []Result{rs[0], rs[2]})
-	assert.NotContains(t, out.String(), "exactly_once ÷")
+	assert.Contains(t, out.String(), s)
+	assert.Empty(t, Summary([]Result{rs[2]}), "no drop row, no ratio")
 }
 
-// A fast wrong result cannot pass: verification fails when records are
-// missing and when the tables differ from the model.
+// A fast wrong result cannot pass: verification fails when messages are
+// missing or nacked and when the tables differ from the model.
 func TestVerificationCatchesWrongResults(t *testing.T) {
 	m := newMeter(10)
 	m.onAck(9, time.Now(), nil)
-	model := workload.NewModel()
-	ok, msg, err := verify(context.Background(), Config{Output: OutputDrop}, Result{Records: 10}, m, metricscap.New(), model, nil, nil)
+	tp := &loadedTopic{model: workload.NewModel()}
+	ok, msg, err := verify(context.Background(), Config{Kind: KindDrop}, Result{Records: 10}, m, metricscap.New(), tp, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	assert.Contains(t, msg, "9 of 10 records")
+	assert.Contains(t, msg, "9 of 10 messages")
 
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: Schema})
-	require.NoError(t, err)
-	defer em.Close()
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
-	conn, err := mysql.NewConnector(cfg)
-	require.NoError(t, err)
-	db := sql.OpenDB(conn)
-	defer db.Close()
-
+	db := openEmulator(t, Schema)
 	// The producer committed one source transaction that never arrived.
-	model.Apply(workload.NewGenerator(workload.Options{Partitions: 1, Seed: 3, Events: true}).Next(0))
+	tp.model.Apply(workload.NewGenerator(workload.Options{Partitions: 1, Seed: 3, Events: true}).Next(0))
 	m = newMeter(10)
 	m.onAck(10, time.Now(), nil)
-	ok, msg, err = verify(context.Background(), Config{Output: OutputHTTPClient}, Result{Records: 10, SourceTxns: 1}, m, metricscap.New(), model, db, nil)
+	ok, msg, err = verify(context.Background(), Config{Kind: KindHTTP}, Result{Records: 10, SourceTxns: 1}, m, metricscap.New(), tp, db, nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Contains(t, msg, "orders: 1 rows missing")
 
-	// Nacked records fail too.
+	// Nacked messages fail too.
 	m = newMeter(10)
 	m.onAck(10, time.Now(), nil)
 	m.onAck(1, time.Now(), assert.AnError)
-	ok, msg, err = verify(context.Background(), Config{Output: OutputDrop}, Result{Records: 10}, m, metricscap.New(), workload.NewModel(), nil, nil)
+	ok, msg, err = verify(context.Background(), Config{Kind: KindDrop}, Result{Records: 10}, m, metricscap.New(), &loadedTopic{model: workload.NewModel()}, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	assert.Contains(t, msg, "1 records nacked")
+	assert.Contains(t, msg, "1 messages nacked")
+
+	// A wide table that misses a row fails, naming it.
+	wide := &loadedTopic{Topic: Topic{Partitions: 1, Tables: 2}, model: workload.NewModel()}
+	wdb := openEmulator(t, workload.WideSchema(2))
+	g := workload.NewGenerator(workload.Options{Partitions: 1, Seed: 4, Tables: 2})
+	wide.model.Apply(g.Next(0))
+	m = newMeter(1)
+	m.onAck(1, time.Now(), nil)
+	ok, msg, err = verify(context.Background(), Config{Kind: KindPipeline}, Result{SourceTxns: 1}, m, metricscap.New(), wide, wdb, nil)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Regexp(t, `FAILED: wide_00[01]: [1-5] rows missing`, msg)
+}
+
+// Every row's window is measured from the first read to the last
+// acknowledgement: CPU time and allocations only grow, and the window is
+// complete only once the last message is acknowledged.
+func TestMeterMeasuresTheWindow(t *testing.T) {
+	m := newMeter(3)
+	_, ok := m.measured()
+	assert.False(t, ok)
+	m.onRead(2)
+	sink := make([][]byte, 0, 1000)
+	for i := 0; i < 1000; i++ {
+		sink = append(sink, make([]byte, 1024))
+	}
+	_ = sink
+	m.onAck(2, time.Now(), nil)
+	_, ok = m.measured()
+	assert.False(t, ok, "one message is still out")
+	m.onAck(1, time.Now(), nil)
+	w, ok := m.measured()
+	require.True(t, ok)
+	assert.Greater(t, w.wall, time.Duration(0))
+	assert.GreaterOrEqual(t, w.allocBytes, uint64(1000*1024), "the allocations made in the window")
+	assert.GreaterOrEqual(t, w.allocObj, uint64(1000))
+	select {
+	case <-m.done:
+	default:
+		t.Fatal("the meter is done after the last acknowledgement")
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	v, err := parseInts("4, 64,256")
+	require.NoError(t, err)
+	assert.Equal(t, []int{4, 64, 256}, v)
+	v, err = parseInts("")
+	require.NoError(t, err)
+	assert.Empty(t, v)
+	_, err = parseInts("4,x")
+	assert.ErrorContains(t, err, `"x" is not a positive number`)
+	_, err = parseInts("0")
+	assert.Error(t, err)
+	assert.Equal(t, "quick-p4", slug("Quick → p4"))
 }
 
 // A row whose key is present with another value is stale (an older change
@@ -346,11 +400,11 @@ func TestReadRSS(t *testing.T) {
 	assert.Greater(t, readRSS(), int64(1<<20), "this process uses more than 1 MiB")
 }
 
-// openEmulator starts an emulator with the bench schema and returns a MySQL
-// client of it.
-func openEmulator(t *testing.T) *sql.DB {
+// openEmulator starts an emulator with schema and returns a MySQL client of
+// it.
+func openEmulator(t *testing.T, schema string) *sql.DB {
 	t.Helper()
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: Schema})
+	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: schema})
 	require.NoError(t, err)
 	t.Cleanup(func() { em.Close() })
 	cfg := mysql.NewConfig()
@@ -367,7 +421,7 @@ func openEmulator(t *testing.T) *sql.DB {
 // pipeline's row or a row of an unknown partition. The output's own '#…'
 // bookkeeping rows are not partitions.
 func TestCheckProgress(t *testing.T) {
-	db := openEmulator(t)
+	db := openEmulator(t, Schema)
 	ctx := context.Background()
 	want := map[string]int64{"cdc/0": 41, "cdc/1": 17}
 
@@ -422,32 +476,33 @@ func TestCheckProgress(t *testing.T) {
 // verify fails an exactly_once row whose tables are right but whose
 // progress table is not.
 func TestVerifyExactlyOnceChecksProgress(t *testing.T) {
-	db := openEmulator(t)
+	db := openEmulator(t, Schema)
 	m := newMeter(0)
-	c := Config{Output: OutputStarRocksTxn, Semantic: SemanticExactlyOnce}
+	c := Config{Kind: KindPipeline, Semantic: SemanticExactlyOnce}
+	tp := &loadedTopic{model: workload.NewModel()}
 	// Nothing produced, nothing loaded: the tables equal the empty model,
 	// but the progress table is missing.
-	ok, msg, err := verify(context.Background(), c, Result{}, m, metricscap.New(), workload.NewModel(), db, map[string]int64{"cdc/0": 2})
+	ok, msg, err := verify(context.Background(), c, Result{}, m, metricscap.New(), tp, db, map[string]int64{"cdc/0": 2})
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Contains(t, msg, "FAILED: test.starrocks_txn_progress does not exist")
 
 	_, err = db.Exec("CREATE TABLE test." + ProgressTable + ` (pipeline_id VARCHAR(128) NOT NULL, source_partition VARCHAR(255) NOT NULL, committed_offset BIGINT NOT NULL) PRIMARY KEY (pipeline_id, source_partition) DISTRIBUTED BY HASH (pipeline_id)`)
 	require.NoError(t, err)
-	ok, msg, err = verify(context.Background(), c, Result{}, m, metricscap.New(), workload.NewModel(), db, map[string]int64{"cdc/0": 2})
+	ok, msg, err = verify(context.Background(), c, Result{}, m, metricscap.New(), tp, db, map[string]int64{"cdc/0": 2})
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Contains(t, msg, "FAILED: test.starrocks_txn_progress holds no progress row")
 
 	_, err = db.Exec("INSERT INTO test."+ProgressTable+" VALUES (?, ?, ?)", PipelineID, "cdc/0", 2)
 	require.NoError(t, err)
-	ok, msg, err = verify(context.Background(), c, Result{}, m, metricscap.New(), workload.NewModel(), db, map[string]int64{"cdc/0": 2})
+	ok, msg, err = verify(context.Background(), c, Result{}, m, metricscap.New(), tp, db, map[string]int64{"cdc/0": 2})
 	require.NoError(t, err)
 	assert.True(t, ok, msg)
 	assert.Contains(t, msg, "test.starrocks_txn_progress: 1 partitions at their last END offset")
 
 	// at_least_once does not look at the progress table.
-	ok, _, err = verify(context.Background(), Config{Output: OutputStarRocksTxn, Semantic: SemanticAtLeastOnce}, Result{}, m, metricscap.New(), workload.NewModel(), db, nil)
+	ok, _, err = verify(context.Background(), Config{Kind: KindPipeline, Semantic: SemanticAtLeastOnce}, Result{}, m, metricscap.New(), tp, db, nil)
 	require.NoError(t, err)
 	assert.True(t, ok)
 }

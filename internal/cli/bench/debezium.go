@@ -11,29 +11,42 @@ import (
 // workload's default connector, dbserver1).
 var debeziumNaming = workload.NewDebeziumSource(workload.DebeziumOptions{})
 
-// produceDebezium pre-produces o.Txns of gen's source transactions — the
-// rows the kafka_txn rows load — as Debezium topics with c.Partitions
-// partitions per table. debezium_txn delivers rows only (it assembles the
-// transactions itself), so the row's records are its rows.
-func produceDebezium(ctx context.Context, brokers []string, c Config, o Options, gen *workload.Generator, model *workload.Model, res *Result) error {
-	src := workload.NewDebeziumSource(workload.DebeziumOptions{Partitions: int32(c.Partitions), Schemas: true})
-	if err := workload.CreateDebeziumTopics(ctx, brokers, src); err != nil {
-		return err
+// debeziumView returns the topic as the debezium_txn row reads it: o.Txns
+// source transactions of the same generator (same seed, so the same rows the
+// kafka_txn rows load) produced, untimed, as Debezium topics with the
+// topic's partitions per table into the same Kafka, with their own model.
+// debezium_txn delivers rows only (it assembles the transactions itself), so
+// the row's records are its rows. The topics are produced once per loaded
+// topic.
+func (t *loadedTopic) debeziumView(ctx context.Context, o Options) (*loadedTopic, error) {
+	if t.dbz != nil {
+		return t.dbz, nil
 	}
-	prod, err := workload.NewDebeziumProducer(workload.DebeziumProducerOptions{Brokers: brokers}, src, model)
+	if t.Tables > 0 {
+		return nil, fmt.Errorf("the debezium_txn row runs on the orders workload only")
+	}
+	view := *t
+	view.model = workload.NewModel()
+	gen := workload.NewGenerator(workload.Options{Partitions: int32(t.Partitions), Seed: o.Seed, Events: true})
+	src := workload.NewDebeziumSource(workload.DebeziumOptions{Partitions: int32(t.Partitions), Schemas: true})
+	if err := workload.CreateDebeziumTopics(ctx, t.brokers, src); err != nil {
+		return nil, err
+	}
+	prod, err := workload.NewDebeziumProducer(workload.DebeziumProducerOptions{Brokers: t.brokers}, src, view.model)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer prod.Close()
 	part := int32(0)
 	for i := 0; i < o.Txns; i++ {
 		if err := prod.Write(ctx, src.Encode(gen.Next(part))); err != nil {
-			return fmt.Errorf("pre-producing the Debezium workload: %w", err)
+			return nil, fmt.Errorf("pre-producing the Debezium workload: %w", err)
 		}
 		part = (part + 1) % gen.Partitions()
 	}
-	res.SourceTxns = prod.Stats.Txns.Load()
-	res.Rows = prod.Stats.Events.Load()
-	res.Records = res.Rows
-	return nil
+	view.sourceTxns = prod.Stats.Txns.Load()
+	view.rows = prod.Stats.Events.Load()
+	view.records = view.rows
+	t.dbz = &view
+	return t.dbz, nil
 }

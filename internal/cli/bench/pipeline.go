@@ -5,21 +5,21 @@ import (
 	"strings"
 )
 
-// Schema is examples/schema.sql: the orders, order_items and order_events
-// tables every configuration loads. The binary passes its embedded copy to
-// Command; the tests read the file.
-var Schema string
-
-// PipelineYAML is the stream configuration of c: kafka_txn (read through the
-// bench_timed wrapper) → txn_assembler → the configuration's output. The
-// starrocks_txn settings are those of examples/demo.yaml, with c's
-// max_in_flight and semantic and the options' buffer_size and
-// commit_interval; exactly_once also gets pipeline_id PipelineID and the
-// emulator's MySQL address mysqlAddr for its progress table.
-func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string {
+// PipelineYAML is the stream configuration of row c: its input read through
+// the bench_timed wrapper (kafka_txn with consumer group group, or the
+// pre-built contract stream), txn_assembler in the input's processors where
+// the row has it, and the row's output. The starrocks_txn settings are the
+// output's defaults but for commit_interval and, when the options set them,
+// max_in_flight and buffer_size; exactly_once also gets pipeline_id
+// PipelineID and the emulator's MySQL address mysqlAddr for its progress
+// table.
+func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) string {
 	o.defaults()
 	var sb strings.Builder
-	if c.Input == InputDebeziumTxn {
+	switch c.Kind {
+	case KindOutput:
+		fmt.Fprintf(&sb, "input:\n  %s:\n    input:\n      %s: {}\n", timedInputName, prebuiltInputName)
+	case KindDebezium:
 		fmt.Fprintf(&sb, `input:
   %s:
     input:
@@ -27,41 +27,44 @@ func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string 
         seed_brokers: [ %q ]
         topics: [ %s ]
         transaction_topic: %s
-        consumer_group: bench
+        consumer_group: %s
         checkpoint_limit: 100000
         batching:
           count: %d
           period: 50ms
-`, timedInputName, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), c.Batch)
-	} else {
+`, timedInputName, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), group, c.Batch)
+	default:
 		fmt.Fprintf(&sb, `input:
   %s:
     input:
       kafka_txn:
         seed_brokers: [ %q ]
         topics: [ %q ]
-        consumer_group: bench
-        isolation_level: read_committed
+        consumer_group: %s
         checkpoint_limit: 100000
         batching:
           count: %d
           period: 50ms
-  processors:
-    - txn_assembler:
-        format: envelope
-`, timedInputName, brokers, topic, c.Batch)
+`, timedInputName, brokers, topicName, group, c.Batch)
+		if c.Kind != KindDrop {
+			sb.WriteString("  processors:\n    - txn_assembler:\n        format: envelope\n")
+		}
 	}
-	switch c.Output {
-	case OutputStarRocksTxn:
+	switch c.Kind {
+	case KindPipeline, KindOutput, KindDebezium:
 		fmt.Fprintf(&sb, `output:
   starrocks_txn:
     load_urls: [ %q ]
     username: root
     password: ""
     commit_interval: %s
-    max_in_flight: %d
-    buffer_size: %d
-`, feURL, o.CommitInterval, c.MaxInFlight, o.BufferSize)
+`, feURL, o.CommitInterval)
+		if c.MaxInFlight > 0 {
+			fmt.Fprintf(&sb, "    max_in_flight: %d\n", c.MaxInFlight)
+		}
+		if o.BufferSize > 0 {
+			fmt.Fprintf(&sb, "    buffer_size: %d\n", o.BufferSize)
+		}
 		if c.Semantic != "" {
 			fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
 		}
@@ -71,7 +74,7 @@ func PipelineYAML(c Config, o Options, brokers, feURL, mysqlAddr string) string 
     mysql_address: %q
 `, PipelineID, ProgressTable, mysqlAddr)
 		}
-	case OutputHTTPClient:
+	case KindHTTP:
 		// What users do today: one plain stream load per table per output
 		// batch. The assembler's body-less END markers carry no row.
 		fmt.Fprintf(&sb, `output:

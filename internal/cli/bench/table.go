@@ -9,13 +9,13 @@ import (
 
 // Columns are the table's headings, in order.
 var Columns = []string{
-	"configuration", "partitions", "batch (mean delivered)", "max_in_flight", "rows", "source txns",
-	"rows/s", "source txns/s", "records/s (model bound)", "p50 visibility", "p99 visibility", "HTTP loads/s",
-	"commits", "peak RSS MiB (at start)", "peak buffered / buffer_size", "verified",
+	"topic", "configuration", "records/s", "÷ kafka_txn → drop", "rows/s", "CPU µs/record", "B/record",
+	"allocs/record", "cores", "GC %", "batch (mean)", "p50 / p99 visibility", "loads/s", "loads/commit",
+	"commits", "peak RSS MiB (start)", "peak buffered MiB", "verified",
 }
 
-// WriteTable prints the results as one Markdown table, then what each
-// latency figure measures.
+// WriteTable prints the results as one Markdown table, then the ratios the
+// run is about and what each figure measures.
 func WriteTable(w io.Writer, rs []Result) {
 	row := func(cells []string) {
 		fmt.Fprint(w, "|")
@@ -31,78 +31,139 @@ func WriteTable(w io.Writer, rs []Result) {
 	}
 	row(sep)
 	for _, r := range rs {
-		buffered := "-"
-		if r.Output == OutputStarRocksTxn {
-			buffered = fmt.Sprintf("%.1f / %d MiB", float64(r.PeakBuffered)/(1<<20), r.BufferSize>>20)
-		}
-		commits := "-"
-		if r.Output == OutputStarRocksTxn {
-			commits = fmt.Sprint(r.Commits)
+		dash := func(ok bool, s string) string {
+			if !ok {
+				return "-"
+			}
+			return s
 		}
 		verified := "yes"
 		if !r.Verified {
 			verified = "NO: " + strings.TrimPrefix(r.Verification, "FAILED: ")
 		}
+		vis := "-"
+		if r.LatencySource != "-" {
+			vis = fmtDur(r.VisP50) + " / " + fmtDur(r.VisP99)
+		}
 		row([]string{
-			r.Name, fmt.Sprint(r.Partitions), fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch()), maxInFlight(r),
-			fmt.Sprint(r.Rows), fmt.Sprint(r.SourceTxns),
-			fmt.Sprintf("%.0f", r.RowsPerSec()), fmt.Sprintf("%.0f", r.TxnsPerSec()), recordsAndBound(r),
-			fmtDur(r.VisP50), fmtDur(r.VisP99), fmt.Sprintf("%.1f", r.LoadsPerSec()), commits,
+			r.Topic.String(), r.Name,
+			fmt.Sprintf("%.0f", r.RecordsPerSec()), dash(r.Ratio() > 0, fmt.Sprintf("%.2f", r.Ratio())),
+			fmt.Sprintf("%.0f", r.RowsPerSec()),
+			fmt.Sprintf("%.2f", r.CPUPerRecord()), fmt.Sprintf("%.0f", r.BytesPerRecord()), fmt.Sprintf("%.1f", r.AllocsPerRecord()),
+			fmt.Sprintf("%.2f", r.Cores()), fmt.Sprintf("%.0f", 100*r.GCShare),
+			dash(r.Kind != KindFranz, fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch())),
+			vis,
+			dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerSec())), dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerCommit())),
+			dash(r.Loader(), fmt.Sprint(r.Commits)),
 			fmt.Sprintf("%.0f (%.0f)", float64(r.PeakRSS)/(1<<20), float64(r.StartRSS)/(1<<20)),
-			buffered, verified,
+			dash(r.StarRocksTxn(), fmt.Sprintf("%.1f", float64(r.PeakBuffered)/(1<<20))),
+			verified,
 		})
 	}
 	fmt.Fprintln(w)
-	if sr, ok := CompareSemantics(rs); ok {
-		fmt.Fprintf(w, "exactly_once ÷ at_least_once (starrocks_txn, same workload, this run): throughput %.2f× (%.0f ÷ %.0f rows/s), p50 visibility %.2f× (%s ÷ %s), p99 visibility %.2f× (%s ÷ %s)\n",
-			sr.Throughput, sr.ExactlyOnce.RowsPerSec(), sr.AtLeastOnce.RowsPerSec(),
-			sr.P50, fmtDur(sr.ExactlyOnce.VisP50), fmtDur(sr.AtLeastOnce.VisP50),
-			sr.P99, fmtDur(sr.ExactlyOnce.VisP99), fmtDur(sr.AtLeastOnce.VisP99))
-		fmt.Fprintln(w, "  exactly_once: the same output with semantic exactly_once, writing its progress table over the")
-		fmt.Fprintf(w, "  emulator's MySQL port and one progress row per partition into every commit; verified also against\n")
-		fmt.Fprintf(w, "  %s (every partition's committed_offset = its last END offset in Kafka).\n", ProgressTable)
-		fmt.Fprintln(w)
+	for _, line := range Summary(rs) {
+		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintln(w, "Throughput: rows (and source transactions) ÷ time from the first record read to the last one acknowledged;")
-	fmt.Fprintln(w, "  the workload was produced into Kafka before the pipeline started. batch: kafka_txn batching.count (and")
-	fmt.Fprintln(w, "  http_client's output batch), with the mean number of records per input batch delivered in brackets.")
-	fmt.Fprintln(w, "  records/s counts every Kafka record (rows and BEGIN/END events); the model bound in brackets is the")
-	fmt.Fprintln(w, "  commit-cycle ceiling of starrocks_txn: max_in_flight × mean delivered batch ÷ commit_interval.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Every row reads the same pre-loaded topic (its own consumer group; the loaders into a fresh emulator).")
+	fmt.Fprintln(w, "  records/s: the topic's Kafka records (rows and BEGIN/END events) ÷ the time from the first record read")
+	fmt.Fprintln(w, "  to the last one acknowledged (for the loaders: visible); rows/s the same for data rows. ÷ kafka_txn → drop:")
+	fmt.Fprintln(w, "  records/s over that row's on the same topic in this run. CPU, B and allocs per record: the whole process")
+	fmt.Fprintln(w, "  over that window (the in-process Kafka and emulator included), divided by the topic's records; cores: CPU")
+	fmt.Fprintln(w, "  time ÷ wall time; GC %: the runtime's estimate of the garbage collector's share of its CPU time.")
+	fmt.Fprintln(w, "  batch: kafka_txn batching.count, the mean delivered batch in brackets.")
 	fmt.Fprintln(w, "Visibility: starrocks_txn: its starrocks_txn_visibility_latency_ns per source transaction, from the time")
-	fmt.Fprintln(w, "  kafka_txn handed the record to the pipeline to the StarRocks commit; drop and http_client: per record,")
-	fmt.Fprintln(w, "  read → acknowledgement (http_client acknowledges after its stream load returned, so the rows are visible).")
+	fmt.Fprintln(w, "  the record was read to the StarRocks commit; the others: per record, read → acknowledgement")
+	fmt.Fprintln(w, "  (http_client acknowledges after its stream load returned, so the rows are visible).")
+	fmt.Fprintln(w, "The pre-built contract stream: the topic read through kafka_txn → txn_assembler before the row, untimed,")
+	fmt.Fprintln(w, "  then handed to starrocks_txn from memory: the output and the emulator alone.")
 	for _, r := range rs {
-		if r.Input == InputDebeziumTxn {
-			fmt.Fprintf(w, "%s: the same source transactions as Debezium topics (one per table, %d partitions each, and a\n", r.Name, r.Partitions)
-			fmt.Fprintln(w, "  transaction topic), assembled across partitions by the input; it delivers rows only, so its records/s are rows/s.")
+		if r.Kind == KindDebezium {
+			fmt.Fprintln(w, "debezium_txn: the same source transactions produced as Debezium topics into the same Kafka (one per table,")
+			fmt.Fprintln(w, "  as many partitions each, and a transaction topic), assembled across partitions by the input; it")
+			fmt.Fprintln(w, "  delivers rows only, so its records are its rows (its ratio to drop compares different record counts).")
+			break
 		}
 	}
 	for _, r := range rs {
-		if !r.Verified && r.Output == OutputHTTPClient {
+		if !r.Verified && r.Kind == KindHTTP {
 			fmt.Fprintf(w, "%s did not reproduce the source: its max_in_flight (%d) concurrent batches race, so an older\n", r.Name, r.MaxInFlight)
 			fmt.Fprintln(w, "  change of a key can land after a newer one (stale rows, deleted rows back, newer rows deleted);")
 			fmt.Fprintln(w, "  --http-max-in-flight 1 keeps the order, slower.")
+			break
 		}
 	}
 	fmt.Fprintln(w, "RSS: VmRSS of this whole process (in-process Kafka holding the workload and the emulator holding the")
-	fmt.Fprintln(w, "  tables included), sampled every 25 ms; at start = after loading Kafka, before the pipeline ran.")
+	fmt.Fprintln(w, "  tables included), sampled every 25 ms; start = after a GC, before the row ran.")
 }
 
-// recordsAndBound is records/s, and for starrocks_txn the commit-cycle
-// model's bound: max_in_flight × mean delivered batch ÷ commit_interval.
-func recordsAndBound(r Result) string {
-	rec := fmt.Sprintf("%.0f", perSec(r.Records, r.Elapsed))
-	if b := r.ModelBound(r.CommitInterval); b > 0 {
-		return fmt.Sprintf("%s (%.0f)", rec, b)
+// Summary is the run's ratios, one line each: the assembler's and the
+// pipeline's against kafka_txn → drop, exactly_once against at_least_once,
+// the pipeline at each further partition count against the first, and the
+// loads per commit over the tables sweep.
+func Summary(rs []Result) []string {
+	var out []string
+	var first *Result
+	for i := range rs {
+		if rs[i].Kind == KindDrop {
+			first = &rs[i]
+			break
+		}
 	}
-	return rec + " (-)"
-}
-
-func maxInFlight(r Result) string {
-	if r.Output == OutputDrop {
-		return "-"
+	if first == nil {
+		return nil
 	}
-	return fmt.Sprint(r.MaxInFlight)
+	base := first.Topic
+	find := func(t Topic, kind, semantic string) (Result, bool) {
+		for _, r := range rs {
+			if r.Topic == t && r.Kind == kind && r.Semantic == semantic {
+				return r, true
+			}
+		}
+		return Result{}, false
+	}
+	pipe, havePipe := find(base, KindPipeline, SemanticAtLeastOnce)
+	if r, ok := find(base, KindAssembler, ""); ok {
+		out = append(out, fmt.Sprintf("assembler ÷ drop (%s, this run): %.2f (%.0f ÷ %.0f records/s)", base, r.Ratio(), r.RecordsPerSec(), r.DropRecordsPerSec))
+	}
+	if havePipe {
+		out = append(out, fmt.Sprintf("pipeline ÷ drop (%s, this run): %.2f (%.0f ÷ %.0f records/s)", base, pipe.Ratio(), pipe.RecordsPerSec(), pipe.DropRecordsPerSec))
+	}
+	if r, ok := find(base, KindOutput, SemanticAtLeastOnce); ok {
+		out = append(out, fmt.Sprintf("output alone ÷ drop (%s, this run): %.2f (%.0f ÷ %.0f records/s)", base, r.Ratio(), r.RecordsPerSec(), r.DropRecordsPerSec))
+	}
+	if eo, ok := find(base, KindPipeline, SemanticExactlyOnce); ok && havePipe && pipe.RowsPerSec() > 0 && pipe.VisP50 > 0 && pipe.VisP99 > 0 {
+		out = append(out, fmt.Sprintf("exactly_once ÷ at_least_once (%s, this run): throughput %.2f× (%.0f ÷ %.0f rows/s), p50 visibility %.2f× (%s ÷ %s), p99 visibility %.2f× (%s ÷ %s)",
+			base, eo.RowsPerSec()/pipe.RowsPerSec(), eo.RowsPerSec(), pipe.RowsPerSec(),
+			float64(eo.VisP50)/float64(pipe.VisP50), fmtDur(eo.VisP50), fmtDur(pipe.VisP50),
+			float64(eo.VisP99)/float64(pipe.VisP99), fmtDur(eo.VisP99), fmtDur(pipe.VisP99)))
+	}
+	for _, r := range rs {
+		if r.Kind != KindPipeline || r.Semantic != SemanticAtLeastOnce || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d ÷ %d partitions (starrocks_txn rows/s, this run): %.2f (%.0f ÷ %.0f); p99 visibility %s",
+			r.Topic.Partitions, base.Partitions, r.RowsPerSec()/pipe.RowsPerSec(), r.RowsPerSec(), pipe.RowsPerSec(), fmtDur(r.VisP99)))
+	}
+	var parts []string
+	for _, r := range rs {
+		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Topic.Tables == 0 {
+			parts = append(parts, fmt.Sprintf("%d partitions %.1f", r.Topic.Partitions, r.LoadsPerCommit()))
+		}
+	}
+	if len(parts) > 1 {
+		out = append(out, "loads per commit (starrocks_txn, 3 tables): "+strings.Join(parts, ", "))
+	}
+	var tables []string
+	for _, r := range rs {
+		if r.Kind == KindPipeline && r.Topic.Tables > 0 {
+			tables = append(tables, fmt.Sprintf("%d tables %.1f", r.Topic.Tables, r.LoadsPerCommit()))
+		}
+	}
+	if len(tables) > 0 {
+		out = append(out, "loads per commit (starrocks_txn, "+fmt.Sprint(base.Partitions)+" partitions): "+strings.Join(tables, ", "))
+	}
+	return out
 }
 
 func fmtDur(d time.Duration) string {
@@ -114,44 +175,4 @@ func fmtDur(d time.Duration) string {
 	default:
 		return d.Round(time.Millisecond).String()
 	}
-}
-
-// SemanticsRatio compares the starrocks_txn comparison rows of one run:
-// exactly_once against at_least_once, same workload and settings.
-type SemanticsRatio struct {
-	AtLeastOnce, ExactlyOnce Result
-	// Throughput, P50 and P99 are exactly_once ÷ at_least_once of rows/s
-	// and of the p50 and p99 visibility latency.
-	Throughput, P50, P99 float64
-}
-
-// CompareSemantics finds the at_least_once and exactly_once starrocks_txn
-// rows of the comparison (not the sweep) among rs and returns their ratios;
-// false when either is missing or has no figures.
-func CompareSemantics(rs []Result) (SemanticsRatio, bool) {
-	var sr SemanticsRatio
-	var alo, eo bool
-	for _, r := range rs {
-		if r.Output != OutputStarRocksTxn || r.Sweep != "" {
-			continue
-		}
-		switch r.Semantic {
-		case SemanticAtLeastOnce:
-			if !alo {
-				sr.AtLeastOnce, alo = r, true
-			}
-		case SemanticExactlyOnce:
-			if !eo {
-				sr.ExactlyOnce, eo = r, true
-			}
-		}
-	}
-	a, e := sr.AtLeastOnce, sr.ExactlyOnce
-	if !alo || !eo || a.RowsPerSec() <= 0 || a.VisP50 <= 0 || a.VisP99 <= 0 {
-		return sr, false
-	}
-	sr.Throughput = e.RowsPerSec() / a.RowsPerSec()
-	sr.P50 = float64(e.VisP50) / float64(a.VisP50)
-	sr.P99 = float64(e.VisP99) / float64(a.VisP99)
-	return sr, true
 }

@@ -5,92 +5,25 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
-// timedInputName is the wrapper input every configuration reads through.
-const timedInputName = "bench_timed"
-
-// meter is what the bench_timed input records about one run: how many Kafka
-// records the pipeline read and how many the output acknowledged, when, and
-// the read → acknowledgement latency of each record.
-type meter struct {
-	want    int64 // records the run must deliver; 0 = unknown yet
-	read    atomic.Int64
-	batches atomic.Int64
-	// data counts records whose acknowledgement reported success.
-	acked  atomic.Int64
-	nacked atomic.Int64
-
-	mu        sync.Mutex
-	firstRead time.Time
-	lastAck   time.Time
-	latencies []latencySample
-	done      chan struct{}
-	doneOnce  sync.Once
-}
-
-// latencySample is one acknowledged input batch: its read → ack time and
-// the number of records it carried (the quantiles weight by records).
-type latencySample struct {
-	d time.Duration
-	n int
-}
-
-func newMeter(want int64) *meter {
-	return &meter{want: want, done: make(chan struct{})}
-}
-
-func (m *meter) onRead(n int, now time.Time) {
-	m.mu.Lock()
-	if m.firstRead.IsZero() {
-		m.firstRead = now
-	}
-	m.mu.Unlock()
-	m.read.Add(int64(n))
-	m.batches.Add(1)
-}
-
-func (m *meter) onAck(n int, readAt time.Time, err error) {
-	now := time.Now()
-	if err != nil {
-		m.nacked.Add(int64(n))
-		return
-	}
-	m.mu.Lock()
-	m.latencies = append(m.latencies, latencySample{d: now.Sub(readAt), n: n})
-	if now.After(m.lastAck) {
-		m.lastAck = now
-	}
-	m.mu.Unlock()
-	if total := m.acked.Add(int64(n)); m.want > 0 && total >= m.want {
-		m.doneOnce.Do(func() { close(m.done) })
-	}
-}
-
-// window returns the first read and the last acknowledgement.
-func (m *meter) window() (time.Time, time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.firstRead, m.lastAck
-}
-
-// quantile returns the record-weighted q-quantile of read → ack latency.
-func (m *meter) quantile(q float64) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return weightedQuantile(m.latencies, q)
-}
+// Inputs the bench registers in each row's environment.
+const (
+	// timedInputName wraps the input every configuration reads through.
+	timedInputName = "bench_timed"
+	// prebuiltInputName serves a contract stream built before the row ran.
+	prebuiltInputName = "bench_prebuilt"
+)
 
 // registerTimedInput adds the bench_timed input to env. It wraps another
-// input (kafka_txn), counts what it delivers and when the output acknowledges
-// it, and stamps each message's kafka_timestamp_ms with the time it was read:
-// the Kafka record timestamps of a pre-produced backlog measure how long the
-// backlog waited, not the pipeline, and starrocks_txn measures its visibility
-// latency from that metadata key.
+// input, counts what it delivers and when the output acknowledges it, and
+// stamps each message's kafka_timestamp_ms with the time it was read: the
+// Kafka record timestamps of a pre-produced backlog measure how long the
+// backlog waited, not the pipeline, and starrocks_txn measures its
+// visibility latency from that metadata key.
 func registerTimedInput(env *service.Environment, m *meter) error {
 	spec := service.NewConfigSpec().
 		Summary("Benchmark wrapper: reads a child input, counts records and acknowledgements and stamps the read time.").
@@ -120,12 +53,13 @@ func (t *timedInput) ReadBatch(ctx context.Context) (service.MessageBatch, servi
 		return nil, nil, err
 	}
 	now := time.Now()
-	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	// Boxed once: the wrapper should cost the rows as little as it can.
+	var ms any = strconv.FormatInt(now.UnixMilli(), 10)
 	for _, msg := range batch {
 		msg.MetaSetMut("kafka_timestamp_ms", ms)
 	}
 	n := len(batch)
-	t.m.onRead(n, now)
+	t.m.onRead(n)
 	return batch, func(ctx context.Context, err error) error {
 		t.m.onAck(n, now, err)
 		return ack(ctx, err)
@@ -133,3 +67,41 @@ func (t *timedInput) ReadBatch(ctx context.Context) (service.MessageBatch, servi
 }
 
 func (t *timedInput) Close(ctx context.Context) error { return t.child.Close(ctx) }
+
+// prebuilt is a contract stream made before a row ran: the batches
+// txn_assembler emitted for the topic, in emission order.
+type prebuilt struct {
+	mu      sync.Mutex
+	batches []service.MessageBatch
+	msgs    int64
+}
+
+// registerPrebuiltInput adds the bench_prebuilt input to env: it hands out
+// the batches of p once each, in order, and then waits for the end of the
+// stream, as a Kafka input with nothing more to read does.
+func registerPrebuiltInput(env *service.Environment, p *prebuilt) error {
+	spec := service.NewConfigSpec().Summary("Benchmark input: a contract stream built in memory before the run.")
+	return env.RegisterBatchInput(prebuiltInputName, spec, func(*service.ParsedConfig, *service.Resources) (service.BatchInput, error) {
+		return &prebuiltInput{p: p}, nil
+	})
+}
+
+type prebuiltInput struct{ p *prebuilt }
+
+func (in *prebuiltInput) Connect(context.Context) error { return nil }
+
+func (in *prebuiltInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	in.p.mu.Lock()
+	if len(in.p.batches) > 0 {
+		b := in.p.batches[0]
+		in.p.batches[0] = nil
+		in.p.batches = in.p.batches[1:]
+		in.p.mu.Unlock()
+		return b, func(context.Context, error) error { return nil }, nil
+	}
+	in.p.mu.Unlock()
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
+}
+
+func (in *prebuiltInput) Close(context.Context) error { return nil }

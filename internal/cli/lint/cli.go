@@ -27,7 +27,10 @@ func Command(builtin Builtin) *cli.Command {
 		Description: `Runs Benthos's lint (see its flags with: lint --help), then checks that every
 txn_assembler processor sits where it sees each partition in order: under
 input.processors, or under pipeline.processors with pipeline.threads: 1.
-Exits with status 1 if any linting error was found.`,
+Exits with status 1 if any linting error was found. Also warns (without
+failing) when a kafka_txn → starrocks_txn config cannot make rows visible
+within the output's commit_interval, or gives the input no way to know where
+source transactions end.`,
 		Action: func(c *cli.Context) error {
 			stderr := c.App.ErrWriter
 			if stderr == nil {
@@ -61,6 +64,11 @@ func Run(args []string, stderr io.Writer, builtin Builtin) int {
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "%s(%d,%d) %s\n", path, p.Line, p.Column, p.What)
 			code = max(code, 1)
+		}
+		// Warnings: the config runs, but not within its commit_interval.
+		warnings, _ := CheckCycleYAML(raw)
+		for _, p := range warnings {
+			fmt.Fprintf(stderr, "%s(%d,%d) %s\n", path, p.Line, p.Column, p.What)
 		}
 	}
 	return code

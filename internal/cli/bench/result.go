@@ -1,0 +1,120 @@
+package bench
+
+import "time"
+
+// Result is the measured outcome of one row.
+type Result struct {
+	Config
+	SourceTxns int64 // committed source transactions in the topic
+	Rows       int64 // data rows (changes) of those transactions
+	// Records is the topic's Kafka records (rows and BEGIN/END events):
+	// every row's per-record figures divide by it, whatever the row's
+	// input delivers (the pre-built contract stream has no BEGIN).
+	Records int64
+	// Batches is the number of input batches delivered, Delivered the
+	// messages in them.
+	Batches, Delivered int64
+	// Starved counts starrocks_txn_max_in_flight_starved.
+	Starved int64
+	// StartDelay is the time from starting the row to its first record
+	// (connecting, joining the consumer group); not in Elapsed.
+	StartDelay time.Duration
+	// Elapsed is the measured window: from the first record read to the
+	// last one acknowledged (for the loaders: visible in the emulator).
+	Elapsed time.Duration
+	// CPU is the process's CPU time over the window (the in-process Kafka
+	// and emulator included); AllocBytes and AllocObjects its heap
+	// allocations; GCShare the garbage collector's estimated share of it.
+	CPU          time.Duration
+	AllocBytes   uint64
+	AllocObjects uint64
+	GCShare      float64
+	// VisP50 and VisP99: for starrocks_txn its own
+	// starrocks_txn_visibility_latency_ns per source transaction, measured
+	// from the time the record was read (the bench stamps
+	// kafka_timestamp_ms with it); for the others the read →
+	// acknowledgement time of each record.
+	VisP50, VisP99 time.Duration
+	LatencySource  string
+	// Loads and Commits are the emulator's HTTP loads (transaction and
+	// plain stream loads) and committed transactions.
+	Loads, Commits int64
+	PeakRSS        int64 // bytes, sampled VmRSS of the process during the run
+	StartRSS       int64 // bytes, VmRSS when the row started
+	PeakBuffered   int64 // bytes, peak starrocks_txn_buffered_bytes
+	Verified       bool
+	Verification   string
+	// DropRecordsPerSec is kafka_txn → drop's records/s on the same topic
+	// in this run (0 when it did not run).
+	DropRecordsPerSec float64
+}
+
+func perSec(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func perRecord(v float64, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return v / float64(n)
+}
+
+// RecordsPerSec is the topic's Kafka records per second of the window.
+func (r Result) RecordsPerSec() float64 { return perSec(r.Records, r.Elapsed) }
+
+// RowsPerSec is data rows per second.
+func (r Result) RowsPerSec() float64 { return perSec(r.Rows, r.Elapsed) }
+
+// TxnsPerSec is source transactions per second.
+func (r Result) TxnsPerSec() float64 { return perSec(r.SourceTxns, r.Elapsed) }
+
+// CPUPerRecord is the process's CPU microseconds per record.
+func (r Result) CPUPerRecord() float64 {
+	return perRecord(float64(r.CPU)/float64(time.Microsecond), r.Records)
+}
+
+// BytesPerRecord and AllocsPerRecord are the heap allocations per record.
+func (r Result) BytesPerRecord() float64 { return perRecord(float64(r.AllocBytes), r.Records) }
+
+// AllocsPerRecord is the number of heap allocations per record.
+func (r Result) AllocsPerRecord() float64 { return perRecord(float64(r.AllocObjects), r.Records) }
+
+// Cores is the CPU time over the wall time of the window.
+func (r Result) Cores() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / r.Elapsed.Seconds()
+}
+
+// Ratio is records/s ÷ kafka_txn → drop's on the same topic (0 unknown).
+func (r Result) Ratio() float64 {
+	if r.DropRecordsPerSec <= 0 {
+		return 0
+	}
+	return r.RecordsPerSec() / r.DropRecordsPerSec
+}
+
+// RecordsPerBatch is the mean size of the input batches delivered.
+func (r Result) RecordsPerBatch() float64 {
+	if r.Batches == 0 {
+		return 0
+	}
+	return float64(r.Delivered) / float64(r.Batches)
+}
+
+// LoadsPerSec is HTTP loads per second.
+func (r Result) LoadsPerSec() float64 { return perSec(r.Loads, r.Elapsed) }
+
+// LoadsPerCommit is HTTP loads per committed StarRocks transaction (0 when
+// nothing committed).
+func (r Result) LoadsPerCommit() float64 {
+	if r.Commits <= 0 {
+		return 0
+	}
+	return float64(r.Loads) / float64(r.Commits)
+}

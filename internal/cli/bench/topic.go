@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+)
+
+// Schema is examples/schema.sql: the orders, order_items and order_events
+// tables the orders workload loads. The binary passes its embedded copy to
+// Command; the tests read the file.
+var Schema string
+
+const topicName = "cdc"
+
+// loadedTopic is a topic pre-loaded into its own in-process Kafka, and what
+// the producer committed to it.
+type loadedTopic struct {
+	Topic
+	cluster *kfake.Cluster
+	brokers []string
+	model   *workload.Model
+	// sourceTxns, records and rows the producer committed.
+	sourceTxns, records, rows int64
+	// schema is the DDL the loaders' emulators start with.
+	schema string
+	// dbz is the same workload as Debezium topics in the same Kafka, once
+	// the debezium_txn row produced them (debezium.go).
+	dbz *loadedTopic
+}
+
+func (t *loadedTopic) close() { t.cluster.Close() }
+
+// loadTopic starts a Kafka with t's partitions and produces o.Txns committed
+// source transactions of the workload into it (and aborted ones at
+// o.AbortRatio), before any row reads it, so that no producer limits a row.
+func loadTopic(ctx context.Context, o Options, t Topic) (*loadedTopic, error) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(t.Partitions), topicName))
+	if err != nil {
+		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
+	}
+	lt := &loadedTopic{Topic: t, cluster: cluster, brokers: cluster.ListenAddrs(), model: workload.NewModel(), schema: Schema}
+	if t.Tables > 0 {
+		lt.schema = workload.WideSchema(t.Tables)
+	}
+	gen := workload.NewGenerator(workload.Options{Partitions: int32(t.Partitions), Seed: o.Seed, Events: true, Tables: t.Tables})
+	prod, err := workload.NewProducer(workload.ProducerOptions{
+		Brokers: lt.brokers, Topic: topicName, AbortRatio: o.AbortRatio, TxnsPerKafkaTxn: 50,
+		TransactionalID: "bench-producer",
+	}, gen, lt.model)
+	if err != nil {
+		cluster.Close()
+		return nil, err
+	}
+	err = prod.Produce(ctx, o.Txns)
+	prod.Close()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		cluster.Close()
+		return nil, fmt.Errorf("pre-producing the workload: %w", err)
+	}
+	lt.sourceTxns = prod.Stats.Committed.Load()
+	lt.records = prod.Stats.Records.Load()
+	// Every committed source transaction is a BEGIN, its changes and an END
+	// (workload.Envelope).
+	lt.rows = lt.records - 2*lt.sourceTxns
+	return lt, nil
+}
+
+// LastEndOffsets reads the topic from the start with read_committed until it
+// has seen records records, and returns the offset of the last TXN_END
+// event of every partition that has one, keyed like starrocks_partition
+// ("<topic>/<partition>"). That is what the progress table of an
+// exactly_once run that loaded everything must hold as committed_offset.
+func LastEndOffsets(ctx context.Context, brokers []string, topic string, records int64) (map[string]int64, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kafka client: %w", err)
+	}
+	defer cl.Close()
+	ends := map[string]int64{}
+	var seen int64
+	var decodeErr error
+	for seen < records {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%d of %d records read: %w", seen, records, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return nil, fmt.Errorf("fetching %s/%d: %w", errs[0].Topic, errs[0].Partition, errs[0].Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			var ev struct {
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(r.Value, &ev); err != nil {
+				if decodeErr == nil {
+					decodeErr = fmt.Errorf("decoding the record at %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
+				}
+				return
+			}
+			if ev.Type != "TXN_END" {
+				return
+			}
+			key := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+			if cur, ok := ends[key]; !ok || r.Offset > cur {
+				ends[key] = r.Offset
+			}
+		})
+		if decodeErr != nil {
+			return nil, decodeErr
+		}
+	}
+	return ends, nil
+}

@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
+	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+)
+
+// verify checks that row c delivered exactly the committed workload: for
+// the drop rows every message was acknowledged and none nacked; for the
+// loaders the tables equal the model; for starrocks_txn also every source
+// transaction was counted committed once; for exactly_once also the
+// progress table holds, for every partition, lastEnds (the partition's last
+// END offset) as its committed_offset.
+func verify(ctx context.Context, c Config, res Result, m *meter, capture *metricscap.Capture, tp *loadedTopic, db *sql.DB, lastEnds map[string]int64) (bool, string, error) {
+	if n := m.nacked.Load(); n > 0 {
+		return false, fmt.Sprintf("FAILED: %d messages nacked", n), nil
+	}
+	if got := m.acked.Load(); got != m.want {
+		return false, fmt.Sprintf("FAILED: %d of %d messages acknowledged", got, m.want), nil
+	}
+	if got := int64(tp.model.Txns()); got != res.SourceTxns {
+		return false, fmt.Sprintf("FAILED: the model holds %d source transactions, the producer committed %d", got, res.SourceTxns), nil
+	}
+	if !c.Loader() {
+		return true, fmt.Sprintf("OK: all %d messages delivered", m.want), nil
+	}
+	var ok string
+	if tp.Tables > 0 {
+		want := tp.model.WideSnapshot()
+		got, err := workload.ReadWide(ctx, db, tp.Tables)
+		if err != nil {
+			return false, "", fmt.Errorf("reading the target tables: %w", err)
+		}
+		var diffs []string
+		rows := 0
+		for i := 0; i < tp.Tables; i++ {
+			table := workload.WideTable(i)
+			rows += len(want[table])
+			if !slices.Equal(want[table], got[table]) {
+				d := diffTable(1, want[table], got[table])
+				diffs = append(diffs, fmt.Sprintf("%s: %d rows missing, %d stale, %d unexpected", table, d.missing, d.stale, d.unexpected))
+			}
+		}
+		if len(diffs) > 0 {
+			return false, "FAILED: " + strings.Join(diffs, "; "), nil
+		}
+		ok = fmt.Sprintf("OK: %d tables = model (%d rows)", tp.Tables, rows)
+	} else {
+		want := tp.model.Snapshot()
+		got, err := workload.ReadTarget(ctx, db, true)
+		if err != nil {
+			return false, "", fmt.Errorf("reading the target tables: %w", err)
+		}
+		if diff := describeDiff(want, got); diff != "" {
+			return false, "FAILED: " + diff, nil
+		}
+		ok = fmt.Sprintf("OK: tables = model (%d orders, %d items, %d events)", len(want.Orders), len(want.Items), len(want.Events))
+	}
+	if c.StarRocksTxn() {
+		if n := capture.Counter("starrocks_txn_source_txns_committed"); n != res.SourceTxns {
+			return false, fmt.Sprintf("FAILED: starrocks_txn committed %d source transactions, the producer %d", n, res.SourceTxns), nil
+		}
+	}
+	if c.Semantic != SemanticExactlyOnce {
+		return true, ok, nil
+	}
+	bad, err := CheckProgress(ctx, db, workload.Database, lastEnds)
+	if err != nil {
+		return false, "", err
+	}
+	if bad != "" {
+		return false, "FAILED: " + bad, nil
+	}
+	return true, fmt.Sprintf("%s; %s.%s: %d partitions at their last END offset (%d replays dropped)",
+		ok, workload.Database, ProgressTable, len(lastEnds), capture.Counter("starrocks_txn_replays_dropped")), nil
+}
+
+// erNoSuchTable is the MySQL error number of a missing table.
+const erNoSuchTable = 1146
+
+// CheckProgress compares the progress table of database with want
+// (starrocks_partition → the END offset of its last source transaction):
+// every partition of want must have a row of PipelineID whose
+// committed_offset equals it, and there must be no row of another
+// partition. It returns "" when the table matches, else what differs.
+func CheckProgress(ctx context.Context, db *sql.DB, database string, want map[string]int64) (string, error) {
+	if len(want) == 0 {
+		return "no partition to check: the workload has no committed source transaction", nil
+	}
+	q := fmt.Sprintf("SELECT source_partition, committed_offset FROM `%s`.`%s` WHERE pipeline_id = ?", database, ProgressTable)
+	rows, err := db.QueryContext(ctx, q, PipelineID)
+	if myErr := (*mysql.MySQLError)(nil); errors.As(err, &myErr) && myErr.Number == erNoSuchTable {
+		return fmt.Sprintf("%s.%s does not exist: the output wrote no progress (was it run with semantic exactly_once?)", database, ProgressTable), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the progress table %s.%s: %w", database, ProgressTable, err)
+	}
+	got := map[string]int64{}
+	for rows.Next() {
+		var part string
+		var off int64
+		if err := rows.Scan(&part, &off); err != nil {
+			_ = rows.Close()
+			return "", fmt.Errorf("reading the progress table %s.%s: %w", database, ProgressTable, err)
+		}
+		got[part] = off
+	}
+	if err := rows.Close(); err != nil {
+		return "", fmt.Errorf("reading the progress table %s.%s: %w", database, ProgressTable, err)
+	}
+	if len(got) == 0 {
+		return fmt.Sprintf("%s.%s holds no progress row of pipeline %q (want %d partitions)", database, ProgressTable, PipelineID, len(want)), nil
+	}
+	var diffs []string
+	for _, part := range slices.Sorted(maps.Keys(want)) {
+		off, ok := got[part]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s: no row (want committed_offset %d)", part, want[part]))
+		case off != want[part]:
+			diffs = append(diffs, fmt.Sprintf("%s: committed_offset %d, want %d (the last END offset)", part, off, want[part]))
+		}
+	}
+	for _, part := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[part]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: unexpected row (committed_offset %d) of a partition with no source transaction", part, got[part]))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Sprintf("%s.%s: %s", database, ProgressTable, strings.Join(diffs, "; ")), nil
+	}
+	return "", nil
+}
+
+func describeDiff(want, got workload.Snapshot) string {
+	var parts []string
+	for _, t := range []struct {
+		name      string
+		keyFields int
+		want, got []string
+	}{
+		{workload.TableOrders, 1, want.Orders, got.Orders},
+		{workload.TableItems, 2, want.Items, got.Items},
+		{workload.TableEvents, 0, want.Events, got.Events},
+	} {
+		if slices.Equal(t.want, t.got) {
+			continue
+		}
+		d := diffTable(t.keyFields, t.want, t.got)
+		parts = append(parts, fmt.Sprintf("%s: %d rows missing, %d stale (an older version of the row is visible), %d unexpected",
+			t.name, d.missing, d.stale, d.unexpected))
+	}
+	return strings.Join(parts, "; ")
+}
+
+type tableDiff struct{ missing, stale, unexpected int }
+
+// diffTable compares two renderings of a table whose lines start with
+// keyFields "|"-separated key fields (0: the whole line is the key and
+// duplicates count as unexpected).
+func diffTable(keyFields int, want, got []string) tableDiff {
+	key := func(line string) string {
+		if keyFields == 0 {
+			return line
+		}
+		f := strings.SplitN(line, "|", keyFields+1)
+		return strings.Join(f[:min(keyFields, len(f))], "|")
+	}
+	type versions struct{ want, got map[string]int }
+	byKey := map[string]*versions{}
+	at := func(k string) *versions {
+		v := byKey[k]
+		if v == nil {
+			v = &versions{want: map[string]int{}, got: map[string]int{}}
+			byKey[k] = v
+		}
+		return v
+	}
+	for _, l := range want {
+		at(key(l)).want[l]++
+	}
+	for _, l := range got {
+		at(key(l)).got[l]++
+	}
+	var d tableDiff
+	for _, v := range byKey {
+		nw, ng := 0, 0
+		for _, n := range v.want {
+			nw += n
+		}
+		for _, n := range v.got {
+			ng += n
+		}
+		switch {
+		case ng == 0:
+			d.missing += nw
+		case nw == 0 || ng > nw:
+			d.unexpected += ng - nw
+		case !maps.Equal(v.want, v.got):
+			d.stale += nw
+		}
+	}
+	return d
+}

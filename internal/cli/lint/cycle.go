@@ -1,0 +1,152 @@
+package lint
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The cycle check warns about a kafka_txn → starrocks_txn config that can
+// run but cannot make its rows visible within the output's commit_interval,
+// or that gives the input no way to deliver whole source transactions. Like
+// the placement check it needs both components' fields at once, which no
+// component's lint rule sees. It warns and never refuses: each such config
+// works, only slower or later than its commit_interval says (the input's
+// README, Sizing).
+
+// Defaults the check assumes for fields a config leaves out; they are the
+// components' spec defaults.
+const (
+	defaultCommitInterval = time.Second
+	defaultMaxInFlight    = 1024
+)
+
+// CheckCycleYAML returns a warning for every way the config's kafka_txn
+// input and starrocks_txn output keep a commit cycle from reaching its
+// commit_interval. Configs without both, and values given by environment
+// interpolation, are not judged.
+func CheckCycleYAML(conf []byte) ([]Problem, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(conf, &doc); err != nil {
+		return nil, fmt.Errorf("reading the config: %w", err)
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	in := mapValue(orEmpty(mapValue(root, "input")), "kafka_txn")
+	out := mapValue(orEmpty(mapValue(root, "output")), "starrocks_txn")
+	if in == nil || out == nil {
+		return nil, nil
+	}
+	var ps []Problem
+	warn := func(n *yaml.Node, format string, args ...any) {
+		ps = append(ps, Problem{Line: n.Line, Column: n.Column, What: "warning: " + fmt.Sprintf(format, args...)})
+	}
+
+	commit, ok := durationOf(mapValue(out, "commit_interval"), defaultCommitInterval)
+	if !ok || commit <= 0 {
+		return nil, nil
+	}
+	batching := orEmpty(mapValue(in, "batching"))
+	periodNode := mapValue(batching, "period")
+	period, periodOK := durationOf(periodNode, 0)
+	if periodOK && period >= commit {
+		warn(periodNode, "kafka_txn batching.period %s is not below starrocks_txn commit_interval %s: a partition's records wait for the period before the output sees them, so rows become visible after about %s, not %s; lower batching.period (50ms to 100ms is a good start)",
+			period, commit, period+commit, commit)
+	}
+
+	coalesce, coalesceOK := boolOf(mapValue(in, "coalesce"), true)
+	mif, mifOK := intOf(mapValue(out, "max_in_flight"), defaultMaxInFlight)
+	if coalesceOK && !coalesce && mifOK && periodOK && period > 0 && period < commit {
+		// With one partition per batch, every partition hands the output
+		// a batch per period at busy times, and each holds a slot until
+		// the commit after it: a cycle needs commit_interval ÷ period
+		// slots per partition.
+		perPart := int((commit + period - 1) / period)
+		warn(orNode(mapValue(out, "max_in_flight"), out), "kafka_txn coalesce is off, so every busy partition delivers a batch per batching.period (%s), each holding one of starrocks_txn's max_in_flight %d slots until its commit: one commit_interval (%s) holds the batches of only %d busy partitions, and with more the commits fall behind commit_interval; leave coalesce on, or raise max_in_flight to %d × the partitions",
+			period, mif, commit, mif/perPart, perPart)
+	}
+
+	if check := mapValue(batching, "check"); check == nil && !mentions(root, Assembler) {
+		warn(in, "kafka_txn cannot tell where source transactions end: no txn_assembler in the stream and no batching.check, so batches can end inside a source transaction and each waits in one of starrocks_txn's max_in_flight slots for the next; set batching.check to what marks a transaction's last record (the input's README, Ending batches at source-transaction ends)")
+	}
+	return ps, nil
+}
+
+// mentions reports whether key occurs anywhere in n as a mapping key.
+func mentions(n *yaml.Node, key string) bool {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key || mentions(n.Content[i+1], key) {
+				return true
+			}
+		}
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			if mentions(c, key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var emptyMap = &yaml.Node{Kind: yaml.MappingNode}
+
+func orEmpty(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return emptyMap
+	}
+	return n
+}
+
+func orNode(n, alt *yaml.Node) *yaml.Node {
+	if n == nil {
+		return alt
+	}
+	return n
+}
+
+// judged reports whether n is a plain value the check can read (not an
+// interpolation, which only the running config resolves).
+func judged(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && !strings.Contains(n.Value, "${")
+}
+
+func durationOf(n *yaml.Node, def time.Duration) (time.Duration, bool) {
+	if n == nil || (n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == "") {
+		return def, true
+	}
+	if !judged(n) {
+		return 0, false
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	return d, err == nil
+}
+
+func intOf(n *yaml.Node, def int) (int, bool) {
+	if n == nil {
+		return def, true
+	}
+	if !judged(n) {
+		return 0, false
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(n.Value))
+	return v, err == nil
+}
+
+func boolOf(n *yaml.Node, def bool) (bool, bool) {
+	if n == nil {
+		return def, true
+	}
+	if !judged(n) {
+		return false, false
+	}
+	v, err := strconv.ParseBool(strings.TrimSpace(n.Value))
+	return v, err == nil
+}
