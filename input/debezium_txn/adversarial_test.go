@@ -162,3 +162,25 @@ func TestSanitizedTopicNameIsNeverLoadedPartly(t *testing.T) {
 	err := f.dataErr(sanitized, dbzEvent(opCreate, "order$items", 1, "y", 2, 1))
 	assert.True(t, err != nil || len(f.a.problems(f.now)) > 0, "the order$items row was dropped silently (duplicates=%d)", f.a.stats.duplicates)
 }
+
+// The start gate holds a complete transaction until items/0 delivers its
+// first record (its leader is slow to come up after the assignment).
+// orders/0 fills the buffer meanwhile; at max_buffered_bytes neededTopics
+// is empty (the head is complete), so items/0 is paused and can never
+// deliver that first record.
+func TestBufferBoundNeverPausesThePartitionTheStartGateWaitsFor(t *testing.T) {
+	cfg := testConfig()
+	cfg.maxBufferedBytes = 2000
+	f := newFeeder(t, cfg, orders0, items0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	for i := 2; f.a.buffered < cfg.maxBufferedBytes; i++ {
+		id := "a" + itoa(int64(i))
+		f.data(orders0, dbzEvent(opUpdate, "orders", 1, id, 1, 1))
+		f.meta(dbzEnd(id, "test.orders", 1))
+	}
+	require.Contains(t, f.a.holdReason(f.a.ends[0]), "shop.test.items/0")
+	in := pauseHarness(t, f.a, orders0, items0)
+	in.updatePausesLocked()
+	assert.False(t, in.paused[items0], "items/0 must deliver its first record to release a, and it is paused: a permanent stall")
+}
