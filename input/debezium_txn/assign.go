@@ -56,10 +56,12 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		in.log.Errorf("%v", partial)
 		return
 	}
+	naming := in.conf.naming()
 	a := newAssembler(assemblerConfig{
 		partition:        in.dbPartition(),
 		txnTopic:         in.conf.transactionTopic,
-		topicOf:          in.conf.topicOf,
+		topicOf:          naming.topicOf,
+		mapped:           naming.mapped,
 		consumed:         in.conf.consumes,
 		maxBufferedBytes: in.conf.maxBufferedBytes,
 		missingTimeout:   in.conf.missingEventsTimeout,
@@ -221,7 +223,7 @@ func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 		a.setSideProgress(p, off)
 	}
 	for _, id := range ids {
-		a.remember(id)
+		a.remember(id, nil)
 	}
 	return exact, nil
 }

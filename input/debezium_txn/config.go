@@ -97,14 +97,14 @@ type inputConfig struct {
 	batching               service.BatchPolicy
 }
 
-// topicOf maps a Debezium data collection to its topic: collection_topics,
-// else <topic_prefix>.<collection>.
-func (c *inputConfig) topicOf(collection string) string {
-	if t, ok := c.collectionTopics[collection]; ok {
-		return t
-	}
-	return c.topicPrefix + "." + collection
+// naming maps Debezium data collections to topics: collection_topics, else
+// <topic_prefix>.<collection> as Debezium sanitizes it (naming.go).
+func (c *inputConfig) naming() topicNaming {
+	return newTopicNaming(c.topicPrefix, c.collectionTopics)
 }
+
+// topicOf maps a Debezium data collection to its topic.
+func (c *inputConfig) topicOf(collection string) string { return c.naming().topicOf(collection) }
 
 // consumes reports whether a topic is one of the data topics.
 func (c *inputConfig) consumes(topic string) bool {

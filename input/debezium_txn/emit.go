@@ -25,8 +25,11 @@ type emission struct {
 }
 
 // next returns the next emission that every rule of ARCHITECTURE.md §13.5
-// allows, or nil. maxSide bounds the length of a run of side rows.
+// allows, or nil (always nil once emission is stopped). maxSide bounds the length of a run of side rows.
 func (a *assembler) next(maxSide int) *emission {
+	if a.stopErr != nil {
+		return nil
+	}
 	if em := a.nextSides(maxSide); em != nil {
 		return em
 	}
