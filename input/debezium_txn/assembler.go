@@ -60,6 +60,8 @@ type assemblerConfig struct {
 	missingTimeout time.Duration
 	// resendWindow is how many completed transaction ids are remembered.
 	resendWindow int
+	// skip lists the transactions the operator gave up (skip_transactions).
+	skip         map[string]bool
 	untransacted string
 	truncate     string
 	valueWriter  valueWriter
@@ -241,7 +243,7 @@ type assemblerStats struct {
 	snapshotRows, untransactedRows       int64
 	duplicates, resentSkipped, tombstone int64
 	progressSkipped, truncatesSkipped    int64
-	emptyTxns                            int64
+	emptyTxns, operatorSkipped           int64
 }
 
 // assembler assembles Debezium source transactions across the data
@@ -288,6 +290,8 @@ type assembler struct {
 	// does not map to, or of a transaction loaded without it, means END
 	// counts cannot be trusted (ARCHITECTURE.md §13.3).
 	stopErr error
+	// notes are errors for the input to log (skipped transactions).
+	notes []string
 	// topicCache caches the topic of an event's source collection.
 	topicCache map[sourceKey]string
 	// Snapshot gate state (snapshot.go).
@@ -457,13 +461,7 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 		// forget it before its events, re-read from the data floors,
 		// arrive, and they would then wait for an END forever.
 		a.stats.progressSkipped++
-		t.whole = true
-		keys := t.keys
-		a.release(t)
-		if !t.covered() {
-			t.keys = keys
-			a.skipped[t.id] = t
-		}
+		a.skipWhole(t)
 		return nil
 	}
 	a.endHeld = append(a.endHeld, heldEvent{offset: offset, txn: t})
@@ -702,6 +700,20 @@ func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, 
 	a.buffered += size
 	p.txnEvents = append(p.txnEvents, heldEvent{offset: rec.offset, txn: t})
 	return nil
+}
+
+// skipWhole releases a transaction none of whose events is to be loaded
+// (StarRocks holds it, or skip_transactions lists it). Until its counted
+// events are read it stays known as skipped: the done ring can forget it
+// before they arrive, and they would then wait for an END forever.
+func (a *assembler) skipWhole(t *txnState) {
+	t.whole = true
+	keys := t.keys
+	a.release(t)
+	if !t.covered() {
+		t.keys = keys
+		a.skipped[t.id] = t
+	}
 }
 
 // loadedWithout is the error for an event of a transaction that was

@@ -66,6 +66,7 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		maxBufferedBytes: in.conf.maxBufferedBytes,
 		missingTimeout:   in.conf.missingEventsTimeout,
 		resendWindow:     in.conf.resendWindow,
+		skip:             in.conf.skipTransactions,
 		untransacted:     in.conf.untransacted,
 		truncate:         in.conf.truncate,
 		valueWriter:      valueWriter{loc: in.conf.loc},

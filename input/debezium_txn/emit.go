@@ -1,6 +1,9 @@
 package debezium_txn
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+)
 
 // outMsg is one message of an emission: a row and its contract.
 type outMsg struct {
@@ -133,6 +136,18 @@ func (a *assembler) nextTxn() *emission {
 		if t.status != txnOpen {
 			a.ends[0] = nil
 			a.ends = a.ends[1:]
+			continue
+		}
+		if (t.err != nil || !t.complete()) && a.cfg.skip[t.id] {
+			a.ends[0] = nil
+			a.ends = a.ends[1:]
+			a.stats.operatorSkipped++
+			why := a.describeCounts(t)
+			if t.err != nil {
+				why = t.err.Error()
+			}
+			a.notes = append(a.notes, "transaction "+strconv.Quote(t.id)+" (END at "+a.cfg.txnTopic+" offset "+itoa(t.endOffset)+") is skipped because skip_transactions lists it: none of its events is loaded ("+why+"); re-apply its rows from the source if they are needed")
+			a.skipWhole(t)
 			continue
 		}
 		if t.err != nil || !t.complete() || a.holdReason(t) != "" {

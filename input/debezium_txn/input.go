@@ -572,6 +572,10 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 			ems = append(ems, em)
 		}
 	}
+	for _, n := range a.notes {
+		in.log.Errorf("%s", n)
+	}
+	a.notes = nil
 	in.syncMetricsLocked()
 	var wait time.Duration
 	if in.batcher != nil {

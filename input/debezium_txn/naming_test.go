@@ -129,3 +129,39 @@ func TestBufferBoundPausesOnlyWhatTheOldestTransactionCannotNeed(t *testing.T) {
 	in.updatePausesLocked()
 	assert.Empty(t, in.paused, "below the bound again")
 }
+
+// A transaction that can never complete (an event deleted by retention)
+// holds every later one until the operator lists it in skip_transactions:
+// then it is skipped whole — none of its events loaded — with an error
+// naming it, the later ones go on, its late event is dropped and the
+// floors move past it.
+func TestSkipTransactionsGivesUpAnIncompleteOne(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		cfg := testConfig()
+		if skip {
+			cfg.skip = map[string]bool{"lost": true}
+		}
+		f := newFeeder(t, cfg, orders0)
+		f.data(orders0, dbzEvent(opCreate, "orders", 1, "lost", 1, 1))
+		f.meta(dbzEnd("lost", "test.orders", 2))
+		f.data(orders0, dbzEvent(opCreate, "orders", 2, "next", 1, 1))
+		f.meta(dbzEnd("next", "test.orders", 1))
+		ems := f.drain()
+		if !skip {
+			assert.Empty(t, ems, "lost holds next")
+			continue
+		}
+		require.Len(t, ems, 1)
+		assert.Equal(t, "next", ems[0].txn.id)
+		assert.Len(t, ems[0].msgs, 1)
+		assert.Equal(t, int64(1), f.a.stats.operatorSkipped)
+		require.Len(t, f.a.notes, 1)
+		assert.Contains(t, f.a.notes[0], `transaction "lost"`)
+		assert.Contains(t, f.a.notes[0], "seen 1 of 2")
+		f.a.committed(testTxnTopic, ems[0].msgs[0].sourceOffset)
+		require.NoError(t, f.dataErr(orders0, dbzEvent(opCreate, "orders", 3, "lost", 2, 2)), "a late event of it is dropped")
+		data, txn := f.a.floors()
+		assert.Equal(t, f.next[orders0], data[orders0])
+		assert.Equal(t, f.txn, txn)
+	}
+}
