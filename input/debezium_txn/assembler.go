@@ -3,6 +3,7 @@ package debezium_txn
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -109,7 +110,7 @@ type txnState struct {
 	first     map[tp]int64 // per partition, the offset of its first event
 	// ranges summarises the data_collection_orders seen per topic and
 	// collection; kept after emission to prove later events re-sends.
-	ranges map[string]*dcoRange
+	ranges dcoRanges
 	bytes  int64
 	// whole: StarRocks holds the whole transaction already (exactly_once
 	// progress): every later event of it is a re-read.
@@ -120,9 +121,25 @@ type txnState struct {
 }
 
 // dcoRange is the data_collection_orders seen of one collection in one
-// topic: how many distinct ones, the lowest and the highest.
+// topic (key: topic\x00collection): how many distinct ones, the lowest and
+// the highest.
 type dcoRange struct {
+	key         string
 	n, min, max int64
+}
+
+// dcoRanges holds a transaction's ranges; a slice, as a transaction touches
+// few collections and the done ring keeps resend_window of them.
+type dcoRanges []dcoRange
+
+// find returns the range of key, nil when there is none.
+func (rs dcoRanges) find(key string) *dcoRange {
+	for i := range rs {
+		if rs[i].key == key {
+			return &rs[i]
+		}
+	}
+	return nil
 }
 
 func (r *dcoRange) add(dco int64) {
@@ -144,13 +161,13 @@ func (r *dcoRange) has(dco int64) bool {
 // a re-sent event of it from one it was loaded without.
 type doneTxn struct {
 	whole  bool
-	ranges map[string]*dcoRange
+	ranges dcoRanges
 }
 
 // resent reports whether an event (topic\x00collection, dco) of the
 // transaction is proven a re-send.
-func (d *doneTxn) resent(rangeKey string, dco int64) bool {
-	return d.whole || d.ranges[rangeKey].has(dco)
+func (d doneTxn) resent(rangeKey string, dco int64) bool {
+	return d.whole || d.ranges.find(rangeKey).has(dco)
 }
 
 // covered reports that every consumed topic holds at least the END's count.
@@ -275,7 +292,7 @@ type assembler struct {
 	txnFailed   error
 	txnFailedAt int64
 	// done remembers completed transactions (a ring of resendWindow ids).
-	done     map[string]*doneTxn
+	done     map[string]doneTxn
 	doneRing []string
 	doneAt   int
 	// progressEnd: transactions whose END is at or below it are already in
@@ -314,7 +331,7 @@ func newAssembler(cfg assemblerConfig) *assembler {
 		parts:        map[tp]*partState{},
 		assigned:     map[tp]bool{},
 		txns:         map[string]*txnState{},
-		done:         map[string]*doneTxn{},
+		done:         map[string]doneTxn{},
 		skipped:      map[string]*txnState{},
 		topicCache:   map[sourceKey]string{},
 		doneRing:     make([]string, cfg.resendWindow),
@@ -376,12 +393,8 @@ func (a *assembler) setSideProgress(t tp, offset int64) {
 	}
 }
 
-// remember adds a completed transaction to the resend memory; d nil: one
-// StarRocks holds whole (read back from before the start).
-func (a *assembler) remember(id string, d *doneTxn) {
-	if d == nil {
-		d = &doneTxn{whole: true}
-	}
+// remember adds a completed transaction to the resend memory.
+func (a *assembler) remember(id string, d doneTxn) {
 	if _, ok := a.done[id]; ok {
 		a.done[id] = d
 		return
@@ -637,8 +650,9 @@ func (a *assembler) addSide(p *partState, rec recMeta, e event, size int64, gate
 // the transaction whole); otherwise the transaction was loaded without it
 // and the returned error stops emission.
 func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, now time.Time) error {
-	rangeKey := rec.tp.topic + "\x00" + e.collection()
-	key := rangeKey + "\x00" + strconv.FormatInt(e.dco, 10)
+	coll := e.collection()
+	key := rec.tp.topic + "\x00" + coll + "\x00" + strconv.FormatInt(e.dco, 10)
+	rangeKey := key[:len(rec.tp.topic)+1+len(coll)] // shares key's bytes
 	if s := a.skipped[e.txID]; s != nil {
 		a.stats.duplicates++
 		a.countSkipped(s, rec.tp.topic, key)
@@ -657,24 +671,24 @@ func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, 
 		a.txns[e.txID] = t
 	}
 	if t.status != txnOpen {
-		if !(&doneTxn{whole: t.whole, ranges: t.ranges}).resent(rangeKey, e.dco) {
+		if !(doneTxn{whole: t.whole, ranges: t.ranges}).resent(rangeKey, e.dco) {
 			return a.loadedWithout(e, rec)
 		}
 		a.stats.duplicates++
 		return nil
 	}
 	if t.keys == nil {
-		t.keys, t.seen, t.first, t.ranges = map[string]struct{}{}, map[string]int64{}, map[tp]int64{}, map[string]*dcoRange{}
+		t.keys, t.seen, t.first = map[string]struct{}{}, map[string]int64{}, map[tp]int64{}
 	}
 	if _, dup := t.keys[key]; dup {
 		a.stats.duplicates++
 		return nil
 	}
 	t.keys[key] = struct{}{}
-	r := t.ranges[rangeKey]
+	r := t.ranges.find(rangeKey)
 	if r == nil {
-		r = &dcoRange{}
-		t.ranges[rangeKey] = r
+		t.ranges = append(t.ranges, dcoRange{key: rangeKey})
+		r = &t.ranges[len(t.ranges)-1]
 	}
 	r.add(e.dco)
 	t.seen[rec.tp.topic]++
@@ -752,7 +766,7 @@ func (a *assembler) release(t *txnState) {
 	t.status = txnCommitted
 	t.events, t.keys = nil, nil
 	delete(a.txns, t.id)
-	a.remember(t.id, &doneTxn{whole: t.whole, ranges: t.ranges})
+	a.remember(t.id, doneTxn{whole: t.whole, ranges: slices.Clip(t.ranges)})
 }
 
 // releaseSide marks a side row committed.

@@ -97,7 +97,7 @@ func TestResendWindow(t *testing.T) {
 	cfg.resendWindow = 2
 	a := newAssembler(cfg)
 	for _, id := range []string{"a", "b", "c"} {
-		a.remember(id, nil)
+		a.remember(id, doneTxn{whole: true})
 	}
 	_, hasA := a.done["a"]
 	_, hasC := a.done["c"]

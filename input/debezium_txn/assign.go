@@ -224,7 +224,7 @@ func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 		a.setSideProgress(p, off)
 	}
 	for _, id := range ids {
-		a.remember(id, nil)
+		a.remember(id, doneTxn{whole: true})
 	}
 	return exact, nil
 }
