@@ -258,8 +258,12 @@ func (in *Input) readProgress(ctx context.Context, resolved map[tp]int64) (int64
 	return progress, side
 }
 
-// readBackChunks is how many pieces readBackIDs reads, newest first.
+// readBackChunks is how many pieces readBackIDs reads, newest first, and
+// readBackMinPiece the fewest records of a piece: a short history is read
+// in one piece, as each piece costs a client and its first fetch.
 const readBackChunks = 4
+
+var readBackMinPiece int64 = 16384
 
 // readBackIDs reads the transaction topic's END events of the last
 // resend_window transactions before start (2 × resend_window records: a
@@ -277,7 +281,7 @@ func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
 	}
 	rctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
 	defer cancel()
-	step := max((start-from+readBackChunks-1)/readBackChunks, 1)
+	step := max((start-from+readBackChunks-1)/readBackChunks, readBackMinPiece, 1)
 	var pieces [][]string // newest first
 	remembered := start
 	for hi := start; hi > from; hi -= step {

@@ -21,6 +21,8 @@ import (
 // newest ones (those a connector restart re-sends) and names, in an error,
 // the offset from which ids are remembered.
 func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
+	defer func(n int64) { readBackMinPiece = n }(readBackMinPiece)
+	readBackMinPiece = 1 // pieces of 3 records
 	w := newKWorld(t, workload.DebeziumOptions{Partitions: 1})
 	var recs []*kgo.Record
 	var all []string
