@@ -3,6 +3,7 @@ package debezium_txn
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -48,6 +49,9 @@ type assemblerConfig struct {
 	txnTopic string
 	// topicOf maps a Debezium data collection to its topic.
 	topicOf func(collection string) string
+	// mapped reports whether some collection can map to a topic (nil:
+	// every topic can).
+	mapped func(topic string) bool
 	// consumed reports whether the input reads a topic.
 	consumed func(topic string) bool
 	// maxBufferedBytes bounds buffered, unemitted events.
@@ -57,6 +61,8 @@ type assemblerConfig struct {
 	missingTimeout time.Duration
 	// resendWindow is how many completed transaction ids are remembered.
 	resendWindow int
+	// skip lists the transactions the operator gave up (skip_transactions).
+	skip         map[string]bool
 	untransacted string
 	truncate     string
 	valueWriter  valueWriter
@@ -102,10 +108,76 @@ type txnState struct {
 	events    []*txnEvent
 	keys      map[string]struct{}
 	first     map[tp]int64 // per partition, the offset of its first event
-	bytes     int64
+	// ranges summarises the data_collection_orders seen per topic and
+	// collection; kept after emission to prove later events re-sends.
+	ranges dcoRanges
+	bytes  int64
+	// whole: StarRocks holds the whole transaction already (exactly_once
+	// progress): every later event of it is a re-read.
+	whole bool
 	// err makes the transaction unemittable: counts above the END's, a
 	// truncate under on_truncate: error, too many events.
 	err error
+}
+
+// dcoRange is the data_collection_orders seen of one collection in one
+// topic (key: topic\x00collection): how many distinct ones, the lowest and
+// the highest.
+type dcoRange struct {
+	key         string
+	n, min, max int64
+}
+
+// dcoRanges holds a transaction's ranges; a slice, as a transaction touches
+// few collections and the done ring keeps resend_window of them.
+type dcoRanges []dcoRange
+
+// find returns the range of key, nil when there is none.
+func (rs dcoRanges) find(key string) *dcoRange {
+	for i := range rs {
+		if rs[i].key == key {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+func (r *dcoRange) add(dco int64) {
+	if r.n == 0 || dco < r.min {
+		r.min = dco
+	}
+	if r.n == 0 || dco > r.max {
+		r.max = dco
+	}
+	r.n++
+}
+
+// has proves that dco was seen: the distinct orders seen fill [min, max].
+func (r *dcoRange) has(dco int64) bool {
+	return r != nil && r.n == r.max-r.min+1 && dco >= r.min && dco <= r.max
+}
+
+// doneTxn is what is remembered of a completed transaction: enough to tell
+// a re-sent event of it from one it was loaded without.
+type doneTxn struct {
+	whole  bool
+	ranges dcoRanges
+}
+
+// resent reports whether an event (topic\x00collection, dco) of the
+// transaction is proven a re-send.
+func (d doneTxn) resent(rangeKey string, dco int64) bool {
+	return d.whole || d.ranges.find(rangeKey).has(dco)
+}
+
+// covered reports that every consumed topic holds at least the END's count.
+func (t *txnState) covered() bool {
+	for topic, want := range t.expected {
+		if t.seen[topic] < want {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *txnState) complete() bool {
@@ -188,7 +260,7 @@ type assemblerStats struct {
 	snapshotRows, untransactedRows       int64
 	duplicates, resentSkipped, tombstone int64
 	progressSkipped, truncatesSkipped    int64
-	emptyTxns                            int64
+	emptyTxns, operatorSkipped           int64
 }
 
 // assembler assembles Debezium source transactions across the data
@@ -219,14 +291,26 @@ type assembler struct {
 	// metadata record leaves every later boundary unknown.
 	txnFailed   error
 	txnFailedAt int64
-	// done remembers completed transaction ids (a ring of resendWindow).
-	done     map[string]struct{}
+	// done remembers completed transactions (a ring of resendWindow ids).
+	done     map[string]doneTxn
 	doneRing []string
 	doneAt   int
 	// progressEnd: transactions whose END is at or below it are already in
 	// StarRocks (exactly_once); sideProgress the same per side partition.
 	progressEnd  int64
 	sideProgress map[tp]int64
+	// skipped holds transactions skipped by the progress whose counted
+	// events are not all read yet: their events are recognised however
+	// many transactions were skipped (the done ring may forget them first).
+	skipped map[string]*txnState
+	// stopErr stops every emission: an event on a topic its collection
+	// does not map to, or of a transaction loaded without it, means END
+	// counts cannot be trusted (ARCHITECTURE.md §13.3).
+	stopErr error
+	// notes are errors for the input to log (skipped transactions).
+	notes []string
+	// topicCache caches the topic of an event's source collection.
+	topicCache map[sourceKey]string
 	// Snapshot gate state (snapshot.go).
 	gateUncommitted int
 	lastPending     bool
@@ -247,7 +331,9 @@ func newAssembler(cfg assemblerConfig) *assembler {
 		parts:        map[tp]*partState{},
 		assigned:     map[tp]bool{},
 		txns:         map[string]*txnState{},
-		done:         map[string]struct{}{},
+		done:         map[string]doneTxn{},
+		skipped:      map[string]*txnState{},
+		topicCache:   map[sourceKey]string{},
 		doneRing:     make([]string, cfg.resendWindow),
 		txnNext:      -1,
 		txnHWM:       -1,
@@ -256,10 +342,24 @@ func newAssembler(cfg assemblerConfig) *assembler {
 	}
 }
 
-// assign declares a data partition of the assignment.
+// assign declares a data partition of the assignment. A topic no
+// collection maps to stops emission at once: its events would be counted
+// by END events on other topics (ARCHITECTURE.md §13.3).
 func (a *assembler) assign(t tp) {
 	a.assigned[t] = true
-	a.part(t)
+	p := a.part(t)
+	if a.cfg.mapped != nil && !a.cfg.mapped(t.topic) && p.failed == nil {
+		err := fmt.Errorf("topic %s is read (topics) but no collection maps to it: it is not named <topic_prefix>.<collection> and no collection_topics entry names it; a routing SMT renamed it, so set collection_topics to map every collection it carries (as END events name them) to %q; nothing is emitted until then", t.topic, t.topic)
+		a.fail(p, -1, err)
+		a.stop(err)
+	}
+}
+
+// stop stops every emission with err (the first one is kept).
+func (a *assembler) stop(err error) {
+	if a.stopErr == nil {
+		a.stopErr = err
+	}
 }
 
 func (a *assembler) part(t tp) *partState {
@@ -293,9 +393,10 @@ func (a *assembler) setSideProgress(t tp, offset int64) {
 	}
 }
 
-// remember adds completed transaction ids to the resend memory.
-func (a *assembler) remember(id string) {
+// remember adds a completed transaction to the resend memory.
+func (a *assembler) remember(id string, d doneTxn) {
 	if _, ok := a.done[id]; ok {
+		a.done[id] = d
 		return
 	}
 	if old := a.doneRing[a.doneAt]; old != "" {
@@ -303,7 +404,7 @@ func (a *assembler) remember(id string) {
 	}
 	a.doneRing[a.doneAt] = id
 	a.doneAt = (a.doneAt + 1) % len(a.doneRing)
-	a.done[id] = struct{}{}
+	a.done[id] = d
 }
 
 // errPartitionStopped is returned for records of a stopped partition.
@@ -368,9 +469,12 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 		t.err = fmt.Errorf("transaction %q has %d events in the consumed topics, more than the %d one transaction can hold", t.id, total, maxTxnEvents-1)
 	}
 	if offset <= a.progressEnd {
-		// exactly_once: StarRocks already holds it.
+		// exactly_once: StarRocks already holds it. Until its counted
+		// events are read it stays known as skipped: the done ring can
+		// forget it before its events, re-read from the data floors,
+		// arrive, and they would then wait for an END forever.
 		a.stats.progressSkipped++
-		a.release(t)
+		a.skipWhole(t)
 		return nil
 	}
 	a.endHeld = append(a.endHeld, heldEvent{offset: offset, txn: t})
@@ -469,8 +573,33 @@ func (a *assembler) addDecoded(dr decoded, rec recMeta, now time.Time) error {
 		return a.addSide(p, rec, e, size, false)
 	}
 	p.snapOpen = false
-	a.addTxnEvent(p, rec, e, size, now)
+	if topic := a.topicFor(&e); topic != rec.tp.topic {
+		err := fmt.Errorf("%s offset %d: an event of collection %s (transaction %q) was read from topic %s, but END events count that collection on topic %s: a routing SMT renamed the topic; set collection_topics: {%q: %q}; nothing more is emitted, so no transaction is loaded without the collection's events", rec.tp, rec.offset, e.sourceName(), e.txID, rec.tp.topic, topic, e.sourceName(), rec.tp.topic)
+		a.stop(err)
+		return a.fail(p, rec.offset, err)
+	}
+	if err := a.addTxnEvent(p, rec, e, size, now); err != nil {
+		a.stop(err)
+		return a.fail(p, rec.offset, err)
+	}
 	return nil
+}
+
+// sourceKey is an event's source coordinates, for topicCache.
+type sourceKey struct{ connector, db, schema, table string }
+
+// topicFor returns the topic an event's source collection maps to.
+func (a *assembler) topicFor(e *event) string {
+	k := sourceKey{e.connector, e.db, e.schema, e.table}
+	if t, ok := a.topicCache[k]; ok {
+		return t
+	}
+	if len(a.topicCache) >= maxPlans {
+		clear(a.topicCache)
+	}
+	t := a.cfg.topicOf(e.sourceName())
+	a.topicCache[k] = t
+	return t
 }
 
 func (a *assembler) fail(p *partState, offset int64, err error) error {
@@ -515,10 +644,26 @@ func (a *assembler) addSide(p *partState, rec recMeta, e event, size int64, gate
 	return nil
 }
 
-func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, now time.Time) {
-	if _, ok := a.done[e.txID]; ok {
+// addTxnEvent adds a transaction event. An event of a transaction already
+// emitted or completed is dropped only when it is proven a re-send (the
+// same collection and data_collection_order was loaded, or StarRocks holds
+// the transaction whole); otherwise the transaction was loaded without it
+// and the returned error stops emission.
+func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, now time.Time) error {
+	coll := e.collection()
+	key := rec.tp.topic + "\x00" + coll + "\x00" + strconv.FormatInt(e.dco, 10)
+	rangeKey := key[:len(rec.tp.topic)+1+len(coll)] // shares key's bytes
+	if s := a.skipped[e.txID]; s != nil {
 		a.stats.duplicates++
-		return
+		a.countSkipped(s, rec.tp.topic, key)
+		return nil
+	}
+	if d, ok := a.done[e.txID]; ok {
+		if !d.resent(rangeKey, e.dco) {
+			return a.loadedWithout(e, rec)
+		}
+		a.stats.duplicates++
+		return nil
 	}
 	t := a.txns[e.txID]
 	if t == nil {
@@ -526,18 +671,26 @@ func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, 
 		a.txns[e.txID] = t
 	}
 	if t.status != txnOpen {
+		if !(doneTxn{whole: t.whole, ranges: t.ranges}).resent(rangeKey, e.dco) {
+			return a.loadedWithout(e, rec)
+		}
 		a.stats.duplicates++
-		return
+		return nil
 	}
-	key := rec.tp.topic + "\x00" + e.collection() + "\x00" + strconv.FormatInt(e.dco, 10)
 	if t.keys == nil {
 		t.keys, t.seen, t.first = map[string]struct{}{}, map[string]int64{}, map[tp]int64{}
 	}
 	if _, dup := t.keys[key]; dup {
 		a.stats.duplicates++
-		return
+		return nil
 	}
 	t.keys[key] = struct{}{}
+	r := t.ranges.find(rangeKey)
+	if r == nil {
+		t.ranges = append(t.ranges, dcoRange{key: rangeKey})
+		r = &t.ranges[len(t.ranges)-1]
+	}
+	r.add(e.dco)
 	t.seen[rec.tp.topic]++
 	if t.hasEnd && t.seen[rec.tp.topic] > t.expected[rec.tp.topic] && t.err == nil {
 		t.err = a.overcount(t, rec.tp.topic)
@@ -560,6 +713,45 @@ func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, 
 	t.bytes += size
 	a.buffered += size
 	p.txnEvents = append(p.txnEvents, heldEvent{offset: rec.offset, txn: t})
+	return nil
+}
+
+// skipWhole releases a transaction none of whose events is to be loaded
+// (StarRocks holds it, or skip_transactions lists it). Until its counted
+// events are read it stays known as skipped: the done ring can forget it
+// before they arrive, and they would then wait for an END forever.
+func (a *assembler) skipWhole(t *txnState) {
+	t.whole = true
+	keys := t.keys
+	a.release(t)
+	if !t.covered() {
+		t.keys = keys
+		a.skipped[t.id] = t
+	}
+}
+
+// loadedWithout is the error for an event of a transaction that was
+// emitted or completed without it.
+func (a *assembler) loadedWithout(e event, rec recMeta) error {
+	return fmt.Errorf("%s offset %d: an event of transaction %q (collection %s, data_collection_order %d) arrived after the transaction was emitted without it, and it is not a re-send of an event loaded: its END counted no such event on topic %s (a collection_topics entry or a topic in topics is missing); nothing more is emitted", rec.tp, rec.offset, e.txID, e.sourceName(), e.dco, rec.tp.topic)
+}
+
+// countSkipped counts a re-read event of a transaction skipped by the
+// progress; once every counted event was read, the transaction is only
+// remembered in the done ring.
+func (a *assembler) countSkipped(s *txnState, topic, key string) {
+	if s.keys == nil {
+		s.keys, s.seen = map[string]struct{}{}, map[string]int64{}
+	}
+	if _, dup := s.keys[key]; dup {
+		return
+	}
+	s.keys[key] = struct{}{}
+	s.seen[topic]++
+	if s.covered() {
+		s.keys = nil
+		delete(a.skipped, s.id)
+	}
 }
 
 // release marks a transaction committed: its offsets stop holding the
@@ -574,7 +766,7 @@ func (a *assembler) release(t *txnState) {
 	t.status = txnCommitted
 	t.events, t.keys = nil, nil
 	delete(a.txns, t.id)
-	a.remember(t.id)
+	a.remember(t.id, doneTxn{whole: t.whole, ranges: slices.Clip(t.ranges)})
 }
 
 // releaseSide marks a side row committed.

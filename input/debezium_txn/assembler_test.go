@@ -97,7 +97,7 @@ func TestResendWindow(t *testing.T) {
 	cfg.resendWindow = 2
 	a := newAssembler(cfg)
 	for _, id := range []string{"a", "b", "c"} {
-		a.remember(id)
+		a.remember(id, doneTxn{whole: true})
 	}
 	_, hasA := a.done["a"]
 	_, hasC := a.done["c"]
@@ -112,7 +112,7 @@ func TestOvercountIsReported(t *testing.T) {
 	f := newFeeder(t, testConfig(), orders0)
 	f.meta(dbzEnd("x", "test.orders", 1))
 	f.data(orders0, dbzEvent(opCreate, "orders", 1, "x", 1, 1))
-	f.data(orders0, dbzEvent(opCreate, "orders_other", 2, "x", 2, 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 2, "x", 2, 2))
 	assert.Empty(t, f.drain())
 	ps := f.a.problems(f.now)
 	require.Len(t, ps, 1)
@@ -374,12 +374,12 @@ func TestBufferBound(t *testing.T) {
 	cfg.maxBufferedBytes = 100
 	f := newFeeder(t, cfg, orders0, items0)
 	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
-	_, ok := f.a.neededTopics()
+	_, ok := f.a.mustRead()
 	assert.False(t, ok, "no END yet: nothing tells which partitions")
 	f.meta(dbzEnd("a", "test.orders", 1, "test.items", 1))
-	need, ok := f.a.neededTopics()
+	need, ok := f.a.mustRead()
 	require.True(t, ok)
-	assert.Equal(t, map[string]bool{"shop.test.items": true}, need)
+	assert.Equal(t, map[tp]bool{items0: true}, need)
 	var found bool
 	for _, p := range f.a.problems(f.now) {
 		if p.key == "buffer" {

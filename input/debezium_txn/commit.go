@@ -94,23 +94,56 @@ func (a *assembler) floors() (data map[tp]int64, txn int64) {
 	return data, txn
 }
 
-// neededTopics returns the topics the oldest transaction by END order still
-// misses events of; ok is false when that transaction's END has not arrived
-// (nothing tells which partitions it needs).
-func (a *assembler) neededTopics() (topics map[string]bool, ok bool) {
+// mustRead returns the data partitions that must stay read at the buffer
+// bound for the oldest transaction by END order (the head) to be emitted
+// (ARCHITECTURE.md §13.8): the partitions a gate holding it waits for, and
+// every partition of a topic it still misses events of, unless that
+// partition has already delivered an event of a later transaction — Kafka
+// keeps a partition's order and Debezium writes in commit order, so the
+// head has nothing more there. ok is false when no END is read for the
+// buffered events (nothing tells which partitions they need).
+func (a *assembler) mustRead() (parts map[tp]bool, ok bool) {
+	var head *txnState
 	for _, t := range a.ends {
-		if t.status != txnOpen {
-			continue
+		if t.status == txnOpen {
+			head = t
+			break
 		}
-		topics = map[string]bool{}
-		for topic, want := range t.expected {
-			if t.seen[topic] < want {
-				topics[topic] = true
-			}
-		}
-		return topics, true
 	}
-	return nil, false
+	if head == nil {
+		return nil, false
+	}
+	parts = map[tp]bool{}
+	for _, p := range a.sortedParts() {
+		if a.assigned[p.tp] && !p.started {
+			parts[p.tp] = true // start gate
+		}
+	}
+	if !a.beforeSnapshot(head) {
+		for _, p := range a.openParts(head) {
+			parts[p.tp] = true // snapshot gate
+		}
+	}
+	if head.err != nil {
+		return parts, true
+	}
+	for _, p := range a.sortedParts() {
+		if p.failed == nil && head.seen[p.tp.topic] < head.expected[p.tp.topic] && !a.pastHead(p, head) {
+			parts[p.tp] = true
+		}
+	}
+	return parts, true
+}
+
+// pastHead reports that a partition's latest transaction event belongs to
+// a transaction after head in commit order.
+func (a *assembler) pastHead(p *partState, head *txnState) bool {
+	n := len(p.txnEvents)
+	if n == 0 {
+		return false
+	}
+	x := p.txnEvents[n-1].txn
+	return x != head && x.status == txnOpen && (!x.hasEnd || x.endOffset > head.endOffset)
 }
 
 // problem is one condition to report.
@@ -132,12 +165,19 @@ const maxReported = 3
 // buffer bound.
 func (a *assembler) problems(now time.Time) []problem {
 	var out []problem
+	if a.stopErr != nil {
+		out = append(out, problem{key: "stopped", msg: fmt.Sprintf("nothing is emitted any more: %v; fix the configuration and restart (the committed offsets re-read everything not loaded)", a.stopErr)})
+	}
 	if a.txnFailed != nil {
 		out = append(out, problem{key: "failed:" + a.cfg.txnTopic, msg: fmt.Sprintf("the transaction topic is stopped at offset %d, no later transaction is emitted: %v", a.txnFailedAt, a.txnFailed)})
 	}
 	for _, p := range a.sortedParts() {
 		if p.failed != nil {
-			out = append(out, problem{key: "failed:" + p.tp.String(), msg: fmt.Sprintf("partition %s is stopped at offset %d, nothing there or after is emitted or committed: %v", p.tp, p.failedAt, p.failed)})
+			at := "at offset " + itoa(p.failedAt)
+			if p.failedAt < 0 {
+				at = "before its first record"
+			}
+			out = append(out, problem{key: "failed:" + p.tp.String(), msg: fmt.Sprintf("partition %s is stopped %s, nothing there or after is emitted or committed: %v", p.tp, at, p.failed)})
 		}
 	}
 	reported := 0
@@ -190,7 +230,7 @@ func (a *assembler) problems(now time.Time) []problem {
 				break
 			}
 		}
-		out = append(out, problem{key: "buffer", msg: fmt.Sprintf("%d bytes of incomplete transactions are buffered, at max_buffered_bytes (%d): only partitions the oldest transaction needs are read; %s; raise max_buffered_bytes above the largest transactions in flight", a.buffered, a.cfg.maxBufferedBytes, head)})
+		out = append(out, problem{key: "buffer", msg: fmt.Sprintf("%d bytes of incomplete transactions are buffered, at max_buffered_bytes (%d): only the partitions the oldest transaction may still need (or a gate holding it waits for) are read; %s; raise max_buffered_bytes above the largest transactions in flight", a.buffered, a.cfg.maxBufferedBytes, head)})
 	}
 	return out
 }

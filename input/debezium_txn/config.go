@@ -35,6 +35,7 @@ const (
 	fieldMaxBufferedBytes         = "max_buffered_bytes"
 	fieldMissingEventsTimeout     = "missing_events_timeout"
 	fieldResendWindow             = "resend_window"
+	fieldSkipTransactions         = "skip_transactions"
 	fieldEventsWithoutTransaction = "events_without_transaction"
 	fieldOnTruncate               = "on_truncate"
 	fieldCommitPeriod             = "commit_period"
@@ -85,6 +86,7 @@ type inputConfig struct {
 	maxBufferedBytes       int64
 	missingEventsTimeout   time.Duration
 	resendWindow           int
+	skipTransactions       map[string]bool
 	untransacted           string
 	truncate               string
 	commitPeriod           time.Duration
@@ -97,14 +99,14 @@ type inputConfig struct {
 	batching               service.BatchPolicy
 }
 
-// topicOf maps a Debezium data collection to its topic: collection_topics,
-// else <topic_prefix>.<collection>.
-func (c *inputConfig) topicOf(collection string) string {
-	if t, ok := c.collectionTopics[collection]; ok {
-		return t
-	}
-	return c.topicPrefix + "." + collection
+// naming maps Debezium data collections to topics: collection_topics, else
+// <topic_prefix>.<collection> as Debezium sanitizes it (naming.go).
+func (c *inputConfig) naming() topicNaming {
+	return newTopicNaming(c.topicPrefix, c.collectionTopics)
 }
+
+// topicOf maps a Debezium data collection to its topic.
+func (c *inputConfig) topicOf(collection string) string { return c.naming().topicOf(collection) }
 
 // consumes reports whether a topic is one of the data topics.
 func (c *inputConfig) consumes(topic string) bool {
@@ -190,11 +192,11 @@ and the metadata contract.
 				Description("The connector's transaction metadata topic (`<topic.prefix>.transaction`, or the connector's `topic.transaction`). It must have exactly one partition.").
 				Example("dbserver1.transaction"),
 			service.NewStringField(fieldTopicPrefix).
-				Description("The connector's `topic.prefix`: a collection `db.table` of an END event is read from topic `<topic_prefix>.db.table`. Empty: the transaction topic's name without `.transaction`.").
+				Description("The connector's `topic.prefix`: a collection `db.table` of an END event is read from topic `<topic_prefix>.db.table`, sanitized as Debezium names topics (characters outside `[a-zA-Z0-9._-]` become `_`). Empty: the transaction topic's name without `.transaction`.").
 				Default("").
 				Advanced(),
 			service.NewStringMapField(fieldCollectionTopics).
-				Description("Topics of collections that a routing SMT (e.g. `ByLogicalTableRouter` or `RegexRouter`) renamed: collection (as the END event names it) → topic. Several collections may map to one topic; their counts are added.").
+				Description("Topics of collections that a routing SMT (e.g. `ByLogicalTableRouter` or `RegexRouter`) renamed: collection (as the END event names it) → topic. Several collections may map to one topic; their counts are added. The mapping is checked: a consumed topic no collection maps to, or an event on another topic than its collection's, stops emission with an error naming the entry to add.").
 				Example(map[string]any{"inventory.orders_2025": "orders", "inventory.orders_2026": "orders"}).
 				Default(map[string]any{}).
 				Advanced(),
@@ -232,7 +234,7 @@ and the metadata contract.
 				Default(defaultCheckpointLimit).
 				LintRule(`root = if this < 1 { ["checkpoint_limit must be at least 1"] }`),
 			service.NewStringField(fieldMaxBufferedBytes).
-				Description("Bound on buffered events of incomplete transactions and unemitted rows (`268435456`, `256MiB`, `1GB`). At the bound only the partitions the oldest incomplete transaction needs are read, and an error names that transaction; at twice the bound no data partition is read. Never exceeded by emitting a transaction partly.").
+				Description("Bound on buffered events of incomplete transactions and unemitted rows (`268435456`, `256MiB`, `1GB`). At the bound only the partitions the oldest transaction may still need (or a gate holding it waits for) are read, and an error names that transaction; a transaction larger than the bound still completes, exceeding it by its own size. Never enforced by emitting a transaction partly.").
 				Default(defaultMaxBufferedBytes),
 			service.NewDurationField(fieldMissingEventsTimeout).
 				Description("How long a transaction whose END arrived may miss events (or events may wait for an END) before an error names the transaction, each topic's collections and the counts seen and expected; repeated at this period. The transaction keeps waiting: it is never loaded partly.").
@@ -241,6 +243,11 @@ and the metadata contract.
 				Description("How many of the last completed transaction ids are remembered, so that a transaction Debezium re-sends whole after it committed (after a connector restart) is skipped. At an assignment the input re-reads this many END events before its start position on the transaction topic. Size it above the transactions of one `offset.flush.interval.ms` of the connector.").
 				Default(defaultResendWindow).
 				LintRule(`root = if this < 1 { ["resend_window must be at least 1"] }`).
+				Advanced(),
+			service.NewStringListField(fieldSkipTransactions).
+				Description("Ids of transactions that can never complete — events deleted by retention before they were read, or dropped by a Filter SMT — and that the operator decides to give up: when a listed transaction is the oldest and still incomplete (or held by an error), it is skipped whole — none of its events is loaded, as none was — an error names it with the counts seen and expected, `debezium_txn_transactions_skipped` counts it, and the transactions after it go on. Its rows are then missing from StarRocks: re-apply them from the source if needed. A listed transaction that completes is loaded normally.").
+				Example([]string{"3e11fa47-71ca-11e1-9e33-c80aa9429562:81"}).
+				Default([]any{}).
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldEventsWithoutTransaction, map[string]string{
 				untransactedError:     "A create, update, delete or truncate without a transaction block stops its partition with an error naming topic, partition and offset.",
@@ -419,6 +426,14 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	}
 	if c.missingEventsTimeout, err = positiveDuration(conf, fieldMissingEventsTimeout); err != nil {
 		return
+	}
+	var skip []string
+	if skip, err = conf.FieldStringList(fieldSkipTransactions); err != nil {
+		return
+	}
+	c.skipTransactions = map[string]bool{}
+	for _, id := range skip {
+		c.skipTransactions[id] = true
 	}
 	if c.resendWindow, err = conf.FieldInt(fieldResendWindow); err != nil {
 		return

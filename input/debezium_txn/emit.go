@@ -1,6 +1,9 @@
 package debezium_txn
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+)
 
 // outMsg is one message of an emission: a row and its contract.
 type outMsg struct {
@@ -25,8 +28,11 @@ type emission struct {
 }
 
 // next returns the next emission that every rule of ARCHITECTURE.md §13.5
-// allows, or nil. maxSide bounds the length of a run of side rows.
+// allows, or nil (always nil once emission is stopped). maxSide bounds the length of a run of side rows.
 func (a *assembler) next(maxSide int) *emission {
+	if a.stopErr != nil {
+		return nil
+	}
 	if em := a.nextSides(maxSide); em != nil {
 		return em
 	}
@@ -130,6 +136,18 @@ func (a *assembler) nextTxn() *emission {
 		if t.status != txnOpen {
 			a.ends[0] = nil
 			a.ends = a.ends[1:]
+			continue
+		}
+		if (t.err != nil || !t.complete()) && a.cfg.skip[t.id] {
+			a.ends[0] = nil
+			a.ends = a.ends[1:]
+			a.stats.operatorSkipped++
+			why := a.describeCounts(t)
+			if t.err != nil {
+				why = t.err.Error()
+			}
+			a.notes = append(a.notes, "transaction "+strconv.Quote(t.id)+" (END at "+a.cfg.txnTopic+" offset "+itoa(t.endOffset)+") is skipped because skip_transactions lists it: none of its events is loaded ("+why+"); re-apply its rows from the source if they are needed")
+			a.skipWhole(t)
 			continue
 		}
 		if t.err != nil || !t.complete() || a.holdReason(t) != "" {

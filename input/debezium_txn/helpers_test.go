@@ -19,10 +19,12 @@ const (
 // exists in the source but is not consumed.
 func testConfig() assemblerConfig {
 	consumed := map[string]bool{"shop.test.orders": true, "shop.test.items": true}
+	naming := newTopicNaming(testPrefix, nil)
 	return assemblerConfig{
 		partition:        testTxnTopic,
 		txnTopic:         testTxnTopic,
-		topicOf:          func(c string) string { return testPrefix + "." + c },
+		topicOf:          naming.topicOf,
+		mapped:           naming.mapped,
 		consumed:         func(t string) bool { return consumed[t] },
 		maxBufferedBytes: 1 << 30,
 		missingTimeout:   time.Minute,

@@ -397,20 +397,25 @@ func (in *Input) syncMetricsLocked() {
 }
 
 // updatePausesLocked pauses stopped partitions and, at max_buffered_bytes,
-// every data partition the oldest transaction does not need (all of them at
-// twice the bound); the transaction topic is always read.
+// every data partition the oldest transaction by END order does not need
+// to be emitted (assembler.mustRead); the transaction topic is always read.
+// A transaction larger than the bound still completes: the partitions it
+// needs stay read however much is buffered (ARCHITECTURE.md §13.8).
 func (in *Input) updatePausesLocked() {
 	a := in.asm
 	want := map[tp]bool{}
 	full := a.cfg.maxBufferedBytes > 0 && a.buffered >= a.cfg.maxBufferedBytes
-	hard := full && a.buffered >= 2*a.cfg.maxBufferedBytes
-	needed, known := a.neededTopics()
+	var keep map[tp]bool
+	known := false
+	if full {
+		keep, known = a.mustRead()
+	}
 	for p := range in.dataParts {
 		if ps := a.parts[p]; ps != nil && ps.failed != nil {
 			want[p] = true
 			continue
 		}
-		if full && (hard || !known || !needed[p.topic]) {
+		if full && (!known || !keep[p]) {
 			want[p] = true
 		}
 	}
@@ -567,6 +572,10 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 			ems = append(ems, em)
 		}
 	}
+	for _, n := range a.notes {
+		in.log.Errorf("%s", n)
+	}
+	a.notes = nil
 	in.syncMetricsLocked()
 	var wait time.Duration
 	if in.batcher != nil {

@@ -13,6 +13,7 @@ type inputMetrics struct {
 	resent            *service.MetricCounter
 	progressSkipped   *service.MetricCounter
 	emptyTxns         *service.MetricCounter
+	operatorSkipped   *service.MetricCounter
 	tombstones        *service.MetricCounter
 	truncatesSkipped  *service.MetricCounter
 	incompleteReports *service.MetricCounter
@@ -39,6 +40,7 @@ func newInputMetrics(m *service.Metrics) inputMetrics {
 		resent:            m.NewCounter("debezium_txn_resent_transactions"),
 		progressSkipped:   m.NewCounter("debezium_txn_progress_skipped"),
 		emptyTxns:         m.NewCounter("debezium_txn_empty_transactions"),
+		operatorSkipped:   m.NewCounter("debezium_txn_transactions_skipped"),
 		tombstones:        m.NewCounter("debezium_txn_tombstones"),
 		truncatesSkipped:  m.NewCounter("debezium_txn_truncates_skipped"),
 		incompleteReports: m.NewCounter("debezium_txn_incomplete_reports"),
@@ -54,7 +56,7 @@ func newInputMetrics(m *service.Metrics) inputMetrics {
 		committedOffset:   m.NewGauge("debezium_txn_committed_offset", "topic", "partition"),
 	}
 	for _, c := range []*service.MetricCounter{im.transactions, im.events, im.snapshotRows, im.untransactedRows,
-		im.duplicates, im.resent, im.progressSkipped, im.emptyTxns, im.tombstones, im.truncatesSkipped,
+		im.duplicates, im.resent, im.progressSkipped, im.emptyTxns, im.operatorSkipped, im.tombstones, im.truncatesSkipped,
 		im.incompleteReports, im.commits, im.commitErrors, im.fences} {
 		c.Incr(0)
 	}
@@ -79,6 +81,7 @@ func (m inputMetrics) addStats(now, before assemblerStats) {
 		{m.resent, now.resentSkipped, before.resentSkipped},
 		{m.progressSkipped, now.progressSkipped, before.progressSkipped},
 		{m.emptyTxns, now.emptyTxns, before.emptyTxns},
+		{m.operatorSkipped, now.operatorSkipped, before.operatorSkipped},
 		{m.tombstones, now.tombstone, before.tombstone},
 		{m.truncatesSkipped, now.truncatesSkipped, before.truncatesSkipped},
 	} {

@@ -88,6 +88,16 @@ func (a *assembler) snapshotOpen() bool {
 // openFor lists the partitions whose open snapshot still holds t.
 func (a *assembler) openFor(t *txnState) []string {
 	var names []string
+	for _, p := range a.openParts(t) {
+		names = append(names, p.tp.String())
+	}
+	return names
+}
+
+// openParts returns the partitions whose open snapshot still holds t: they
+// must be read to a listed end offset or to a streamed event.
+func (a *assembler) openParts(t *txnState) []*partState {
+	var out []*partState
 	for _, p := range a.sortedParts() {
 		if !p.snapOpen {
 			continue
@@ -97,9 +107,9 @@ func (a *assembler) openFor(t *txnState) []string {
 				continue
 			}
 		}
-		names = append(names, p.tp.String())
+		out = append(out, p)
 	}
-	return names
+	return out
 }
 
 // beforeSnapshot reports a transaction with an event before a snapshot row

@@ -46,6 +46,11 @@ func TestConfigParsing(t *testing.T) {
 	assert.Equal(t, []string{"orders", "dbserver1.inventory.items"}, c.topics, "comma-separated entries are split")
 	assert.Nil(t, c.database, "an empty database is none")
 
+	c, err = parse(t, minimalYAML+"skip_transactions: [ 'g:81', 'g:82' ]\n")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"g:81": true, "g:82": true}, c.skipTransactions)
+	assert.Empty(t, mustParse(t).skipTransactions, "none by default")
+
 	c, err = parse(t, minimalYAML+"regexp_topics: true\ntopics: [ '^dbserver1\\.inventory\\.[^.]+$' ]\n")
 	require.NoError(t, err)
 	assert.True(t, c.consumes("dbserver1.inventory.anything"))
@@ -114,4 +119,11 @@ func TestReadmeDocumentsEveryField(t *testing.T) {
 		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
 		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
 	}
+}
+
+func mustParse(t *testing.T) inputConfig {
+	t.Helper()
+	c, err := parse(t, minimalYAML)
+	require.NoError(t, err)
+	return c
 }
