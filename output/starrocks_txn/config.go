@@ -138,7 +138,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example(`${! "cdc_" + @starrocks_table }`).
 				Default("${! @starrocks_table }"),
 			service.NewDurationField(fieldCommitInterval).
-				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
+				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. At most half of `txn_timeout`.").
 				Example("500ms").
 				Example("5s").
 				Default(defaultCommitInterval),
@@ -277,34 +277,38 @@ type tableProps struct {
 }
 
 type config struct {
-	loadURLs           []string
-	username           string
-	password           string
-	database           *service.InterpolatedString
-	table              *service.InterpolatedString
-	commitInterval     time.Duration
-	bufferSize         int64
-	txnTimeout         time.Duration
-	labelPrefix        string
-	loadProperties     map[string]string
-	tableProperties    []tableProps
-	maxInFlight        int
-	maxDatabases       int
-	retryInitial       time.Duration
-	retryMax           time.Duration
-	sequenceGapTimeout time.Duration
-	compression        string
-	tls                *tls.Config
-	requestTimeout     time.Duration
-	labelStateWait     time.Duration
-	unknownCommit      time.Duration
-	mysqlTimeout       time.Duration
-	batching           service.BatchPolicy
-	mysqlAddress       string
-	progressTable      string
-	exactlyOnce        bool
-	pipelineID         string
-	conn               connConfig
+	loadURLs []string
+	username string
+	password string
+	database *service.InterpolatedString
+	// literalDatabase and literalTable hold database and table when they
+	// are written without interpolation (nil otherwise): validate checks
+	// such a name before anything starts.
+	literalDatabase, literalTable *string
+	table                         *service.InterpolatedString
+	commitInterval                time.Duration
+	bufferSize                    int64
+	txnTimeout                    time.Duration
+	labelPrefix                   string
+	loadProperties                map[string]string
+	tableProperties               []tableProps
+	maxInFlight                   int
+	maxDatabases                  int
+	retryInitial                  time.Duration
+	retryMax                      time.Duration
+	sequenceGapTimeout            time.Duration
+	compression                   string
+	tls                           *tls.Config
+	requestTimeout                time.Duration
+	labelStateWait                time.Duration
+	unknownCommit                 time.Duration
+	mysqlTimeout                  time.Duration
+	batching                      service.BatchPolicy
+	mysqlAddress                  string
+	progressTable                 string
+	exactlyOnce                   bool
+	pipelineID                    string
+	conn                          connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -341,6 +345,12 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
+		return
+	}
+	if c.literalDatabase, err = rawLiteral(conf, fieldDatabase); err != nil {
+		return
+	}
+	if c.literalTable, err = rawLiteral(conf, fieldTable); err != nil {
 		return
 	}
 	if c.commitInterval, err = durationField(conf, fieldCommitInterval); err != nil {
@@ -482,6 +492,16 @@ func (c *config) validate() error {
 		}
 		if err := check(fmt.Sprintf("table_properties %s.%s", tp.database, tp.table), tp.props); err != nil {
 			return err
+		}
+	}
+	if c.literalDatabase != nil {
+		if err := starrocks.ValidateName("database", *c.literalDatabase); err != nil {
+			return fmt.Errorf("%s: %w", fieldDatabase, err)
+		}
+	}
+	if c.literalTable != nil {
+		if err := starrocks.ValidateName("table", *c.literalTable); err != nil {
+			return fmt.Errorf("%s: %w", fieldTable, err)
 		}
 	}
 	if c.commitInterval <= 0 {

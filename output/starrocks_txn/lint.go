@@ -55,7 +55,16 @@ func msgDuration(field, value string) string {
 	return fmt.Sprintf("%s: %q is not a duration: give a number and a unit, e.g. 500ms or 10s", field, value)
 }
 
+// msgMySQLAddressCredentials refuses an address with userinfo (a DSN habit)
+// without repeating it: the part before the '@' is a password.
+const msgMySQLAddressCredentials = "credentials are not allowed in mysql_address; set username and password"
+
+// msgMySQLAddress names a malformed address; one holding an '@' is never
+// echoed (see msgMySQLAddressCredentials).
 func msgMySQLAddress(addr string) string {
+	if strings.Contains(addr, "@") {
+		return msgMySQLAddressCredentials
+	}
 	return fmt.Sprintf("mysql_address %q must be host:port (e.g. fe:9030)", addr)
 }
 
@@ -70,7 +79,7 @@ func msgProgressTable(t string) string {
 const (
 	msgCommitIntervalPositive = "commit_interval must be positive"
 	msgTxnTimeoutMin          = "txn_timeout must be at least 1s"
-	msgCommitVsTimeout        = "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout"
+	msgCommitVsTimeout        = "commit_interval must be at most half of txn_timeout: lower commit_interval or raise txn_timeout"
 	msgBufferSize             = "buffer_size must be at least 1 (bytes)"
 	msgMaxInFlight            = "max_in_flight must be at least 1"
 	msgMaxDatabases           = "max_databases must be at least 1"
@@ -146,6 +155,27 @@ map url_err {
   } else { null }
 }
 
+# A literal database or table name (no interpolation) checked with the
+# texts of starrocks.ValidateName, prefixed by the field.
+map name_err {
+  let s = this.value.string()
+  let rest = $s.re_replace_all("""^[A-Za-z0-9_$-]*""", "")
+  let shown = if $s.length() > 80 { $s.slice(0, 80) + "…" } else { $s }
+  let c = $rest.re_find_all("(?s)^.").index(0).catch("")
+  let q = "'" + "%q".format($c).slice(1, -1) + "'"
+  let at = $s.length() - $rest.length()
+  let n = $s.re_find_all("(?s).").length()
+  root = if this.value == null || $s.contains("${!") { null } else if $s == "" {
+    "%s: invalid %s name: it is empty; set a %s name of letters, digits, '_', '-' or '$'".format(this.field, this.kind, this.kind)
+  } else if $n > this.limit {
+    "%s: invalid %s name %q: %d characters, StarRocks allows at most %d".format(this.field, this.kind, $shown, $n, this.limit)
+  } else if $rest != "" && $c.re_match("""^[\x00-\x1f\x7f]$""") {
+    "%s: invalid %s name %q: control character %s at byte %d (CR/LF and other control characters would corrupt the HTTP request); use letters, digits, '_', '-' or '$'".format(this.field, this.kind, $shown, $q, $at)
+  } else if $rest != "" {
+    "%s: invalid %s name %q: character %s at byte %d is not allowed; use letters, digits, '_', '-' or '$'".format(this.field, this.kind, $shown, $q, $at)
+  } else { null }
+}
+
 let reserved = ["label", "db", "table", "transaction_type", "timeout", "authorization", "expect", "content-length", "content-type", "host", "transfer-encoding", "connection"]
 let compression = this.compression.or("none")
 let hdrs = this.load_properties.or({}).key_values().sort_by(kv -> kv.key).map_each(kv -> {"where": "load_properties", "key": kv.key, "value": kv.value}).merge(
@@ -207,8 +237,24 @@ root = [
   if $semantic == "` + semanticExactlyOnce + `" && $mysql == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
   if !$progress.re_match("""` + progressTablePattern + `""") { "progress_table %q must be 1 to 1000 letters, digits, _, - or $".format($progress) } else { null },
   if !$prefix.re_match("""` + labelPrefixPattern + `""") { "label_prefix %q must be 1 to 64 letters, digits, _ or -".format($prefix) } else { null },
-  if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
+  if $mysql.contains("@") { "` + msgMySQLAddressCredentials + `" } else if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
     "mysql_address %q must be host:port (e.g. fe:9030)".format($mysql)
   } else { null },
-].merge($dur_errs).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).filter(v -> v != null)
+].merge($dur_errs).merge([
+  {"field": "database", "kind": "database", "value": this.database, "limit": 256},
+  {"field": "table", "kind": "table", "value": this.table, "limit": 1024},
+].map_each(n -> n.apply("name_err"))).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).filter(v -> v != null)
 `
+
+// rawLiteral returns the raw text of an interpolated name field when it
+// holds no interpolation, nil when it does.
+func rawLiteral(conf *service.ParsedConfig, field string) (*string, error) {
+	s, err := conf.FieldString(field)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(s, "${!") {
+		return nil, nil
+	}
+	return &s, nil
+}
