@@ -178,7 +178,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default(defaultMaxDatabases).
 				Advanced(),
 			service.NewOutputField(fieldDeadLetter).
-				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
+				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. A batching policy anywhere under it is refused: it would hold a transaction back until the policy fills and could split it. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
 				Optional(),
 			service.NewObjectField(fieldRetryBackoff,
@@ -447,8 +447,41 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.conn, err = connConfigFromParsed(conf); err != nil {
 		return
 	}
-	err = c.validate()
+	if err = c.validate(); err != nil {
+		return
+	}
+	err = checkDeadLetterBatching(conf)
 	return
+}
+
+// checkDeadLetterBatching refuses a batching policy anywhere under
+// dead_letter, with the lint rule's text.
+func checkDeadLetterBatching(conf *service.ParsedConfig) error {
+	if !deadLetterSet(conf) {
+		return nil
+	}
+	v, err := conf.FieldAny(fieldDeadLetter)
+	if err != nil {
+		return err
+	}
+	var n *yaml.Node
+	switch x := v.(type) {
+	case *yaml.Node:
+		n = x
+	case yaml.Node:
+		n = &x
+	}
+	if n != nil {
+		var decoded any
+		if err := n.Decode(&decoded); err != nil {
+			return fmt.Errorf("reading dead_letter: %w", err)
+		}
+		v = decoded
+	}
+	if paths := deadLetterBatching(v); len(paths) > 0 {
+		return errors.New(paths[0] + msgDeadLetterBatchingTail)
+	}
+	return nil
 }
 
 // validate repeats the lint rules, because a config built in code is not

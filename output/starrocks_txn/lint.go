@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,77 @@ func msgMySQLAddress(addr string) string {
 		return msgMySQLAddressCredentials
 	}
 	return fmt.Sprintf("mysql_address %q must be host:port (e.g. fe:9030)", addr)
+}
+
+// msgDeadLetterBatchingTail follows the path of a batching policy found
+// under dead_letter. The output hands each poisoned source transaction over
+// as one batch and waits for it: a policy would hold it until enough other
+// messages come (with no more dead letters, forever) and could split it.
+const msgDeadLetterBatchingTail = ": a batching policy under dead_letter holds a poisoned source transaction back until the policy fills (possibly forever) and can split it; remove it: each source transaction is written as one batch"
+
+// deadLetterBatching returns the path (dead_letter.…batching) of every
+// non-empty batching policy in the dead_letter config v (decoded YAML),
+// sorted: the start-time twin of the lint rule's check.
+func deadLetterBatching(v any) []string {
+	var paths []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch n := v.(type) {
+		case map[string]any:
+			for k, c := range n {
+				p := path + "." + k
+				if k == "batching" && !emptyPolicy(c) {
+					paths = append(paths, p)
+					continue
+				}
+				walk(p, c)
+			}
+		case []any:
+			for i, c := range n {
+				walk(path+"."+strconv.Itoa(i), c)
+			}
+		}
+	}
+	walk(fieldDeadLetter, v)
+	sort.Strings(paths)
+	return paths
+}
+
+// emptyPolicy reports whether a batching object sets nothing (a generated
+// config writes the zero policy out in full).
+func emptyPolicy(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v == nil
+	}
+	for _, f := range m {
+		switch x := f.(type) {
+		case nil:
+		case int:
+			if x != 0 {
+				return false
+			}
+		case float64:
+			if x != 0 {
+				return false
+			}
+		case string:
+			if x != "" {
+				return false
+			}
+		case []any:
+			if len(x) != 0 {
+				return false
+			}
+		case map[string]any:
+			if len(x) != 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func msgLabelPrefix(p string) string {
@@ -176,6 +248,9 @@ map name_err {
   } else { null }
 }
 
+# Every non-empty batching policy under dead_letter, by its path.
+let dl_batching = this.dead_letter.or({}).collapse().key_values().filter(kv -> kv.key.re_match("""^(.*\.)?batching\.(count|byte_size|period|check|processors)(\..*)?$""") && !(kv.value == null || kv.value == 0 || kv.value == "" || kv.value == [] || kv.value == {})).map_each(kv -> "dead_letter." + kv.key.re_replace_all("""^((.*\.)?batching)\..*$""", "$1")).unique().sort().map_each(p -> p + "` + msgDeadLetterBatchingTail + `")
+
 let reserved = ["label", "db", "table", "transaction_type", "timeout", "authorization", "expect", "content-length", "content-type", "host", "transfer-encoding", "connection"]
 let compression = this.compression.or("none")
 let hdrs = this.load_properties.or({}).key_values().sort_by(kv -> kv.key).map_each(kv -> {"where": "load_properties", "key": kv.key, "value": kv.value}).merge(
@@ -240,7 +315,7 @@ root = [
   if $mysql.contains("@") { "` + msgMySQLAddressCredentials + `" } else if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
     "mysql_address %q must be host:port (e.g. fe:9030)".format($mysql)
   } else { null },
-].merge($dur_errs).merge([
+].merge($dur_errs).merge($dl_batching).merge([
   {"field": "database", "kind": "database", "value": this.database, "limit": 256},
   {"field": "table", "kind": "table", "value": this.table, "limit": 1024},
 ].map_each(n -> n.apply("name_err"))).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).filter(v -> v != null)

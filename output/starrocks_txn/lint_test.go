@@ -123,6 +123,13 @@ var lintCases = []lintCase{
 	{name: "literal table with a newline", bad: "table: \"a\\nb\"", good: "table: ab",
 		want: `table: invalid table name "a\nb": control character '\n' at byte 1 (CR/LF and other control characters would corrupt the HTTP request); use letters, digits, '_', '-' or '$'`},
 
+	{name: "dead_letter with batching", bad: "dead_letter: {broker: {outputs: [{drop: {}}], batching: {count: 10}}}", good: "dead_letter: {broker: {outputs: [{drop: {}}], batching: {count: 0, byte_size: 0, period: '', check: '', processors: []}}}",
+		want: "dead_letter.broker.batching" + msgDeadLetterBatchingTail},
+	{name: "dead_letter with a batching period", bad: "dead_letter: {broker: {outputs: [{drop: {}}], batching: {period: 1s}}}", good: "dead_letter: {broker: {outputs: [{drop: {}}]}}",
+		want: "dead_letter.broker.batching" + msgDeadLetterBatchingTail},
+	{name: "dead_letter nested broker with batching", bad: "dead_letter: {broker: {outputs: [{drop: {}}, {broker: {outputs: [{drop: {}}], batching: {check: 'true'}}}]}}", good: "dead_letter: {broker: {outputs: [{drop: {}}, {broker: {outputs: [{drop: {}}]}}]}}",
+		want: "dead_letter.broker.outputs.1.broker.batching" + msgDeadLetterBatchingTail},
+
 	{name: "exactly_once without pipeline_id", bad: "semantic: exactly_once\nmysql_address: fe:9030", good: "semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p",
 		want: "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table"},
 	{name: "exactly_once without mysql_address", bad: "semantic: exactly_once\npipeline_id: p", good: "semantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030",
