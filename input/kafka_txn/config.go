@@ -12,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the kafka_txn input. The connection fields (seed_brokers,
@@ -186,7 +187,7 @@ also warned about once).`).
 				Example("512KiB").
 				LintRule(kafka.ByteSizeLintRule(fieldFetchMaxPartitionBytes)).
 				Advanced(),
-			service.NewBatchPolicyField(fieldBatching).
+			specfields.Batching(fieldBatching).
 				Description(`How records are grouped into batches. The policy applies per partition, so a batch never mixes partitions. End batches at source-transaction ends with a `+"`check`"+` (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`) plus a `+"`count`"+` cap and a `+"`period`"+`. With no policy a batch holds what was fetched for one partition.`),
 			kafka.TLSField(),
 			kafka.SASLField(),

@@ -19,6 +19,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the connection settings, the same in every Kafka component
@@ -80,7 +81,7 @@ func ClientIDField() *service.ConfigField {
 
 // TLSField is the standard Benthos TLS block, off by default.
 func TLSField() *service.ConfigField {
-	return service.NewTLSToggledField(FieldTLS).
+	return specfields.TLS(FieldTLS).
 		Example(map[string]any{"enabled": true}).
 		Example(map[string]any{"enabled": true, "root_cas_file": "/etc/kafka/ca.pem"})
 }
