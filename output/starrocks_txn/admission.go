@@ -304,6 +304,7 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 		}
 		s.touched = o.now()
 		o.seqs[source] = s
+		o.m.seedSeqSource(source)
 	}
 	return s
 }
