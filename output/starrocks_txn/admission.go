@@ -195,6 +195,14 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 		it.poison = errors.New("the message body is not a JSON object")
 		return
 	}
+	if err := missingMetaErr(msg, fieldDatabase, o.conf.dbMetaKeys); err != nil {
+		it.poison = err
+		return
+	}
+	if err := missingMetaErr(msg, fieldTable, o.conf.tableMetaKeys); err != nil {
+		it.poison = err
+		return
+	}
 	if it.db, err = targets.db.TryString(i); err != nil {
 		it.poison = fmt.Errorf("interpolating database: %w", err)
 		return

@@ -285,30 +285,33 @@ type config struct {
 	// are written without interpolation (nil otherwise): validate checks
 	// such a name before anything starts.
 	literalDatabase, literalTable *string
-	table                         *service.InterpolatedString
-	commitInterval                time.Duration
-	bufferSize                    int64
-	txnTimeout                    time.Duration
-	labelPrefix                   string
-	loadProperties                map[string]string
-	tableProperties               []tableProps
-	maxInFlight                   int
-	maxDatabases                  int
-	retryInitial                  time.Duration
-	retryMax                      time.Duration
-	sequenceGapTimeout            time.Duration
-	compression                   string
-	tls                           *tls.Config
-	requestTimeout                time.Duration
-	labelStateWait                time.Duration
-	unknownCommit                 time.Duration
-	mysqlTimeout                  time.Duration
-	batching                      service.BatchPolicy
-	mysqlAddress                  string
-	progressTable                 string
-	exactlyOnce                   bool
-	pipelineID                    string
-	conn                          connConfig
+	// dbMetaKeys and tableMetaKeys are the metadata keys database and
+	// table read (metaKeysOf).
+	dbMetaKeys, tableMetaKeys []string
+	table                     *service.InterpolatedString
+	commitInterval            time.Duration
+	bufferSize                int64
+	txnTimeout                time.Duration
+	labelPrefix               string
+	loadProperties            map[string]string
+	tableProperties           []tableProps
+	maxInFlight               int
+	maxDatabases              int
+	retryInitial              time.Duration
+	retryMax                  time.Duration
+	sequenceGapTimeout        time.Duration
+	compression               string
+	tls                       *tls.Config
+	requestTimeout            time.Duration
+	labelStateWait            time.Duration
+	unknownCommit             time.Duration
+	mysqlTimeout              time.Duration
+	batching                  service.BatchPolicy
+	mysqlAddress              string
+	progressTable             string
+	exactlyOnce               bool
+	pipelineID                string
+	conn                      connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -351,6 +354,12 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	if c.literalTable, err = rawLiteral(conf, fieldTable); err != nil {
+		return
+	}
+	if c.dbMetaKeys, err = metaKeysOf(conf, fieldDatabase); err != nil {
+		return
+	}
+	if c.tableMetaKeys, err = metaKeysOf(conf, fieldTable); err != nil {
 		return
 	}
 	if c.commitInterval, err = durationField(conf, fieldCommitInterval); err != nil {

@@ -195,3 +195,27 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.Equal(t, []string{"bad1"}, dl.txnIDs(), "the queued poisoned transaction of the fenced partition is left to its new owner")
 }
+
+// A message without the metadata contract under the default database and
+// table (`${! @starrocks_database }`) is dead-lettered with a reason naming
+// the missing key and the processor that stamps it, rather than sent to a
+// database called "null"; a message with the contract next to it commits.
+func TestMissingContractMetadataNamesTheKeyAndTheAssembler(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, dl)
+	s := newSrc("a1")
+	bare := service.NewMessage([]byte(`{"id": 1}`))
+	chs := []chan error{
+		writeAsync(o, service.MessageBatch{bare}),
+		writeAsync(o, service.MessageBatch{s.row("p0", "good", "a", map[string]any{"id": 2, "txn": "good"}, true)}),
+	}
+	waitAll(t, chs, 5*time.Second)
+	dl.mu.Lock()
+	require.Len(t, dl.batches, 1)
+	reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+	dl.mu.Unlock()
+	assert.Contains(t, reason, "database reads metadata starrocks_database, which the message does not have: add the txn_assembler processor under input.processors (it stamps the metadata contract), or set database")
+	assert.NotContains(t, reason, "null")
+	assertAtomic(t, f, map[string]int{"good": 1})
+}

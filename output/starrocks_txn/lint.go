@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -332,4 +333,41 @@ func rawLiteral(conf *service.ParsedConfig, field string) (*string, error) {
 		return nil, nil
 	}
 	return &s, nil
+}
+
+// metaRefRE finds the metadata keys an interpolation reads: `@key`,
+// `meta("key")` and `metadata("key")`.
+var metaRefRE = regexp.MustCompile(`@([A-Za-z0-9_]+)|\bmeta(?:data)?\("([^"]+)"\)`)
+
+// metaKeysOf returns the metadata keys the interpolated field reads, so a
+// message that lacks one is refused naming it (and what stamps it) instead
+// of being sent to a database or table called "null".
+func metaKeysOf(conf *service.ParsedConfig, field string) ([]string, error) {
+	s, err := conf.FieldString(field)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, m := range metaRefRE.FindAllStringSubmatch(s, -1) {
+		k := m[1] + m[2]
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// missingMetaErr is the poison of a message that lacks a metadata key the
+// field's interpolation reads; nil when it has them all.
+func missingMetaErr(msg *service.Message, field string, keys []string) error {
+	for _, k := range keys {
+		if _, ok := msg.MetaGetMut(k); ok {
+			continue
+		}
+		if strings.HasPrefix(k, "starrocks_") {
+			return fmt.Errorf("%s reads metadata %s, which the message does not have: add the txn_assembler processor under input.processors (it stamps the metadata contract), or set %s", field, k, field)
+		}
+		return fmt.Errorf("%s reads metadata %s, which the message does not have: set it upstream, or change %s", field, k, field)
+	}
+	return nil
 }
