@@ -213,13 +213,25 @@ input:
 // revoke_timeout is not below rebalance_timeout.
 const revokeBelowRebalanceMsg = "revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member"
 
-// revokeLintRule reports revoke_timeout >= rebalance_timeout with the
-// constructor's text (durations written as Go writes them). A value that
-// does not parse is the field rule's to report.
+// heartbeatBelowSessionMsg is the start-time error and the lint text when
+// heartbeat_interval is not below session_timeout: the group would remove
+// the member between two of its heartbeats.
+const heartbeatBelowSessionMsg = "heartbeat_interval (%s) must be below session_timeout (%s): the group would remove this member between two heartbeats; a third of it or less is usual"
+
+// revokeLintRule reports revoke_timeout >= rebalance_timeout and
+// heartbeat_interval >= session_timeout with the constructor's texts
+// (durations written as Go writes them). A value that does not parse is the
+// field rule's to report.
 var revokeLintRule = fmt.Sprintf(`let rv = this.revoke_timeout.or(%[1]q).string().trim().parse_duration().catch(null)
 let rb = this.rebalance_timeout.or(%[2]q).string().trim().parse_duration().catch(null)
-root = if $rv != null && $rb != null && $rv >= $rb { [ %[3]q.format(%[4]s, %[5]s) ] }`,
-	defaultRevokeTimeout, defaultRebalanceTimeout, revokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"))
+let hb = this.heartbeat_interval.or(%[6]q).string().trim().parse_duration().catch(null)
+let st = this.session_timeout.or(%[7]q).string().trim().parse_duration().catch(null)
+root = [
+  if $rv != null && $rb != null && $rv >= $rb { %[3]q.format(%[4]s, %[5]s) } else { null },
+  if $hb != null && $st != null && $hb > 0 && $st > 0 && $hb >= $st { %[8]q.format(%[9]s, %[10]s) } else { null },
+].filter(v -> v != null)`,
+	defaultRevokeTimeout, defaultRebalanceTimeout, revokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"),
+	defaultHeartbeatInterval, defaultSessionTimeout, heartbeatBelowSessionMsg, kafka.BloblangDuration("$hb"), kafka.BloblangDuration("$st"))
 
 type inputConfig struct {
 	client                 kafka.ClientConfig
@@ -308,6 +320,10 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	}
 	if c.revokeTimeout >= c.rebalanceTimeout {
 		err = fmt.Errorf(revokeBelowRebalanceMsg, c.revokeTimeout, c.rebalanceTimeout)
+		return
+	}
+	if c.heartbeatInterval > 0 && c.sessionTimeout > 0 && c.heartbeatInterval >= c.sessionTimeout {
+		err = fmt.Errorf(heartbeatBelowSessionMsg, c.heartbeatInterval, c.sessionTimeout)
 		return
 	}
 	if c.startAfterProgress, err = conf.FieldBool(fieldStartAfterProgress); err != nil {
