@@ -219,3 +219,28 @@ func TestMissingContractMetadataNamesTheKeyAndTheAssembler(t *testing.T) {
 	assert.NotContains(t, reason, "null")
 	assertAtomic(t, f, map[string]int{"good": 1})
 }
+
+// A WriteBatch whose context ends while its poisoned source transaction is
+// being written to dead_letter says so, not that it waited for a StarRocks
+// commit; one cancelled while its transaction is still open names that.
+func TestCancelledWriteSaysWhatItWaitedFor(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	dl := &gatedDL{gate: make(chan struct{})}
+	o, _ := testOutput(t, "commit_interval: 50ms\n", f, dl)
+	t.Cleanup(func() { close(dl.gate) })
+	s := newSrc("a1")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := o.WriteBatch(ctx, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1, "txn": "bad"}, true)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), `waiting for the dead_letter write of source transaction "bad" of partition`)
+	assert.NotContains(t, err.Error(), "StarRocks commit")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	err = o.WriteBatch(ctx2, service.MessageBatch{s.row("p1", "half", "a", map[string]any{"id": 2, "txn": "half"}, false)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), `waiting for the end of source transaction "half" of partition`)
+}
