@@ -46,45 +46,27 @@ func TestComponentDocs(t *testing.T) {
 	}
 }
 
-// owedExamples are fields of a component another change is giving examples
-// to; listed here they do not fail TestEveryFieldHasAnExample, and a listed
-// field that has one is reported, so the entry can go.
-var owedExamples = map[string][]string{
-	"kafka_txn": {"consumer_group", "client_id", "isolation_level", "start_from_oldest", "checkpoint_limit",
-		"checkpoint_stall_timeout", "commit_period", "revoke_timeout", "session_timeout", "rebalance_timeout",
-		"heartbeat_interval", "fetch_max_wait", "start_after_progress", "fetch_max_partition_bytes", "batching.count",
-		"batching.byte_size", "tls", "tls.enabled", "tls.skip_cert_verify", "tls.enable_renegotiation",
-		"tls.client_certs[].cert", "tls.client_certs[].key", "tls.client_certs[].cert_file", "tls.client_certs[].key_file",
-		"sasl", "sasl[].mechanism", "sasl[].username", "sasl[].password"},
-}
-
 // Every field of every component of the project shows an example in its
 // reference (the generated docs' "# Examples" block).
 func TestEveryFieldHasAnExample(t *testing.T) {
 	env := service.GlobalEnvironment()
 	views := map[string]func() (*service.ConfigView, bool){
-		"kafka_txn":     func() (*service.ConfigView, bool) { return env.GetInputConfig("kafka_txn") },
-		"starrocks_txn": func() (*service.ConfigView, bool) { return env.GetOutputConfig("starrocks_txn") },
-		"txn_assembler": func() (*service.ConfigView, bool) { return env.GetProcessorConfig("txn_assembler") },
-		"prometheus":    func() (*service.ConfigView, bool) { return env.GetMetricsConfig("prometheus") },
+		"input kafka_txn":      func() (*service.ConfigView, bool) { return env.GetInputConfig("kafka_txn") },
+		"input debezium_txn":   func() (*service.ConfigView, bool) { return env.GetInputConfig("debezium_txn") },
+		"output kafka_txn":     func() (*service.ConfigView, bool) { return env.GetOutputConfig("kafka_txn") },
+		"output starrocks_txn": func() (*service.ConfigView, bool) { return env.GetOutputConfig("starrocks_txn") },
+		"txn_assembler":        func() (*service.ConfigView, bool) { return env.GetProcessorConfig("txn_assembler") },
+		"metrics prometheus":   func() (*service.ConfigView, bool) { return env.GetMetricsConfig("prometheus") },
 	}
 	for name, get := range views {
 		view, ok := get()
 		require.True(t, ok, name)
 		data, err := view.TemplateData()
 		require.NoError(t, err)
-		owed := map[string]bool{}
-		for _, f := range owedExamples[name] {
-			owed[f] = true
-		}
 		var missing []string
 		for _, f := range data.Fields {
-			has := len(f.ExamplesMarshalled) > 0
-			switch {
-			case !has && !owed[f.FullName]:
+			if len(f.ExamplesMarshalled) == 0 {
 				missing = append(missing, f.FullName)
-			case has && owed[f.FullName]:
-				t.Logf("%s.%s has an example now: delete it from owedExamples", name, f.FullName)
 			}
 		}
 		assert.Empty(t, missing, "%s: fields without an example", name)

@@ -29,6 +29,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
+	"github.com/starrocks-txn/benthos-starrocks/internal/shutdown"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -68,6 +69,9 @@ func main() {
 		version.Print(os.Stdout, filepath.Base(os.Args[0]))
 		return
 	}
+	// Outputs still waiting to connect give up at once on SIGTERM instead of
+	// holding the stop for most of shutdown_timeout (internal/shutdown).
+	shutdown.NotifyOnSignals()
 	if code := runCLI(context.Background(), commands()...); code != 0 {
 		os.Exit(code)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the debezium_txn input. The connection fields
@@ -186,6 +187,7 @@ and the metadata contract.
 				Example([]string{"dbserver1.inventory.orders", "dbserver1.inventory.order_items"}),
 			service.NewBoolField(fieldRegexpTopics).
 				Description("Whether `topics` are regular expressions, matched against every topic of the cluster (new matching topics join on the next metadata refresh). Exclude the schema-change and heartbeat topics: they hold no data change events.").
+				Example(true).
 				Default(false).
 				Advanced(),
 			service.NewStringField(fieldTransactionTopic).
@@ -193,6 +195,7 @@ and the metadata contract.
 				Example("dbserver1.transaction"),
 			service.NewStringField(fieldTopicPrefix).
 				Description("The connector's `topic.prefix`: a collection `db.table` of an END event is read from topic `<topic_prefix>.db.table`, sanitized as Debezium names topics (characters outside `[a-zA-Z0-9._-]` become `_`). Empty: the transaction topic's name without `.transaction`.").
+				Example("dbserver1").
 				Default("").
 				Advanced(),
 			service.NewStringMapField(fieldCollectionTopics).
@@ -201,7 +204,8 @@ and the metadata contract.
 				Default(map[string]any{}).
 				Advanced(),
 			service.NewStringField(fieldConsumerGroup).
-				Description("The consumer group; offsets are committed to it. One group per Debezium connector."),
+				Description("The consumer group; offsets are committed to it. One group per Debezium connector.").
+				Example("dbserver1-to-starrocks"),
 			kafka.ClientIDField(),
 			service.NewInterpolatedStringField(fieldDatabase).
 				Description("The target database. Default: the event's `source.db` for MySQL and MariaDB, `source.schema` for PostgreSQL and the other connectors. Interpolated on each row with its metadata (`debezium_db`, `debezium_schema`, `debezium_table`, `kafka_topic`).").
@@ -224,23 +228,29 @@ and the metadata contract.
 				isolationReadUncommitted: "Every record, including those of aborted producer transactions.",
 			}).
 				Description("Which records of transactional producers are read.").
+				Example(isolationReadUncommitted).
 				Default(isolationReadCommitted).
 				Advanced(),
 			service.NewBoolField(fieldStartFromOldest).
 				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
+				Example(false).
 				Default(true),
 			service.NewIntField(fieldCheckpointLimit).
 				Description("The maximum number of emitted but unacknowledged messages. A transaction is never split to fit: the limit is exceeded by at most one transaction.").
+				Example(20000).
 				Default(defaultCheckpointLimit).
 				LintRule(`root = if this < 1 { ["checkpoint_limit must be at least 1"] }`),
 			service.NewStringField(fieldMaxBufferedBytes).
 				Description("Bound on buffered events of incomplete transactions and unemitted rows (`268435456`, `256MiB`, `1GB`). At the bound only the partitions the oldest transaction may still need (or a gate holding it waits for) are read, and an error names that transaction; a transaction larger than the bound still completes, exceeding it by its own size. Never enforced by emitting a transaction partly.").
+				Example("1GiB").
 				Default(defaultMaxBufferedBytes),
 			service.NewDurationField(fieldMissingEventsTimeout).
 				Description("How long a transaction whose END arrived may miss events (or events may wait for an END) before an error names the transaction, each topic's collections and the counts seen and expected; repeated at this period. The transaction keeps waiting: it is never loaded partly.").
+				Example("5m").
 				Default(defaultMissingEventsTimeout),
 			service.NewIntField(fieldResendWindow).
 				Description("How many of the last completed transaction ids are remembered, so that a transaction Debezium re-sends whole after it committed (after a connector restart) is skipped. At an assignment the input re-reads this many END events before its start position on the transaction topic. Size it above the transactions of one `offset.flush.interval.ms` of the connector.").
+				Example(100000).
 				Default(defaultResendWindow).
 				LintRule(`root = if this < 1 { ["resend_window must be at least 1"] }`).
 				Advanced(),
@@ -254,6 +264,7 @@ and the metadata contract.
 				untransactedSingleRow: "Such an event is loaded as a one-row transaction of its partition `<topic>/<partition>`, in partition order with the transactions around it (each switch waits for a StarRocks commit).",
 			}).
 				Description("What to do with a data change event that has no transaction block (snapshot rows are always loaded).").
+				Example(untransactedSingleRow).
 				Default(untransactedError).
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldOnTruncate, map[string]string{
@@ -261,36 +272,44 @@ and the metadata contract.
 				truncateSkip:  "Count the truncate (`debezium_txn_truncates_skipped`) and load the rest of its transaction.",
 			}).
 				Description("What to do with a truncate event (`op: t`).").
+				Example(truncateSkip).
 				Default(truncateError).
 				Advanced(),
 			service.NewDurationField(fieldCommitPeriod).
 				Description("How often the floors are committed to the consumer group. Offsets are also committed on revoke and on close.").
+				Example("5s").
 				Default(defaultCommitPeriod),
 			service.NewDurationField(fieldRevokeTimeout).
 				Description("How long a revoke waits for the output's fence (and commits in flight). Must be below `rebalance_timeout`.").
+				Example("20s").
 				Default(defaultRevokeTimeout).
 				Advanced(),
 			service.NewDurationField(fieldSessionTimeout).
 				Description("The group session timeout: a member without heartbeats for this long is removed and a standby takes over.").
+				Example("30s").
 				Default(defaultSessionTimeout).
 				Advanced(),
 			service.NewDurationField(fieldRebalanceTimeout).
 				Description("How long members may take to revoke during a rebalance.").
+				Example("2m").
 				Default(defaultRebalanceTimeout).
 				Advanced(),
 			service.NewDurationField(fieldHeartbeatInterval).
 				Description("Heartbeat period, at most a third of `session_timeout`.").
+				Example("1s").
 				Default(defaultHeartbeatInterval).
 				Advanced(),
 			service.NewDurationField(fieldFetchMaxWait).
 				Description("How long a broker may wait for new records before answering a fetch.").
+				Example("100ms").
 				Default(defaultFetchMaxWait).
 				Advanced(),
 			service.NewStringField(fieldFetchMaxPartitionBytes).
 				Description("The maximum number of bytes fetched from one partition per request.").
+				Example("4MiB").
 				Default(defaultFetchMaxPartitionBytes).
 				Advanced(),
-			service.NewBatchPolicyField(fieldBatching).
+			specfields.Batching(fieldBatching).
 				Description("How emitted transactions are grouped into batches: `count`, `byte_size`, `period`, `check`, `processors`. A batch always ends at a transaction boundary. With no policy a batch holds what is ready, up to 1000 messages (more when one transaction is larger). Processors must keep every message: the output numbers them (`starrocks_seq`)."),
 			kafka.TLSField(),
 			kafka.SASLField(),

@@ -13,6 +13,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the kafka_txn input. The connection fields (seed_brokers,
@@ -192,7 +193,7 @@ also warned about once).`).
 				Example("512KiB").
 				LintRule(kafka.ByteSizeLintRule(fieldFetchMaxPartitionBytes)).
 				Advanced(),
-			service.NewBatchPolicyField(fieldBatching).
+			specfields.Batching(fieldBatching).
 				Description(`How records are grouped into batches, per partition: a partition's part of a batch is due at `+"`count`"+` messages, at `+"`byte_size`"+` bytes or after `+"`period`"+` (with no policy: what was fetched). A part always ends at a source-transaction end: with a `+"`txn_assembler`"+` in the input's processors (and its `+"`partition`"+` unset) the input asks it where transactions end; without one, a record for which `+"`check`"+` is true ends a transaction (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`). The records after a partition's last end wait for their transaction to end, so a part may exceed `+"`count`"+` by a transaction; a transaction that alone fills `+"`checkpoint_limit`"+` is delivered as it is (and the partition reports the stall). So no batch waits on a record that is not delivered, which keeps the output's `+"`max_in_flight`"+` calls from ever all waiting on transactions whose ends cannot arrive. A policy with `+"`processors`"+` is applied by Benthos's batcher instead: one partition per batch, cut by the policy alone.`),
 			service.NewBoolField(fieldCoalesce).
 				Description("Join the due parts of several partitions into one batch, in partition order, until it holds `batching.count` messages (1000 without a count) or no other part is due; each part is added whole, so a batch stays under twice that. The output holds each batch until it commits, in one of its `max_in_flight` slots: with one partition per batch, many partitions flushed every `period` give many batches of a few records each, and the slots, not the throughput, bound a commit cycle. Off: one partition per batch.").
@@ -225,13 +226,25 @@ input:
 // revoke_timeout is not below rebalance_timeout.
 const revokeBelowRebalanceMsg = "revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member"
 
-// revokeLintRule reports revoke_timeout >= rebalance_timeout with the
-// constructor's text (durations written as Go writes them). A value that
-// does not parse is the field rule's to report.
+// heartbeatBelowSessionMsg is the start-time error and the lint text when
+// heartbeat_interval is not below session_timeout: the group would remove
+// the member between two of its heartbeats.
+const heartbeatBelowSessionMsg = "heartbeat_interval (%s) must be below session_timeout (%s): the group would remove this member between two heartbeats; a third of it or less is usual"
+
+// revokeLintRule reports revoke_timeout >= rebalance_timeout and
+// heartbeat_interval >= session_timeout with the constructor's texts
+// (durations written as Go writes them). A value that does not parse is the
+// field rule's to report.
 var revokeLintRule = fmt.Sprintf(`let rv = this.revoke_timeout.or(%[1]q).string().trim().parse_duration().catch(null)
 let rb = this.rebalance_timeout.or(%[2]q).string().trim().parse_duration().catch(null)
-root = if $rv != null && $rb != null && $rv >= $rb { [ %[3]q.format(%[4]s, %[5]s) ] }`,
-	defaultRevokeTimeout, defaultRebalanceTimeout, revokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"))
+let hb = this.heartbeat_interval.or(%[6]q).string().trim().parse_duration().catch(null)
+let st = this.session_timeout.or(%[7]q).string().trim().parse_duration().catch(null)
+root = [
+  if $rv != null && $rb != null && $rv >= $rb { %[3]q.format(%[4]s, %[5]s) } else { null },
+  if $hb != null && $st != null && $hb > 0 && $st > 0 && $hb >= $st { %[8]q.format(%[9]s, %[10]s) } else { null },
+].filter(v -> v != null)`,
+	defaultRevokeTimeout, defaultRebalanceTimeout, revokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"),
+	defaultHeartbeatInterval, defaultSessionTimeout, heartbeatBelowSessionMsg, kafka.BloblangDuration("$hb"), kafka.BloblangDuration("$st"))
 
 type inputConfig struct {
 	client                 kafka.ClientConfig
@@ -321,6 +334,10 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	}
 	if c.revokeTimeout >= c.rebalanceTimeout {
 		err = fmt.Errorf(revokeBelowRebalanceMsg, c.revokeTimeout, c.rebalanceTimeout)
+		return
+	}
+	if c.heartbeatInterval > 0 && c.sessionTimeout > 0 && c.heartbeatInterval >= c.sessionTimeout {
+		err = fmt.Errorf(heartbeatBelowSessionMsg, c.heartbeatInterval, c.sessionTimeout)
 		return
 	}
 	if c.startAfterProgress, err = conf.FieldBool(fieldStartAfterProgress); err != nil {

@@ -24,6 +24,8 @@ func TestConfigLintAndValidation(t *testing.T) {
 		{"revoke_timeout equal to rebalance_timeout", "  revoke_timeout: 60s\n", "revoke_timeout (1m0s) must be below rebalance_timeout (1m0s)"},
 		{"short rebalance_timeout", "  rebalance_timeout: 10s\n", "revoke_timeout (30s) must be below rebalance_timeout (10s)"},
 		{"both set and fine", "  revoke_timeout: 5s\n  rebalance_timeout: 10s\n", ""},
+		{"heartbeat_interval equal to session_timeout", "  heartbeat_interval: 45s\n", "heartbeat_interval (45s) must be below session_timeout (45s)"},
+		{"heartbeat_interval below session_timeout", "  heartbeat_interval: 10s\n  session_timeout: 30s\n", ""},
 		{"checkpoint_limit zero", "  checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
 		{"unknown isolation level", "  isolation_level: serializable\n", "serializable"},
 		{"bad sasl mechanism", "  sasl:\n    - mechanism: GSSAPI\n      username: u\n", "GSSAPI"},
@@ -88,6 +90,13 @@ func TestLintSaysWhatStartSays(t *testing.T) {
 		brokers + required + "revoke_timeout: 90s\nrebalance_timeout: 1m30s\n",
 		brokers + required + "revoke_timeout: 1500ms\nrebalance_timeout: 1s\n",
 		brokers + required + "revoke_timeout: 2h\nrebalance_timeout: 1h59m59.5s\n",
+		brokers + required + "heartbeat_interval: 45s\n",
+		brokers + required + "session_timeout: 2s\n",
+		brokers + required + "session_timeout: 10s\nheartbeat_interval: 1m\n",
+		"seed_brokers: [ \"b:99999\" ]\n" + required,
+		"seed_brokers: [ \"b:0\" ]\n" + required,
+		"seed_brokers: [ \"a:9092,b:x\" ]\n" + required,
+		"seed_brokers: [ \"[::1]:70000\" ]\n" + required,
 	} {
 		var lintText []string
 		lints, err := linter.LintInputYAML([]byte("kafka_txn:\n" + indent(yaml)))

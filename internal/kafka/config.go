@@ -14,11 +14,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the connection settings, the same in every Kafka component
@@ -49,6 +52,7 @@ const (
 	errNoSeedBrokersText = "seed_brokers must name at least one broker"
 	errCredentialsText   = "seed_brokers entry %q: credentials in a broker address are not allowed; give host:port and set sasl instead"
 	errSchemeText        = "seed_brokers entry %q: a broker address is host:port, without a scheme; set tls to encrypt"
+	errPortText          = "seed_brokers entry %q: port %s is not a number from 1 to 65535"
 )
 
 // seedBrokersLintRule reports, with ParseSeedBrokers's texts, a list that
@@ -58,8 +62,28 @@ const (
 var seedBrokersLintRule = fmt.Sprintf(`root = if this.type() == "array" {
   if this.map_each(b -> b.string().split(",").map_each(s -> s.trim()).filter(s -> s != "")).flatten().length() == 0 { [ %q ] }
 } else {
-  this.string().split(",").map_each(s -> s.trim()).filter(s -> s.contains("@") || s.contains("://")).map_each(s -> if s.contains("@") { %q.format(s.re_replace_all(%q, "$1")) } else { %q.format(s) })
-}`, errNoSeedBrokersText, errCredentialsText, redact.UserinfoExpr, errSchemeText)
+  this.string().split(",").map_each(s -> s.trim()).filter(s -> s != "").map_each(s -> if s.contains("@") { %q.format(s.re_replace_all(%q, "$1")) } else if s.contains("://") { %q.format(s) } else if s.re_match(%q) && !(s.re_replace_all(%q, "$2").re_match("^[0-9]{1,5}$") && s.re_replace_all(%q, "$2").number() >= 1 && s.re_replace_all(%q, "$2").number() <= 65535) { %q.format(s, s.re_replace_all(%q, "$2")) } else { null }).filter(v -> v != null)
+}`, errNoSeedBrokersText, errCredentialsText, redact.UserinfoExpr, errSchemeText, hostPortExpr, hostPortExpr, hostPortExpr, hostPortExpr, errPortText, hostPortExpr)
+
+// hostPortExpr matches host:port with one colon, or a bracketed IPv6 host
+// and a port: the forms whose port can be told. A bare IPv6 address or a
+// host alone (franz-go adds 9092) is left to the client.
+const hostPortExpr = `^(\[[^\]]*\]|[^:\[\]]*):([^:]*)$`
+
+var hostPortRE = regexp.MustCompile(hostPortExpr)
+
+// portErr is the errPortText error of an entry whose port is not 1 to
+// 65535, nil otherwise.
+func portErr(s string) error {
+	m := hostPortRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil
+	}
+	if n, err := strconv.Atoi(m[2]); err != nil || len(m[2]) > 5 || n < 1 || n > 65535 {
+		return fmt.Errorf(errPortText, s, m[2])
+	}
+	return nil
+}
 
 // SeedBrokersField is the seed_brokers field.
 func SeedBrokersField() *service.ConfigField {
@@ -80,7 +104,7 @@ func ClientIDField() *service.ConfigField {
 
 // TLSField is the standard Benthos TLS block, off by default.
 func TLSField() *service.ConfigField {
-	return service.NewTLSToggledField(FieldTLS).
+	return specfields.TLS(FieldTLS).
 		Example(map[string]any{"enabled": true}).
 		Example(map[string]any{"enabled": true, "root_cas_file": "/etc/kafka/ca.pem"})
 }
@@ -200,6 +224,9 @@ func ParseSeedBrokers(entries []string) ([]string, error) {
 			}
 			if strings.Contains(s, "://") {
 				return nil, fmt.Errorf(errSchemeText, redact.Address(s))
+			}
+			if err := portErr(s); err != nil {
+				return nil, err
 			}
 			out = append(out, s)
 		}

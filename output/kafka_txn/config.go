@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the kafka_txn output (the connection fields are
@@ -155,8 +156,8 @@ a string). For dead letters include `+"`starrocks_dead_letter_reason`"+` (and
 				Example("30s").
 				LintRule(kafka.DurationLintRule(fieldTimeout)).
 				Advanced(),
-			service.NewBatchPolicyField(fieldBatching).
-				Description("How messages are grouped into batches before they are written. Leave it unset for a `dead_letter`: a policy regroups the messages of a batch."),
+			specfields.Batching(fieldBatching).
+				Description("How messages are grouped into batches before they are written. A starrocks_txn `dead_letter` refuses one: it would hold a poisoned transaction back and regroup it."),
 			service.NewStringField(fieldMaxMessageBytes).
 				Description("The largest record batch sent to one partition in one request, in bytes (`1048576`, `512KiB`, `1MiB`, `2MB`); a record larger than this fails its batch. Keep it at or below the brokers' `message.max.bytes`.").
 				Default(defaultMaxMessageBytes).

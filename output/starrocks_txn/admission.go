@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -133,7 +136,10 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	case <-c.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the StarRocks commit: %w", ctx.Err())
+		o.mu.Lock()
+		what := o.waitedForLocked(items)
+		o.mu.Unlock()
+		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case <-o.closed:
 		return errors.New("starrocks_txn output closed before the batch was committed")
 	}
@@ -207,6 +213,20 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 	if !it.vouched && (len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed)) {
 		it.poison = errors.New("the message body is not a JSON object")
 		return
+	}
+	// A target read from metadata the message lacks is named with the
+	// processor that stamps it; the contract's own value needs no lookup.
+	if !o.conf.dbFromContract || meta.Database == "" {
+		if err := missingMetaErr(msg, fieldDatabase, o.conf.dbMetaKeys); err != nil {
+			it.poison = err
+			return
+		}
+	}
+	if !o.conf.tableFromContract || meta.Table == "" {
+		if err := missingMetaErr(msg, fieldTable, o.conf.tableMetaKeys); err != nil {
+			it.poison = err
+			return
+		}
 	}
 	var dbErr, tableErr error
 	it.db, it.table, dbErr, tableErr = o.target(targets, i, meta)
@@ -337,6 +357,7 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 		}
 		s.touched = o.now()
 		o.seqs[source] = s
+		o.m.seedSeqSource(source)
 	}
 	return s
 }
@@ -372,4 +393,47 @@ func (o *Output) checkGapsLocked(now time.Time) {
 			o.applyLocked(it, now)
 		}
 	}
+}
+
+// waitedForLocked says what a WriteBatch whose context ended was waiting
+// for: the first of its messages not acknowledged yet, by the state of the
+// source transaction holding it.
+func (o *Output) waitedForLocked(items []*item) string {
+	mine := map[*item]bool{}
+	for _, it := range items {
+		if !it.finished {
+			mine[it] = true
+		}
+	}
+	if len(mine) == 0 {
+		return "waiting for the acknowledgement"
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(o.parts), func(a, b pkey) int { return strings.Compare(a.String(), b.String()) }) {
+		p := o.parts[k]
+		if p.stalled != nil && slices.ContainsFunc(p.held, func(it *item) bool { return mine[it] }) {
+			return fmt.Sprintf("waiting on partition %s, stalled at poisoned source transaction %q (no dead_letter is set)", p.key, p.stalledTxn)
+		}
+		txns := p.order
+		if p.open != nil {
+			txns = append([]*srcTxn{p.open}, txns...)
+		}
+		for _, t := range txns {
+			if !slices.ContainsFunc(t.items, func(it *item) bool { return mine[it] }) {
+				continue
+			}
+			switch {
+			case t.inDeadLetter || t.state == txnPoisoned:
+				return fmt.Sprintf("waiting for the dead_letter write of source transaction %q of partition %s", t.id, p.key)
+			case t.state == txnStalled:
+				return fmt.Sprintf("waiting on partition %s, stalled at poisoned source transaction %q (no dead_letter is set)", p.key, t.id)
+			case t.state == txnOpen:
+				return fmt.Sprintf("waiting for the end of source transaction %q of partition %s", t.id, p.key)
+			case t.state == txnFenced:
+				return fmt.Sprintf("waiting for the release of source transaction %q of partition %s (its partition was handed over)", t.id, p.key)
+			default:
+				return fmt.Sprintf("waiting for the StarRocks commit of source transaction %q of partition %s", t.id, p.key)
+			}
+		}
+	}
+	return "waiting for earlier messages of the batch's source (starrocks_seq order) before the StarRocks commit"
 }

@@ -62,7 +62,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			return nil
 		}
 		if len(c.txns) != before && c.loaded {
-			if !replay("fenced", errors.New("rows of a dropped source transaction were loaded")) {
+			if !replay(reasonFenced, errors.New("rows of a dropped source transaction were loaded")) {
 				return ctx.Err()
 			}
 			continue
@@ -95,7 +95,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 						o.poisonFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
 					}
 				}
-				o.m.retries.Incr(1, w.metricDB(), "per_transaction")
+				o.m.retries.Incr(1, w.metricDB(), starrocks.ClassPerTxn.String())
 				w.rollback(c.label)
 				c.reset()
 			default:
@@ -116,13 +116,13 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			if errors.Is(err, errClosing) {
 				continue
 			}
-			if !replay("progress", err) {
+			if !replay(reasonProgress, err) {
 				return ctx.Err()
 			}
 			continue
 		}
 		if err := o.track.loadRows(ctx, w, c); err != nil {
-			if !replay("progress", err) {
+			if !replay(reasonProgress, err) {
 				return ctx.Err()
 			}
 			continue
@@ -433,7 +433,9 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
 			w.labels.opened(n)
-			w.begun.Store(true)
+			if !w.begun.Swap(true) {
+				o.m.seedDatabase(w.db)
+			}
 			o.mu.Lock()
 			w.refused = nil
 			o.mu.Unlock()
@@ -444,7 +446,7 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		o.m.retries.Incr(1, w.metricDB(), "begin")
+		o.m.retries.Incr(1, w.metricDB(), reasonBegin)
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
 			w.poisonWaiting(c, err)
 			if len(c.txns) == 0 {

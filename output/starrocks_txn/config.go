@@ -138,7 +138,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example(`${! "cdc_" + @starrocks_table }`).
 				Default(defaultTable),
 			service.NewDurationField(fieldCommitInterval).
-				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. Must be well below 80% of `txn_timeout`.").
+				Description("How often the shared transaction of a database is committed. Freshness is about this plus the commit time. At most half of `txn_timeout`.").
 				Example("500ms").
 				Example("5s").
 				Default(defaultCommitInterval),
@@ -178,7 +178,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default(defaultMaxDatabases).
 				Advanced(),
 			service.NewOutputField(fieldDeadLetter).
-				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
+				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. A batching policy anywhere under it is refused: it would hold a transaction back until the policy fills and could split it. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
 				Optional(),
 			service.NewObjectField(fieldRetryBackoff,
@@ -281,35 +281,41 @@ type config struct {
 	username string
 	password string
 	database *service.InterpolatedString
-	table    *service.InterpolatedString
+	// literalDatabase and literalTable hold database and table when they
+	// are written without interpolation (nil otherwise): validate checks
+	// such a name before anything starts.
+	literalDatabase, literalTable *string
+	// dbMetaKeys and tableMetaKeys are the metadata keys database and
+	// table read (metaKeysOf).
+	dbMetaKeys, tableMetaKeys []string
+	table                     *service.InterpolatedString
 	// dbFromContract and tableFromContract are set when database and table
 	// are their defaults, which read the contract's keys: parseBody then
 	// takes the values the contract parse already read (targets.go).
-	dbFromContract     bool
-	tableFromContract  bool
-	commitInterval     time.Duration
-	bufferSize         int64
-	txnTimeout         time.Duration
-	labelPrefix        string
-	loadProperties     map[string]string
-	tableProperties    []tableProps
-	maxInFlight        int
-	maxDatabases       int
-	retryInitial       time.Duration
-	retryMax           time.Duration
-	sequenceGapTimeout time.Duration
-	compression        string
-	tls                *tls.Config
-	requestTimeout     time.Duration
-	labelStateWait     time.Duration
-	unknownCommit      time.Duration
-	mysqlTimeout       time.Duration
-	batching           service.BatchPolicy
-	mysqlAddress       string
-	progressTable      string
-	exactlyOnce        bool
-	pipelineID         string
-	conn               connConfig
+	dbFromContract, tableFromContract bool
+	commitInterval                    time.Duration
+	bufferSize                        int64
+	txnTimeout                        time.Duration
+	labelPrefix                       string
+	loadProperties                    map[string]string
+	tableProperties                   []tableProps
+	maxInFlight                       int
+	maxDatabases                      int
+	retryInitial                      time.Duration
+	retryMax                          time.Duration
+	sequenceGapTimeout                time.Duration
+	compression                       string
+	tls                               *tls.Config
+	requestTimeout                    time.Duration
+	labelStateWait                    time.Duration
+	unknownCommit                     time.Duration
+	mysqlTimeout                      time.Duration
+	batching                          service.BatchPolicy
+	mysqlAddress                      string
+	progressTable                     string
+	exactlyOnce                       bool
+	pipelineID                        string
+	conn                              connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -350,6 +356,18 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	}
 	c.dbFromContract = rawIs(conf, fieldDatabase, defaultDatabase)
 	c.tableFromContract = rawIs(conf, fieldTable, defaultTable)
+	if c.literalDatabase, err = rawLiteral(conf, fieldDatabase); err != nil {
+		return
+	}
+	if c.literalTable, err = rawLiteral(conf, fieldTable); err != nil {
+		return
+	}
+	if c.dbMetaKeys, err = metaKeysOf(conf, fieldDatabase); err != nil {
+		return
+	}
+	if c.tableMetaKeys, err = metaKeysOf(conf, fieldTable); err != nil {
+		return
+	}
 	if c.commitInterval, err = durationField(conf, fieldCommitInterval); err != nil {
 		return
 	}
@@ -444,8 +462,41 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.conn, err = connConfigFromParsed(conf); err != nil {
 		return
 	}
-	err = c.validate()
+	if err = c.validate(); err != nil {
+		return
+	}
+	err = checkDeadLetterBatching(conf)
 	return
+}
+
+// checkDeadLetterBatching refuses a batching policy anywhere under
+// dead_letter, with the lint rule's text.
+func checkDeadLetterBatching(conf *service.ParsedConfig) error {
+	if !deadLetterSet(conf) {
+		return nil
+	}
+	v, err := conf.FieldAny(fieldDeadLetter)
+	if err != nil {
+		return err
+	}
+	var n *yaml.Node
+	switch x := v.(type) {
+	case *yaml.Node:
+		n = x
+	case yaml.Node:
+		n = &x
+	}
+	if n != nil {
+		var decoded any
+		if err := n.Decode(&decoded); err != nil {
+			return fmt.Errorf("reading dead_letter: %w", err)
+		}
+		v = decoded
+	}
+	if paths := deadLetterBatching(v); len(paths) > 0 {
+		return errors.New(paths[0] + msgDeadLetterBatchingTail)
+	}
+	return nil
 }
 
 // validate repeats the lint rules, because a config built in code is not
@@ -489,6 +540,16 @@ func (c *config) validate() error {
 		}
 		if err := check(fmt.Sprintf("table_properties %s.%s", tp.database, tp.table), tp.props); err != nil {
 			return err
+		}
+	}
+	if c.literalDatabase != nil {
+		if err := starrocks.ValidateName("database", *c.literalDatabase); err != nil {
+			return fmt.Errorf("%s: %w", fieldDatabase, err)
+		}
+	}
+	if c.literalTable != nil {
+		if err := starrocks.ValidateName("table", *c.literalTable); err != nil {
+			return fmt.Errorf("%s: %w", fieldTable, err)
 		}
 	}
 	if c.commitInterval <= 0 {

@@ -25,8 +25,8 @@ func TestLintRules(t *testing.T) {
 		"load_urls: [x]\ntable_properties: [{database: d, table: t, properties: {where: 'a>1'}}]": "where header",
 		"load_urls: [http://x]\nsemantic: exactly_once\nmysql_address: fe:9030\n":                 "semantic exactly_once needs pipeline_id",
 		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\n":                         "semantic exactly_once needs mysql_address",
-		"load_urls: [x]\ncommit_interval: 1500ms\ntxn_timeout: 2s\n":                              "commit_interval must be well below 80% of txn_timeout",
-		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be well below 80% of txn_timeout",
+		"load_urls: [x]\ncommit_interval: 1500ms\ntxn_timeout: 2s\n":                              "commit_interval must be at most half of txn_timeout",
+		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be at most half of txn_timeout",
 	}
 	for yaml, want := range cases {
 		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(yaml)))

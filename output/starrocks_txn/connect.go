@@ -12,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
+	"github.com/starrocks-txn/benthos-starrocks/internal/shutdown"
 	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -211,6 +212,13 @@ type connection struct {
 	failures int
 	since    time.Time
 	wait     *backoff
+	// owed is the backoff the next Connect waits before it probes: the
+	// output waits itself, interruptibly (see connect), and asks Benthos
+	// for almost none.
+	owed time.Duration
+	// stopping is closed once the process is asked to stop
+	// (internal/shutdown).
+	stopping <-chan struct{}
 	// retryInitial and retryMax are retry_backoff's.
 	retryInitial, retryMax time.Duration
 	// stopped is Connect's answer once the output gave up.
@@ -223,7 +231,8 @@ type connection struct {
 
 func newConnection(c config, log *service.Logger, gauge *service.MetricGauge) *connection {
 	return &connection{conf: c.conn, user: c.username, log: log, gauge: gauge, now: time.Now,
-		wait: newBackoff(c.retryInitial, c.retryMax), retryInitial: c.retryInitial, retryMax: c.retryMax}
+		wait: newBackoff(c.retryInitial, c.retryMax), retryInitial: c.retryInitial, retryMax: c.retryMax,
+		stopping: shutdown.Signalled()}
 }
 
 // probeFailure is a failed probe with the field an operator would change.
@@ -307,6 +316,9 @@ func (o *Output) connect(ctx context.Context) error {
 	if stopped != nil {
 		return stopped
 	}
+	if err := o.waitOwed(ctx); err != nil {
+		return err
+	}
 	p, _ := o.client.(prober)
 	if p == nil && o.meta == nil {
 		cn.connected()
@@ -340,9 +352,46 @@ func (o *Output) connect(ctx context.Context) error {
 		return cn.stopLocked(fmt.Errorf("giving up after %s and %d attempts (%s): %w", now.Sub(cn.since).Round(time.Millisecond), cn.failures, fieldMaxRetryDuration, f))
 	}
 	wait := cn.wait.next()
+	cn.owed = wait
 	return &service.ErrBackOff{
 		Err:  fmt.Errorf("StarRocks does not answer (attempt %d, retrying in %s; not ready until it does): %w", cn.failures, wait, f),
-		Wait: wait,
+		Wait: connectPause,
+	}
+}
+
+// connectPause is the wait Benthos is asked for between two Connect calls;
+// the backoff itself is waited in the next Connect (waitOwed). Benthos's own
+// wait only ends when the output is told to stop, which a stream stopping
+// gracefully does only after its input and pipeline closed, so an output
+// that waited there would hold a stop for most of shutdown_timeout.
+const connectPause = time.Millisecond
+
+// waitOwed waits the backoff the last failed Connect owes, returning early
+// when ctx ends, the output closes, or the process is asked to stop. In the
+// last case the output gives up with service.ErrEndOfInput, which lets the
+// stream stop at once: it has never connected, so it holds nothing.
+func (o *Output) waitOwed(ctx context.Context) error {
+	cn := o.conn
+	cn.mu.Lock()
+	d := cn.owed
+	cn.owed = 0
+	stopping := cn.stopping
+	cn.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-o.closed:
+		return fmt.Errorf("%w: the starrocks_txn output closed before StarRocks answered", service.ErrEndOfInput)
+	case <-stopping:
+		cn.log.Info("The process is stopping before StarRocks answered; the output stops without having written anything")
+		return fmt.Errorf("%w: the process is stopping before StarRocks answered", service.ErrEndOfInput)
 	}
 }
 

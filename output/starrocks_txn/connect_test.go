@@ -300,3 +300,64 @@ func TestMySQLDriverMessagesGoThroughTheLogger(t *testing.T) {
 	code, _ := cs.ready()
 	assert.Equal(t, http.StatusServiceUnavailable, code, "a MySQL port that hangs up may recover: not ready, retried")
 }
+
+// unreachableOutput is an output whose only FE does not answer, with a
+// connect backoff of a minute.
+func unreachableOutput(t *testing.T, stopping <-chan struct{}) *Output {
+	t.Helper()
+	pc, err := outputSpec().ParseYAML(fmt.Sprintf("load_urls: [ \"http://%s\" ]\ndatabase: test\ntable: orders\nretry_backoff: { initial_interval: 1m, max_interval: 1m }\n", freeAddr(t)), nil)
+	require.NoError(t, err)
+	c, err := configFromParsed(pc)
+	require.NoError(t, err)
+	cl, err := newStarRocksClient(c)
+	require.NoError(t, err)
+	o := newOutput(c, srClient{cl}, nil, service.MockResources())
+	o.conn.stopping = stopping
+	t.Cleanup(func() { _ = o.Close(context.Background()) })
+	return o
+}
+
+// The connect backoff is waited by the output itself, in the next Connect,
+// and that wait ends when the process is asked to stop (the output gives up
+// with ErrEndOfInput: it never connected, so it holds nothing), when the
+// context ends, or when the output closes. Benthos's own wait between two
+// Connect calls, which a graceful stop does not interrupt, is asked to be a
+// millisecond.
+func TestConnectBackoffEndsOnStop(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(o *Output, stopping chan struct{}, cancel context.CancelFunc)
+		want error
+	}{
+		{"process stopping", func(_ *Output, s chan struct{}, _ context.CancelFunc) { close(s) }, service.ErrEndOfInput},
+		{"context cancelled", func(_ *Output, _ chan struct{}, cancel context.CancelFunc) { cancel() }, context.Canceled},
+		{"output closed", func(o *Output, _ chan struct{}, _ context.CancelFunc) { _ = o.Close(context.Background()) }, service.ErrEndOfInput},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stopping := make(chan struct{})
+			o := unreachableOutput(t, stopping)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			err := o.Connect(ctx)
+			var bo *service.ErrBackOff
+			require.ErrorAs(t, err, &bo, "the first attempt fails with a backoff")
+			assert.Equal(t, connectPause, bo.Wait, "Benthos is asked for almost no wait")
+			assert.Contains(t, err.Error(), "retrying in 1m0s")
+
+			second := make(chan error, 1)
+			go func() { second <- o.Connect(ctx) }()
+			select {
+			case err := <-second:
+				t.Fatalf("the second attempt did not wait the owed backoff: %v", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			tc.stop(o, stopping, cancel)
+			select {
+			case err := <-second:
+				require.ErrorIs(t, err, tc.want)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the backoff wait did not end on the stop")
+			}
+		})
+	}
+}

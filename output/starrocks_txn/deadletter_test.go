@@ -195,3 +195,52 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.Equal(t, []string{"bad1"}, dl.txnIDs(), "the queued poisoned transaction of the fenced partition is left to its new owner")
 }
+
+// A message without the metadata contract under the default database and
+// table (`${! @starrocks_database }`) is dead-lettered with a reason naming
+// the missing key and the processor that stamps it, rather than sent to a
+// database called "null"; a message with the contract next to it commits.
+func TestMissingContractMetadataNamesTheKeyAndTheAssembler(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\n", f, dl)
+	s := newSrc("a1")
+	bare := service.NewMessage([]byte(`{"id": 1}`))
+	chs := []chan error{
+		writeAsync(o, service.MessageBatch{bare}),
+		writeAsync(o, service.MessageBatch{s.row("p0", "good", "a", map[string]any{"id": 2, "txn": "good"}, true)}),
+	}
+	waitAll(t, chs, 5*time.Second)
+	dl.mu.Lock()
+	require.Len(t, dl.batches, 1)
+	reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+	dl.mu.Unlock()
+	assert.Contains(t, reason, "database reads metadata starrocks_database, which the message does not have: add the txn_assembler processor under input.processors (it stamps the metadata contract), or set database")
+	assert.NotContains(t, reason, "null")
+	assertAtomic(t, f, map[string]int{"good": 1})
+}
+
+// A WriteBatch whose context ends while its poisoned source transaction is
+// being written to dead_letter says so, not that it waited for a StarRocks
+// commit; one cancelled while its transaction is still open names that.
+func TestCancelledWriteSaysWhatItWaitedFor(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	dl := &gatedDL{gate: make(chan struct{})}
+	o, _ := testOutput(t, "commit_interval: 50ms\n", f, dl)
+	t.Cleanup(func() { close(dl.gate) })
+	s := newSrc("a1")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := o.WriteBatch(ctx, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1, "txn": "bad"}, true)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), `waiting for the dead_letter write of source transaction "bad" of partition`)
+	assert.NotContains(t, err.Error(), "StarRocks commit")
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	err = o.WriteBatch(ctx2, service.MessageBatch{s.row("p1", "half", "a", map[string]any{"id": 2, "txn": "half"}, false)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), `waiting for the end of source transaction "half" of partition`)
+}

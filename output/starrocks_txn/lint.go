@@ -3,6 +3,8 @@ package starrocks_txn
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +57,88 @@ func msgDuration(field, value string) string {
 	return fmt.Sprintf("%s: %q is not a duration: give a number and a unit, e.g. 500ms or 10s", field, value)
 }
 
+// msgMySQLAddressCredentials refuses an address with userinfo (a DSN habit)
+// without repeating it: the part before the '@' is a password.
+const msgMySQLAddressCredentials = "credentials are not allowed in mysql_address; set username and password"
+
+// msgMySQLAddress names a malformed address; one holding an '@' is never
+// echoed (see msgMySQLAddressCredentials).
 func msgMySQLAddress(addr string) string {
+	if strings.Contains(addr, "@") {
+		return msgMySQLAddressCredentials
+	}
 	return fmt.Sprintf("mysql_address %q must be host:port (e.g. fe:9030)", addr)
+}
+
+// msgDeadLetterBatchingTail follows the path of a batching policy found
+// under dead_letter. The output hands each poisoned source transaction over
+// as one batch and waits for it: a policy would hold it until enough other
+// messages come (with no more dead letters, forever) and could split it.
+const msgDeadLetterBatchingTail = ": a batching policy under dead_letter holds a poisoned source transaction back until the policy fills (possibly forever) and can split it; remove it: each source transaction is written as one batch"
+
+// deadLetterBatching returns the path (dead_letter.…batching) of every
+// non-empty batching policy in the dead_letter config v (decoded YAML),
+// sorted: the start-time twin of the lint rule's check.
+func deadLetterBatching(v any) []string {
+	var paths []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch n := v.(type) {
+		case map[string]any:
+			for k, c := range n {
+				p := path + "." + k
+				if k == "batching" && !emptyPolicy(c) {
+					paths = append(paths, p)
+					continue
+				}
+				walk(p, c)
+			}
+		case []any:
+			for i, c := range n {
+				walk(path+"."+strconv.Itoa(i), c)
+			}
+		}
+	}
+	walk(fieldDeadLetter, v)
+	sort.Strings(paths)
+	return paths
+}
+
+// emptyPolicy reports whether a batching object sets nothing (a generated
+// config writes the zero policy out in full).
+func emptyPolicy(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v == nil
+	}
+	for _, f := range m {
+		switch x := f.(type) {
+		case nil:
+		case int:
+			if x != 0 {
+				return false
+			}
+		case float64:
+			if x != 0 {
+				return false
+			}
+		case string:
+			if x != "" {
+				return false
+			}
+		case []any:
+			if len(x) != 0 {
+				return false
+			}
+		case map[string]any:
+			if len(x) != 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func msgLabelPrefix(p string) string {
@@ -70,7 +152,7 @@ func msgProgressTable(t string) string {
 const (
 	msgCommitIntervalPositive = "commit_interval must be positive"
 	msgTxnTimeoutMin          = "txn_timeout must be at least 1s"
-	msgCommitVsTimeout        = "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout"
+	msgCommitVsTimeout        = "commit_interval must be at most half of txn_timeout: lower commit_interval or raise txn_timeout"
 	msgBufferSize             = "buffer_size must be at least 1 (bytes)"
 	msgMaxInFlight            = "max_in_flight must be at least 1"
 	msgMaxDatabases           = "max_databases must be at least 1"
@@ -146,6 +228,30 @@ map url_err {
   } else { null }
 }
 
+# A literal database or table name (no interpolation) checked with the
+# texts of starrocks.ValidateName, prefixed by the field.
+map name_err {
+  let s = this.value.string()
+  let rest = $s.re_replace_all("""^[A-Za-z0-9_$-]*""", "")
+  let shown = if $s.length() > 80 { $s.slice(0, 80) + "…" } else { $s }
+  let c = $rest.re_find_all("(?s)^.").index(0).catch("")
+  let q = "'" + "%q".format($c).slice(1, -1) + "'"
+  let at = $s.length() - $rest.length()
+  let n = $s.re_find_all("(?s).").length()
+  root = if this.value == null || $s.contains("${!") { null } else if $s == "" {
+    "%s: invalid %s name: it is empty; set a %s name of letters, digits, '_', '-' or '$'".format(this.field, this.kind, this.kind)
+  } else if $n > this.limit {
+    "%s: invalid %s name %q: %d characters, StarRocks allows at most %d".format(this.field, this.kind, $shown, $n, this.limit)
+  } else if $rest != "" && $c.re_match("""^[\x00-\x1f\x7f]$""") {
+    "%s: invalid %s name %q: control character %s at byte %d (CR/LF and other control characters would corrupt the HTTP request); use letters, digits, '_', '-' or '$'".format(this.field, this.kind, $shown, $q, $at)
+  } else if $rest != "" {
+    "%s: invalid %s name %q: character %s at byte %d is not allowed; use letters, digits, '_', '-' or '$'".format(this.field, this.kind, $shown, $q, $at)
+  } else { null }
+}
+
+# Every non-empty batching policy under dead_letter, by its path.
+let dl_batching = this.dead_letter.or({}).collapse().key_values().filter(kv -> kv.key.re_match("""^(.*\.)?batching\.(count|byte_size|period|check|processors)(\..*)?$""") && !(kv.value == null || kv.value == 0 || kv.value == "" || kv.value == [] || kv.value == {})).map_each(kv -> "dead_letter." + kv.key.re_replace_all("""^((.*\.)?batching)\..*$""", "$1")).unique().sort().map_each(p -> p + "` + msgDeadLetterBatchingTail + `")
+
 let reserved = ["label", "db", "table", "transaction_type", "timeout", "authorization", "expect", "content-length", "content-type", "host", "transfer-encoding", "connection"]
 let compression = this.compression.or("none")
 let hdrs = this.load_properties.or({}).key_values().sort_by(kv -> kv.key).map_each(kv -> {"where": "load_properties", "key": kv.key, "value": kv.value}).merge(
@@ -207,8 +313,61 @@ root = [
   if $semantic == "` + semanticExactlyOnce + `" && $mysql == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
   if !$progress.re_match("""` + progressTablePattern + `""") { "progress_table %q must be 1 to 1000 letters, digits, _, - or $".format($progress) } else { null },
   if !$prefix.re_match("""` + labelPrefixPattern + `""") { "label_prefix %q must be 1 to 64 letters, digits, _ or -".format($prefix) } else { null },
-  if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
+  if $mysql.contains("@") { "` + msgMySQLAddressCredentials + `" } else if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
     "mysql_address %q must be host:port (e.g. fe:9030)".format($mysql)
   } else { null },
-].merge($dur_errs).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).filter(v -> v != null)
+].merge($dur_errs).merge($dl_batching).merge([
+  {"field": "database", "kind": "database", "value": this.database, "limit": 256},
+  {"field": "table", "kind": "table", "value": this.table, "limit": 1024},
+].map_each(n -> n.apply("name_err"))).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).filter(v -> v != null)
 `
+
+// rawLiteral returns the raw text of an interpolated name field when it
+// holds no interpolation, nil when it does.
+func rawLiteral(conf *service.ParsedConfig, field string) (*string, error) {
+	s, err := conf.FieldString(field)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(s, "${!") {
+		return nil, nil
+	}
+	return &s, nil
+}
+
+// metaRefRE finds the metadata keys an interpolation reads: `@key`,
+// `meta("key")` and `metadata("key")`.
+var metaRefRE = regexp.MustCompile(`@([A-Za-z0-9_]+)|\bmeta(?:data)?\("([^"]+)"\)`)
+
+// metaKeysOf returns the metadata keys the interpolated field reads, so a
+// message that lacks one is refused naming it (and what stamps it) instead
+// of being sent to a database or table called "null".
+func metaKeysOf(conf *service.ParsedConfig, field string) ([]string, error) {
+	s, err := conf.FieldString(field)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, m := range metaRefRE.FindAllStringSubmatch(s, -1) {
+		k := m[1] + m[2]
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// missingMetaErr is the poison of a message that lacks a metadata key the
+// field's interpolation reads; nil when it has them all.
+func missingMetaErr(msg *service.Message, field string, keys []string) error {
+	for _, k := range keys {
+		if _, ok := msg.MetaGetMut(k); ok {
+			continue
+		}
+		if strings.HasPrefix(k, "starrocks_") {
+			return fmt.Errorf("%s reads metadata %s, which the message does not have: add the txn_assembler processor under input.processors (it stamps the metadata contract), or set %s", field, k, field)
+		}
+		return fmt.Errorf("%s reads metadata %s, which the message does not have: set it upstream, or change %s", field, k, field)
+	}
+	return nil
+}

@@ -1,6 +1,26 @@
 package starrocks_txn
 
-import "github.com/redpanda-data/benthos/v4/public/service"
+import (
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// Reasons of starrocks_txn_cycle_retries besides the reply classes
+// (reasonOf): a begin that failed, loaded rows of a dropped transaction, and
+// the progress rows.
+const (
+	reasonBegin    = "begin"
+	reasonFenced   = "fenced"
+	reasonProgress = "progress"
+)
+
+// retryReasons is every reason label starrocks_txn_cycle_retries takes: a
+// fixed set, so each database's series all exist from its first sight.
+var retryReasons = []string{
+	starrocks.ClassRetrySafe.String(), starrocks.ClassAmbiguous.String(), starrocks.ClassTransient.String(),
+	starrocks.ClassPerTxn.String(), starrocks.ClassFatal.String(), reasonBegin, reasonFenced, reasonProgress,
+}
 
 // metrics are the output's own metrics, through the Benthos metrics API.
 // The Benthos API cannot delete a series, so no label takes a value without
@@ -67,12 +87,18 @@ func newMetrics(m *service.Metrics) *metrics {
 
 // startAtZero makes every series the output can name at start exist at 0, so
 // that a dashboard or an alert rule sees 0 rather than "no data" before the
-// first event: the counters and gauges without labels, and, per target the
-// configuration names (a literal database and table, the table_properties
-// entries, the progress and writers tables), the commit, rollback, load and
-// row counters. Series of partitions, seq sources and retry reasons appear
-// when they first happen; timers have no value before their first sample.
+// first event: the counters and gauges without labels, the retries of a
+// database not begun yet, and, per target the configuration names (a literal
+// database and table, the table_properties entries, the progress and writers
+// tables), the per-database and load counters. Databases named by the data
+// get theirs when StarRocks first begins a transaction there (seedDatabase),
+// partitions and seq sources when first seen (seedPartition, seedSeqSource):
+// an alert on increase() then sees the step from 0 of the first event.
+// Timers have no value before their first sample.
 func (m *metrics) startAtZero(c config) {
+	for _, r := range retryReasons {
+		m.retries.Incr(0, notBegunDB, r)
+	}
 	for _, ctr := range []*service.MetricCounter{m.stalledCount, m.mifStarved, m.lifecycleErrors} {
 		ctr.Incr(0)
 	}
@@ -96,10 +122,7 @@ func (m *metrics) startAtZero(c config) {
 		add(tp.database, tp.table)
 	}
 	for _, db := range sortedKeys(tables) {
-		m.commits.Incr(0, db)
-		m.rollbacks.Incr(0, db)
-		m.srcTxns.Incr(0, db)
-		m.unknownCommits.Incr(0, db)
+		m.seedDatabase(db)
 		for _, table := range sortedKeys(tables[db]) {
 			m.loads.Incr(0, db, table)
 			m.loadBytes.Incr(0, db, table)
@@ -118,6 +141,26 @@ func (m *metrics) startAtZero(c config) {
 		}
 	}
 }
+
+// seedDatabase makes the per-database counters of db exist at 0 (adding 0 to
+// a series that exists changes nothing).
+func (m *metrics) seedDatabase(db string) {
+	m.commits.Incr(0, db)
+	m.rollbacks.Incr(0, db)
+	m.srcTxns.Incr(0, db)
+	m.unknownCommits.Incr(0, db)
+	for _, r := range retryReasons {
+		m.retries.Incr(0, db, r)
+	}
+}
+
+// seedPartition makes the dead-letter counter of a partition label exist at
+// 0 once the partition is first seen.
+func (m *metrics) seedPartition(label string) { m.deadLettered.Incr(0, label) }
+
+// seedSeqSource makes the sequence-gap counter of an assembler instance
+// exist at 0 once its first message is seen.
+func (m *metrics) seedSeqSource(src string) { m.seqGaps.Incr(0, src) }
 
 // partitionLabel is the partition label value of the per-partition metrics:
 // the source partition alone, without the seq source (an assembler

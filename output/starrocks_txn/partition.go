@@ -69,6 +69,7 @@ func (o *Output) partitionLocked(k pkey) *partition {
 	if p == nil {
 		p = &partition{key: k}
 		o.parts[k] = p
+		o.m.seedPartition(o.partitionLabel(p))
 	}
 	return p
 }

@@ -235,6 +235,10 @@ func Run(ctx context.Context, o Options, asJSON bool, out io.Writer) error {
 	switch {
 	case o.MySQL == "":
 		return errors.New("--mysql is required: the FE MySQL-protocol address, e.g. fe:9030")
+	case strings.Contains(o.MySQL, "@"):
+		// A DSN habit (user:password@host:port): the driver would dial the
+		// whole text and quote it, password included, in its error.
+		return errors.New("credentials are not allowed in --mysql; set --user and --password")
 	case o.PipelineID == "":
 		return errors.New("--pipeline-id is required: the pipeline_id of the starrocks_txn output")
 	}
