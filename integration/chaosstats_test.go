@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+)
+
+// The chaos test's figures: per run and in total, and the heap over time.
+
+// chaosRun holds one run's figures.
+type chaosRun struct {
+	name                 string
+	faults               *faultCounts
+	life                 *lifeCounts
+	sourceTxns, aborted  int64
+	dups, splits, rounds int64
+	converged, caughtUp  time.Duration
+	emulator             emulator.Counters
+	failed               bool
+}
+
+func (r *chaosRun) summary() string {
+	c := r.emulator
+	verdict := "passed"
+	if r.failed {
+		verdict = "FAILED"
+	}
+	return fmt.Sprintf("%s (%s): %d source transactions committed at the source, %d aborted; %d faults fired (%s); "+
+		"%d crashes, %d kills, %d graceful restarts, %d joins, %d leaves, %d standby crashes; "+
+		"%d duplicated events, %d torn reads in %d reader rounds; tables equal the model %v and offsets at the end %v after the faults stopped; "+
+		"emulator: %d begins, %d loads, %d commits (%d committed, %d aborted), %d rollbacks, %d label-state polls",
+		r.name, verdict, r.sourceTxns, r.aborted, r.faults.total(), strings.ReplaceAll(r.faults.summary(), "\n", "; "),
+		r.life.crashes.Load(), r.life.kills.Load(), r.life.restarts.Load(), r.life.joins.Load(), r.life.leaves.Load(), r.life.standbyCrashes.Load(),
+		r.dups, r.splits, r.rounds, r.converged.Round(100*time.Millisecond), r.caughtUp.Round(100*time.Millisecond),
+		c.Begins, c.Loads, c.Commits, c.Committed, c.Aborted, c.Rollbacks, c.LabelStates)
+}
+
+// chaosTotals adds the runs up.
+type chaosTotals struct {
+	mu     sync.Mutex
+	runs   []*chaosRun
+	faults *faultCounts
+	live   []func() int64
+	// inChaos counts the runs in their chaos phase (the heap trend is
+	// taken while all are).
+	inChaos atomic.Int64
+}
+
+func newChaosTotals() *chaosTotals { return &chaosTotals{faults: newFaultCounts()} }
+
+// track counts a run's source transactions in the heap samples.
+func (c *chaosTotals) track(produced func() int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = append(c.live, produced)
+}
+
+func (c *chaosTotals) sourceTxns() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, f := range c.live {
+		n += f()
+	}
+	return n
+}
+
+func (c *chaosTotals) add(r *chaosRun) {
+	c.faults.merge(r.faults)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.runs = append(c.runs, r)
+}
+
+func (c *chaosTotals) summary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var txns, aborted, dups, dupsEO, splits, rounds, crashes, kills, restarts, rebalances, feRestarts int64
+	var b strings.Builder
+	for _, r := range c.runs {
+		txns += r.sourceTxns
+		aborted += r.aborted
+		dups += r.dups
+		if strings.HasSuffix(r.name, "exactly_once") {
+			dupsEO += r.dups
+		}
+		splits += r.splits
+		rounds += r.rounds
+		crashes += r.life.crashes.Load() + r.life.standbyCrashes.Load()
+		kills += r.life.kills.Load()
+		restarts += r.life.restarts.Load()
+		rebalances += r.life.rebalances()
+		fmt.Fprintf(&b, "  %-24s %6d source txns, %4d faults, %3d crashes+kills, %3d rebalances, %5d duplicated events, %d splits\n",
+			r.name, r.sourceTxns, r.faults.total(), r.life.crashes.Load()+r.life.standbyCrashes.Load()+r.life.kills.Load(), r.life.rebalances(), r.dups, r.splits)
+	}
+	c.faults.mu.Lock()
+	feRestarts = c.faults.fired["FE restart"]
+	c.faults.mu.Unlock()
+	return fmt.Sprintf("%d runs: %d source transactions committed at the source (%d aborted), %d faults fired (%d FE restarts), "+
+		"%d pipeline crashes, %d kills, %d graceful pipeline restarts, %d rebalances (a member joining or leaving); "+
+		"duplicated events: %d with exactly_once, %d with at_least_once; splits (torn reads): %d in %d reader rounds\n%s%s",
+		len(c.runs), txns, aborted, c.faults.total(), feRestarts, crashes, kills, restarts, rebalances, dupsEO, dups-dupsEO, splits, rounds,
+		b.String(), c.faults.summary())
+}
+
+// heapSample is the heap in use after a GC, at a time.
+type heapSample struct {
+	at         time.Duration
+	heap       uint64
+	goroutines int
+	txns       int64
+	inChaos    int64
+}
+
+type heapSampler struct {
+	stopc   chan struct{}
+	done    chan struct{}
+	samples []heapSample
+}
+
+func startHeapSampler(every time.Duration, totals *chaosTotals) *heapSampler {
+	h := &heapSampler{stopc: make(chan struct{}), done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		defer close(h.done)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-h.stopc:
+				return
+			case <-tk.C:
+			}
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			h.samples = append(h.samples, heapSample{at: time.Since(start), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(),
+				txns: totals.sourceTxns(), inChaos: totals.inChaos.Load()})
+		}
+	}()
+	return h
+}
+
+func (h *heapSampler) stop() []heapSample {
+	close(h.stopc)
+	<-h.done
+	return h.samples
+}
+
+// trend is the heap's growth while every run is in its chaos phase, after
+// the first fifth of it (start-up: first pipelines, first cycles).
+type trend struct {
+	samples                   []heapSample
+	first, last               heapSample
+	slopePerTxn, slopePerHour float64
+}
+
+func heapTrend(all []heapSample, runs int) trend {
+	tr := trend{samples: all}
+	var s []heapSample
+	for _, v := range all {
+		if v.inChaos == int64(runs) {
+			s = append(s, v)
+		}
+	}
+	if len(s) < 5 {
+		tr.samples = s
+		return tr
+	}
+	tr.samples = s
+	s = s[len(s)/5:]
+	tr.first, tr.last = s[0], s[len(s)-1]
+	// Least squares of heap over source transactions and over time.
+	fit := func(x func(heapSample) float64) float64 {
+		var sx, sy, sxx, sxy float64
+		for _, v := range s {
+			sx += x(v)
+			sy += float64(v.heap)
+			sxx += x(v) * x(v)
+			sxy += x(v) * float64(v.heap)
+		}
+		n := float64(len(s))
+		d := n*sxx - sx*sx
+		if d == 0 {
+			return 0
+		}
+		return (n*sxy - sx*sy) / d
+	}
+	tr.slopePerTxn = fit(func(v heapSample) float64 { return float64(v.txns) })
+	tr.slopePerHour = fit(func(v heapSample) float64 { return v.at.Hours() })
+	return tr
+}
+
+func (tr trend) String() string {
+	if tr.last.at == 0 {
+		return fmt.Sprintf("heap: %d samples while every run was in chaos, too few for a trend", len(tr.samples))
+	}
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	var peak uint64
+	var peakG int
+	for _, v := range tr.samples {
+		peak, peakG = max(peak, v.heap), max(peakG, v.goroutines)
+	}
+	return fmt.Sprintf("heap in use after GC (%d samples while every run was in chaos): %.1f MiB at %v (%d source txns) → %.1f MiB at %v (%d source txns), peak %.1f MiB; "+
+		"trend %.0f bytes per source transaction, %.1f MiB per hour; goroutines %d → %d (peak %d)",
+		len(tr.samples), mib(tr.first.heap), tr.first.at.Round(time.Second), tr.first.txns, mib(tr.last.heap), tr.last.at.Round(time.Second), tr.last.txns, mib(peak),
+		tr.slopePerTxn, tr.slopePerHour/(1<<20), tr.first.goroutines, tr.last.goroutines, peakG)
+}
+
+// chaosLeakIgnores are the goroutines that outlive every stream, emulator
+// and Kafka cluster by design, each named narrowly: package-level workers
+// started once per process.
+func chaosLeakIgnores() []goleak.Option {
+	return []goleak.Option{}
+}
