@@ -569,12 +569,17 @@ func (r *rig) startPipeline(t *testing.T, name string, o pipeOpts) *pipeline {
 
 // launch builds and runs a stream from yaml, with the metrics capture and
 // the probe; the caller stops it (cleanupOnEnd does at the end of a test).
-func launch(name, yaml string) (*pipeline, error) {
+func launch(name, yaml string, plugins ...func(*service.Environment) error) (*pipeline, error) {
 	p := &pipeline{name: name, probe: newProbe(), logs: &syncBuffer{}, done: make(chan error, 1)}
 	env := service.GlobalEnvironment().Clone()
 	var err error
 	if p.metrics, err = metricscap.Register(env, "integration_metrics"); err != nil {
 		return nil, err
+	}
+	for _, register := range plugins {
+		if err := register(env); err != nil {
+			return nil, err
+		}
 	}
 	if err := env.RegisterBatchProcessor("integration_probe",
 		service.NewConfigSpec().Summary("Records how batches carry source transactions."),
