@@ -328,6 +328,13 @@ func badInputCases() []badCase {
 				return append(badTxn(b, envData("bad", "test", "no_such_table", `{"x":1}`)), goodAfter(b)...)
 			}, absent: []int64{1, 2}, metric: "starrocks_txn_stalled_partition", log: "stalled at source transaction"},
 
+		// A row of 600 KB (keys the table does not have: StarRocks ignores
+		// them), over twice buffer_size on its own.
+		{name: "huge row", pipe: "small",
+			records: func(b int64, _ int32) []string {
+				row := fmt.Sprintf(`{"order_id":%d,"customer_id":1,"order_status":"big","blob":%q}`, b+1, strings.Repeat("y", 600<<10))
+				return append([]string{envBegin("bad"), envData("bad", "test", "orders", row), envEnd("bad")}, goodAfter(b)...)
+			}, present: []int64{1, 2}, log: "over twice buffer_size"},
 		// A source transaction over twice buffer_size.
 		{name: "transaction larger than 2 x buffer_size", pipe: "small",
 			records: func(b int64, _ int32) []string {
@@ -553,4 +560,58 @@ func (w *badWorld) orderPresent(id int64) bool {
 func (w *badWorld) metric(pipe, name string) int64 {
 	m := w.pipes[pipe].metrics
 	return max(m.Counter(name), m.Peak(name))
+}
+
+// A source transaction still open (BEGIN and rows, no END) when the pipeline
+// stops gracefully: nothing of it is visible and nothing of it is
+// acknowledged, so the group offset stays before it; once its END arrives a
+// new pipeline reads it again from there and commits it whole.
+func TestBadInputOpenTransactionAtShutdown(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	w := &badWorld{r: r, pipes: map[string]*pipeline{}, dl: map[string]*deadLetters{}}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, badTopic("open"))
+	require.NoError(t, err)
+	produce := func(vals ...string) {
+		var recs []*kgo.Record
+		for _, v := range vals {
+			recs = append(recs, &kgo.Record{Topic: badTopic("open"), Value: []byte(v)})
+		}
+		require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
+	}
+	produce(append(goodAfter(0), envBegin("open"), envData("open", "test", "orders", orderRow(1)),
+		envData("open", "test", "order_items", `{"order_id":1,"item_id":1,"quantity":1,"price":"1.00"}`))...)
+	dl := &deadLetters{byTxn: map[string][]*service.Message{}, reasons: map[string]string{}}
+	p, err := launch("open-1", w.yaml("open"), dl.register)
+	require.NoError(t, err)
+	p.cleanupOnEnd(t)
+	w.pipes["open"] = p
+	require.Eventually(t, func() bool { return w.orderPresent(2) }, 20*time.Second, 20*time.Millisecond, "the transaction before the open one commits")
+	time.Sleep(time.Second) // the open transaction's rows are admitted and held
+	start := time.Now()
+	require.NoError(t, p.stream.StopWithin(15*time.Second), "a graceful stop with an open source transaction ends")
+	p.stopped = true
+	p.cancel()
+	t.Logf("the graceful stop took %v of its 15s", time.Since(start).Round(time.Millisecond))
+	assert.False(t, w.orderPresent(1), "nothing of the open transaction is visible")
+	offsets, err := kadm.NewClient(cl).FetchOffsets(ctx, "g-open")
+	require.NoError(t, err)
+	o, ok := offsets.Lookup(badTopic("open"), 0)
+	require.True(t, ok, "the group committed the transaction before")
+	assert.Equal(t, int64(3), o.At, "the group offset stays at the open transaction's BEGIN")
+
+	produce(envEnd("open"))
+	p2, err := launch("open-2", w.yaml("open"), dl.register)
+	require.NoError(t, err)
+	p2.cleanupOnEnd(t)
+	require.Eventually(t, func() bool { return w.orderPresent(1) }, 20*time.Second, 20*time.Millisecond, "read again and committed")
+	var items int
+	require.NoError(t, r.db.QueryRow("SELECT COUNT(*) FROM test.order_items WHERE order_id = 1").Scan(&items))
+	assert.Equal(t, 1, items, "whole")
+	p2.stop(t, 10*time.Second)
 }
