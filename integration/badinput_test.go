@@ -135,7 +135,7 @@ func badInputCases() []badCase {
 			records: func(b int64, _ int32) []string {
 				return append(badTxn(b, `{"txnId":"bad","type":"DATA",`), goodAfter(b)...)
 			},
-			present: []int64{2}, absent: []int64{1}},
+			present: []int64{2}, absent: []int64{1}, metric: "txn_assembler_errors"},
 		{name: "non-object row", pipe: "env", deadLettered: 3, reason: []string{"must hold a JSON object"},
 			records: func(b int64, _ int32) []string {
 				return append(badTxn(b, envData("bad", "test", "orders", `[1,2,3]`)), goodAfter(b)...)
@@ -271,7 +271,7 @@ func badInputCases() []badCase {
 					mapMsg(c.meta("bad", contract.KeyTxnEnd, "true"), orderObj(b+4)),
 				}, c.goodMapped(b)...)
 			}, present: []int64{2}, absent: []int64{1, 3, 4}, known: "malformed contract values split a transaction"},
-		{name: "malformed starrocks_partition_epoch", pipe: "map", deadLettered: 3, reason: []string{contract.KeyPartitionEpoch},
+		{name: "malformed starrocks_partition_epoch", pipe: "map", deadLettered: 3, reason: []string{contract.KeyPartitionEpoch, "got -3"},
 			records: func(b int64, p int32) []string {
 				c := &contractSeq{p: p}
 				return append([]string{

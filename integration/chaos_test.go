@@ -128,23 +128,25 @@ func chaosPlanOf(t *testing.T) chaosPlan {
 }
 
 // catalogue is the faults of the run: every one, or those whose kind
-// matches STARROCKS_TXN_CHAOS_FAULTS (a regular expression, e.g. "load
-// reply_lost" to chase one finding).
+// matches STARROCKS_TXN_CHAOS_FAULTS and not STARROCKS_TXN_CHAOS_SKIP_FAULTS
+// (regular expressions, e.g. "load reply_lost" to chase one finding).
 func (p chaosPlan) catalogue(t *testing.T) []chaosFault {
 	cat := chaosCatalogue(true)
-	expr := os.Getenv("STARROCKS_TXN_CHAOS_FAULTS")
-	if expr == "" {
+	only, skip := os.Getenv("STARROCKS_TXN_CHAOS_FAULTS"), os.Getenv("STARROCKS_TXN_CHAOS_SKIP_FAULTS")
+	if only == "" && skip == "" {
 		return cat
 	}
-	re, err := regexp.Compile(expr)
+	onlyRe, err := regexp.Compile(only)
 	require.NoError(t, err, "STARROCKS_TXN_CHAOS_FAULTS")
+	skipRe, err := regexp.Compile(skip)
+	require.NoError(t, err, "STARROCKS_TXN_CHAOS_SKIP_FAULTS")
 	var out []chaosFault
 	for _, f := range cat {
-		if re.MatchString(f.kind) {
+		if onlyRe.MatchString(f.kind) && (skip == "" || !skipRe.MatchString(f.kind)) {
 			out = append(out, f)
 		}
 	}
-	require.NotEmpty(t, out, "STARROCKS_TXN_CHAOS_FAULTS=%q matches no fault kind", expr)
+	require.NotEmpty(t, out, "STARROCKS_TXN_CHAOS_FAULTS=%q and STARROCKS_TXN_CHAOS_SKIP_FAULTS=%q leave no fault kind", only, skip)
 	return out
 }
 
