@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ func TestChaos(t *testing.T) {
 		wg.Wait()
 	})
 	samples := heap.stop()
-	trend := heapTrend(samples, len(chaosCases()))
+	trend := heapTrend(samples)
 	t.Logf("chaos totals (%s form, %v of chaos per run):\n%s\n%s", plan.form, plan.duration, totals.summary(), trend.String())
 	if plan.long && !t.Failed() {
 		assert.LessOrEqual(t, trend.slopePerTxn, plan.maxHeapPerTxn,
@@ -312,6 +313,10 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seed %d (STARROCKS_TXN_SEED=%d replays it); last log lines:\n%s", seed, seed, fl.logTails())
+			path := filepath.Join(os.TempDir(), fmt.Sprintf("chaos-%d-%s.log", seed, strings.ReplaceAll(c.name, "/", "-")))
+			if err := os.WriteFile(path, []byte(fl.fullLogs()), 0o600); err == nil {
+				t.Logf("the live pipelines' whole logs: %s", path)
+			}
 		}
 		fl.killAll()
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,4 +230,23 @@ func (f *fleet) logTails() string {
 		}
 	}
 	return s
+}
+
+// fullLogs returns the whole logs of the live pipelines and the tails of the
+// last dead ones.
+func (f *fleet) fullLogs() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	for _, t := range f.tails {
+		b.WriteString(t + "\n")
+	}
+	for _, p := range []*pipeline{f.a, f.b} {
+		if p != nil {
+			p.logs.mu.Lock()
+			fmt.Fprintf(&b, "pipeline %s (live):\n%s\n", p.name, p.logs.b.String())
+			p.logs.mu.Unlock()
+		}
+	}
+	return b.String()
 }

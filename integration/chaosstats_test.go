@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,9 +141,20 @@ func startHeapSampler(every time.Duration, totals *chaosTotals) *heapSampler {
 				return
 			case <-tk.C:
 			}
+			// Between the readers' queries (their working memory is not
+			// what is measured).
+			readersQuiet.Lock()
 			runtime.GC()
+			if path := os.Getenv("STARROCKS_TXN_CHAOS_HEAP_PROFILE"); path != "" {
+				// The latest heap profile, to see what grows (go tool pprof).
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
+			readersQuiet.Unlock()
 			h.samples = append(h.samples, heapSample{at: time.Since(start), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(),
 				txns: totals.sourceTxns(), inChaos: totals.inChaos.Load()})
 		}
@@ -163,11 +176,16 @@ type trend struct {
 	slopePerTxn, slopePerHour float64
 }
 
-func heapTrend(all []heapSample, runs int) trend {
+func heapTrend(all []heapSample) trend {
 	tr := trend{samples: all}
+	// The runs that a -run filter left.
+	var runs int64
+	for _, v := range all {
+		runs = max(runs, v.inChaos)
+	}
 	var s []heapSample
 	for _, v := range all {
-		if v.inChaos == int64(runs) {
+		if runs > 0 && v.inChaos == runs {
 			s = append(s, v)
 		}
 	}
