@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
+	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,8 +122,65 @@ type heapSample struct {
 	at         time.Duration
 	heap       uint64
 	goroutines int
-	txns       int64
-	inChaos    int64
+	// pipelines is the part of heap allocated by the pipelines (the
+	// plugins, Benthos, the Kafka clients), not by the emulator, the Kafka
+	// cluster or the test: what a leak in the product would grow.
+	pipelines uint64
+	txns      int64
+	inChaos   int64
+}
+
+// productFrame and harnessFrame classify the allocation sites of a heap
+// profile: an allocation counts for the pipelines when its stack has a
+// frame of the product (or of Benthos or franz-go's client) and none of the
+// emulator, the SQL engine, kfake or the test.
+var (
+	productFrame = regexp.MustCompile(`benthos-starrocks/(output|input|processor|internal/(contract|registry|starrocks|kafka|jsonscan|metricscap))|redpanda-data/benthos|franz-go/pkg/kgo`)
+	harnessFrame = regexp.MustCompile(`benthos-starrocks/(emulator|integration|internal/workload)|go-mysql-server|dolthub|franz-go/pkg/kfake|go-sql-driver`)
+)
+
+// pipelineHeap sums the in-use bytes of the heap profile's records that
+// productFrame and harnessFrame give to the pipelines (the profile of the
+// last GC).
+func pipelineHeap() uint64 {
+	var b bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&b, 1); err != nil {
+		return 0
+	}
+	var total uint64
+	var bytesOf uint64
+	product, harness := false, false
+	flush := func() {
+		if product && !harness {
+			total += bytesOf
+		}
+		bytesOf, product, harness = 0, false, false
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "#"):
+			if productFrame.MatchString(line) {
+				product = true
+			}
+			if harnessFrame.MatchString(line) {
+				harness = true
+			}
+		case strings.Contains(line, ": ") && strings.Contains(line, " @ "):
+			flush()
+			// "<inuse objects>: <inuse bytes> [<alloc objects>: <alloc bytes>] @ …",
+			// sampled: scaled as pprof does.
+			objs, rest, ok := strings.Cut(line, ": ")
+			n, _, ok2 := strings.Cut(rest, " ")
+			o, err1 := strconv.ParseFloat(objs, 64)
+			v, err2 := strconv.ParseFloat(n, 64)
+			if ok && ok2 && err1 == nil && err2 == nil && o > 0 && v > 0 {
+				rate := float64(runtime.MemProfileRate)
+				bytesOf = uint64(v / (1 - math.Exp(-(v/o)/rate)))
+			}
+		}
+	}
+	flush()
+	return total
 }
 
 type heapSampler struct {
@@ -154,9 +215,10 @@ func startHeapSampler(every time.Duration, totals *chaosTotals) *heapSampler {
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
+			pipelines := pipelineHeap()
 			readersQuiet.Unlock()
 			h.samples = append(h.samples, heapSample{at: time.Since(start), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(),
-				txns: totals.sourceTxns(), inChaos: totals.inChaos.Load()})
+				pipelines: pipelines, txns: totals.sourceTxns(), inChaos: totals.inChaos.Load()})
 		}
 	}()
 	return h
@@ -171,13 +233,15 @@ func (h *heapSampler) stop() []heapSample {
 // trend is the heap's growth while every run is in its chaos phase, after
 // the first fifth of it (start-up: first pipelines, first cycles).
 type trend struct {
-	samples                   []heapSample
+	all, samples              []heapSample
 	first, last               heapSample
 	slopePerTxn, slopePerHour float64
+	// pipelineSlopePerTxn is the trend of heapSample.pipelines.
+	pipelineSlopePerTxn float64
 }
 
 func heapTrend(all []heapSample) trend {
-	tr := trend{samples: all}
+	tr := trend{all: all}
 	// The runs that a -run filter left.
 	var runs int64
 	for _, v := range all {
@@ -197,13 +261,13 @@ func heapTrend(all []heapSample) trend {
 	s = s[len(s)/5:]
 	tr.first, tr.last = s[0], s[len(s)-1]
 	// Least squares of heap over source transactions and over time.
-	fit := func(x func(heapSample) float64) float64 {
+	fitOf := func(y func(heapSample) float64, x func(heapSample) float64) float64 {
 		var sx, sy, sxx, sxy float64
 		for _, v := range s {
 			sx += x(v)
-			sy += float64(v.heap)
+			sy += y(v)
 			sxx += x(v) * x(v)
-			sxy += x(v) * float64(v.heap)
+			sxy += x(v) * y(v)
 		}
 		n := float64(len(s))
 		d := n*sxx - sx*sx
@@ -212,14 +276,17 @@ func heapTrend(all []heapSample) trend {
 		}
 		return (n*sxy - sx*sy) / d
 	}
-	tr.slopePerTxn = fit(func(v heapSample) float64 { return float64(v.txns) })
-	tr.slopePerHour = fit(func(v heapSample) float64 { return v.at.Hours() })
+	heap := func(v heapSample) float64 { return float64(v.heap) }
+	txns := func(v heapSample) float64 { return float64(v.txns) }
+	tr.slopePerTxn = fitOf(heap, txns)
+	tr.slopePerHour = fitOf(heap, func(v heapSample) float64 { return v.at.Hours() })
+	tr.pipelineSlopePerTxn = fitOf(func(v heapSample) float64 { return float64(v.pipelines) }, txns)
 	return tr
 }
 
 func (tr trend) String() string {
 	if tr.last.at == 0 {
-		return fmt.Sprintf("heap: %d samples while every run was in chaos, too few for a trend", len(tr.samples))
+		return fmt.Sprintf("heap: %d samples, %d of them while every run was in chaos: too few for a trend", len(tr.all), len(tr.samples))
 	}
 	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
 	var peak uint64
@@ -227,7 +294,12 @@ func (tr trend) String() string {
 	for _, v := range tr.samples {
 		peak, peakG = max(peak, v.heap), max(peakG, v.goroutines)
 	}
-	return fmt.Sprintf("heap in use after GC (%d samples while every run was in chaos): %.1f MiB at %v (%d source txns) → %.1f MiB at %v (%d source txns), peak %.1f MiB; "+
+	var peakP uint64
+	for _, v := range tr.samples {
+		peakP = max(peakP, v.pipelines)
+	}
+	return fmt.Sprintf("pipelines' share of the heap (allocated by the plugins, Benthos and the Kafka clients): %.1f MiB → %.1f MiB, peak %.1f MiB, trend %.0f bytes per source transaction; ",
+		mib(tr.first.pipelines), mib(tr.last.pipelines), mib(peakP), tr.pipelineSlopePerTxn) + fmt.Sprintf("whole heap in use after GC (%d samples while every run was in chaos): %.1f MiB at %v (%d source txns) → %.1f MiB at %v (%d source txns), peak %.1f MiB; "+
 		"trend %.0f bytes per source transaction, %.1f MiB per hour; goroutines %d → %d (peak %d)",
 		len(tr.samples), mib(tr.first.heap), tr.first.at.Round(time.Second), tr.first.txns, mib(tr.last.heap), tr.last.at.Round(time.Second), tr.last.txns, mib(peak),
 		tr.slopePerTxn, tr.slopePerHour/(1<<20), tr.first.goroutines, tr.last.goroutines, peakG)
