@@ -1,12 +1,14 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
-// output, the kafka_txn input and output and a prometheus metrics exporter. It adds three
-// subcommands: `emulator`, a StarRocks-compatible server for local work and
-// tests; `demo`, which runs the whole pipeline on this machine and verifies
-// the result; and `bench`, the comparative benchmark. It replaces two of
-// Benthos's: `create`, which puts txn_assembler under input.processors, and
-// `lint`, which also refuses a txn_assembler placed where it cannot see each
-// partition in order (the same check runs when a config starts).
+// output, the kafka_txn input and output and a prometheus metrics exporter. It
+// adds four subcommands: `emulator`, a StarRocks-compatible server for local
+// work and tests; `demo`, which runs the whole pipeline on this machine and
+// verifies the result; `bench`, the comparative benchmark; and `inspect`,
+// which prints a pipeline's progress and writer rows from StarRocks. It
+// replaces two of Benthos's: `create`, which puts txn_assembler under
+// input.processors, and `lint`, which also refuses a txn_assembler placed
+// where it cannot see each partition in order (the same check runs when a
+// config starts).
 package main
 
 import (
@@ -23,8 +25,10 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/bench"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
+	"github.com/starrocks-txn/benthos-starrocks/internal/cli/inspect"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
+	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -64,11 +68,34 @@ func main() {
 		version.Print(os.Stdout, filepath.Base(os.Args[0]))
 		return
 	}
-	service.RunCLI(context.Background(), append(options(),
+	if code := runCLI(context.Background(), commands()...); code != 0 {
+		os.Exit(code)
+	}
+}
+
+// commands are the subcommands this binary adds to Benthos's.
+func commands() []service.CLIOptFunc {
+	return []service.CLIOptFunc{
 		service.CLIOptAddCommand(emulator.Command()),
 		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
 		service.CLIOptAddCommand(bench.Command(demoSchema)),
 		service.CLIOptAddCommand(create.Command()),
 		service.CLIOptAddCommand(lint.Command(benthosLint)),
-	)...)
+		service.CLIOptAddCommand(inspect.Command()),
+	}
+}
+
+// runCLI runs Benthos's CLI and returns the exit status: Benthos's own, or 1
+// when a component stopped the pipeline because of an error no retry fixes
+// (internal/exitstatus), which Benthos would end with status 0 like a
+// pipeline that finished.
+func runCLI(ctx context.Context, opts ...service.CLIOptFunc) int {
+	code, err := service.RunCLIToCode(ctx, append(options(), opts...)...)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+	}
+	if stopped := exitstatus.Take(); stopped != nil && code == 0 {
+		code = 1
+	}
+	return code
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 )
 
@@ -62,4 +64,42 @@ func TestLintCommand(t *testing.T) {
 	assert.Empty(t, stderr.String(), "and are printed by Benthos, not repeated")
 	assert.Equal(t, 0, lint.Run([]string{good}, &stderr, benthosLint))
 	assert.Empty(t, stderr.String())
+}
+
+// A pipeline whose starrocks_txn output cannot start because of an error no
+// retry fixes (here a refused password) stops, and the binary exits with
+// status 1, not the 0 of a pipeline that finished.
+func TestDefiniteStarRocksErrorExitsWithStatus1(t *testing.T) {
+	e, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "", User: "loader", Password: "pw"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	dir := t.TempDir()
+	path, logPath := filepath.Join(dir, "pipeline.yaml"), filepath.Join(dir, "log.txt")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`
+http:
+  enabled: false
+input:
+  generate:
+    interval: 50ms
+    mapping: 'root = {"id": 1}'
+output:
+  starrocks_txn:
+    load_urls: [ %q ]
+    username: loader
+    password: wrong
+logger:
+  level: error
+  file: { path: %q, rotate: false }
+`, e.FEURL(), logPath)), 0o644))
+	assert.Equal(t, 1, runCLI(context.Background(), service.CLIOptSetArgs("benthos-starrocks", "-c", path)))
+	logs, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(logs), "The starrocks_txn output stops, and the pipeline with it")
+	assert.Contains(t, string(logs), "check username and password")
+}
+
+// The binary has the inspect subcommand (an unknown one exits 1).
+func TestInspectIsASubcommand(t *testing.T) {
+	assert.Equal(t, 1, runCLI(context.Background(), append(commands(), service.CLIOptSetArgs("benthos-starrocks", "no-such-command"))...))
+	assert.Equal(t, 0, runCLI(context.Background(), append(commands(), service.CLIOptSetArgs("benthos-starrocks", "inspect", "--help"))...))
 }

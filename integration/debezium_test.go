@@ -275,12 +275,16 @@ func TestDebeziumHarnessCatchesSplitTransactions(t *testing.T) {
         meta starrocks_txn_end = "true"
         root = this
     - split: { size: 1 }
+    - sleep: { duration: 15ms }
 `})
 	w.snapshot(t)
 	rd := startReader(r.db, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := w.produce(ctx, 0, 150)
-	deadline := time.Now().Add(20 * time.Second)
+	// The rows of one source transaction reach the output 15 ms apart, so
+	// most 200 ms commit cycles cut one: the reader sees the cut for the
+	// next cycle. The deadline is for a loaded machine.
+	deadline := time.Now().Add(45 * time.Second)
 	for time.Now().Before(deadline) && rd.torn.Load() == 0 {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -14,10 +14,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // Field names of the connection settings, the same in every Kafka component
@@ -58,7 +59,7 @@ var seedBrokersLintRule = fmt.Sprintf(`root = if this.type() == "array" {
   if this.map_each(b -> b.string().split(",").map_each(s -> s.trim()).filter(s -> s != "")).flatten().length() == 0 { [ %q ] }
 } else {
   this.string().split(",").map_each(s -> s.trim()).filter(s -> s.contains("@") || s.contains("://")).map_each(s -> if s.contains("@") { %q.format(s.re_replace_all(%q, "$1")) } else { %q.format(s) })
-}`, errNoSeedBrokersText, errCredentialsText, userinfoExpr, errSchemeText)
+}`, errNoSeedBrokersText, errCredentialsText, redact.UserinfoExpr, errSchemeText)
 
 // SeedBrokersField is the seed_brokers field.
 func SeedBrokersField() *service.ConfigField {
@@ -195,10 +196,10 @@ func ParseSeedBrokers(entries []string) ([]string, error) {
 				continue
 			}
 			if strings.Contains(s, "@") {
-				return nil, fmt.Errorf(errCredentialsText, RedactAddress(s))
+				return nil, fmt.Errorf(errCredentialsText, redact.Address(s))
 			}
 			if strings.Contains(s, "://") {
-				return nil, fmt.Errorf(errSchemeText, RedactAddress(s))
+				return nil, fmt.Errorf(errSchemeText, redact.Address(s))
 			}
 			out = append(out, s)
 		}
@@ -207,22 +208,6 @@ func ParseSeedBrokers(entries []string) ([]string, error) {
 		return nil, errors.New(errNoSeedBrokersText)
 	}
 	return out, nil
-}
-
-// userinfo matches an optional scheme and everything up to the last '@' of
-// an address: the credentials RedactAddress removes. The seed_brokers lint
-// rule uses the same expression.
-var userinfo = regexp.MustCompile(userinfoExpr)
-
-const userinfoExpr = `^([A-Za-z][A-Za-z0-9+.-]*://)?.*@`
-
-// RedactAddress removes the userinfo of an address or URL
-// (`kafka://user:secret@host:9092` → `kafka://host:9092`,
-// `user:secret@host:9092` → `host:9092`), so that it can be logged or put
-// into an error. It errs on the side of removing too much: everything up to
-// the last '@' goes.
-func RedactAddress(s string) string {
-	return userinfo.ReplaceAllString(s, "$1")
 }
 
 // BrokersString is the seed brokers as one comma-separated string for logs

@@ -8,6 +8,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,8 @@ type Capture struct {
 	counters map[string]*atomic.Int64
 	gauges   map[string]*gaugeSum
 	timers   map[string]*samples
+	// series holds, per metric, the label values of every series reported.
+	series map[string]map[string]bool
 }
 
 // gaugeSum is one gauge: its value per label values, their sum, and the
@@ -52,6 +55,7 @@ func New() *Capture {
 		counters: map[string]*atomic.Int64{},
 		gauges:   map[string]*gaugeSum{},
 		timers:   map[string]*samples{},
+		series:   map[string]map[string]bool{},
 	}
 }
 
@@ -112,6 +116,30 @@ func (c *Capture) Timings(name string) []time.Duration {
 	return out
 }
 
+// Series returns the label values of every series of a metric that was
+// reported, each joined by commas, sorted: what a test asks to check that a
+// metric's series stay bounded.
+func (c *Capture) Series(name string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.series[name]))
+	for k := range c.series[name] {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *Capture) noteSeries(name string, labels []string) {
+	key := strings.Join(labels, ",")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.series[name] == nil {
+		c.series[name] = map[string]bool{}
+	}
+	c.series[name][key] = true
+}
+
 // Quantile returns the q-quantile (0..1) of a timer's samples (0 without any).
 func (c *Capture) Quantile(name string, q float64) time.Duration {
 	return Quantile(c.Timings(name), q)
@@ -166,17 +194,24 @@ type exporter struct{ c *Capture }
 
 func (e exporter) NewCounterCtor(name string, _ ...string) service.MetricsExporterCounterCtor {
 	v := e.c.counter(name)
-	return func(...string) service.MetricsExporterCounter { return counter{v} }
+	return func(labels ...string) service.MetricsExporterCounter {
+		e.c.noteSeries(name, labels)
+		return counter{v}
+	}
 }
 
 func (e exporter) NewTimerCtor(name string, _ ...string) service.MetricsExporterTimerCtor {
 	s := e.c.timer(name)
-	return func(...string) service.MetricsExporterTimer { return timer{s} }
+	return func(labels ...string) service.MetricsExporterTimer {
+		e.c.noteSeries(name, labels)
+		return timer{s}
+	}
 }
 
 func (e exporter) NewGaugeCtor(name string, _ ...string) service.MetricsExporterGaugeCtor {
 	g := e.c.gaugeOf(name)
 	return func(labels ...string) service.MetricsExporterGauge {
+		e.c.noteSeries(name, labels)
 		key := ""
 		for _, l := range labels {
 			key += l + "\x00"

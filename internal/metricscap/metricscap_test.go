@@ -30,6 +30,7 @@ func TestCaptureReceivesStreamMetrics(t *testing.T) {
 	require.NoError(t, s.Run(ctx))
 
 	assert.Equal(t, int64(5), c.Counter("seen"))
+	assert.Equal(t, []string{",root.pipeline.processors.0,v"}, c.Series("seen"), "one series, with its label values (Benthos adds the component label and path)")
 	assert.Equal(t, int64(7), c.Gauge("last"))
 	assert.Equal(t, int64(7), c.Peak("last"))
 	assert.NotEmpty(t, c.Timings("output_latency_ns"), "built-in timers are captured too")

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // Defaults for zero Config fields.
@@ -39,6 +41,10 @@ const (
 var (
 	ErrRedirectLoop     = errors.New("redirect loop")
 	ErrTooManyRedirects = errors.New("too many redirects")
+	// ErrInsecureRedirect is a 307/308 from an https URL to an http one,
+	// refused unless Config.AllowInsecureRedirect: following it would send
+	// the credentials and the rows in clear.
+	ErrInsecureRedirect = errors.New("redirect from https to http refused")
 )
 
 // Client talks to StarRocks FEs over HTTP. It is safe for concurrent use.
@@ -52,6 +58,27 @@ type Client struct {
 	http         *http.Client
 	// preferred is the index of the load URL that answered last.
 	preferred atomic.Int32
+	// health, when set, is told after each request whether StarRocks
+	// answered it (SetHealthObserver).
+	health atomic.Pointer[func(healthy bool)]
+}
+
+// SetHealthObserver makes the client call fn after every request it did not
+// give up because of the caller's context: healthy is true when an FE (or
+// the BE it redirected to) answered with accepted credentials, whatever the
+// answer said, and false when no load URL could be reached, every one
+// answered 5xx, or the credentials were refused. fn must be cheap and safe
+// for concurrent calls.
+func (c *Client) SetHealthObserver(fn func(healthy bool)) { c.health.Store(&fn) }
+
+func (c *Client) observe(ctx context.Context, rep *Reply, err error) {
+	fn := c.health.Load()
+	if fn == nil || ctx.Err() != nil {
+		return
+	}
+	healthy := err == nil && rep != nil && rep.HTTPCode < 500 &&
+		rep.HTTPCode != http.StatusUnauthorized && rep.HTTPCode != http.StatusForbidden
+	(*fn)(healthy)
 }
 
 // New validates cfg and builds a Client: at least one http(s) load URL
@@ -133,28 +160,28 @@ func parseLoadURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Parse quotes the whole input, credentials included: keep only
-		// what follows the last '@'.
-		shown := raw
-		if at := strings.LastIndexByte(shown, '@'); at >= 0 {
-			shown = "…@" + shown[at+1:]
-		}
-		return nil, fmt.Errorf("%q is not a valid URL; use http://host:8030", shown)
+		// url.Parse quotes the whole input, credentials included: the
+		// error is not wrapped.
+		return nil, fmt.Errorf("%q is not a valid URL; use http://host:8030", redact.URL(raw))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%q: scheme must be http or https (e.g. http://fe:8030)", u.Redacted())
+		return nil, fmt.Errorf("%q: scheme must be http or https (e.g. http://fe:8030)", shownURL(u))
 	case u.Host == "":
-		return nil, fmt.Errorf("%q: no host (e.g. http://fe:8030)", u.Redacted())
+		return nil, fmt.Errorf("%q: no host (e.g. http://fe:8030)", shownURL(u))
 	case u.User != nil:
-		return nil, fmt.Errorf("%q: credentials in the URL are not allowed; set username and password instead", u.Redacted())
+		return nil, fmt.Errorf("%q: credentials in the URL are not allowed; set username and password instead", shownURL(u))
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("%q: a load URL takes no query or fragment", u.Redacted())
+		return nil, fmt.Errorf("%q: a load URL takes no query or fragment", shownURL(u))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u, nil
 }
+
+// shownURL is u as logs and errors show it: without userinfo (URL.Redacted
+// would keep the user name).
+func shownURL(u *url.URL) string { return redact.URL(u.String()) }
 
 // Close releases idle connections.
 func (c *Client) Close() { c.transport.CloseIdleConnections() }
@@ -221,6 +248,7 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 			err = fmt.Errorf("all %d load URLs failed, the last with: %w", n, err)
 		}
 	}
+	c.observe(ctx, rep, err)
 	return c.result(k, rep, err)
 }
 
@@ -254,21 +282,25 @@ func isConnError(err error) bool {
 }
 
 // isTLSSetupError reports a TLS handshake that failed on the certificate or
-// on a peer that does not speak TLS: configuration only an operator fixes.
+// on a peer that does not speak TLS (net/http reports an https URL to a
+// plain-HTTP port as ErrSchemeMismatch): configuration only an operator
+// fixes.
 func isTLSSetupError(err error) bool {
 	var cert *tls.CertificateVerificationError
 	var rec tls.RecordHeaderError
 	var unknownCA x509.UnknownAuthorityError
 	var host x509.HostnameError
-	return errors.As(err, &cert) || errors.As(err, &rec) || errors.As(err, &unknownCA) || errors.As(err, &host)
+	return errors.As(err, &cert) || errors.As(err, &rec) || errors.As(err, &unknownCA) || errors.As(err, &host) ||
+		errors.Is(err, http.ErrSchemeMismatch)
 }
 
 // result turns the outcome into (*Reply, *Error).
 func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 	if err != nil {
 		class := Classify(k.op, 0, "", "", "")
-		if isTLSSetupError(err) {
-			// Nothing was sent, and retrying will not fix a certificate.
+		if isTLSSetupError(err) || errors.Is(err, ErrInsecureRedirect) {
+			// Nothing was sent (or acted on), and retrying will not fix a
+			// certificate or a refused downgrade.
 			class = ClassFatal
 		}
 		return nil, k.fail(class, nil, err)
@@ -288,8 +320,11 @@ func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 }
 
 // attempt sends k to one load URL and follows 307/308 redirects by hand,
-// re-sending the method, every header (Authorization included) and the
-// body. It returns the final reply, or an error when no reply was obtained.
+// re-sending the method, every header (Authorization included: StarRocks
+// authenticates the BE leg of a load too) and the body, to any host; a hop
+// from https to http is refused (ErrInsecureRedirect) unless
+// Config.AllowInsecureRedirect. It returns the final reply, or an error
+// when no reply was obtained.
 func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, error) {
 	if c.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc
@@ -313,24 +348,32 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, e
 		req.Header = k.header.Clone()
 		resp, err := c.http.Do(req)
 		if err != nil {
-			return nil, err
+			// net/http quotes a Location it cannot parse, userinfo
+			// included.
+			return nil, redact.Error(err)
 		}
 		if resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect {
 			loc := resp.Header.Get("Location")
 			discard(resp)
 			if loc == "" {
-				return nil, fmt.Errorf("HTTP %d from %s has no Location header", resp.StatusCode, u.Redacted())
+				return nil, fmt.Errorf("HTTP %d from %s has no Location header", resp.StatusCode, shownURL(u))
 			}
 			next, err := u.Parse(loc)
 			if err != nil {
-				return nil, fmt.Errorf("following redirect from %s: bad Location: %w", u.Redacted(), err)
+				// The parse error quotes the Location, userinfo included.
+				return nil, fmt.Errorf("following redirect from %s: bad Location: %w", shownURL(u), redact.Error(err))
 			}
 			next.User = nil
+			if u.Scheme == "https" && next.Scheme == "http" && !c.cfg.AllowInsecureRedirect {
+				// Nothing was sent to next: the server that redirected
+				// did not act on the request.
+				return nil, fmt.Errorf("%s redirected the %s request to %s: %w: it would send the credentials and the data without TLS (StarRocks FEs redirect to http:// whatever the scheme they were reached on)", shownURL(u), k.op, shownURL(next), ErrInsecureRedirect)
+			}
 			if hops >= c.maxRedirects {
-				return nil, fmt.Errorf("following redirects from %s to %s: %w (limit %d)", target.Redacted(), next.Redacted(), ErrTooManyRedirects, c.maxRedirects)
+				return nil, fmt.Errorf("following redirects from %s to %s: %w (limit %d)", shownURL(&target), shownURL(next), ErrTooManyRedirects, c.maxRedirects)
 			}
 			if seen[next.String()] {
-				return nil, fmt.Errorf("following redirects from %s: %w: %s was already visited", target.Redacted(), ErrRedirectLoop, next.Redacted())
+				return nil, fmt.Errorf("following redirects from %s: %w: %s was already visited", shownURL(&target), ErrRedirectLoop, shownURL(next))
 			}
 			seen[next.String()] = true
 			u = next
@@ -339,7 +382,7 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, e
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 		discard(resp)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s reply from %s: %w", k.op, u.Redacted(), err)
+			return nil, fmt.Errorf("reading %s reply from %s: %w", k.op, shownURL(u), err)
 		}
 		rep, perr := parseReply(resp.StatusCode, raw)
 		rep.parseErr = perr

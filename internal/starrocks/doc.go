@@ -14,8 +14,10 @@
 // hand, up to Config.MaxRedirects hops, re-sending the method, every header
 // (Authorization included: net/http would drop it when the host changes)
 // and the body; a loop is ErrRedirectLoop, too many hops
-// ErrTooManyRedirects. Loads carry Expect: 100-continue so an FE that only
-// redirects never receives the body.
+// ErrTooManyRedirects, and a hop from https to http ErrInsecureRedirect
+// unless Config.AllowInsecureRedirect (real FEs always redirect to http://,
+// so TLS covers only the FE leg then). Loads carry Expect: 100-continue so
+// an FE that only redirects never receives the body.
 //
 // # Classification
 //
@@ -26,7 +28,9 @@
 //   - OK: begin, prepare, commit (also "already committed"), rollback,
 //     cancel and get_load_state with Status OK; loads with OK, Success or
 //     Publish Timeout; a plain stream load whose label exists FINISHED.
-//   - Fatal: HTTP 401/403 or "Access denied"; "load request not equal
+//   - Fatal: HTTP 401/403 or "Access denied"; a TLS handshake that failed
+//     on the certificate or the protocol; a refused https → http redirect;
+//     "load request not equal
 //     last." (the client changed a table's load headers); INVALID_ARGUMENT,
 //     other 4xx, "Empty label", "Unsupported operation" (prepare in multi
 //     mode), a BE given as load URL; a begin reply without Status.

@@ -2,17 +2,21 @@ package starrocks
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
-// metaTimeout bounds one call of Meta: a catalog lookup, a DDL statement
-// with its column check, or a read of rows across databases.
+// metaTimeout is the default bound of one call of Meta: a catalog lookup, a
+// DDL statement with its column check, or a read of rows across databases.
 const metaTimeout = 10 * time.Second
 
 // Meta asks the FE over its MySQL port what the HTTP transaction API cannot
@@ -21,6 +25,10 @@ const metaTimeout = 10 * time.Second
 // the rows of the progress and writers tables (progresstables.go).
 type Meta struct {
 	db *sql.DB
+	// addr is the MySQL address, for errors.
+	addr string
+	// timeout bounds one call (MetaConfig.Timeout).
+	timeout time.Duration
 	// catalogMu serialises this client's statements. It exists only for
 	// the emulator, whose SQL engine races on concurrent information_schema
 	// plans; StarRocks needs no such lock, and it can go once the emulator
@@ -32,28 +40,78 @@ type Meta struct {
 	models map[string]bool
 }
 
+// MetaConfig configures the metadata client.
+type MetaConfig struct {
+	// Addr is the FE MySQL-protocol address (host:9030).
+	Addr           string
+	User, Password string
+	// TLS, when not nil, encrypts the connection; a server that does not
+	// offer TLS is then refused (no fallback to plain text).
+	TLS *tls.Config
+	// Log receives the driver's own messages ("closing bad idle
+	// connection: …", a connection reset while reading), one line each,
+	// with whether the driver went on without any harm (an idle connection
+	// it discarded). Nil: they are dropped. They never go to the driver's
+	// process-wide logger (stderr), so several clients in one process
+	// each keep their own.
+	Log func(msg string, harmless bool)
+	// Timeout bounds one call (a lookup, a DDL statement with its check, a
+	// read across databases) and the dial; 0: 10 s.
+	Timeout time.Duration
+}
+
 // OpenMeta connects to the FE MySQL-protocol address (host:9030) with the
-// account of the HTTP loads. Errors name the address, never the password.
+// account of the HTTP loads, in plain text, dropping the driver's messages.
 func OpenMeta(addr, user, password string) (*Meta, error) {
+	return OpenMetaWith(MetaConfig{Addr: addr, User: user, Password: password})
+}
+
+// OpenMetaWith connects as cfg says. Errors name the address, never the
+// password.
+func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	cfg := mysql.NewConfig()
 	cfg.Net = "tcp"
-	cfg.Addr = addr
-	cfg.User = user
-	cfg.Passwd = password
+	cfg.Addr = c.Addr
+	cfg.User = c.User
+	cfg.Passwd = c.Password
 	cfg.InterpolateParams = true
-	cfg.Timeout = metaTimeout
+	timeout := metaTimeout
+	if c.Timeout > 0 {
+		timeout = c.Timeout
+	}
+	cfg.Timeout = timeout
+	if c.TLS != nil {
+		cfg.TLS = c.TLS.Clone()
+	}
+	cfg.Logger = driverLogger{log: c.Log}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", addr, err)
+		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", redact.URL(c.Addr), redact.Error(err))
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(2)
-	return NewMeta(db), nil
+	m := NewMeta(db)
+	m.addr, m.timeout = c.Addr, timeout
+	return m, nil
+}
+
+// driverLogger is go-sql-driver/mysql's Logger of one client. The driver
+// logs what it recovers from itself; a caller sees the error it returns.
+type driverLogger struct {
+	log func(msg string, harmless bool)
+}
+
+func (d driverLogger) Print(v ...any) {
+	if d.log == nil {
+		return
+	}
+	msg := strings.TrimSpace(fmt.Sprint(v...))
+	d.log(redact.Text(msg), strings.HasPrefix(msg, "closing bad idle connection"))
 }
 
 // NewMeta uses an open connection pool (tests open their own).
 func NewMeta(db *sql.DB) *Meta {
-	return &Meta{db: db, models: map[string]bool{}}
+	return &Meta{db: db, models: map[string]bool{}, timeout: metaTimeout}
 }
 
 // Close closes the connections.
@@ -78,7 +136,7 @@ func (m *Meta) PrimaryKey(ctx context.Context, db, table string) (pk, known bool
 	if known {
 		return pk, true, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	var model string
@@ -117,10 +175,31 @@ type TableDef struct {
 	Columns []string
 }
 
+// checkIdents validates identifiers before they are put into a statement's
+// text (between backticks): a database or table name of letters, digits,
+// '_', '-' and '$' (ValidateName) can neither close the quoting nor carry a
+// second statement. Names the server lists are checked too.
+func checkIdents(db string, tables ...string) error {
+	if err := ValidateName("database", db); err != nil {
+		return fmt.Errorf("refusing to put it into SQL: %w", err)
+	}
+	for _, t := range tables {
+		if err := ValidateName("table", t); err != nil {
+			return fmt.Errorf("refusing to put it into SQL: %w", err)
+		}
+	}
+	return nil
+}
+
 // EnsureTables creates each table of db that is missing (its DDL must say IF
 // NOT EXISTS) and checks that it has the columns, in one call.
 func (m *Meta) EnsureTables(ctx context.Context, db string, tables ...TableDef) error {
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	for _, t := range tables {
+		if err := checkIdents(db, t.Name); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	for _, t := range tables {
@@ -165,7 +244,7 @@ func (m *Meta) ensureTable(ctx context.Context, db string, t TableDef) error {
 
 // DatabasesWith lists the databases holding a table of that name.
 func (m *Meta) DatabasesWith(ctx context.Context, table string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	return m.databasesWith(ctx, table)
@@ -191,4 +270,57 @@ func (m *Meta) databasesWith(ctx context.Context, table string) ([]string, error
 		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
 	}
 	return dbs, nil
+}
+
+// MySQL error numbers a probe tells apart.
+const (
+	mysqlDBAccessDenied = 1044 // ER_DBACCESS_DENIED_ERROR
+	mysqlAccessDenied   = 1045 // ER_ACCESS_DENIED_ERROR
+	mysqlBadDB          = 1049 // ER_BAD_DB_ERROR
+)
+
+// Probe connects to the MySQL port and, when db is not empty, checks that
+// the database exists. A failure is a *ProbeError whose Cause tells an
+// operator's error (refused credentials, a host name that does not resolve,
+// a TLS setup the server refuses, a missing database) from one that may pass
+// (the FE is down).
+func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	fail := func(cause Cause, err error) *ProbeError {
+		return &ProbeError{Addr: redact.URL(m.addr), Cause: cause, Err: redact.Error(err)}
+	}
+	if err := m.db.PingContext(ctx); err != nil {
+		return fail(mysqlCause(err), err)
+	}
+	if db == "" {
+		return nil
+	}
+	defer m.lock()()
+	var n int
+	if err := m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE SCHEMA_NAME = ?", db).Scan(&n); err != nil {
+		return fail(mysqlCause(err), fmt.Errorf("looking the database %s up: %w", db, err))
+	}
+	if n == 0 {
+		return fail(CauseNoDatabase, fmt.Errorf("the database %s does not exist", db))
+	}
+	return nil
+}
+
+// mysqlCause classifies an error of the MySQL driver.
+func mysqlCause(err error) Cause {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case mysqlAccessDenied, mysqlDBAccessDenied:
+			return CauseAuth
+		case mysqlBadDB:
+			return CauseNoDatabase
+		}
+		return CauseUnreachable
+	}
+	if errors.Is(err, mysql.ErrNoTLS) {
+		return CauseTLS
+	}
+	return transportCause(err)
 }

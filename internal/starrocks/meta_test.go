@@ -2,6 +2,7 @@ package starrocks_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"testing"
 	"time"
@@ -88,6 +89,22 @@ func TestMetaAgainstTheEmulator(t *testing.T) {
 		ws, err := m.ReadWriterRows(ctx, "meta_progress_writers", "pl")
 		require.NoError(t, err)
 		assert.Equal(t, map[string][]starrocks.WriterRow{"test": {{Writer: "0dead0de", Number: 7, Open: []int64{8, 9}, Label: "meta-test-1", Updated: at}}}, ws)
+
+		// One database's rows, with the label that wrote them.
+		pr, found, err := m.ReadProgressRow(ctx, "test", "meta_progress", "pl", "t/0")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, starrocks.LabeledProgress{Through: 41, TxnEnd: 42, Label: "meta-test-1"}, pr)
+		_, found, err = m.ReadProgressRow(ctx, "test", "meta_progress", "pl", "t/1")
+		require.NoError(t, err)
+		assert.False(t, found)
+		wr, found, err := m.ReadWriterRow(ctx, "test", "meta_progress_writers", "pl", "0dead0de")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, starrocks.WriterRow{Writer: "0dead0de", Number: 7, Open: []int64{8, 9}, Label: "meta-test-1", Updated: at}, wr)
+		_, found, err = m.ReadWriterRow(ctx, "test", "meta_progress_writers", "pl", "01234567")
+		require.NoError(t, err)
+		assert.False(t, found, "that writer's row is another pipeline's")
 	})
 }
 
@@ -105,4 +122,33 @@ func TestOpenLabelsAndRowTimes(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
 	assert.Equal(t, at, starrocks.ParseRowTime(at.Format(starrocks.RowTimeLayout)))
 	assert.True(t, starrocks.ParseRowTime("not a time").IsZero(), "a row whose time cannot be read is never taken as stale")
+}
+
+// No identifier reaches a statement's text unchecked: a database or table
+// name that could close the backquotes or add a statement is refused
+// before anything is sent.
+func TestMetaRefusesHostileIdentifiers(t *testing.T) {
+	// Nothing listens there: a statement sent would fail with a dial error.
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:1)/")
+	require.NoError(t, err)
+	m := starrocks.NewMeta(db)
+	defer m.Close()
+	ctx := context.Background()
+	bad := "p`; DROP TABLE test.orders; --"
+	check := func(err error) {
+		t.Helper()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "refusing to put it into SQL")
+		assert.NotContains(t, err.Error(), "dial", "refused before any statement was sent")
+	}
+	check(m.EnsureTables(ctx, "test", starrocks.TableDef{Name: bad, DDL: "CREATE TABLE x (a INT)"}))
+	check(m.EnsureTables(ctx, bad, starrocks.TableDef{Name: "ok", DDL: "CREATE TABLE x (a INT)"}))
+	_, _, err = m.ReadProgressRow(ctx, bad, "starrocks_txn_progress", "pl", "p0")
+	check(err)
+	_, _, err = m.ReadWriterRow(ctx, "test", bad, "pl", "w")
+	check(err)
+	_, err = m.ReadProgress(ctx, bad, "pl", "p0")
+	check(err)
+	_, err = m.ReadWriterRows(ctx, bad, "pl")
+	check(err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -113,7 +114,10 @@ type ProgressRow struct {
 // ReadProgress returns the row of pipeline's partition in the progress table
 // of every database that has one.
 func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) ([]ProgressRow, error) {
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	if err := checkIdents("information_schema", table); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	dbs, err := m.databasesWith(ctx, table)
@@ -122,6 +126,11 @@ func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition stri
 	}
 	var out []ProgressRow
 	for _, d := range dbs {
+		if checkIdents(d) != nil {
+			// The output never writes to a database of such a name
+			// (admission refuses it), so it holds none of its rows.
+			continue
+		}
 		r := ProgressRow{DB: d}
 		q := fmt.Sprintf("SELECT `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
 			ProgressOffsetCol, ProgressTxnEndCol, d, table, ProgressPipelineCol, ProgressPartitionCol)
@@ -150,7 +159,10 @@ type WriterRow struct {
 // ReadWriterRows returns pipeline's rows of the writers table, by database,
 // of every database that has one.
 func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[string][]WriterRow, error) {
-	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	if err := checkIdents("information_schema", table); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	defer m.lock()()
 	dbs, err := m.databasesWith(ctx, table)
@@ -159,6 +171,9 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[
 	}
 	out := map[string][]WriterRow{}
 	for _, d := range dbs {
+		if checkIdents(d) != nil {
+			continue // as in ReadProgress
+		}
 		q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ?", d, table)
 		rows, err := m.db.QueryContext(ctx, q, pipeline)
 		if err != nil {
@@ -182,5 +197,129 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[
 			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
 		}
 	}
+	return out, nil
+}
+
+// LabeledProgress is one partition's row of the progress table of one
+// database, with the label that wrote it.
+type LabeledProgress struct {
+	Through, TxnEnd int64
+	Label           string
+}
+
+// ReadProgressRow returns pipeline's row of partition in db's progress
+// table; found is false when there is none. A caller settles by it whether
+// a label that carried the row committed: StarRocks forgets the states of
+// finished labels by count (label_keep_max_num), the row stays.
+func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partition string) (r LabeledProgress, found bool, err error) {
+	if err := checkIdents(db, table); err != nil {
+		return r, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	defer m.lock()()
+	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
+		ProgressOffsetCol, ProgressTxnEndCol, ProgressLabelCol, db, table, ProgressPipelineCol, ProgressPartitionCol)
+	var lbl sql.NullString
+	err = m.db.QueryRowContext(ctx, q, pipeline, partition).Scan(&r.Through, &r.TxnEnd, &lbl)
+	switch {
+	case err == sql.ErrNoRows:
+		return r, false, nil
+	case err != nil:
+		return r, false, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, db, table, err)
+	}
+	r.Label = lbl.String
+	return r, true, nil
+}
+
+// ReadWriterRow returns the row of one writer of pipeline in db's writers
+// table; found is false when there is none.
+func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer string) (r WriterRow, found bool, err error) {
+	if err := checkIdents(db, table); err != nil {
+		return r, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	defer m.lock()()
+	q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ? AND `writer` = ?", db, table)
+	var open, lbl, updated sql.NullString
+	err = m.db.QueryRowContext(ctx, q, pipeline, writer).Scan(&r.Writer, &r.Number, &open, &lbl, &updated)
+	switch {
+	case err == sql.ErrNoRows:
+		return r, false, nil
+	case err != nil:
+		return r, false, fmt.Errorf("reading the row of writer %s from %s.%s: %w", writer, db, table, err)
+	}
+	if r.Open, err = ParseOpenLabels(open.String); err != nil {
+		return r, false, fmt.Errorf("reading the row of writer %s in %s.%s: %w", writer, db, table, err)
+	}
+	r.Label, r.Updated = lbl.String, ParseRowTime(updated.String)
+	return r, true, nil
+}
+
+// DefaultProgressTable is the progress table's name when none is
+// configured; WritersTable names the writers table beside a progress table.
+const DefaultProgressTable = "starrocks_txn_progress"
+
+// WritersTable is the writers table of the progress table progress.
+func WritersTable(progress string) string { return progress + "_writers" }
+
+// ProgressDetail is a progress row with every column: what an operator
+// reads about one partition in one database.
+type ProgressDetail struct {
+	DB        string
+	Partition string
+	// Through is committed_offset, TxnEnd txn_end_offset.
+	Through, TxnEnd int64
+	TxnID, Label    string
+	// Updated is updated_at, zero when unknown.
+	Updated time.Time
+}
+
+// ReadPipelineProgress returns every progress row of pipeline, in every
+// database holding the progress table, by database then partition.
+func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string) ([]ProgressDetail, error) {
+	if err := checkIdents("information_schema", table); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	defer m.lock()()
+	dbs, err := m.databasesWith(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProgressDetail
+	for _, d := range dbs {
+		if checkIdents(d) != nil {
+			continue // as in ReadProgress
+		}
+		q := fmt.Sprintf("SELECT `%s`, `%s`, `%s`, `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ?",
+			ProgressPartitionCol, ProgressOffsetCol, ProgressTxnEndCol, ProgressTxnIDCol, ProgressLabelCol, ProgressUpdatedCol,
+			d, table, ProgressPipelineCol)
+		rows, err := m.db.QueryContext(ctx, q, pipeline)
+		if err != nil {
+			return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
+		}
+		for rows.Next() {
+			r := ProgressDetail{DB: d}
+			var txn, lbl, updated sql.NullString
+			if err := rows.Scan(&r.Partition, &r.Through, &r.TxnEnd, &txn, &lbl, &updated); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
+			}
+			r.TxnID, r.Label, r.Updated = txn.String, lbl.String, ParseRowTime(updated.String)
+			out = append(out, r)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].DB != out[j].DB {
+			return out[i].DB < out[j].DB
+		}
+		return out[i].Partition < out[j].Partition
+	})
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -77,13 +78,21 @@ func parseReply(code int, raw []byte) (*Reply, error) {
 		return rep, fmt.Errorf("reply is not a JSON object (HTTP %d, %d bytes): %q", code, len(raw), bodyPrefix(raw))
 	}
 	rep.Fields = make(map[string]any, len(m))
-	for k, v := range m {
+	// Keys that differ only in case: keep a non-empty value, and of several
+	// the one whose key sorts first (upper case first, as the FE's
+	// TransactionResult spells them). Sorted, so the same body always gives
+	// the same reply: map order would make it random.
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
 		lk := strings.ToLower(k)
-		// Keys that differ only in case: keep a non-empty value.
 		if old, dup := rep.Fields[lk]; dup && old != nil && old != "" {
 			continue
 		}
-		rep.Fields[lk] = v
+		rep.Fields[lk] = m[k]
 	}
 	return rep, nil
 }

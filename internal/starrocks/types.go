@@ -25,6 +25,12 @@ type Config struct {
 	ExpectContinueTimeout time.Duration
 	// MaxRedirects bounds the 307/308 hops followed by hand (default 3).
 	MaxRedirects int
+	// AllowInsecureRedirect follows a redirect from an https URL to an http
+	// one (credentials re-sent). Real FEs write http:// into every Location
+	// (to the leader FE and to a BE), so with https load URLs TLS then
+	// covers the FE leg only. Off, such a redirect fails with
+	// ErrInsecureRedirect (ClassFatal).
+	AllowInsecureRedirect bool
 	// Compression of load bodies: "" (none), "gzip" or "lz4_frame".
 	Compression string
 	// MaxIdleConnsPerHost is the keep-alive pool per FE/BE host; size it for

@@ -27,6 +27,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/push"
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
 
 // Name is the name the exporter is registered under.
@@ -274,7 +276,9 @@ func (e *Exporter) startPush(conf *service.ParsedConfig) error {
 	}
 	e.stopPush = make(chan struct{})
 	e.pushDone = make(chan struct{})
-	go e.pushLoop(url, interval)
+	// push_url may carry credentials (http://user:secret@host); the push
+	// client quotes the URL in its errors, so both are redacted.
+	go e.pushLoop(redact.URL(url), interval)
 	return nil
 }
 
@@ -290,7 +294,7 @@ func (e *Exporter) pushLoop(url string, interval time.Duration) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), interval+10*time.Second)
-		err := e.pusher.PushContext(ctx)
+		err := redact.Error(e.pusher.PushContext(ctx))
 		cancel()
 		switch {
 		case err != nil && !failing:
@@ -469,7 +473,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 		if e.pusher != nil {
 			e.stopPushing()
 			if err := e.pusher.PushContext(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("pushing the final metrics: %w", err))
+				errs = append(errs, fmt.Errorf("pushing the final metrics: %w", redact.Error(err)))
 			}
 		}
 		if e.filePath != "" {

@@ -45,6 +45,13 @@ type item struct {
 	// poison is why the message's source transaction cannot be loaded
 	// (parseContract, parseBody, a duplicate seq).
 	poison error
+	// unsequenced is set for a message that names its partition and
+	// transaction but whose starrocks_seq is malformed: it cannot wait for
+	// its turn, and is applied to its partition as it arrives. unsureEnd is
+	// set when its starrocks_txn_end or starrocks_txn_abort is malformed:
+	// whether its transaction ended there is unknown.
+	unsequenced bool
+	unsureEnd   bool
 	// t0 is when the message was created (sourceTime).
 	t0 time.Time
 	// finished is set once the message is acknowledged (itemDoneLocked).
@@ -119,7 +126,7 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the StarRocks commit: %w", ctx.Err())
-	case <-o.ctx.Done():
+	case <-o.closed:
 		return errors.New("starrocks_txn output closed before the batch was committed")
 	}
 }
@@ -137,14 +144,24 @@ type batchTargets struct {
 // partition).
 func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *item {
 	it := &item{call: c, msg: msg, t0: sourceTime(msg, now)}
-	meta, err := contract.Read(msg)
+	parsed := contract.Parse(msg)
+	meta := parsed.Meta
 	it.meta = meta
-	if err != nil {
-		it.poison = fmt.Errorf("reading the metadata contract: %w", err)
+	if parsed.Err != nil {
+		it.poison = fmt.Errorf("reading the metadata contract of source transaction %q: %w", meta.TxnID, parsed.Err)
 	}
-	if meta.HasContract() {
+	// A message that names its partition and transaction belongs to that
+	// transaction whatever else is malformed: it poisons it, never becomes
+	// a transaction of its own (ARCHITECTURE.md §3).
+	named := parsed.Named() && parsed.Malformed != 0
+	it.unsureEnd = named && (parsed.Malformed.Has(contract.FieldTxnEnd) || parsed.Malformed.Has(contract.FieldTxnAbort))
+	switch {
+	case meta.HasContract():
 		it.pk = pkey{source: meta.SeqSource, partition: meta.Partition}
-	} else {
+	case named && parsed.Malformed.Has(contract.FieldSeq):
+		it.pk = pkey{source: meta.SeqSource, partition: meta.Partition}
+		it.unsequenced = true
+	default:
 		it.pk = pkey{partition: noContractPartition}
 	}
 	if perr := msg.GetError(); perr != nil && it.poison == nil {
@@ -255,6 +272,10 @@ func (o *Output) sequenceLocked(it *item, now time.Time) {
 		o.applyLocked(it, now)
 		return
 	}
+	if it.unsequenced {
+		o.applyUnsequencedLocked(it, now)
+		return
+	}
 	s := o.sequencerLocked(it.pk.source)
 	seq := it.meta.Seq
 	ready, res := s.offer(seq, it, now)
@@ -277,6 +298,11 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 	s := o.seqs[source]
 	if s == nil {
 		s = newSequencer[*item]()
+		if next, ok := o.retiredSeqs.take(source); ok {
+			// A source forgotten while idle comes back: its order goes on.
+			s.next = next
+		}
+		s.touched = o.now()
 		o.seqs[source] = s
 	}
 	return s
@@ -286,7 +312,7 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 // WriteBatch call that waits before admission.
 func (o *Output) holdSeqsLocked(items []*item, delta int) {
 	for _, it := range items {
-		if it.pk.partition != noContractPartition {
+		if it.pk.partition != noContractPartition && !it.unsequenced {
 			o.sequencerLocked(it.pk.source).hold(it.meta.Seq, delta)
 		}
 	}

@@ -263,3 +263,88 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 		return !o.lastMIFErr.IsZero()
 	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
 }
+
+// A message that names its partition and source transaction but carries a
+// malformed contract value poisons that transaction whole — it goes to
+// dead_letter with all its messages — and never becomes a transaction of
+// its own, whichever key is malformed. A malformed starrocks_txn_end on
+// the real END leaves the transaction to be closed by the next one's first
+// message, which is not poisoned with it.
+func TestMalformedContractValuePoisonsTheTransactionItNames(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		// last: the malformed value is on the transaction's last message.
+		last bool
+	}{
+		{"starrocks_txn_end", "yes", false},
+		{"starrocks_txn_end", "yes", true},
+		{"starrocks_source_offset", "12a", false},
+		{"starrocks_seq", "x7", false},
+		{"starrocks_partition_epoch", "-3", false},
+		{"starrocks_txn_abort", "maybe", false},
+		{"starrocks_marker", "2", false},
+	} {
+		t.Run(fmt.Sprintf("%s=%s last=%v", tc.key, tc.value, tc.last), func(t *testing.T) {
+			f := newFakeSR()
+			dl := &fakeDL{}
+			o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 200ms\n", f, dl)
+			s := newSrc("a1")
+			before := s.row("p0", "t0", "a", map[string]any{"id": 0, "txn": "t0"}, true)
+			m1 := s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, false)
+			m2 := s.row("p0", "t1", "b", map[string]any{"id": 2, "txn": "t1"}, false)
+			m3 := s.row("p0", "t1", "b", map[string]any{"id": 3, "txn": "t1"}, true)
+			bad := m2
+			if tc.last {
+				bad = m3
+			}
+			bad.MetaSetMut(tc.key, tc.value)
+			after := s.row("p0", "t2", "a", map[string]any{"id": 4, "txn": "t2"}, true)
+			other := s.row("p1", "u1", "a", map[string]any{"id": 5, "txn": "u1"}, true)
+			waitAll(t, []chan error{
+				writeAsync(o, service.MessageBatch{before, m1, m2, m3}),
+				writeAsync(o, service.MessageBatch{after, other}),
+			}, 5*time.Second)
+			require.Equal(t, []string{"t1"}, dl.txnIDs(), "only the transaction the message names is poisoned")
+			dl.mu.Lock()
+			assert.Len(t, dl.batches[0], 3, "it goes whole to dead_letter")
+			reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+			dl.mu.Unlock()
+			assert.Contains(t, reason, tc.key)
+			assertAtomic(t, f, map[string]int{"t0": 1, "t2": 1, "u1": 1})
+			for _, tbl := range []string{"a", "b"} {
+				for _, r := range f.rows(tbl) {
+					assert.NotEqual(t, "t1", r["txn"], "no row of the poisoned transaction commits")
+				}
+			}
+		})
+	}
+}
+
+// A message with a malformed starrocks_seq that comes before its
+// transaction opens waits for it and poisons it when it opens; a fence
+// releases it like the partition's other messages.
+func TestMalformedSeqBeforeItsTransactionOpens(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 200ms\n", f, dl)
+	s := newSrc("a1")
+	m1 := s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, false)
+	m2 := s.row("p0", "t1", "a", map[string]any{"id": 2, "txn": "t1"}, true)
+	early := s.row("p0", "t1", "b", map[string]any{"id": 3, "txn": "t1"}, false)
+	early.MetaSetMut("starrocks_seq", "three")
+	first := writeAsync(o, service.MessageBatch{early})
+	time.Sleep(50 * time.Millisecond)
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{m1, m2}), first}, 5*time.Second)
+	require.Equal(t, []string{"t1"}, dl.txnIDs())
+	dl.mu.Lock()
+	assert.Len(t, dl.batches[0], 3, "the early message joined its transaction")
+	dl.mu.Unlock()
+	assert.Empty(t, f.rows("a"))
+
+	stray := s.row("p1", "gone", "a", map[string]any{"id": 4, "txn": "gone"}, false)
+	stray.MetaSetMut("starrocks_seq", "?")
+	ch := writeAsync(o, service.MessageBatch{stray})
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, o.fence(context.Background(), "p1"))
+	waitAll(t, []chan error{ch}, time.Second)
+}

@@ -21,6 +21,9 @@ type txnClient interface {
 	WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error)
 	// Cancel aborts a transaction through the FE cancel API.
 	Cancel(ctx context.Context, db, label string) error
+	// ErrorLog reads the first lines of a rejected load's error log (a
+	// tracking_url).
+	ErrorLog(ctx context.Context, url string, maxLines int) ([]string, error)
 }
 
 // validPrefix reports whether a label prefix keeps labels within the FE rule

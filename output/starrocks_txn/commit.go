@@ -17,6 +17,10 @@ import (
 // rollbackTimeout bounds a best-effort rollback.
 const rollbackTimeout = 10 * time.Second
 
+// errClosing ends a delivery that has no commit in flight when Close
+// begins: its cycle is rolled back, not replayed.
+var errClosing = errors.New("starrocks_txn output closing")
+
 // deliver loads and commits c until it is committed (nil) or StarRocks
 // reports a per-transaction failure at commit (the error). Transient
 // failures replay the cycle from the retained rows under a new label, with
@@ -26,7 +30,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	replay := func(reason string, err error) bool {
-		o.m.retries.Incr(1, w.db, reason)
+		o.m.retries.Incr(1, w.metricDB(), reason)
 		if starrocks.ClassOf(err) == starrocks.ClassFatal {
 			w.log.Errorf("Replaying the commit cycle of label %s after an error that needs an operator (%s): %v", c.label, reason, err)
 		} else {
@@ -39,6 +43,14 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		return sleepCtx(ctx, b.next())
 	}
 	for ctx.Err() == nil {
+		if o.closing() {
+			// Close waits only for commits in flight: this one sent none.
+			if c.label != "" {
+				w.rollback(c.label)
+			}
+			c.reset()
+			return errClosing
+		}
 		// Drop what a fence or a stall took away; rows of it already loaded
 		// under the label force a replay without them.
 		before := len(c.txns)
@@ -58,13 +70,21 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		if c.label == "" && !w.begin(ctx, c) {
 			return ctx.Err()
 		}
-		if err := w.loadPending(ctx, c); err != nil {
+		// A load streamed under the label failed: it may hold those rows,
+		// so the failure is handled as the commit's own load failure would
+		// be, and nothing is sent under the label again.
+		err := c.tainted
+		c.tainted = nil
+		if err == nil {
+			err = w.loadPending(ctx, c)
+		}
+		if err != nil {
 			switch outcome, le := classifyLoad(err); outcome {
 			case loadBadRows:
 				// A failure caused by some rows: find their source
 				// transactions by splitting the cycle.
 				w.rollback(c.label)
-				o.m.rollbacks.Incr(1, w.db)
+				o.m.rollbacks.Incr(1, w.metricDB())
 				c.reset()
 				return err
 			case loadBadTable:
@@ -75,7 +95,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 						o.poisonFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
 					}
 				}
-				o.m.retries.Incr(1, w.db, "per_transaction")
+				o.m.retries.Incr(1, w.metricDB(), "per_transaction")
 				w.rollback(c.label)
 				c.reset()
 			default:
@@ -85,19 +105,29 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
+		// The anchor (beforeCommit) comes before the writer row of the
+		// cycle (loadRows), which is then numbered at least as high as the
+		// anchor's: merge_condition keeps it once the cycle commits, so the
+		// row names the label if and only if it committed (tracker.settle).
+		if err := o.track.beforeCommit(ctx, w, c); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, errClosing) {
+				continue
+			}
+			if !replay("progress", err) {
+				return ctx.Err()
+			}
+			continue
+		}
 		if err := o.track.loadRows(ctx, w, c); err != nil {
 			if !replay("progress", err) {
 				return ctx.Err()
 			}
 			continue
 		}
-		if err := o.track.beforeCommit(ctx, w, c); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if !replay("progress", err) {
-				return ctx.Err()
-			}
+		if o.closing() {
 			continue
 		}
 		if !w.startCommit(c) {
@@ -105,7 +135,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			continue
 		}
 		start := o.now()
-		committed, ok, err := w.commitLabel(ctx, c.label)
+		committed, ok, err := w.commitLabel(ctx, c.label, carried{writerTop: c.rowTop, progress: c.progress})
 		w.log.Debugf("Commit of label %s with %d source transactions took %v (err %v)", c.label, len(c.txns), o.now().Sub(start), err)
 		if !ok {
 			w.endCommit(c)
@@ -117,7 +147,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			return nil
 		}
 		w.endCommit(c)
-		o.m.rollbacks.Incr(1, w.db)
+		o.m.rollbacks.Incr(1, w.metricDB())
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
 			w.log.Errorf("Commit of label %s failed for its data: %v; isolating the offending source transactions", c.label, err)
 			c.reset()
@@ -152,11 +182,14 @@ func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
 		}
 		c := &cycle{txns: g}
 		err := w.deliver(ctx, c)
+		if errors.Is(err, errClosing) {
+			return
+		}
 		if err == nil || ctx.Err() != nil {
 			continue
 		}
 		if len(c.txns) == 1 {
-			w.o.poisonFromCycle(c.txns[0], err)
+			w.o.poisonFromCycle(c.txns[0], w.rejection(ctx, c.txns[0], err))
 			continue
 		}
 		half := len(c.txns) / 2
@@ -190,21 +223,40 @@ func (w *dbWorker) endCommit(c *cycle) {
 	w.o.mu.Unlock()
 }
 
+// carried is what a label carries besides its data: this writer's row
+// (writerTop is its label_number; 0: none) and the progress rows of its
+// cycle. They settle the label's outcome once StarRocks has forgotten its
+// state.
+type carried struct {
+	writerTop int64
+	progress  []progressRow
+}
+
 // commitLabel commits label and, when the reply is not OK, decides the
 // outcome by the label's state (resolve): the one place a commit's outcome
 // is decided, for cycles and anchors alike. It reports whether the
 // transaction is committed and the commit's error; ok is false when ctx
 // ended first, and then the outcome stays unknown (the ledger keeps it in
 // doubt).
-func (w *dbWorker) commitLabel(ctx context.Context, label string) (committed, ok bool, err error) {
+func (w *dbWorker) commitLabel(ctx context.Context, label string, rows carried) (committed, ok bool, err error) {
 	w.labels.commitSent()
+	w.o.mu.Lock()
+	w.o.inFlight[label] = w.db
+	w.o.mu.Unlock()
+	defer func() {
+		if ok {
+			w.o.mu.Lock()
+			delete(w.o.inFlight, label)
+			w.o.mu.Unlock()
+		}
+	}()
 	err = w.o.client.Commit(ctx, w.txn(label))
 	committed = err == nil
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, false, err
 		}
-		state, resolved := w.resolve(ctx, label, err)
+		state, resolved := w.resolve(ctx, label, err, rows)
 		if !resolved {
 			return false, false, err
 		}
@@ -215,65 +267,153 @@ func (w *dbWorker) commitLabel(ctx context.Context, label string) (committed, ok
 	return committed, true, err
 }
 
-// resolve decides the outcome of a commit that did not reply OK from the
-// label's state: COMMITTED/VISIBLE is success, ABORTED (or a rollback that
-// succeeds on a label StarRocks has no state for) proves the abort. While
-// the state is PREPARE the same commit is sent again: commit is idempotent
-// ("already committed" is OK, "already committing" fails and is polled
-// again), so this never loads anything twice, and a commit that never
-// reached the server is not left to expire. It never gives up.
-func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error) (starrocks.LabelState, bool) {
+const (
+	// resolveFirstPoll is how long the first label-state poll of an
+	// ambiguous commit waits for a final state before the commit is sent
+	// again; each later poll waits twice as long, up to label_state_wait.
+	resolveFirstPoll = time.Second
+)
+
+// resolve decides the outcome of a commit that did not reply OK, by the
+// label's state (docs/notes/starrocks-protocol.md §5.5, §5.6, §6.1, §7):
+//
+//   - COMMITTED or VISIBLE is success, ABORTED proves the abort.
+//   - PREPARE (loaded, not final): the same commit is sent again — commit is
+//     idempotent ("already committed" is OK, "already committing" fails and
+//     is polled again), so this never loads anything twice, and a commit
+//     that never reached the server is not left to expire.
+//   - UNKNOWN: a rollback that succeeds proves nothing was committed; one
+//     refused because the transaction is committed proves the commit. One
+//     that finds no transaction means StarRocks has forgotten the label
+//     (label_keep_max_num): the rows the label carried settle it when the
+//     tracker keeps them (tracker.settle).
+//
+// Nothing waits without bound: once unknown_commit_timeout has passed, a
+// PREPARE label whose commits keep failing is rolled back (a rollback that
+// succeeds proves the abort; one refused because the FE is committing it
+// keeps the wait), and a forgotten label the rows cannot settle is taken as
+// not committed, with a warning naming it and starrocks_txn_unknown_commits
+// (at-least-once allows the duplicate a replay may bring, never a loss or a
+// stall). Only an FE that answers no query at all keeps the database
+// waiting, with a warning at every poll and starrocks_txn_unresolved_commits
+// showing it.
+func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, rows carried) (starrocks.LabelState, bool) {
 	o := w.o
+	o.countUnresolved(1)
+	defer o.countUnresolved(-1)
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	start := o.now()
+	poll := min(resolveFirstPoll, o.conf.labelStateWait)
 	for {
-		state, err := o.client.WaitFinal(ctx, w.db, label, o.conf.labelStateWait)
+		state, err := o.client.WaitFinal(ctx, w.db, label, poll)
+		poll = min(2*poll, o.conf.labelStateWait)
 		if ctx.Err() != nil {
 			return state, false
 		}
 		if err == nil && state.Final() {
 			return state, true
 		}
+		overdue := o.now().Sub(start) >= o.conf.unknownCommit
+		note := err
 		if err == nil {
 			switch state {
 			case starrocks.StateUnknown, "":
-				// No record of the label: a rollback that succeeds proves
-				// nothing was committed under it.
-				rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
-				rerr := o.client.Rollback(rctx, w.txn(label))
-				cancel()
-				if rerr == nil {
+				rerr := w.tryRollback(ctx, label)
+				switch refusal := starrocks.RollbackRefusalOf(rerr); {
+				case rerr == nil:
 					return starrocks.StateAborted, true
+				case refusal == starrocks.RefusalFinished:
+					return starrocks.StateVisible, true
+				case refusal == starrocks.RefusalNotFound:
+					committed, known, serr := o.track.settle(ctx, w, label, rows)
+					if ctx.Err() != nil {
+						return state, false
+					}
+					if serr == nil && known {
+						w.log.Warnf("StarRocks no longer knows label %s (its state was evicted); the rows it carried show it %s", label, map[bool]string{true: "committed", false: "did not commit"}[committed])
+						if committed {
+							return starrocks.StateVisible, true
+						}
+						return starrocks.StateAborted, true
+					}
+					if overdue {
+						o.m.unknownCommits.Incr(1, w.metricDB())
+						w.log.Warnf("StarRocks no longer knows label %s (its state was evicted, rollback: %v) and nothing it holds tells whether it committed (%v); after unknown_commit_timeout (%v) it is taken as not committed and its cycle replayed: a DUPLICATE KEY table may get its rows twice", label, rerr, settleNote(serr), o.conf.unknownCommit)
+						return starrocks.StateAborted, true
+					}
+					note = fmt.Errorf("rollback: %v; settling from the rows it carried: %v", rerr, serr)
+				default:
+					note = fmt.Errorf("rollback: %w", rerr)
 				}
 			default:
-				if cerr := o.client.Commit(ctx, w.txn(label)); cerr == nil {
+				cerr := o.client.Commit(ctx, w.txn(label))
+				if cerr == nil {
 					return starrocks.StateVisible, true
-				} else if ctx.Err() != nil {
+				}
+				if ctx.Err() != nil {
 					return state, false
+				}
+				note = fmt.Errorf("commit sent again: %w", cerr)
+				if overdue {
+					rerr := w.tryRollback(ctx, label)
+					switch {
+					case rerr == nil:
+						w.log.Warnf("Label %s stayed %s for unknown_commit_timeout (%v) while its commits failed (%v); rolled back, its cycle is replayed", label, state, o.conf.unknownCommit, cerr)
+						return starrocks.StateAborted, true
+					case starrocks.RollbackRefusalOf(rerr) == starrocks.RefusalFinished:
+						return starrocks.StateVisible, true
+					}
+					note = fmt.Errorf("%v; rollback: %v", note, rerr)
 				}
 			}
 		}
-		w.log.Warnf("Commit of label %s has no final state yet (state %q, commit error: %v, poll error: %v); waiting, never replaying before ABORTED is proven", label, state, commitErr, err)
+		w.log.Warnf("Commit of label %s has no final state after %v (state %q, commit error: %v, last: %v); the database commits nothing else until it has", label, o.now().Sub(start).Round(time.Millisecond), state, commitErr, note)
 		if !sleepCtx(ctx, b.next()) {
 			return state, false
 		}
 	}
 }
 
+// settleNote says why the rows a label carried did not settle it.
+func settleNote(err error) string {
+	if err != nil {
+		return "reading its rows: " + err.Error()
+	}
+	return "it carried no writer or progress rows, or they cannot tell"
+}
+
+// countUnresolved adds delta to the commits being resolved, shown by
+// starrocks_txn_unresolved_commits.
+func (o *Output) countUnresolved(delta int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unresolved += delta
+	o.m.unresolved.Set(int64(o.unresolved))
+}
+
+// tryRollback rolls label back within rollbackTimeout and returns the
+// refusal, if any.
+func (w *dbWorker) tryRollback(ctx context.Context, label string) error {
+	rctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+	defer cancel()
+	return w.o.client.Rollback(rctx, w.txn(label))
+}
+
 // committed resolves every transaction of a committed cycle.
 func (w *dbWorker) committed(c *cycle, start time.Time) {
 	o := w.o
 	now := o.now()
-	o.m.commits.Incr(1, w.db)
-	o.m.commitLatency.Timing(int64(now.Sub(start)), w.db)
+	o.m.commits.Incr(1, w.metricDB())
+	o.m.commitLatency.Timing(int64(now.Sub(start)), w.metricDB())
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range c.txns {
 		if !t.state.over() {
 			for _, tbl := range t.tables {
-				o.m.rows.Incr(int64(len(t.rows[tbl])), w.db, tbl)
+				o.m.rows.Incr(int64(len(t.rows[tbl])), w.metricDB(), tbl)
 			}
-			o.m.srcTxns.Incr(1, w.db)
-			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.db)
+			o.m.srcTxns.Incr(1, w.metricDB())
+			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.metricDB())
 			// A fence or a stall may have taken it while the commit was
 			// in flight: it is committed all the same.
 			o.moveLocked(t, txnCommitted)
@@ -293,6 +433,10 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
 			w.labels.opened(n)
+			w.begun.Store(true)
+			o.mu.Lock()
+			w.refused = nil
+			o.mu.Unlock()
 			c.reset()
 			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
 			return true
@@ -300,12 +444,13 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		o.m.retries.Incr(1, w.db, "begin")
+		o.m.retries.Incr(1, w.metricDB(), "begin")
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
-			had := len(c.txns) > 0
 			w.poisonWaiting(c, err)
-			if had && len(c.txns) == 0 {
-				// Nothing of the cycle is left to begin for.
+			if len(c.txns) == 0 {
+				// Nothing of the cycle is left to begin for: no retry until
+				// a source transaction wants the database again.
+				w.log.Errorf("Beginning a shared transaction: %v; its source transactions are poisoned, and a begin is tried again only for the next one", err)
 				return false
 			}
 		}
@@ -327,6 +472,7 @@ func (w *dbWorker) poisonWaiting(c *cycle, err error) {
 	reason := fmt.Errorf("beginning a StarRocks transaction in database %s: %w", w.db, err)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	w.refused = err
 	for _, t := range append(append([]*srcTxn{}, c.txns...), w.queue...) {
 		if !t.state.live() {
 			continue

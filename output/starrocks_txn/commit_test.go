@@ -168,3 +168,79 @@ func TestFilteredRowsAtCommitAreIsolated(t *testing.T) {
 		last[idOf(r)] = v
 	}
 }
+
+// lostAndForgotten makes the first data commit apply and lose its reply,
+// and the label forgotten at once (label_keep_max_num): get_load_state
+// answers UNKNOWN and rollback "does not exist" from then on.
+func lostAndForgotten(f *fakeSR, table string, skip int) *string {
+	forgotten := new(string)
+	f.hook = func(op string, ft *fakeTxn, _ string) (error, bool) {
+		if op == "commit" && *forgotten == "" && len(ft.pending[table]) > 0 {
+			if skip > 0 {
+				skip--
+				return nil, false
+			}
+			*forgotten = ft.label
+			f.apply(ft)
+			f.evicted[ft.label] = true
+			return srErr("commit", starrocks.ClassAmbiguous, "read: connection reset by peer"), true
+		}
+		return nil, false
+	}
+	return forgotten
+}
+
+// Without writer or progress rows, a commit whose reply was lost and whose
+// label StarRocks then forgot is taken as not committed after
+// unknown_commit_timeout and replayed: the database does not stall, and at
+// least once holds (here the replay brings the row a second time).
+func TestForgottenCommitIsReplayedAfterUnknownCommitTimeout(t *testing.T) {
+	f := newFakeSR()
+	forgotten := lostAndForgotten(f, "a", 0)
+	o, _ := testOutput(t, "commit_interval: 100ms\nunknown_commit_timeout: 300ms\nlabel_state_wait: 50ms\nretry_backoff: {initial_interval: 10ms, max_interval: 50ms}\n", f, nil)
+	s := newSrc("a1")
+	start := time.Now()
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})}, 5*time.Second)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "taken as not committed only after unknown_commit_timeout")
+	f.mu.Lock()
+	require.NotEmpty(t, *forgotten)
+	f.mu.Unlock()
+	assert.Equal(t, 2, countIDs(f.rows("a"))["1"], "the forgotten commit had landed; the replay brings its row again (at least once)")
+	// The database goes on.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true)})}, 5*time.Second)
+	assert.Equal(t, 1, countIDs(f.rows("a"))["2"])
+}
+
+// The rows a forgotten label carried settle it: its writer row names it
+// (exactly_once, or at_least_once with writer rows) — also right after an
+// anchor (the first commit of a writer in a database), whose number the
+// cycle's row takes — and so do its progress rows (exactly_once). So it is
+// known committed and never replayed.
+func TestForgottenCommitIsSettledByItsRows(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		// skip data commits before the one whose reply is lost.
+		skip int
+	}{{"exactly_once", 0}, {"exactly_once", 1}, {"writer rows", 0}, {"writer rows", 1}} {
+		t.Run(fmt.Sprintf("%s/%d", tc.mode, tc.skip), func(t *testing.T) {
+			mode := tc.mode
+			f := newFakeSR()
+			forgotten := lostAndForgotten(f, "a", tc.skip)
+			yaml := "commit_interval: 100ms\nunknown_commit_timeout: 1h\nlabel_state_wait: 50ms\nretry_backoff: {initial_interval: 10ms, max_interval: 50ms}\n"
+			var o *Output
+			if mode == "exactly_once" {
+				o, _, _ = eoOutput(t, f, nil, yaml)
+			} else {
+				o, _ = testOutput(t, yaml+"pipeline_id: pl\nmysql_address: 127.0.0.1:1\n", f, nil)
+				o.setProgressStore(&fakeProgress{f: f, table: defaultProgressTable})
+			}
+			s := newSrc("a1")
+			waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))}, 5*time.Second)
+			waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))}, 5*time.Second)
+			f.mu.Lock()
+			require.NotEmpty(t, *forgotten)
+			f.mu.Unlock()
+			assertAtomic(t, f, map[string]int{"t1": 2, "t2": 2})
+		})
+	}
+}

@@ -44,6 +44,9 @@ const (
 	fieldTLS                = "tls"
 	fieldRequestTimeout     = "request_timeout"
 	fieldCommitWait         = "label_state_wait"
+	fieldUnknownCommit      = "unknown_commit_timeout"
+	fieldMaxDatabases       = "max_databases"
+	fieldMySQLTimeout       = "mysql_timeout"
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
 	fieldProgressTable      = "progress_table"
@@ -54,8 +57,9 @@ const (
 	semanticExactlyOnce  = "exactly_once"
 	defaultProgressTable = "starrocks_txn_progress"
 
-	defaultBufferSize  = 128 << 20
-	defaultMaxInFlight = 1024
+	defaultBufferSize   = 128 << 20
+	defaultMaxInFlight  = 1024
+	defaultMaxDatabases = 256
 	// recycleFraction of the server-side transaction timeout is the age at
 	// which a shared transaction is committed (or rolled back when empty) and
 	// reopened, so that it never expires while it is being loaded.
@@ -168,6 +172,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The number of concurrent `WriteBatch` calls. Each one is held until its rows are committed, so this must cover (batches per commit cycle + batches one open source transaction spans) × partitions; the default fits 1024 such batches.").
 				Example(4096).
 				Default(defaultMaxInFlight),
+			service.NewIntField(fieldMaxDatabases).
+				Description("The most databases written at once: each has a worker (its own shared transaction and commit cycle). A source transaction to one database more is poisoned (to `dead_letter`, or its partition stalls) with an error naming this field. A worker retires once its database has been idle for 80% of `txn_timeout`, and at once when StarRocks said its database does not exist, so the limit bounds what the database names in the data can make the output hold.").
+				Example(16).
+				Default(defaultMaxDatabases).
+				Advanced(),
 			service.NewOutputField(fieldDeadLetter).
 				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
@@ -179,6 +188,8 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("Capped exponential backoff between replays of a failed commit cycle. Replays go on forever.").
 				Example(map[string]any{"initial_interval": "1s", "max_interval": "2m"}).
 				Advanced(),
+			maxRetriesField(),
+			maxRetryDurationField(),
 			service.NewDurationField(fieldSequenceGapTimeout).
 				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
 				Example("30s").
@@ -190,6 +201,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default("none").
 				Advanced(),
 			specfields.TLS(fieldTLS),
+			allowInsecureRedirectField(),
 			service.NewDurationField(fieldRequestTimeout).
 				Description("The timeout of one HTTP request to StarRocks.").
 				Example("30s").
@@ -199,6 +211,11 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("How long one label-state poll waits for an ambiguous commit to become final before it is polled again.").
 				Example("30s").
 				Default(defaultLabelStateWait).
+				Advanced(),
+			service.NewDurationField(fieldUnknownCommit).
+				Description("How long a commit whose outcome StarRocks cannot tell any more is waited for before it is taken as not committed and its cycle replayed. StarRocks forgets the state of finished labels by count (`label_keep_max_num`), so a commit whose reply was lost can find its label UNKNOWN for good. The output first settles it from the writer or progress rows the label carried (`exactly_once`, or `pipeline_id` with `mysql_address`); without them, or when they cannot tell, it waits this long, then replays (at-least-once: a DUPLICATE KEY table may get the cycle's rows twice), logs a warning naming the label and counts it in `starrocks_txn_unknown_commits`. The same bound applies to a commit whose label stays PREPARE while re-sent commits are refused: it is then rolled back, which proves it was not committed, and replayed.").
+				Example("2m").
+				Default(defaultUnknownCommit).
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
 				semanticAtLeastOnce: "Nothing is lost; after a crash, a restart or a rebalance, source transactions StarRocks committed but Kafka had not yet recorded are loaded again (PRIMARY KEY tables absorb them, DUPLICATE KEY tables get them twice).",
@@ -220,6 +237,12 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
 				Example("127.0.0.1:9030").
 				Default(""),
+			mysqlTLSField(),
+			service.NewDurationField(fieldMySQLTimeout).
+				Description("The timeout of one call on the MySQL port (`mysql_address`): a table-model lookup, the creation and check of the progress and writers tables, a read of their rows. A call that times out is retried (a partition's messages wait for its progress read; the cycle whose tables were being created is replayed).").
+				Example("3s").
+				Default(defaultMySQLTimeout).
+				Advanced(),
 			specfields.Batching(fieldBatching).
 				Description("Output-level batching. Off by default and best left off: it couples the acks of partitions. Batch at the input instead.").
 				Advanced(),
@@ -266,6 +289,7 @@ type config struct {
 	loadProperties     map[string]string
 	tableProperties    []tableProps
 	maxInFlight        int
+	maxDatabases       int
 	retryInitial       time.Duration
 	retryMax           time.Duration
 	sequenceGapTimeout time.Duration
@@ -273,11 +297,14 @@ type config struct {
 	tls                *tls.Config
 	requestTimeout     time.Duration
 	labelStateWait     time.Duration
+	unknownCommit      time.Duration
+	mysqlTimeout       time.Duration
 	batching           service.BatchPolicy
 	mysqlAddress       string
 	progressTable      string
 	exactlyOnce        bool
 	pipelineID         string
+	conn               connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -353,6 +380,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.maxInFlight, err = conf.FieldMaxInFlight(); err != nil {
 		return
 	}
+	if c.maxDatabases, err = conf.FieldInt(fieldMaxDatabases); err != nil {
+		return
+	}
 	if c.retryInitial, err = durationField(conf, fieldRetryBackoff, fieldRBInitial); err != nil {
 		return
 	}
@@ -381,6 +411,12 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	if c.labelStateWait, err = durationField(conf, fieldCommitWait); err != nil {
 		return
 	}
+	if c.unknownCommit, err = durationField(conf, fieldUnknownCommit); err != nil {
+		return
+	}
+	if c.mysqlTimeout, err = durationField(conf, fieldMySQLTimeout); err != nil {
+		return
+	}
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
 		return
 	}
@@ -396,6 +432,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 	}
 	c.exactlyOnce = sem == semanticExactlyOnce
 	if c.pipelineID, err = conf.FieldString(fieldPipelineID); err != nil {
+		return
+	}
+	if c.conn, err = connConfigFromParsed(conf); err != nil {
 		return
 	}
 	err = c.validate()
@@ -460,11 +499,20 @@ func (c *config) validate() error {
 	if c.maxInFlight < 1 {
 		return errors.New(msgMaxInFlight)
 	}
+	if c.maxDatabases < 1 {
+		return errors.New(msgMaxDatabases)
+	}
 	if c.retryInitial <= 0 || c.retryMax < c.retryInitial {
 		return errors.New(msgRetryBackoff)
 	}
 	if c.sequenceGapTimeout <= 0 {
 		return errors.New(msgSequenceGap)
+	}
+	if c.unknownCommit <= 0 {
+		return errors.New(msgUnknownCommit)
+	}
+	if c.mysqlTimeout <= 0 {
+		return errors.New(msgMySQLTimeout)
 	}
 	if c.trackWriters() && len(c.pipelineID) > maxPipelineID {
 		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)
@@ -477,13 +525,13 @@ func (c *config) validate() error {
 			return errors.New("semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol")
 		}
 	}
-	if c.trackWriters() {
-		if !progressTableRE.MatchString(c.progressTable) {
-			return errors.New(msgProgressTable(c.progressTable))
-		}
-		if err := starrocks.ValidateName("table", c.progressTable); err != nil {
-			return fmt.Errorf("progress_table: %w", err)
-		}
+	// Checked in every mode, used or not: the name goes into SQL (DDL and
+	// queries) whenever writer rows or progress are kept.
+	if !progressTableRE.MatchString(c.progressTable) {
+		return errors.New(msgProgressTable(c.progressTable))
+	}
+	if err := starrocks.ValidateName("table", writersTable(c.progressTable)); err != nil {
+		return fmt.Errorf("progress_table: %w", err)
 	}
 	if !validPrefix(c.labelPrefix) {
 		return errors.New(msgLabelPrefix(c.labelPrefix))

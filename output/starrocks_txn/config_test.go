@@ -124,3 +124,20 @@ func TestPipelineIDLengthCheckedWhenUsed(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "longer than 128")
 }
+
+// progress_table reaches SQL whenever writer rows or progress are kept: it
+// is checked in every mode, whether this configuration uses it or not.
+func TestProgressTableValidatedInEveryMode(t *testing.T) {
+	for _, mode := range []string{
+		"",                                // at_least_once, no writer rows
+		"mysql_address: 127.0.0.1:9030\n", // at_least_once, key models only
+		"mysql_address: 127.0.0.1:9030\npipeline_id: p\n",                         // at_least_once with writer rows
+		"semantic: exactly_once\nmysql_address: 127.0.0.1:9030\npipeline_id: p\n", // exactly_once
+	} {
+		pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\n"+mode+"progress_table: \"p`; DROP TABLE orders; --\"\n", nil)
+		require.NoError(t, err)
+		_, err = configFromParsed(pc)
+		require.Error(t, err, "mode %q", mode)
+		assert.Contains(t, err.Error(), "progress_table")
+	}
+}

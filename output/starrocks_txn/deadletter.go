@@ -54,16 +54,29 @@ func (o *Output) poisonFromCycle(t *srcTxn, reason error) {
 }
 
 // deadLetterLoop writes poisoned transactions, whole and in order, to
-// dead_letter, retrying forever, and then resolves them.
+// dead_letter, retrying forever, and then resolves them. A transaction a
+// fence took before its write began is not written: the partition's new
+// owner reads it again and dead-letters it itself. A fence that comes
+// during the write waits for it (srcTxn.inDeadLetter), as for a commit in
+// flight; if it stops waiting first (its deadline), the transaction is
+// released when the write ends, and the new owner may write it again:
+// dead_letter is at-least-once either way.
 func (o *Output) deadLetterLoop() {
 	defer o.wg.Done()
 	for {
 		o.mu.Lock()
 		var t *srcTxn
-		if len(o.dlQueue) > 0 {
+		for t == nil && len(o.dlQueue) > 0 {
 			t = o.dlQueue[0]
 			o.dlQueue = o.dlQueue[1:]
+			if t.state != txnPoisoned {
+				// Fenced (and released) while it waited in the queue.
+				o.releaseFencedLocked(t)
+				t = nil
+				continue
+			}
 			o.dlWriting = t
+			t.inDeadLetter = true
 		}
 		o.mu.Unlock()
 		if t == nil {
@@ -81,28 +94,40 @@ func (o *Output) deadLetterLoop() {
 			batch = append(batch, m)
 		}
 		b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+		written := false
 		for {
 			err := o.dl.WriteBatch(o.ctx, batch)
 			if err == nil {
+				written = true
 				break
 			}
 			if o.ctx.Err() != nil {
-				return
+				break
 			}
 			o.log.With("partition", t.p.key.String()).Errorf("Writing source transaction %q to dead_letter: %v; retrying", t.id, err)
 			if !sleepCtx(o.ctx, b.next()) {
-				return
+				break
 			}
 		}
-		o.m.deadLettered.Incr(1, t.p.key.String())
+		if written {
+			o.m.deadLettered.Incr(1, o.partitionLabel(t.p))
+		}
 		o.mu.Lock()
 		o.dlWriting = nil
-		if !t.state.over() {
-			// Released already when a fence took its partition meanwhile:
-			// the write happened all the same (dead_letter is at least
-			// once), and nothing is left to resolve.
+		t.inDeadLetter = false
+		switch {
+		case written && (t.state == txnPoisoned || t.state == txnFenced):
+			// A fence that took it meanwhile waited for the write, or gave
+			// up waiting: either way it is in dead_letter now.
 			o.moveLocked(t, txnDeadLettered)
+		case !written:
+			// The output is closing: a fenced one is released, a poisoned
+			// one stays unacknowledged and is read again after a restart.
+			o.releaseFencedLocked(t)
 		}
 		o.mu.Unlock()
+		if !written {
+			return
+		}
 	}
 }

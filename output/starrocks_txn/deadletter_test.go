@@ -1,6 +1,7 @@
 package starrocks_txn
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -143,4 +145,53 @@ func TestMissingDatabaseIsPoisoned(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// poisonedMsgs is a source transaction of two messages whose first one
+// carries a processing error.
+func poisonedMsgs(s *src, p, id string) service.MessageBatch {
+	first := s.row(p, id, "a", map[string]any{"id": id, "txn": id}, false)
+	first.SetError(fmt.Errorf("a processor failed on %s", id))
+	return service.MessageBatch{first, s.row(p, id, "a", map[string]any{"id": id + "-2", "txn": id}, true)}
+}
+
+// A fence that comes while a poisoned transaction of its partition is
+// being written to dead_letter waits for the write, as for a commit in
+// flight: the transaction ends dead-lettered, its resolution is published
+// before the fence returns (the input commits past it, so the partition's
+// new owner does not write it again), and a poisoned transaction still
+// queued behind it is not written at all (the new owner reads it again and
+// dead-letters it itself).
+func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
+	f := newFakeSR()
+	dl := &gatedDL{gate: make(chan struct{})}
+	o, res := testOutput(t, "commit_interval: 100ms\n", f, dl)
+	s := newSrc("a1")
+	first := writeAsync(o, poisonedMsgs(s, "p0", "bad1"))
+	second := writeAsync(o, poisonedMsgs(s, "p0", "bad2"))
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.dlWriting != nil && o.dlWriting.id == "bad1" && len(o.dlQueue) == 1
+	}, 5*time.Second, time.Millisecond, "bad1 is being written, bad2 queued")
+	fenced := make(chan error, 1)
+	go func() { fenced <- o.fence(context.Background(), "p0") }()
+	select {
+	case <-fenced:
+		t.Fatal("the fence returned while the dead-letter write of its partition was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(dl.gate)
+	select {
+	case err := <-fenced:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fence did not return once the write ended")
+	}
+	off, ok := registry.Get(res).Committed("p0")
+	assert.True(t, ok, "the dead-lettered transaction's END offset is published before the fence returns")
+	assert.Equal(t, int64(2), off)
+	waitAll(t, []chan error{first, second}, 5*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, []string{"bad1"}, dl.txnIDs(), "the queued poisoned transaction of the fenced partition is left to its new owner")
 }

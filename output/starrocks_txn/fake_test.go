@@ -39,6 +39,12 @@ type fakeSR struct {
 	// lastBodyHasBad is set, for the hook, when the load being handled
 	// carries a row with "bad": true.
 	lastBodyHasBad bool
+	// evicted labels are forgotten as StarRocks forgets finished labels
+	// (label_keep_max_num): get_load_state answers UNKNOWN, commit and
+	// rollback "does not exist"; their commits and rows stay.
+	evicted map[string]bool
+	// errorLogs are the error logs ErrorLog serves, by URL.
+	errorLogs map[string][]string
 
 	// observers run before every call (the outputs' lifecycle checks).
 	omu       sync.Mutex
@@ -90,6 +96,8 @@ func newFakeSR() *fakeSR {
 		committed:     map[string][]map[string]any{},
 		inflight:      map[string]bool{},
 		unknownTables: map[string]bool{},
+		evicted:       map[string]bool{},
+		errorLogs:     map[string][]string{},
 	}
 }
 
@@ -200,8 +208,8 @@ func (f *fakeSR) Commit(ctx context.Context, t starrocks.Txn) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[t.Label]
-	if !ok {
-		return srErr("commit", starrocks.ClassTransient, "stream load task "+t.Label+" does not exist")
+	if !ok || f.evicted[t.Label] {
+		return srErr("commit", starrocks.ClassAmbiguous, "stream load task "+t.Label+" does not exist")
 	}
 	if f.hook != nil {
 		if err, ok := f.hook("commit", ft, ""); ok {
@@ -229,7 +237,7 @@ func (f *fakeSR) Rollback(ctx context.Context, t starrocks.Txn) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[t.Label]
-	if !ok {
+	if !ok || f.evicted[t.Label] {
 		return srErr("rollback", starrocks.ClassPerTxn, "stream load task"+t.Label+"does not exist")
 	}
 	if ft.state.Committed() {
@@ -248,7 +256,7 @@ func (f *fakeSR) WaitFinal(ctx context.Context, db, label string, maxWait time.D
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ft, ok := f.txns[label]
-	if !ok {
+	if !ok || f.evicted[label] {
 		return starrocks.StateUnknown, nil
 	}
 	if f.hook != nil {
@@ -257,6 +265,17 @@ func (f *fakeSR) WaitFinal(ctx context.Context, db, label string, maxWait time.D
 		}
 	}
 	return ft.state, nil
+}
+
+// ErrorLog serves the lines of errorLogs[url].
+func (f *fakeSR) ErrorLog(ctx context.Context, url string, maxLines int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, ok := f.errorLogs[url]
+	if !ok {
+		return nil, fmt.Errorf("no error log at %s", url)
+	}
+	return lines[:min(maxLines, len(lines))], nil
 }
 
 func (f *fakeSR) rows(table string) []map[string]any {
@@ -389,6 +408,46 @@ func (fp *fakeProgress) writers(ctx context.Context, pipelineID string) (map[str
 		}
 	}
 	return out, nil
+}
+
+// writerRow is the row of one writer in db, as writers reads them.
+func (fp *fakeProgress) writerRow(ctx context.Context, db, pipelineID, writer string) (writerRow, bool, error) {
+	rows, err := fp.writers(ctx, pipelineID)
+	if err != nil {
+		return writerRow{}, false, err
+	}
+	for _, r := range rows[db] {
+		if r.writer == writer {
+			return r, true, nil
+		}
+	}
+	return writerRow{}, false, nil
+}
+
+// progressRow is the committed progress row of a partition in db: a later
+// row replaces an earlier one unless its committed_offset is lower
+// (merge_condition).
+func (fp *fakeProgress) progressRow(ctx context.Context, db, pipelineID, partition string) (heldProgress, bool, error) {
+	fp.f.mu.Lock()
+	defer fp.f.mu.Unlock()
+	var held heldProgress
+	found := false
+	for _, c := range fp.f.commits {
+		if fp.f.txns[c.label].db != db {
+			continue
+		}
+		for _, r := range c.rows[fp.table] {
+			if r["pipeline_id"] != pipelineID || r["source_partition"] != partition {
+				continue
+			}
+			through := int64(r["committed_offset"].(float64))
+			if found && through < held.through {
+				continue
+			}
+			held, found = heldProgress{through: through, label: r["label"].(string)}, true
+		}
+	}
+	return held, found, nil
 }
 
 // gatedProgress blocks reads of one partition until released.

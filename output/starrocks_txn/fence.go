@@ -12,8 +12,13 @@ import (
 
 // fence drops everything uncommitted of a partition (under every seq
 // source), waits (bounded) for an in-flight commit that contains its rows,
-// and releases its held WriteBatch calls with success: the new owner of the
-// partition reads them again. Its transactions move to fenced at once, so
+// or for the write to dead_letter of one of its poisoned transactions, and
+// releases its held WriteBatch calls with success: the new owner of the
+// partition reads them again. A poisoned transaction still queued for
+// dead_letter is released unwritten (its new owner dead-letters it); one
+// whose write was in flight is dead-lettered, and that resolution is
+// published before the fence returns, so the input commits past it and the
+// new owner does not write it again. Its transactions move to fenced at once, so
 // they stop counting as buffered and committable when the fence takes them;
 // their messages are acknowledged when they are released.
 func (o *Output) fence(ctx context.Context, part string) error {
@@ -48,8 +53,11 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		}
 		delete(o.parts, k)
 		held = append(held, p.held...)
+		for _, id := range sortedKeys(p.parked) {
+			held = append(held, p.parked[id]...)
+		}
 		if p.stalled != nil {
-			o.m.stalled.Set(0, k.String(), p.stalledTxn)
+			o.m.stalled.Set(0, o.partitionLabel(p))
 		}
 	}
 	// Messages of the partition still waiting for a sequence gap.
@@ -79,7 +87,7 @@ func (o *Output) fence(ctx context.Context, part string) error {
 		o.mu.Lock()
 		busy := false
 		for _, t := range txns {
-			if t.inCommit {
+			if t.held() {
 				busy = true
 				break
 			}
@@ -113,7 +121,7 @@ func (o *Output) fenceGiveUp(txns []*srcTxn, held []*item, err error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range txns {
-		if !t.inCommit {
+		if !t.held() {
 			o.releaseFencedLocked(t)
 		}
 	}
@@ -127,7 +135,7 @@ func (o *Output) fenceGiveUp(txns []*srcTxn, held []*item, err error) error {
 // their WriteBatch calls return with success (the partition's new owner reads
 // them again). Nothing is published as committed.
 func (o *Output) releaseFencedLocked(t *srcTxn) {
-	if t.state == txnFenced && !t.inCommit {
+	if t.state == txnFenced && !t.held() {
 		o.moveLocked(t, txnReleased)
 	}
 }

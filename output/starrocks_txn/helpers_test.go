@@ -38,7 +38,13 @@ func testOutput(t *testing.T, yaml string, f txnClient, dl deadLetter, changes .
 	watchLifecycle(t, o, f)
 	t.Cleanup(func() { checkLifecycle(t) })
 	require.NoError(t, o.Connect(context.Background()))
-	t.Cleanup(func() { _ = o.Close(context.Background()) })
+	t.Cleanup(func() {
+		// A test may leave a commit hanging: Close waits for it only so
+		// long.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = o.Close(ctx)
+	})
 	return o, res
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
@@ -300,4 +302,194 @@ func TestIntegrationChaosSoak(t *testing.T) {
 		steps = append(steps, faultStep{after: at, fault: menu[rng.Intn(len(menu))]})
 	}
 	runOrdersSized(t, 8, 150, 20*time.Second, steps)
+}
+
+// A load streamed between commits that StarRocks applied but whose reply
+// the client never saw (dropped, or later than request_timeout) is never
+// sent again under the same label: the DUPLICATE KEY order_events table
+// holds every event once (runOrdersWith checks the tables against the
+// model and a concurrent reader for partial transactions).
+func TestIntegrationAmbiguousStreamedLoadNeverDoubles(t *testing.T) {
+	// A commit interval long enough for loads to stream between commits,
+	// and a short request timeout.
+	out := `  commit_interval: 1s
+  txn_timeout: 10s
+  max_in_flight: 64
+  label_state_wait: 500ms
+  request_timeout: 400ms
+  retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
+`
+	cases := map[string]emulator.Fault{
+		"load_reply_lost": {Op: emulator.OpLoad, Table: "order_events", Action: emulator.ActLoadReplyLost, Count: 1},
+		"reply_late":      {Op: emulator.OpLoad, Table: "order_events", Action: emulator.ActReplyLate, Count: 1, Delay: 900 * time.Millisecond},
+		"no_answer":       {Op: emulator.OpLoad, Table: "order_events", Action: emulator.ActNoAnswer, Count: 1},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runOrdersWith(t, ordersRun{partitions: 4, txns: 15, pace: 2 * time.Second, output: out,
+				steps: []faultStep{{after: 300 * time.Millisecond, fault: f}}})
+		})
+	}
+}
+
+// A commit whose reply is lost and whose label StarRocks forgets at once
+// (label_keep_max_num: here every finished label is evicted as soon as it
+// is final) never stalls the database: with exactly_once or writer rows
+// the rows the label carried settle it (every event once); without them it
+// is taken as not committed after unknown_commit_timeout, replayed, and
+// counted (every event at least once). A commit refused while its label
+// stays PREPARE is sent again within about a second, not after
+// label_state_wait.
+func TestIntegrationForgottenCommitNeverStalls(t *testing.T) {
+	evict := func(ctx context.Context, e *emulator.Emulator) {
+		for ctx.Err() == nil {
+			e.EvictLabels("test")
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	const timing = `  commit_interval: 200ms
+  txn_timeout: 5s
+  max_in_flight: 64
+  label_state_wait: 500ms
+  request_timeout: 2s
+  unknown_commit_timeout: 500ms
+  retry_backoff: { initial_interval: 20ms, max_interval: 300ms }
+`
+	// The label-state queries come late enough for the eviction to have
+	// happened.
+	lost := []faultStep{
+		{after: 300 * time.Millisecond, fault: emulator.Fault{Op: emulator.OpGetLoadState, Action: emulator.ActDelay, Count: 2, Delay: 50 * time.Millisecond}},
+		{after: 300 * time.Millisecond, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActCommitReplyLost, Count: 2}},
+	}
+	cases := map[string]struct {
+		output     string
+		dups       bool
+		unknown    bool
+		steps      []faultStep
+		noEviction bool
+	}{
+		"at_least_once": {output: timing, dups: true, unknown: true, steps: lost},
+		"writer rows":   {output: timing + "  pipeline_id: it\n  mysql_address: $MYSQL\n", steps: lost},
+		"exactly_once":  {output: timing + "  semantic: exactly_once\n  pipeline_id: it\n  mysql_address: $MYSQL\n", steps: lost},
+		"refused while PREPARE, label_state_wait 1h": {
+			// The emulator leaves a commit it refused with INTERNAL_ERROR
+			// PREPARE until txn_timeout: long enough that waiting for it
+			// misses the run's deadline.
+			output:     strings.NewReplacer("label_state_wait: 500ms", "label_state_wait: 1h", "txn_timeout: 5s", "txn_timeout: 60s").Replace(timing),
+			steps:      []faultStep{{after: 300 * time.Millisecond, fault: emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActInternalError, Count: 3}}},
+			noEviction: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var m *metricscap.Capture
+			r := ordersRun{partitions: 4, txns: 15, pace: 1500 * time.Millisecond, output: tc.output,
+				steps: tc.steps, during: evict, duplicateEvents: tc.dups, metrics: &m}
+			if tc.noEviction {
+				r.during = nil
+			}
+			runOrdersWith(t, r)
+			if tc.unknown {
+				assert.Positive(t, m.Counter("starrocks_txn_unknown_commits"), "the commits taken as not committed are counted")
+			} else {
+				assert.Zero(t, m.Counter("starrocks_txn_unknown_commits"), "every forgotten commit was settled from its rows")
+			}
+			assert.Positive(t, m.Peak("starrocks_txn_unresolved_commits"), "the commit in doubt showed")
+			assert.Zero(t, m.Gauge("starrocks_txn_unresolved_commits"))
+		})
+	}
+}
+
+// Database names come from the data: many that do not exist are each
+// dead-lettered once, with an error naming the database; their begins are
+// not retried, and no metric series is named after them (a database's
+// metrics are labelled with its name only once StarRocks began a
+// transaction in it). TestMaxDatabasesBoundsTheWorkers covers the limit.
+func TestIntegrationManyMissingDatabasesStayBounded(t *testing.T) {
+	e := startEmulator(t)
+	s := newSrc("asm")
+	var batches []service.MessageBatch
+	for i := 0; i < 12; i++ {
+		m := s.row(fmt.Sprintf("p%d", i), fmt.Sprintf("nodb-%d", i), "orders", map[string]any{"order_id": i, "customer_id": 1, "total_amount": 0}, true)
+		m.MetaSetMut(contract.KeyDatabase, fmt.Sprintf("nodb_%d", i))
+		batches = append(batches, service.MessageBatch{m})
+	}
+	batches = append(batches, service.MessageBatch{s.row("q0", "good", "orders", map[string]any{"order_id": 100, "customer_id": 1, "total_amount": 0}, true)})
+	errs, metrics := poisonStream(t, e, "dl-manydb", batches, 20*time.Second,
+		"  retry_backoff: { initial_interval: 20ms, max_interval: 100ms }\n")
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	d, _ := captures.Load("dl-manydb")
+	dl := d.(*fakeDL)
+	assert.Len(t, dl.txnIDs(), 12, "every transaction to a missing database is dead-lettered, once")
+	dl.mu.Lock()
+	for _, b := range dl.batches {
+		reason, _ := b[0].MetaGet(deadLetterReasonKey)
+		assert.Contains(t, reason, "does not exist")
+	}
+	dl.mu.Unlock()
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	assert.Len(t, rows, 1)
+	begins := e.Counters().Begins
+	time.Sleep(500 * time.Millisecond)
+	assert.LessOrEqual(t, e.Counters().Begins-begins, int64(2), "no begin retried into a missing database (the one live database may begin its next cycle)")
+	for _, name := range []string{"starrocks_txn_cycle_retries", "starrocks_txn_rollbacks", "starrocks_txn_commits"} {
+		for _, series := range metrics.Series(name) {
+			assert.NotContains(t, series, "nodb", "%s has a series named after a database that does not exist", name)
+		}
+	}
+	assert.NotEmpty(t, metrics.Series("starrocks_txn_cycle_retries"), "the refused begins are counted")
+}
+
+// A partition that stalls again and again, each time at another source
+// transaction, keeps one series of starrocks_txn_stalled_partition: the
+// metric is labelled with the partition only (Benthos cannot delete a
+// series; a label per transaction id would grow without bound). It is 1
+// while the partition is stalled and 0 once a fence released it.
+func TestIntegrationStalledPartitionSeriesAreBounded(t *testing.T) {
+	e := startEmulator(t)
+	sb, metrics := metricStream(t)
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	name := t.Name()
+	registries.Delete(name)
+	t.Cleanup(func() { registries.Delete(name) })
+	require.NoError(t, sb.AddProcessorYAML("starrocks_txn_test_registry: { name: "+name+" }"))
+	require.NoError(t, sb.AddOutputYAML(`
+starrocks_txn:
+  load_urls: [ `+e.FEURL()+` ]
+  commit_interval: 100ms
+  max_in_flight: 16
+`))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	go func() { _ = stream.Run(context.Background()) }()
+	t.Cleanup(func() { _ = stream.StopWithin(time.Second) })
+	var reg *registry.Registry
+	require.Eventually(t, func() bool {
+		v, ok := registries.Load(name)
+		if ok {
+			reg = v.(*registry.Registry)
+		}
+		return ok
+	}, 5*time.Second, 5*time.Millisecond)
+	s := newSrc("asm")
+	for i := 0; i < 4; i++ {
+		done := make(chan error, 1)
+		batch := service.MessageBatch{s.row("p0", fmt.Sprintf("bad-%d", i), "no_such_table", map[string]any{"x": i}, true)}
+		go func() { done <- produce(context.Background(), batch) }()
+		require.Eventually(t, func() bool { return metrics.Gauge("starrocks_txn_stalled_partition") == 1 }, 5*time.Second, 5*time.Millisecond, "stall %d", i)
+		require.NoError(t, reg.Fence(context.Background(), "p0"))
+		require.NoError(t, <-done, "the fence releases the stalled transaction")
+		assert.Zero(t, metrics.Gauge("starrocks_txn_stalled_partition"))
+	}
+	assert.Equal(t, int64(4), metrics.Counter("starrocks_txn_partition_stalls"))
+	series := metrics.Series("starrocks_txn_stalled_partition")
+	require.Len(t, series, 1, "one series per partition, whatever transaction it stalled at: %v", series)
+	assert.True(t, strings.HasSuffix(series[0], ",p0"), series[0])
 }

@@ -148,6 +148,26 @@ func (l *labelLedger) commitResolved() {
 	l.mu.Unlock()
 }
 
+// top is the highest label_number of a writer row StarRocks holds (0:
+// none). A row the writer loads is numbered at least this high, so that
+// merge_condition never keeps an older row over it.
+func (l *labelLedger) top() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var t int64
+	for _, r := range l.held {
+		t = max(t, r.top)
+	}
+	return t
+}
+
+// idle reports whether no label is open and no commit in doubt.
+func (l *labelLedger) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.open) == 0 && l.inDoubt == 0
+}
+
 // forgettable reports whether the writer's row may be deleted on close:
 // StarRocks holds one, and no commit of the writer is in doubt.
 func (l *labelLedger) forgettable() bool {

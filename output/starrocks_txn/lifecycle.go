@@ -30,7 +30,9 @@ import (
 //	                                                         write ended first)
 //
 //	(*) only while a commit that holds it is in flight (srcTxn.inCommit), which
-//	    also keeps a fenced transaction from being released.
+//	    also keeps a fenced transaction from being released; so does its
+//	    write to dead_letter (srcTxn.inDeadLetter), after which it is
+//	    dead-lettered.
 //
 // States and what they hold:
 //
@@ -110,7 +112,8 @@ func (s txnState) resolved() bool {
 }
 
 // canMove reports whether from → to is a transition of the lifecycle;
-// inCommit is whether a commit holding the transaction is in flight.
+// inCommit is whether a request holding the transaction is in flight: a
+// commit, or (for a poisoned one) its write to dead_letter.
 func canMove(from, to txnState, inCommit bool) bool {
 	switch to {
 	case txnActive:
@@ -152,14 +155,23 @@ type srcTxn struct {
 	modelChecked bool
 	endOffset    int64
 	hasEnd       bool
+	// unsureEnd is set when a message of it had a malformed
+	// starrocks_txn_end or starrocks_txn_abort: the next message naming
+	// another transaction ends it (partition.go).
+	unsureEnd bool
 	// state is where the transaction is in its lifecycle; only moveLocked
 	// changes it.
 	state txnState
 	// inCommit is set while a commit request that holds the transaction is
 	// in flight: a fence waits for it, and nothing releases the transaction
-	// meanwhile.
-	inCommit bool
+	// meanwhile. inDeadLetter is the same for a poisoned transaction's write
+	// to dead_letter.
+	inCommit     bool
+	inDeadLetter bool
 }
+
+// held reports whether a request that holds the transaction is in flight.
+func (t *srcTxn) held() bool { return t.inCommit || t.inDeadLetter }
 
 // newTxnLocked starts a source transaction of p in state open.
 func newTxnLocked(p *partition, id string, t0 time.Time) *srcTxn {
@@ -194,8 +206,8 @@ func (o *Output) addRowLocked(t *srcTxn, it *item) {
 // not act as if the move happened. It reports whether t moved.
 func (o *Output) moveLocked(t *srcTxn, to txnState) bool {
 	from := t.state
-	if !canMove(from, to, t.inCommit) {
-		o.refuseLocked(t, fmt.Errorf("source transaction %q of partition %s: no transition from %s to %s (commit in flight: %v)", t.id, t.p.key, from, to, t.inCommit))
+	if !canMove(from, to, t.held()) {
+		o.refuseLocked(t, fmt.Errorf("source transaction %q of partition %s: no transition from %s to %s (commit in flight: %v, dead-letter write in flight: %v)", t.id, t.p.key, from, to, t.inCommit, t.inDeadLetter))
 		return false
 	}
 	switch {

@@ -30,6 +30,8 @@ const (
 	defaultSequenceGapTimeout = "10s"
 	defaultRequestTimeout     = "60s"
 	defaultLabelStateWait     = "60s"
+	defaultUnknownCommit      = "30s"
+	defaultMySQLTimeout       = "10s"
 	defaultLabelPrefix        = "benthos"
 )
 
@@ -71,8 +73,11 @@ const (
 	msgCommitVsTimeout        = "commit_interval must be well below 80% of txn_timeout (at most half of it): lower commit_interval or raise txn_timeout"
 	msgBufferSize             = "buffer_size must be at least 1 (bytes)"
 	msgMaxInFlight            = "max_in_flight must be at least 1"
+	msgMaxDatabases           = "max_databases must be at least 1"
 	msgRetryBackoff           = "retry_backoff: initial_interval must be positive and not above max_interval"
 	msgSequenceGap            = "sequence_gap_timeout must be positive"
+	msgUnknownCommit          = "unknown_commit_timeout must be positive"
+	msgMySQLTimeout           = "mysql_timeout must be positive"
 	msgTableProperties        = "table_properties: every entry needs a database and a table"
 )
 
@@ -165,12 +170,16 @@ let dur_errs = [
   {"name": "sequence_gap_timeout", "value": this.sequence_gap_timeout},
   {"name": "request_timeout", "value": this.request_timeout},
   {"name": "label_state_wait", "value": this.label_state_wait},
+  {"name": "unknown_commit_timeout", "value": this.unknown_commit_timeout},
+  {"name": "mysql_timeout", "value": this.mysql_timeout},
 ].map_each(d -> d.apply("dur_err"))
 let ci = this.commit_interval.or("` + defaultCommitInterval + `").apply("dur_ns")
 let tt = this.txn_timeout.or("` + defaultTxnTimeout + `").apply("dur_ns")
 let ri = this.retry_backoff.initial_interval.or("` + defaultRetryInitial + `").apply("dur_ns")
 let rm = this.retry_backoff.max_interval.or("` + defaultRetryMax + `").apply("dur_ns")
 let sg = this.sequence_gap_timeout.or("` + defaultSequenceGapTimeout + `").apply("dur_ns")
+let uc = this.unknown_commit_timeout.or("` + defaultUnknownCommit + `").apply("dur_ns")
+let mt = this.mysql_timeout.or("` + defaultMySQLTimeout + `").apply("dur_ns")
 
 let semantic = this.semantic.or("` + semanticAtLeastOnce + `")
 let pid = this.pipeline_id.or("").string()
@@ -188,12 +197,15 @@ root = [
   if $ci != null && $tt != null && $ci > 0 && $tt >= 1000000000 && $ci * 2 > $tt { "` + msgCommitVsTimeout + `" } else { null },
   if this.buffer_size.or(1).number().catch(1) < 1 { "` + msgBufferSize + `" } else { null },
   if this.max_in_flight.or(1).number().catch(1) < 1 { "` + msgMaxInFlight + `" } else { null },
+  if this.max_databases.or(1).number().catch(1) < 1 { "` + msgMaxDatabases + `" } else { null },
   if $ri != null && $rm != null && ($ri <= 0 || $rm < $ri) { "` + msgRetryBackoff + `" } else { null },
   if $sg != null && $sg <= 0 { "` + msgSequenceGap + `" } else { null },
+  if $uc != null && $uc <= 0 { "` + msgUnknownCommit + `" } else { null },
+  if $mt != null && $mt <= 0 { "` + msgMySQLTimeout + `" } else { null },
   if $track && $pid.length() > ` + strconv.Itoa(maxPipelineID) + ` { "pipeline_id %q is longer than %d characters".format($pid, ` + strconv.Itoa(maxPipelineID) + `) } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $pid == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $mysql == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },
-  if $track && !$progress.re_match("""` + progressTablePattern + `""") { "progress_table %q must be 1 to 1000 letters, digits, _, - or $".format($progress) } else { null },
+  if !$progress.re_match("""` + progressTablePattern + `""") { "progress_table %q must be 1 to 1000 letters, digits, _, - or $".format($progress) } else { null },
   if !$prefix.re_match("""` + labelPrefixPattern + `""") { "label_prefix %q must be 1 to 64 letters, digits, _ or -".format($prefix) } else { null },
   if $mysql != "" && !($mysql.re_match("""` + mysqlAddressPattern + `""") && $mysql.split(":").index(-1).number().catch(0) >= 1 && $mysql.split(":").index(-1).number().catch(0) <= 65535) {
     "mysql_address %q must be host:port (e.g. fe:9030)".format($mysql)

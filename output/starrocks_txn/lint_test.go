@@ -71,11 +71,19 @@ var lintCases = []lintCase{
 		want: "retry_backoff: initial_interval must be positive and not above max_interval"},
 	{name: "sequence_gap_timeout zero", bad: "sequence_gap_timeout: 0s", good: "sequence_gap_timeout: 1s",
 		want: "sequence_gap_timeout must be positive"},
+	{name: "unknown_commit_timeout zero", bad: "unknown_commit_timeout: 0s", good: "unknown_commit_timeout: 1s",
+		want: "unknown_commit_timeout must be positive"},
+	{name: "mysql_timeout zero", bad: "mysql_timeout: 0s", good: "mysql_timeout: 2s",
+		want: "mysql_timeout must be positive"},
+	{name: "unknown_commit_timeout without unit", bad: "unknown_commit_timeout: 30", good: "unknown_commit_timeout: 30s",
+		want: `unknown_commit_timeout: "30" is not a duration: give a number and a unit, e.g. 500ms or 10s`},
 
 	{name: "max_in_flight zero", bad: "max_in_flight: 0", good: "max_in_flight: 1",
 		want: "max_in_flight must be at least 1"},
 	{name: "max_in_flight negative", bad: "max_in_flight: -4", good: "max_in_flight: 65536",
 		want: "max_in_flight must be at least 1"},
+	{name: "max_databases zero", bad: "max_databases: 0", good: "max_databases: 1",
+		want: "max_databases must be at least 1"},
 	{name: "buffer_size zero", bad: "buffer_size: 0", good: "buffer_size: 1",
 		want: "buffer_size must be at least 1 (bytes)"},
 
@@ -106,6 +114,8 @@ var lintCases = []lintCase{
 	{name: "progress_table with a space", bad: "semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: 'a b'", good: "semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: a_b$1",
 		want: `progress_table "a b" must be 1 to 1000 letters, digits, _, - or $`},
 
+	{name: "progress_table with a backquote, at_least_once", bad: "progress_table: 'p`x'", good: "progress_table: p_x",
+		want: "progress_table \"p`x\" must be 1 to 1000 letters, digits, _, - or $"},
 	{name: "table_properties without a database", bad: "table_properties: [{database: '', table: t, properties: {}}]", good: "table_properties: [{database: d, table: t, properties: {}}]",
 		want: "table_properties: every entry needs a database and a table"},
 	{name: "reserved header", bad: "load_properties: {Label: x}", good: "load_properties: {max_filter_ratio: '0'}",

@@ -116,8 +116,8 @@ func (w *dbWorker) loadResult(c *cycle, j loadJob, err error) *loadError {
 	}
 	c.sent[j.table] = j.upto
 	c.loaded = true
-	w.o.m.loads.Incr(1, w.db, j.table)
-	w.o.m.loadBytes.Incr(int64(len(j.body)), w.db, j.table)
+	w.o.m.loads.Incr(1, w.metricDB(), j.table)
+	w.o.m.loadBytes.Incr(int64(len(j.body)), w.metricDB(), j.table)
 	return nil
 }
 

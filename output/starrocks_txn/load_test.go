@@ -1,8 +1,10 @@
 package starrocks_txn
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,5 +86,62 @@ func TestClassifyLoad(t *testing.T) {
 			require.NotNil(t, le)
 			assert.Equal(t, "a", le.table)
 		}
+	}
+}
+
+// lostLoadReply applies the loads it is told to, then reports a transport
+// error, as a connection dropped after the server ingested the body does.
+type lostLoadReply struct {
+	*fakeSR
+	mu sync.Mutex
+	// lose is how many loads of table still lose their reply.
+	lose  int
+	table string
+	// lostUnder are the labels whose load reply was lost.
+	lostUnder []string
+}
+
+func (l *lostLoadReply) Load(ctx context.Context, r starrocks.LoadRequest) error {
+	err := l.fakeSR.Load(ctx, r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && r.Table == l.table && l.lose > 0 {
+		l.lose--
+		l.lostUnder = append(l.lostUnder, r.Label)
+		return &starrocks.Error{Op: "load", Class: starrocks.ClassTransient, Err: errors.New("read: connection reset by peer")}
+	}
+	return err
+}
+
+// A load streamed between commits whose reply is lost may have been
+// ingested: its label is tainted, so the cycle is rolled back and replayed
+// under a new label; its rows are never sent again to the same label.
+func TestLostStreamedLoadReplyTaintsTheLabel(t *testing.T) {
+	f := newFakeSR()
+	lost := &lostLoadReply{fakeSR: f, table: "a"}
+	// A long commit interval: after the first commit, loads stream between
+	// commits.
+	o, _ := testOutput(t, "commit_interval: 1s\nretry_backoff: {initial_interval: 10ms, max_interval: 50ms}\n", f, nil, withClient(lost))
+	s := newSrc("a1")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t0", "a", map[string]any{"id": 0, "txn": "t0"}, true)})}, 5*time.Second)
+	lost.mu.Lock()
+	lost.lose = 1
+	lost.mu.Unlock()
+	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
+	waitAll(t, []chan error{ch}, 5*time.Second)
+	lost.mu.Lock()
+	require.Len(t, lost.lostUnder, 1, "the fault fired")
+	tainted := lost.lostUnder[0]
+	lost.mu.Unlock()
+	assertAtomic(t, f, map[string]int{"t0": 1, "t1": 1})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range f.loads {
+		if l.label == tainted {
+			assert.Equal(t, 1, l.rows, "nothing was sent again under the label %s whose load reply was lost", tainted)
+		}
+	}
+	for _, c := range f.commits {
+		assert.NotEqual(t, tainted, c.label, "the tainted label is never committed")
 	}
 }

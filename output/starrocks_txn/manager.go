@@ -22,7 +22,9 @@ func (o *Output) manager() {
 		o.mu.Lock()
 		o.switchIdleLocked(now)
 		o.checkGapsLocked(now)
+		o.checkParkedLocked(now)
 		o.checkInFlightLocked(now)
+		o.pruneLocked(now)
 		o.updateGaugesLocked()
 		o.mu.Unlock()
 	}
@@ -81,4 +83,88 @@ func (o *Output) updateGaugesLocked() {
 		}
 	}
 	o.m.stalledPartitions.Set(int64(n))
+}
+
+const (
+	// sourceIdle is how long a seq source (an assembler instance) sends
+	// nothing before it is forgotten, with its partitions' states, once
+	// nothing of it is pending, held or live. A new assembler instance (a
+	// restarted stream) is a new seq source, so without this the states of
+	// the old ones would stay forever.
+	sourceIdle = 30 * time.Minute
+	// maxRetiredSources bounds the forgotten sources whose next seq is
+	// kept, so that one that sends again goes on in order.
+	maxRetiredSources = 1024
+)
+
+// pruneLocked forgets the seq sources idle for o.sourceIdle with nothing
+// pending, held or live in any of their partitions, and those partitions'
+// states. Their next seq is kept in retiredSeqs (the newest
+// maxRetiredSources of them): a source that sends again goes on where it
+// stopped; its partitions start a new state (the offset high-water mark
+// with it).
+func (o *Output) pruneLocked(now time.Time) {
+	if now.Sub(o.lastPrune) < min(reportEvery, o.sourceIdle) {
+		return
+	}
+	o.lastPrune = now
+	for _, src := range sortedKeys(o.seqs) {
+		s := o.seqs[src]
+		if !s.idle(now, o.sourceIdle) {
+			continue
+		}
+		quiet := true
+		for k, p := range o.parts {
+			if k.source == src && !p.quiescent() {
+				quiet = false
+				break
+			}
+		}
+		if !quiet {
+			continue
+		}
+		for k := range o.parts {
+			if k.source == src {
+				delete(o.parts, k)
+			}
+		}
+		delete(o.seqs, src)
+		o.retiredSeqs.put(src, s.next)
+		o.log.Debugf("Forgot the idle seq source %q (next seq %d)", src, s.next)
+	}
+}
+
+// retiredSources keeps the next seq of forgotten seq sources, the newest
+// maxRetiredSources of them.
+type retiredSources struct {
+	next  map[string]int64
+	order []string
+}
+
+func (r *retiredSources) put(src string, next int64) {
+	if r.next == nil {
+		r.next = map[string]int64{}
+	}
+	if _, ok := r.next[src]; !ok {
+		r.order = append(r.order, src)
+	}
+	r.next[src] = next
+	for len(r.order) > maxRetiredSources {
+		delete(r.next, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+func (r *retiredSources) take(src string) (int64, bool) {
+	next, ok := r.next[src]
+	if ok {
+		delete(r.next, src)
+		for i, s := range r.order {
+			if s == src {
+				r.order = append(r.order[:i], r.order[i+1:]...)
+				break
+			}
+		}
+	}
+	return next, ok
 }

@@ -3,6 +3,11 @@ package starrocks_txn
 import "github.com/redpanda-data/benthos/v4/public/service"
 
 // metrics are the output's own metrics, through the Benthos metrics API.
+// The Benthos API cannot delete a series, so no label takes a value without
+// bound: databases only once StarRocks began a transaction in them
+// (dbWorker.metricDB), partitions as the source names them
+// (partitionLabel), never a transaction id (a stalled partition's
+// transaction is in the log line that reports the stall).
 type metrics struct {
 	commits           *service.MetricCounter
 	rollbacks         *service.MetricCounter
@@ -25,6 +30,10 @@ type metrics struct {
 	replaysDropped    *service.MetricCounter
 	staleEpoch        *service.MetricCounter
 	lifecycleErrors   *service.MetricCounter
+	unknownCommits    *service.MetricCounter
+	unresolved        *service.MetricGauge
+	// connected is 1 while StarRocks answers (connect.go).
+	connected *service.MetricGauge
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -39,7 +48,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		rows:              m.NewCounter("starrocks_txn_rows_committed", "database", "table"),
 		srcTxns:           m.NewCounter("starrocks_txn_source_txns_committed", "database"),
 		deadLettered:      m.NewCounter("starrocks_txn_dead_lettered", "partition"),
-		stalled:           m.NewGauge("starrocks_txn_stalled_partition", "partition", "txn_id"),
+		stalled:           m.NewGauge("starrocks_txn_stalled_partition", "partition"),
 		stalledCount:      m.NewCounter("starrocks_txn_partition_stalls"),
 		stalledPartitions: m.NewGauge("starrocks_txn_stalled_partitions"),
 		seqGaps:           m.NewCounter("starrocks_txn_sequence_gaps", "seq_source"),
@@ -50,5 +59,67 @@ func newMetrics(m *service.Metrics) *metrics {
 		replaysDropped:    m.NewCounter("starrocks_txn_replays_dropped", "partition"),
 		staleEpoch:        m.NewCounter("starrocks_txn_stale_epoch_messages", "partition"),
 		lifecycleErrors:   m.NewCounter("starrocks_txn_lifecycle_errors"),
+		unknownCommits:    m.NewCounter("starrocks_txn_unknown_commits", "database"),
+		unresolved:        m.NewGauge("starrocks_txn_unresolved_commits"),
+		connected:         m.NewGauge("starrocks_txn_connected"),
 	}
 }
+
+// startAtZero makes every series the output can name at start exist at 0, so
+// that a dashboard or an alert rule sees 0 rather than "no data" before the
+// first event: the counters and gauges without labels, and, per target the
+// configuration names (a literal database and table, the table_properties
+// entries, the progress and writers tables), the commit, rollback, load and
+// row counters. Series of partitions, seq sources and retry reasons appear
+// when they first happen; timers have no value before their first sample.
+func (m *metrics) startAtZero(c config) {
+	for _, ctr := range []*service.MetricCounter{m.stalledCount, m.mifStarved, m.lifecycleErrors} {
+		ctr.Incr(0)
+	}
+	for _, g := range []*service.MetricGauge{m.stalledPartitions, m.buffered, m.openRegions, m.waiting, m.connected, m.unresolved} {
+		g.Set(0)
+	}
+	tables := map[string]map[string]bool{}
+	add := func(db, table string) {
+		if db == "" {
+			return
+		}
+		if tables[db] == nil {
+			tables[db] = map[string]bool{}
+		}
+		if table != "" {
+			tables[db][table] = true
+		}
+	}
+	add(c.conn.database, c.conn.table)
+	for _, tp := range c.tableProperties {
+		add(tp.database, tp.table)
+	}
+	for _, db := range sortedKeys(tables) {
+		m.commits.Incr(0, db)
+		m.rollbacks.Incr(0, db)
+		m.srcTxns.Incr(0, db)
+		m.unknownCommits.Incr(0, db)
+		for _, table := range sortedKeys(tables[db]) {
+			m.loads.Incr(0, db, table)
+			m.loadBytes.Incr(0, db, table)
+			m.rows.Incr(0, db, table)
+		}
+		var own []string
+		if c.exactlyOnce {
+			own = append(own, c.progressTable)
+		}
+		if c.trackWriters() {
+			own = append(own, writersTable(c.progressTable))
+		}
+		for _, table := range own {
+			m.loads.Incr(0, db, table)
+			m.loadBytes.Incr(0, db, table)
+		}
+	}
+}
+
+// partitionLabel is the partition label value of the per-partition metrics:
+// the source partition alone, without the seq source (an assembler
+// instance), so that their series are bounded by the source's partitions.
+func (o *Output) partitionLabel(p *partition) string { return p.key.partition }

@@ -35,6 +35,9 @@ const (
 	fenceWait = 30 * time.Second
 	// reportEvery rate-limits repeated error logs (capacity, max_in_flight).
 	reportEvery = 10 * time.Second
+	// closeCommitWait bounds how long Close waits for commits in flight when
+	// its context has no deadline (Benthos closes an output with none).
+	closeCommitWait = 30 * time.Second
 )
 
 // Output is the starrocks_txn output.
@@ -56,14 +59,30 @@ type Output struct {
 	log    *service.Logger
 	reg    *registry.Registry
 	m      *metrics
+	// conn is whether StarRocks answers: Connect's probes (connect.go).
+	conn *connection
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// ctx ends when Close begins: admission, the background loops and the
+	// workers' cycles stop. commitCtx ends when Close stops waiting for the
+	// commits in flight, which run on it (commits, commitWG); closed is
+	// closed then, and releases the WriteBatch calls still waiting.
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	commitCtx    context.Context
+	commitCancel context.CancelFunc
+	commits      sync.WaitGroup
+	closed       chan struct{}
+	closeOnce    sync.Once
 
-	mu    sync.Mutex
-	seqs  map[string]*sequencer[*item]
-	parts map[pkey]*partition
+	mu   sync.Mutex
+	seqs map[string]*sequencer[*item]
+	// retiredSeqs and lastPrune: manager.go, pruneLocked; sourceIdle is
+	// the constant of that name (tests shorten it).
+	retiredSeqs retiredSources
+	lastPrune   time.Time
+	sourceIdle  time.Duration
+	parts       map[pkey]*partition
 	// progress is the durable progress of each partition, read before its
 	// first message is admitted (at start, and after a fence).
 	progress map[string]*progressEntry
@@ -74,18 +93,27 @@ type Output struct {
 	progressLoading map[string]bool
 	progressGen     map[string]int
 	workers         map[string]*dbWorker
-	dlQueue         []*srcTxn
+	// retired keeps the ledgers of retired workers whose database began
+	// transactions (worker.go: retire).
+	retired map[string]*labelLedger
+	dlQueue []*srcTxn
 	// dlWriting is the poisoned transaction being written to dead_letter.
 	dlWriting   *srcTxn
 	dlWake      chan struct{}
 	buffered    int64
 	committable int
 	waiting     int
-	warnedMIF   bool
-	lastCapErr  time.Time
-	lastMIFErr  time.Time
-	now         func() time.Time
-	started     bool
+	// unresolved counts the commits whose outcome is being resolved
+	// (commit.go: resolve); inFlight maps the label of every commit request
+	// sent and not resolved to its database, for Close to name what it
+	// leaves in doubt.
+	unresolved int
+	inFlight   map[string]string
+	warnedMIF  bool
+	lastCapErr time.Time
+	lastMIFErr time.Time
+	now        func() time.Time
+	started    bool
 
 	// lastStaleWarn rate-limits the warning about stale-epoch messages.
 	lastStaleWarn time.Time
@@ -97,7 +125,12 @@ type Output struct {
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
 	ctx, cancel := context.WithCancel(context.Background())
+	commitCtx, commitCancel := context.WithCancel(context.Background())
 	o := &Output{
+		commitCtx:       commitCtx,
+		commitCancel:    commitCancel,
+		closed:          make(chan struct{}),
+		inFlight:        map[string]string{},
 		conf:            c,
 		client:          cl,
 		dl:              dl,
@@ -113,11 +146,15 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
 		workers:         map[string]*dbWorker{},
+		sourceIdle:      sourceIdle,
+		retired:         map[string]*labelLedger{},
 		dlWake:          make(chan struct{}, 1),
 		now:             time.Now,
 		track:           noTracking{},
 		writer:          starrocks.NewWriterID(),
 	}
+	o.m.startAtZero(c)
+	o.conn = newConnection(c, o.log, o.m.connected)
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
 		o.log.Warn("Output-level batching is set: it couples the acknowledgements of partitions and delays every batch until the whole merged batch is committed; batch at the input instead")
 	}
@@ -141,8 +178,12 @@ func (o *Output) setProgressStore(ps progressStore) {
 	o.track = newTracker(o, ps)
 }
 
-// Connect starts the background loops once.
+// Connect probes StarRocks (connect.go), then starts the background loops
+// once.
 func (o *Output) Connect(ctx context.Context) error {
+	if err := o.connect(ctx); err != nil {
+		return err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {
@@ -155,11 +196,18 @@ func (o *Output) Connect(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the loops and rolls back open shared transactions. Nothing
-// uncommitted was acknowledged, so nothing is lost.
+// Close stops admission and the loops, rolls back the open shared
+// transactions that sent no commit, and waits — until ctx ends, at most
+// closeCommitWait — for every commit in flight to resolve, so that a commit
+// StarRocks is carrying out is neither abandoned nor left unknown when it
+// could be known (ARCHITECTURE.md §4.5). A cycle whose commit fails
+// meanwhile is not replayed. What is still unresolved when the wait ends is
+// logged by label and left to StarRocks (the writer rows keep it findable).
+// Nothing uncommitted was acknowledged, so nothing is lost.
 func (o *Output) Close(ctx context.Context) error {
 	o.cancel()
 	o.wg.Wait()
+	o.awaitCommits(ctx)
 	o.track.close(ctx)
 	if o.meta != nil {
 		_ = o.meta.Close()
@@ -170,10 +218,49 @@ func (o *Output) Close(ctx context.Context) error {
 	return nil
 }
 
+// closing reports whether Close has begun.
+func (o *Output) closing() bool { return o.ctx.Err() != nil }
+
+// awaitCommits waits for the commit goroutines until ctx ends or
+// closeCommitWait passes, then names the commits left in doubt and stops
+// them.
+func (o *Output) awaitCommits(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		o.commits.Wait()
+		close(done)
+	}()
+	limit := time.NewTimer(closeCommitWait)
+	defer limit.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-limit.C:
+	}
+	select {
+	case <-done:
+	default:
+		o.mu.Lock()
+		for _, label := range sortedKeys(o.inFlight) {
+			o.log.With("database", o.inFlight[label]).Warnf("Closing while the commit of label %s is unresolved: its outcome is left to StarRocks (nothing of it was acknowledged; with writer rows a successor waits for it)", label)
+		}
+		o.mu.Unlock()
+	}
+	o.commitCancel()
+	<-done
+	o.closeOnce.Do(func() { close(o.closed) })
+}
+
+// workerLocked returns the worker of db, starting one when there is none;
+// nil when max_databases workers run already.
 func (o *Output) workerLocked(db string) *dbWorker {
 	w := o.workers[db]
 	if w == nil {
-		w = newDBWorker(o, db)
+		if len(o.workers) >= o.conf.maxDatabases {
+			return nil
+		}
+		w = newDBWorker(o, db, o.retired[db])
+		delete(o.retired, db)
 		o.workers[db] = w
 		o.wg.Add(1)
 		go w.run()

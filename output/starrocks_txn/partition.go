@@ -50,6 +50,18 @@ type partition struct {
 	hasPublished bool
 	// replayNoted is set once a dropped replay of the partition was logged.
 	replayNoted bool
+	// parked holds, by transaction id, messages with a malformed
+	// starrocks_seq whose transaction is not open yet: they join it, and
+	// poison it, when it opens (applyUnsequencedLocked); parkedAt is when
+	// the first of them came.
+	parked   map[string][]*item
+	parkedAt map[string]time.Time
+}
+
+// quiescent reports whether the partition state holds nothing: no open,
+// complete, unresolved, held or parked transaction, no stall.
+func (p *partition) quiescent() bool {
+	return p.open == nil && len(p.active) == 0 && len(p.order) == 0 && p.stalled == nil && len(p.held) == 0 && len(p.parked) == 0
 }
 
 func (o *Output) partitionLocked(k pkey) *partition {
@@ -122,19 +134,24 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		o.itemDoneLocked(it)
 		return
 	}
+	// A message at or below the partition's high-water mark (a replay or a
+	// reorder) is never applied: it poisons the source transaction it
+	// belongs to — the partition's open one, or one it opens — which then
+	// goes whole to dead_letter (or stalls the partition) once it ends; a
+	// regressed END or abort marker ends it.
+	regressed := false
 	if !noContract && it.meta.HasOffset {
 		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
-			o.log.With("partition", it.pk.String()).Errorf("A message at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied", it.meta.SourceOffset, p.hwm)
-			t := newTxnLocked(p, it.meta.TxnID, it.t0)
-			t.items = []*item{it}
-			t.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
-			p.order = append(p.order, t)
-			o.poisonLocked(t)
-			return
+			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
+			regressed = true
+			if it.poison == nil {
+				it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
+			}
+		} else {
+			p.hwm, p.hasHWM = it.meta.SourceOffset, true
 		}
-		p.hwm, p.hasHWM = it.meta.SourceOffset, true
 	}
-	if it.meta.TxnAbort {
+	if it.meta.TxnAbort && !regressed {
 		if t := p.open; t != nil {
 			p.open = nil
 			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
@@ -150,12 +167,28 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		o.moveLocked(t, txnSkipped)
 		return
 	}
+	if t := p.open; t != nil && t.unsureEnd && it.meta.TxnID != "" && it.meta.TxnID != t.id {
+		// The open transaction's END was malformed and this message names
+		// another transaction: that one ended, poisoned, before it.
+		p.open = nil
+		t.hasEnd, t.endOffset = p.hasHWM, p.hwm
+		p.order = append(p.order, t)
+		o.poisonLocked(t)
+	}
 	t := p.open
 	if t == nil {
 		t = newTxnLocked(p, it.meta.TxnID, it.t0)
 		p.open = t
+		if parked := p.parked[t.id]; len(parked) > 0 {
+			// Messages of it with a malformed starrocks_seq came first.
+			t.items = append(t.items, parked...)
+			t.poison = parked[0].poison
+			delete(p.parked, t.id)
+			delete(p.parkedAt, t.id)
+		}
 	}
 	t.items = append(t.items, it)
+	t.unsureEnd = t.unsureEnd || it.unsureEnd
 	if it.t0.Before(t.t0) {
 		t.t0 = it.t0
 	}
@@ -171,12 +204,19 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		}
 		o.addRowLocked(t, it)
 	}
-	if !it.meta.TxnEnd && !noContract {
+	if !it.meta.TxnEnd && !noContract && !(regressed && it.meta.TxnAbort) {
+		if it.unsequenced {
+			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
+		}
 		return
 	}
 	// The source transaction is complete.
 	p.open = nil
 	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+	if regressed && p.hasHWM {
+		// Its END is behind: it resolves at the high-water mark.
+		t.endOffset = p.hwm
+	}
 	p.order = append(p.order, t)
 	if t.hasEnd && prog.covers(t.db, t.endOffset) {
 		// exactly_once: this database already holds the transaction (a
@@ -204,6 +244,53 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	}
 }
 
+// applyUnsequencedLocked applies a message with a malformed starrocks_seq
+// that names its partition and transaction: it cannot wait for its turn in
+// the sequencer, so it joins its transaction at once when that is the
+// partition's open one, and otherwise waits (parked) for it to open. It
+// poisons that transaction either way. One whose transaction does not open
+// within sequence_gap_timeout (it ended before the message came, or never
+// comes) is poisoned alone by checkParkedLocked: it can no longer join its
+// transaction.
+func (o *Output) applyUnsequencedLocked(it *item, now time.Time) {
+	if o.staleEpoch(it) {
+		o.releaseStaleLocked(it)
+		return
+	}
+	p := o.partitionLocked(it.pk)
+	if p.open != nil && p.open.id == it.meta.TxnID {
+		o.applyLocked(it, now)
+		return
+	}
+	if p.parked == nil {
+		p.parked, p.parkedAt = map[string][]*item{}, map[string]time.Time{}
+	}
+	if _, ok := p.parkedAt[it.meta.TxnID]; !ok {
+		p.parkedAt[it.meta.TxnID] = now
+	}
+	p.parked[it.meta.TxnID] = append(p.parked[it.meta.TxnID], it)
+}
+
+// checkParkedLocked poisons the parked messages whose transaction did not
+// open within sequence_gap_timeout, each transaction's together.
+func (o *Output) checkParkedLocked(now time.Time) {
+	for _, p := range o.parts {
+		for _, id := range sortedKeys(p.parkedAt) {
+			if now.Sub(p.parkedAt[id]) < o.conf.sequenceGapTimeout {
+				continue
+			}
+			items := p.parked[id]
+			delete(p.parked, id)
+			delete(p.parkedAt, id)
+			t := newTxnLocked(p, id, items[0].t0)
+			t.items = items
+			t.poison = fmt.Errorf("%v; the transaction did not open within sequence_gap_timeout (%v) after this message came (it ended before, or never came), so the message is poisoned without it", items[0].poison, o.conf.sequenceGapTimeout)
+			p.order = append(p.order, t)
+			o.poisonLocked(t)
+		}
+	}
+}
+
 // noteReplayLocked logs, once per partition state, that replays are being
 // acknowledged without loading.
 func (o *Output) noteReplayLocked(p *partition, offset int64) {
@@ -224,10 +311,17 @@ func (o *Output) switchLocked(p *partition, now time.Time) {
 		return
 	}
 	for _, t := range p.active {
+		w := o.workerLocked(t.db)
+		if w == nil {
+			// A database worker per database, at most max_databases: a
+			// transaction to one more cannot be loaded.
+			t.poison = fmt.Errorf("source transaction %q writes to database %s, which would need a database worker beyond max_databases (%d running): raise max_databases, or check the database names the data carries", t.id, t.db, o.conf.maxDatabases)
+			o.poisonLocked(t)
+			continue
+		}
 		if !o.moveLocked(t, txnQueued) {
 			continue
 		}
-		w := o.workerLocked(t.db)
 		w.queue = append(w.queue, t)
 		w.lastTraffic = now
 		w.signal()
@@ -265,7 +359,7 @@ func (o *Output) stallLocked(p *partition, t *srcTxn) {
 	}
 	p.stalled, p.stalledTxn = t.poison, t.id
 	o.log.With("partition", p.key.String()).Errorf("The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
-	o.m.stalled.Set(1, p.key.String(), t.id)
+	o.m.stalled.Set(1, o.partitionLabel(p))
 	o.m.stalledCount.Incr(1)
 	drop := func(x *srcTxn) {
 		if x != t && x.state.live() {

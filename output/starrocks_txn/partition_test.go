@@ -162,3 +162,61 @@ func TestAbortMarkerDiscardsOpenTransaction(t *testing.T) {
 	require.Len(t, rows, 1)
 	assert.Equal(t, "t1b", rows[0]["txn"])
 }
+
+// A message whose starrocks_source_offset is not above what the partition
+// admitted, in the middle of an open source transaction, poisons that
+// transaction whole: it goes to dead_letter with all its messages, or
+// stalls its partition, and none of its rows commits.
+func TestOffsetRegressionInsideATransactionPoisonsItWhole(t *testing.T) {
+	for _, withDL := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dead_letter=%v", withDL), func(t *testing.T) {
+			f := newFakeSR()
+			var dl *fakeDL
+			var o *Output
+			if withDL {
+				dl = &fakeDL{}
+				o, _ = testOutput(t, "commit_interval: 100ms\n", f, dl)
+			} else {
+				o, _ = testOutput(t, "commit_interval: 100ms\n", f, nil)
+			}
+			s := newSrc("a1")
+			before := s.row("p0", "t0", "a", map[string]any{"id": 0, "txn": "t0"}, true)
+			m1 := s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, false)
+			m2 := s.row("p0", "t1", "b", map[string]any{"id": 2, "txn": "t1"}, false)
+			m2.MetaSetMut("starrocks_source_offset", "1") // at or below the high-water mark
+			m3 := s.row("p0", "t1", "b", map[string]any{"id": 3, "txn": "t1"}, true)
+			other := s.row("p1", "u1", "a", map[string]any{"id": 5, "txn": "u1"}, true)
+			after := s.row("p0", "t2", "a", map[string]any{"id": 4, "txn": "t2"}, true)
+			chs := []chan error{writeAsync(o, service.MessageBatch{before, m1, m2, m3})}
+			if withDL {
+				chs = append(chs, writeAsync(o, service.MessageBatch{other, after}))
+				waitAll(t, chs, 5*time.Second)
+				assert.Equal(t, []string{"t1"}, dl.txnIDs())
+				dl.mu.Lock()
+				assert.Len(t, dl.batches[0], 3, "the whole transaction goes to dead_letter")
+				reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+				dl.mu.Unlock()
+				assert.Contains(t, reason, "starrocks_source_offset 1")
+				assertAtomic(t, f, map[string]int{"t0": 1, "t2": 1, "u1": 1})
+			} else {
+				ok := writeAsync(o, service.MessageBatch{other})
+				waitAll(t, []chan error{ok}, 5*time.Second)
+				time.Sleep(200 * time.Millisecond)
+				select {
+				case err := <-chs[0]:
+					t.Fatalf("the batch of the poisoned transaction was acknowledged (%v) without dead_letter", err)
+				default:
+				}
+				o.mu.Lock()
+				stalled := o.parts[pkey{source: "a1", partition: "p0"}].stalledTxn
+				o.mu.Unlock()
+				assert.Equal(t, "t1", stalled, "the partition stalls at the poisoned transaction")
+			}
+			for _, tbl := range []string{"a", "b"} {
+				for _, r := range f.rows(tbl) {
+					assert.NotEqual(t, "t1", r["txn"], "no row of the poisoned transaction commits")
+				}
+			}
+		})
+	}
+}

@@ -76,6 +76,19 @@ type progressStore interface {
 	// writers returns the writer rows of pipelineID, by database, of every
 	// database with a writers table.
 	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
+	// writerRow returns the row of one writer of pipelineID in db's
+	// writers table (found false: none).
+	writerRow(ctx context.Context, db, pipelineID, writer string) (r writerRow, found bool, err error)
+	// progressRow returns the row of partition in db's progress table,
+	// with the label that wrote it (found false: none).
+	progressRow(ctx context.Context, db, pipelineID, partition string) (r heldProgress, found bool, err error)
+}
+
+// heldProgress is the progress row of one partition StarRocks holds in one
+// database, and the label that wrote it.
+type heldProgress struct {
+	through int64
+	label   string
 }
 
 // metaProgress is the progress store over the FE's MySQL port.
@@ -121,6 +134,22 @@ func (s metaProgress) writers(ctx context.Context, pipelineID string) (map[strin
 		}
 	}
 	return out, nil
+}
+
+func (s metaProgress) writerRow(ctx context.Context, db, pipelineID, writer string) (writerRow, bool, error) {
+	r, found, err := s.meta.ReadWriterRow(ctx, db, writersTable(s.table), pipelineID, writer)
+	if err != nil || !found {
+		return writerRow{}, false, err
+	}
+	return writerRow{writer: r.Writer, top: r.Number, open: r.Open, label: r.Label, updated: r.Updated}, true, nil
+}
+
+func (s metaProgress) progressRow(ctx context.Context, db, pipelineID, partition string) (heldProgress, bool, error) {
+	r, found, err := s.meta.ReadProgressRow(ctx, db, s.table, pipelineID, partition)
+	if err != nil || !found {
+		return heldProgress{}, false, err
+	}
+	return heldProgress{through: r.Through, label: r.Label}, true, nil
 }
 
 // progressRow is one row of the progress table as loaded.

@@ -150,6 +150,8 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 	assert.Equal(t, map[string]int64{"p0": 6, "p1": 6}, last)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// The highest writer-row number committed before a commit.
+	var heldTop int64
 	for i, c := range f.commits {
 		withRows := map[string]string{}
 		for _, r := range c.rows["a"] {
@@ -167,7 +169,13 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 			assert.Equal(t, c.label, r["label"])
 			assert.Equal(t, "pl", r["pipeline_id"])
 			assert.NotEmpty(t, r["updated_at"])
-			assert.Equal(t, num, int64(r["label_number"].(float64)), "the writer row names its own label's number")
+			// Its own label's number, or the higher number of a row
+			// committed before it (the anchor committed for it), so that
+			// merge_condition keeps it over every earlier row once it
+			// commits.
+			top := int64(r["label_number"].(float64))
+			assert.Equal(t, max(num, heldTop), top, "the writer row names its own label's number, or the highest earlier one")
+			heldTop = max(heldTop, top)
 			open, err := starrocks.ParseOpenLabels(r["open_labels"].(string))
 			require.NoError(t, err)
 			if len(c.rows["a"]) == 0 {

@@ -17,16 +17,9 @@ func init() {
 			if err != nil {
 				return nil, service.BatchPolicy{}, 0, err
 			}
-			cl, err := starrocks.New(starrocks.Config{
-				LoadURLs:       c.loadURLs,
-				Username:       c.username,
-				Password:       c.password,
-				TLS:            c.tls,
-				RequestTimeout: c.requestTimeout,
-				Compression:    c.compression,
-			})
+			cl, err := newStarRocksClient(c)
 			if err != nil {
-				return nil, service.BatchPolicy{}, 0, fmt.Errorf("creating the StarRocks client: %w", err)
+				return nil, service.BatchPolicy{}, 0, err
 			}
 			var dl deadLetter
 			if deadLetterSet(conf) {
@@ -38,7 +31,7 @@ func init() {
 			}
 			o := newOutput(c, srClient{cl}, dl, mgr)
 			if c.mysqlAddress != "" {
-				if o.meta, err = starrocks.OpenMeta(c.mysqlAddress, c.username, c.password); err != nil {
+				if o.meta, err = openMeta(c, o.log); err != nil {
 					return nil, service.BatchPolicy{}, 0, err
 				}
 			}
@@ -53,22 +46,22 @@ type srClient struct{ c *starrocks.Client }
 
 func (s srClient) Begin(ctx context.Context, t starrocks.Txn) error {
 	_, err := s.c.Begin(ctx, t)
-	return err
+	return connHint(err)
 }
 
 func (s srClient) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	_, err := s.c.Load(ctx, r)
-	return err
+	return connHint(err)
 }
 
 func (s srClient) Commit(ctx context.Context, t starrocks.Txn) error {
 	_, err := s.c.Commit(ctx, t)
-	return err
+	return connHint(err)
 }
 
 func (s srClient) Rollback(ctx context.Context, t starrocks.Txn) error {
 	_, err := s.c.Rollback(ctx, t)
-	return err
+	return connHint(err)
 }
 
 func (s srClient) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
@@ -77,4 +70,8 @@ func (s srClient) WaitFinal(ctx context.Context, db, label string, maxWait time.
 
 func (s srClient) Cancel(ctx context.Context, db, label string) error {
 	return s.c.Cancel(ctx, db, label)
+}
+
+func (s srClient) ErrorLog(ctx context.Context, url string, maxLines int) ([]string, error) {
+	return s.c.ErrorLog(ctx, url, maxLines)
 }

@@ -20,10 +20,18 @@ type sequencer[T any] struct {
 	// they fill is a call on its way, not a dropped message, and is never
 	// skipped.
 	held map[int64]int
+	// touched is when a value was last offered.
+	touched time.Time
 }
 
 func newSequencer[T any]() *sequencer[T] {
 	return &sequencer[T]{next: 1, pending: map[int64]T{}, held: map[int64]int{}}
+}
+
+// idle reports whether nothing waits or is held and nothing was offered
+// for d: the source can be forgotten (its next seq kept elsewhere).
+func (s *sequencer[T]) idle(now time.Time, d time.Duration) bool {
+	return len(s.pending) == 0 && len(s.held) == 0 && now.Sub(s.touched) >= d
 }
 
 // offerResult says what offer did with a value.
@@ -44,6 +52,7 @@ const (
 // offer adds v under seq and returns, in seq order, the values that are now
 // admitted (v among them when the run up to it is complete).
 func (s *sequencer[T]) offer(seq int64, v T, now time.Time) ([]T, offerResult) {
+	s.touched = now
 	if seq < s.next {
 		return nil, offerLate
 	}

@@ -26,7 +26,8 @@ import (
 // n = 1, 2, 3, … (starrocks.SeqLabel) — and keeps a writer row in the
 // database's writers table (<progress_table>_writers, starrocks.WritersDDL; this
 // writer's side is in writerrow.go and ledger.go): label_number the number T
-// of the label that wrote the row, open_labels the numbers of the writer's
+// of the label that wrote the row (or of the anchor committed for it, when
+// higher: tracker.go, settle), open_labels the numbers of the writer's
 // other labels that were open then (begun and possibly committed later: the
 // labels of at most a cycle being committed and the next one), and label the
 // label that wrote it. Every label of the writer below T that is not listed

@@ -13,7 +13,7 @@ import (
 // transactions, so that a successor — after a crash, a kill or a
 // rebalance — neither applies a source transaction twice nor lets a dead
 // run's commit land over newer rows (ARCHITECTURE.md §7). The cycle reads
-// straight through it (commit.go: load data, loadRows, beforeCommit, commit,
+// straight through it (commit.go: load data, beforeCommit, loadRows, commit,
 // committed), and admission asks it what a partition's first message must
 // wait for (partition.go, progress.go). There are three:
 //
@@ -40,6 +40,11 @@ type tracker interface {
 	beforeCommit(ctx context.Context, w *dbWorker, c *cycle) error
 	// committed records that c is committed.
 	committed(w *dbWorker, c *cycle)
+	// settle tells from the rows a label carried (its writer row, the
+	// progress rows of its cycle) whether it committed, once StarRocks has
+	// forgotten the label's state; known is false when the rows cannot
+	// tell.
+	settle(ctx context.Context, w *dbWorker, label string, rows carried) (committed, known bool, err error)
 	// close runs on a clean close, after the workers stopped.
 	close(ctx context.Context)
 }
@@ -80,6 +85,10 @@ func (noTracking) beforeCommit(context.Context, *dbWorker, *cycle) error { retur
 
 func (noTracking) committed(*dbWorker, *cycle) {}
 
+func (noTracking) settle(context.Context, *dbWorker, string, carried) (bool, bool, error) {
+	return false, false, nil
+}
+
 func (noTracking) close(context.Context) {}
 
 // writerTracking keeps writer rows (writerrow.go, ledger.go) and runs the
@@ -107,20 +116,49 @@ func (t *writerTracking) loadRows(ctx context.Context, w *dbWorker, c *cycle) er
 	return t.loadWriterRow(ctx, w, c)
 }
 
-// beforeCommit anchors the writer row when a successor would not find c's
-// label from the row StarRocks holds.
+// beforeCommit makes sure the database's tables exist, then anchors the
+// writer row when a successor would not find c's label from the row
+// StarRocks holds.
 func (t *writerTracking) beforeCommit(ctx context.Context, w *dbWorker, c *cycle) error {
+	if err := t.ensureTables(ctx, w); err != nil {
+		return err
+	}
 	return w.anchorIfNeeded(ctx, c)
 }
 
 // committed records the writer row c carried as the one StarRocks holds.
 func (t *writerTracking) committed(w *dbWorker, c *cycle) {
 	if c.progressLoaded {
-		w.labels.durable(c.n, c.open, c.rowAt)
+		w.labels.durable(c.rowTop, c.open, c.rowAt)
 	}
 }
 
 func (t *writerTracking) close(ctx context.Context) { t.o.forgetWriter(ctx) }
+
+// settle reads this writer's row in the database. The row a label carried
+// is numbered at least as high as every row the writer committed in the
+// database before it (its own number, or the highest of those rows, an
+// anchor committed for it included: loadWriterRow), and merge_condition
+// keeps a row unless one with a higher number is held;
+// while no later label of the writer committed there (one unresolved commit
+// per database, ARCHITECTURE.md §10.2), the row names the label if and only
+// if it committed, and one numbered no higher that names another label, or
+// none, proves it did not.
+func (t *writerTracking) settle(ctx context.Context, w *dbWorker, label string, rows carried) (bool, bool, error) {
+	if rows.writerTop == 0 {
+		return false, false, nil
+	}
+	r, found, err := t.store.writerRow(ctx, w.db, t.o.conf.pipelineID, t.o.writer)
+	switch {
+	case err != nil:
+		return false, false, err
+	case found && r.label == label:
+		return true, true, nil
+	case !found || r.top <= rows.writerTop:
+		return false, true, nil
+	}
+	return false, false, nil
+}
 
 // ensureTables creates the database's tables before its first commit. The
 // transaction was begun already; its loads wait for the table, not for the
@@ -139,8 +177,8 @@ func (t *writerTracking) ensureTables(ctx context.Context, w *dbWorker) error {
 // loadWriterRow loads the writer row under c's label: the row lists the
 // writer's other open labels.
 func (t *writerTracking) loadWriterRow(ctx context.Context, w *dbWorker, c *cycle) error {
-	c.open, c.rowAt = w.labels.openExcept(c.n), t.o.now()
-	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.n, c.open, c.rowAt)); err != nil {
+	c.open, c.rowAt, c.rowTop = w.labels.openExcept(c.n), t.o.now(), max(c.n, w.labels.top())
+	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.rowTop, c.open, c.rowAt)); err != nil {
 		if starrocks.IsTableWide(err) {
 			// Dropped while running: create it again before the replay.
 			w.progressReady = false
@@ -177,6 +215,7 @@ func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycl
 	}
 	o := t.o
 	if rows := w.progressRows(c); len(rows) > 0 {
+		c.progress = rows
 		body, _ := json.Marshal(rows)
 		if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
 			if starrocks.IsTableWide(err) {
@@ -184,10 +223,39 @@ func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycl
 			}
 			return fmt.Errorf("loading the progress table %s.%s: %w", w.db, o.conf.progressTable, err)
 		}
-		o.m.loads.Incr(1, w.db, o.conf.progressTable)
-		o.m.loadBytes.Incr(int64(len(body)), w.db, o.conf.progressTable)
+		o.m.loads.Incr(1, w.metricDB(), o.conf.progressTable)
+		o.m.loadBytes.Incr(int64(len(body)), w.metricDB(), o.conf.progressTable)
 	}
 	return t.loadWriterRow(ctx, w, c)
+}
+
+// settle asks the writer row first, then the progress rows of the cycle:
+// each partition's row names the label if the label committed (its
+// committed_offset is at least what the row held before, and no later
+// commit of the database carried the partition), and a row with another
+// label that is not ahead of the one the label carried, or none, proves it
+// did not.
+func (t *exactlyOnceTracking) settle(ctx context.Context, w *dbWorker, label string, rows carried) (bool, bool, error) {
+	committed, known, err := t.writerTracking.settle(ctx, w, label, rows)
+	if err != nil || known {
+		return committed, known, err
+	}
+	if len(rows.progress) == 0 {
+		return false, false, nil
+	}
+	notCommitted := false
+	for _, want := range rows.progress {
+		r, found, err := t.store.progressRow(ctx, w.db, t.o.conf.pipelineID, want.Partition)
+		switch {
+		case err != nil:
+			return false, false, err
+		case found && r.label == label:
+			return true, true, nil
+		case !found || r.through <= want.Through:
+			notCommitted = true
+		}
+	}
+	return false, notCommitted, nil
 }
 
 // beforeCommit waits for earlier poisoned transactions of c's partitions to
@@ -196,7 +264,7 @@ func (t *exactlyOnceTracking) beforeCommit(ctx context.Context, w *dbWorker, c *
 	if err := t.awaitDeadLetters(ctx, c); err != nil {
 		return err
 	}
-	return w.anchorIfNeeded(ctx, c)
+	return t.writerTracking.beforeCommit(ctx, w, c)
 }
 
 // awaitDeadLetters holds the commit of c while a poisoned transaction of one
@@ -225,6 +293,10 @@ func (t *exactlyOnceTracking) awaitDeadLetters(ctx context.Context, c *cycle) er
 		o.mu.Unlock()
 		if !pending {
 			return nil
+		}
+		if o.closing() {
+			// The dead-letter loop has stopped.
+			return errClosing
 		}
 		if !sleepCtx(ctx, 5*time.Millisecond) {
 			return ctx.Err()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 // Each configuration gets its tracker, and only exactly_once gives the
@@ -53,4 +54,29 @@ func TestTrackerOfTheConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, int64(2), off, "the input reads the same progress")
+}
+
+// A cycle's writer row is numbered at least as high as the rows StarRocks
+// holds of the writer (an anchor committed for it, or for an earlier cycle
+// with a higher label): merge_condition would otherwise keep the older row,
+// and the row could not tell whether the cycle committed.
+func TestWriterRowIsNumberedAboveTheRowsHeld(t *testing.T) {
+	f := newFakeSR()
+	o, _, _ := eoOutput(t, f, nil, "")
+	o.mu.Lock()
+	w := o.workerLocked("test")
+	o.mu.Unlock()
+	w.labels.durable(5, []int64{3}, time.Now())
+	label := starrocks.SeqLabel("benthos", "test", o.writer, 3)
+	require.NoError(t, f.Begin(context.Background(), w.txn(label)))
+	c := &cycle{label: label, n: 3}
+	wt := o.track.(*exactlyOnceTracking)
+	require.NoError(t, wt.loadWriterRow(context.Background(), w, c))
+	f.mu.Lock()
+	rows := f.txns[label].pending[writersTable(defaultProgressTable)]
+	f.mu.Unlock()
+	require.Len(t, rows, 1)
+	assert.Equal(t, float64(5), rows[0]["label_number"], "numbered as the highest row held, not below it")
+	assert.Equal(t, label, rows[0]["label"])
+	assert.Equal(t, int64(5), c.rowTop)
 }

@@ -2,6 +2,8 @@ package starrocks_txn
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -28,13 +30,24 @@ type cycle struct {
 	// open labels, as the writer row under label has them (exactly_once).
 	n    int64
 	open []int64
-	// rowAt is the writer row's updated_at.
-	rowAt time.Time
+	// rowAt is the writer row's updated_at; rowTop its label_number: n, or
+	// the highest label_number of the rows StarRocks holds when that is
+	// higher (an anchor committed for the cycle, a row numbered so before).
+	rowAt  time.Time
+	rowTop int64
+	// progress are the progress rows loaded under label (exactly_once).
+	progress []progressRow
+	// tainted is the failure of a load streamed under label between
+	// commits: the label may hold that load's rows (a reply lost or late),
+	// so nothing is sent under it again and the commit replays the cycle
+	// under a new label (ARCHITECTURE.md §4.4).
+	tainted error
 }
 
 // reset forgets the label and what was loaded under it, for a replay.
 func (c *cycle) reset() {
-	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt = "", nil, false, false, 0, nil, time.Time{}
+	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt, c.tainted = "", nil, false, false, 0, nil, time.Time{}, nil
+	c.progress, c.rowTop = nil, 0
 }
 
 // dbWorker runs the commit cycles of one database, one at a time: so there
@@ -52,6 +65,16 @@ type dbWorker struct {
 	urgent      bool
 	busy        bool
 	committing  int
+	// refused is the last definite refusal of a begin in the database (it
+	// does not exist): while it stands, no transaction is begun eagerly,
+	// only for source transactions that wait for one.
+	refused error
+
+	// begun is set once StarRocks began a transaction in the database: it
+	// exists. Until then the worker's metrics use notBegunDB, so a database
+	// name that reached the output from data but does not exist never
+	// becomes a metric series.
+	begun atomic.Bool
 
 	wake chan struct{}
 	cyc  *cycle
@@ -67,12 +90,26 @@ type dbWorker struct {
 
 	// labels numbers the worker's labels and knows which of them may still
 	// be committed and what the writer row StarRocks holds says (ledger.go).
-	// Labels are begun by the worker and by its commit goroutine.
-	labels labelLedger
+	// Labels are begun by the worker and by its commit goroutine. A retired
+	// worker's ledger is kept (Output.retired) for the next worker of the
+	// database, so that labels are never numbered twice.
+	labels *labelLedger
 }
 
-func newDBWorker(o *Output, db string) *dbWorker {
-	return &dbWorker{o: o, db: db, log: o.log.With("database", db), wake: make(chan struct{}, 1)}
+// notBegunDB is the database label of the metrics of a worker whose
+// database has not begun a transaction yet.
+const notBegunDB = "(not begun)"
+
+// newDBWorker returns the worker of db, continuing the ledger of a retired
+// one when there is one.
+func newDBWorker(o *Output, db string, ledger *labelLedger) *dbWorker {
+	w := &dbWorker{o: o, db: db, log: o.log.With("database", db), wake: make(chan struct{}, 1), labels: ledger}
+	if w.labels == nil {
+		w.labels = &labelLedger{}
+	} else {
+		w.begun.Store(true)
+	}
+	return w
 }
 
 func (w *dbWorker) signal() {
@@ -99,7 +136,48 @@ func (w *dbWorker) run() {
 		case <-t.C:
 		}
 		w.step(w.o.ctx)
+		if w.retire() {
+			return
+		}
 	}
+}
+
+// retire removes the worker when it is idle: nothing queued, no cycle, no
+// commit in flight, and — once its database began a transaction — no
+// traffic for the recycle age (80 % of txn_timeout; its eager cycle is
+// rolled back by then) and no label open or in doubt. A worker whose
+// database never began a transaction (it does not exist) retires as soon as
+// the source transactions that wanted it are poisoned. The ledger of a
+// database that began transactions is kept for its next worker: those
+// databases exist in StarRocks, so the kept ledgers are bounded by the
+// cluster's databases, whatever database names the data carries.
+func (w *dbWorker) retire() bool {
+	if w.cyc != nil {
+		return false
+	}
+	if w.committer != nil {
+		select {
+		case <-w.committer:
+			w.committer = nil
+		default:
+			return false
+		}
+	}
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(w.queue) > 0 || w.busy || w.committing > 0 || o.workers[w.db] != w {
+		return false
+	}
+	if w.begun.Load() {
+		if o.now().Sub(w.lastTraffic) < w.recycleAge() || !w.labels.idle() {
+			return false
+		}
+		o.retired[w.db] = w.labels
+	}
+	delete(o.workers, w.db)
+	w.log.Debugf("The database worker is idle and retires")
+	return true
 }
 
 func (w *dbWorker) rollbackOnClose() {
@@ -147,9 +225,11 @@ func (w *dbWorker) step(ctx context.Context) {
 	// The soft cap: a full buffer commits the cycle early.
 	urgent := w.urgent || o.buffered >= o.conf.bufferSize
 	w.urgent = false
+	refused := w.refused != nil
 	o.mu.Unlock()
 	if w.cyc == nil {
-		if !hasWork && !recent {
+		if !hasWork && (!recent || refused) {
+			// No eager begin into a database StarRocks said does not exist.
 			return
 		}
 		w.cyc = &cycle{}
@@ -158,6 +238,9 @@ func (w *dbWorker) step(ctx context.Context) {
 	defer w.setBusy(false)
 	// Eager begin: the shared transaction is open before the rows arrive.
 	if w.cyc.label == "" && !w.begin(ctx, w.cyc) {
+		if len(w.cyc.txns) == 0 {
+			w.cyc = nil
+		}
 		return
 	}
 	w.take(urgent)
@@ -178,15 +261,21 @@ func (w *dbWorker) step(ctx context.Context) {
 		// Stream what froze under the shared label, at most once per
 		// miniInterval, so that the frozen chunks of every partition of a
 		// table go in one request and loads grow with tables × time, not
-		// with partitions or source transactions. A failure is handled by
-		// the commit, which replays the cycle.
+		// with partitions or source transactions. A failure taints the
+		// label and is handled by the commit, which replays the cycle under
+		// a new one.
 		if now.Sub(w.lastLoad) < o.conf.miniInterval() {
 			return
 		}
 		w.lastLoad = now
-		if err := w.loadPending(ctx, w.cyc); err == nil {
+		err := w.loadPending(ctx, w.cyc)
+		if err == nil {
 			return
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.cyc.tainted = err
 	}
 	// A later cycle never commits before the earlier one is resolved.
 	if !w.waitCommitter(ctx) {
@@ -228,16 +317,18 @@ func (w *dbWorker) commitCycle(ctx context.Context) {
 	w.o.mu.Lock()
 	w.committing++
 	w.o.mu.Unlock()
-	w.o.wg.Add(1)
+	// The commit runs on commitCtx: Close waits for it (output.go).
+	ctx = w.o.commitCtx
+	w.o.commits.Add(1)
 	go func() {
-		defer w.o.wg.Done()
+		defer w.o.commits.Done()
 		defer close(done)
 		defer func() {
 			w.o.mu.Lock()
 			w.committing--
 			w.o.mu.Unlock()
 		}()
-		if err := w.deliver(ctx, c); err != nil && ctx.Err() == nil {
+		if err := w.deliver(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errClosing) {
 			// A per-transaction failure StarRocks reported at commit (rows
 			// filtered, a table left with no rows): find the offenders by
 			// committing the cycle's partitions separately, then prefixes
@@ -253,4 +344,13 @@ func (w *dbWorker) live(txns []*srcTxn) []*srcTxn {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
 	return w.o.liveTxnsLocked(txns)
+}
+
+// metricDB is the database label of the worker's metrics: notBegunDB until
+// StarRocks began a transaction in the database.
+func (w *dbWorker) metricDB() string {
+	if w.begun.Load() {
+		return w.db
+	}
+	return notBegunDB
 }

@@ -2,12 +2,15 @@ package starrocks_txn
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -75,4 +78,88 @@ func TestIdleTransactionIsRecycled(t *testing.T) {
 	// Traffic after the idle period begins a new one and commits.
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true)})}, 3*time.Second)
 	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1})
+}
+
+// A database StarRocks says does not exist: once the source transactions
+// that wanted it are dead-lettered, its begin is not retried, and its
+// worker retires.
+func TestMissingDatabaseStopsBeginningAndItsWorkerRetires(t *testing.T) {
+	f := newFakeSR()
+	var mu sync.Mutex
+	begins := 0
+	f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+		if op == "begin" && ft.db == "nodb" {
+			mu.Lock()
+			begins++
+			mu.Unlock()
+			return srErr("begin", starrocks.ClassPerTxn, "Database[nodb] does not exist"), true
+		}
+		return nil, false
+	}
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\nretry_backoff: {initial_interval: 10ms, max_interval: 20ms}\n", f, dl)
+	s := newSrc("asm")
+	bad := s.row("p0", "x1", "a", map[string]any{"id": 1, "txn": "x1"}, true)
+	bad.MetaSetMut(contract.KeyDatabase, "nodb")
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{bad})}, 5*time.Second)
+	assert.Equal(t, []string{"x1"}, dl.txnIDs())
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		_, alive := o.workers["nodb"]
+		_, kept := o.retired["nodb"]
+		return !alive && !kept
+	}, 5*time.Second, 5*time.Millisecond, "the worker of a database that never began a transaction retires, keeping nothing")
+	mu.Lock()
+	n := begins
+	mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, n, begins, "no begin is retried for a database StarRocks refused, once nothing waits for it")
+}
+
+// At most max_databases workers run: a source transaction to one database
+// more is poisoned with an error naming the limit; once workers retire
+// (idle for 80% of txn_timeout) the next one gets a worker, and a database
+// that comes back continues its label numbers.
+func TestMaxDatabasesBoundsTheWorkers(t *testing.T) {
+	f := newFakeSR()
+	var mu sync.Mutex
+	labels := map[string]int{}
+	f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+		if op == "begin" {
+			mu.Lock()
+			labels[ft.label]++
+			mu.Unlock()
+		}
+		return nil, false
+	}
+	dl := &fakeDL{}
+	o, _ := testOutput(t, "commit_interval: 100ms\ntxn_timeout: 1s\nmax_databases: 2\n", f, dl)
+	s := newSrc("asm")
+	to := func(db, id string) service.MessageBatch {
+		m := s.row("p-"+db, id, "a", map[string]any{"id": id, "txn": id}, true)
+		m.MetaSetMut(contract.KeyDatabase, db)
+		return service.MessageBatch{m}
+	}
+	waitAll(t, []chan error{writeAsync(o, to("d1", "t1")), writeAsync(o, to("d2", "t2"))}, 5*time.Second)
+	waitAll(t, []chan error{writeAsync(o, to("d3", "t3"))}, 5*time.Second)
+	require.Equal(t, []string{"t3"}, dl.txnIDs())
+	dl.mu.Lock()
+	reason, _ := dl.batches[0][0].MetaGet(deadLetterReasonKey)
+	dl.mu.Unlock()
+	assert.Contains(t, reason, "max_databases (2 running)")
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.workers) == 0 && len(o.retired) == 2
+	}, 5*time.Second, 10*time.Millisecond, "idle workers retire; the ledgers of databases that exist are kept")
+	waitAll(t, []chan error{writeAsync(o, to("d3", "t4")), writeAsync(o, to("d1", "t5"))}, 5*time.Second)
+	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1, "t4": 1, "t5": 1})
+	mu.Lock()
+	defer mu.Unlock()
+	for l, n := range labels {
+		assert.Equal(t, 1, n, "label %s begun once: a database's next worker continues its numbers", l)
+	}
 }

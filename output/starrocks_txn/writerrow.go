@@ -73,8 +73,8 @@ func (w *dbWorker) loadWriterRow(ctx context.Context, label string, r writerReco
 	if err := w.loadRows(ctx, label, table, starrocks.WritersNumberCol, body); err != nil {
 		return fmt.Errorf("loading the writer row into %s.%s: %w", w.db, table, err)
 	}
-	w.o.m.loads.Incr(1, w.db, table)
-	w.o.m.loadBytes.Incr(int64(len(body)), w.db, table)
+	w.o.m.loads.Incr(1, w.metricDB(), table)
+	w.o.m.loadBytes.Incr(int64(len(body)), w.metricDB(), table)
 	return nil
 }
 
@@ -86,6 +86,11 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	if w.labels.covered(c.n, o.now()) {
 		return nil
 	}
+	if c.progressLoaded {
+		// An anchor now would hide the cycle's own writer row
+		// (tracker.settle): replay it instead.
+		return fmt.Errorf("label %s needs an anchor after its writer row was loaded", c.label)
+	}
 	label, n := w.nextLabel()
 	if err := o.client.Begin(ctx, w.txn(label)); err != nil {
 		return fmt.Errorf("beginning the anchor transaction %s: %w", label, err)
@@ -96,7 +101,7 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		w.rollback(label)
 		return fmt.Errorf("anchor transaction %s: %w", label, err)
 	}
-	committed, ok, err := w.commitLabel(ctx, label)
+	committed, ok, err := w.commitLabel(ctx, label, carried{writerTop: n})
 	if !ok {
 		return ctx.Err()
 	}
@@ -105,7 +110,7 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 		return fmt.Errorf("committing the anchor transaction %s: %w", label, err)
 	}
 	w.labels.durable(n, open, at)
-	o.m.commits.Incr(1, w.db)
+	o.m.commits.Incr(1, w.metricDB())
 	return nil
 }
 
@@ -113,7 +118,13 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 // can be committed any more, so no successor needs to probe its labels. A
 // commit whose outcome is unknown keeps the row.
 func (o *Output) forgetWriter(ctx context.Context) {
-	for _, w := range o.workerList() {
+	ws := o.workerList()
+	o.mu.Lock()
+	for _, db := range sortedKeys(o.retired) {
+		ws = append(ws, newDBWorker(o, db, o.retired[db]))
+	}
+	o.mu.Unlock()
+	for _, w := range ws {
 		if !w.labels.forgettable() {
 			continue
 		}

@@ -1,0 +1,401 @@
+package starrocks_txn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
+	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// The connection to StarRocks: the fields that say how the output reaches
+// the FE (and its MySQL port) beyond the addresses and credentials, the
+// probes of Connect, what the output does when they fail, and the
+// starrocks_txn_connected gauge.
+//
+// Benthos calls Connect until it returns nil, pausing ErrBackOff.Wait between
+// attempts (docs/notes/benthos-semantics.md, the table of write errors), and
+// its /ready endpoint answers 503 while Connect fails and 200 once it
+// succeeded (v4.60.0 internal/component/output/async_writer.go,
+// internal/stream/type.go). A Connect that returns service.ErrEndOfInput
+// closes the output for good, which ends the stream. So: an error only an
+// operator can fix makes Connect stop the output (and the binary exit with
+// status 1, internal/exitstatus); an error that may pass makes Connect fail
+// with a backoff, so /ready says not ready meanwhile; once
+// connected, failures are retried inside the output as before (/ready stays
+// ready, the gauge says 0).
+
+const (
+	fieldMySQLTLS              = "mysql_tls"
+	fieldAllowInsecureRedirect = "allow_insecure_redirect"
+	fieldMaxRetries            = "max_retries"
+	fieldMaxRetryDuration      = "max_retry_duration"
+)
+
+// connConfig is the part of the config this file parses.
+type connConfig struct {
+	// allowInsecureRedirect follows a redirect from an https load URL to
+	// an http one (starrocks.Config.AllowInsecureRedirect).
+	allowInsecureRedirect bool
+	// maxRetries and maxRetryDuration bound how long Connect retries an
+	// FE or MySQL port that does not answer (0: no limit).
+	maxRetries       int
+	maxRetryDuration time.Duration
+	// mysqlTLS encrypts the MySQL connection (nil: plain).
+	mysqlTLS *tls.Config
+	// database and table are the targets when the database and table
+	// fields are literals ("" when interpolated): the probes check the
+	// database, and the metrics of the pair exist from the start.
+	database, table string
+}
+
+func allowInsecureRedirectField() *service.ConfigField {
+	return service.NewBoolField(fieldAllowInsecureRedirect).
+		Description("Follow a redirect from an `https://` load URL to an `http://` one, re-sending the credentials. " +
+			"Real FEs redirect every load to `http://<be_host>:<be_http_port>` (and a non-leader FE to `http://<leader>`), " +
+			"whatever the scheme they were reached on, so with `https://` load URLs TLS protects only the request to the FE: " +
+			"the credentials and the rows then cross the network to the BE in clear. Off, such a redirect fails with an error " +
+			"that names this field; turn it on only when that network is trusted.").
+		Example(true).
+		Default(false).
+		Advanced()
+}
+
+func mysqlTLSField() *service.ConfigField {
+	return specfields.TLS(fieldMySQLTLS).
+		Description("TLS for the MySQL-protocol connection of `" + fieldMySQLAddress + "` (StarRocks FEs serve it when `ssl_enable` is on). " +
+			"When enabled, a server that does not offer TLS is refused rather than used in plain text. Independent of `" + fieldTLS + "`, which covers the HTTP load URLs.").
+		Example(map[string]any{"enabled": true, "root_cas_file": "./starrocks_ca.pem"})
+}
+
+func maxRetriesField() *service.ConfigField {
+	return service.NewIntField(fieldMaxRetries).
+		Description("How many times the output retries, at start, an FE (or MySQL port) that does not answer before it gives up " +
+			"and stops, which stops the pipeline (the binary exits with status 1). 0: retry forever, as the default does. " +
+			"Errors that no retry can fix (refused credentials, a host name that does not resolve, a TLS handshake failure, " +
+			"a database that does not exist) stop the output at once whatever this says. Once the output has started, " +
+			"failures are retried inside it without limit (it never drops or nacks data); watch `starrocks_txn_connected`.").
+		Example(10).
+		Default(0).
+		Advanced()
+}
+
+func maxRetryDurationField() *service.ConfigField {
+	return service.NewDurationField(fieldMaxRetryDuration).
+		Description("How long the output keeps retrying, at start, an FE (or MySQL port) that does not answer before it gives up " +
+			"and stops the pipeline, as `" + fieldMaxRetries + "` does by count. 0s: no limit.").
+		Example("5m").
+		Default("0s").
+		Advanced()
+}
+
+// newStarRocksClient builds the HTTP client of the configuration.
+func newStarRocksClient(c config) (*starrocks.Client, error) {
+	cl, err := starrocks.New(starrocks.Config{
+		LoadURLs:              c.loadURLs,
+		Username:              c.username,
+		Password:              c.password,
+		TLS:                   c.tls,
+		RequestTimeout:        c.requestTimeout,
+		Compression:           c.compression,
+		AllowInsecureRedirect: c.conn.allowInsecureRedirect,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the StarRocks client: %w", err)
+	}
+	return cl, nil
+}
+
+// openMeta opens the metadata client of mysql_address, its TLS, and a log
+// of the driver's own messages through the output's logger (the driver's
+// default is a process-wide logger to stderr): a discarded idle connection,
+// which harms nothing, at debug level, the rest as warnings.
+func openMeta(c config, log *service.Logger) (*starrocks.Meta, error) {
+	return starrocks.OpenMetaWith(starrocks.MetaConfig{
+		Addr: c.mysqlAddress, User: c.username, Password: c.password, TLS: c.conn.mysqlTLS,
+		Timeout: c.mysqlTimeout,
+		Log: func(msg string, harmless bool) {
+			if harmless {
+				log.Debugf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)
+				return
+			}
+			log.Warnf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)
+		},
+	})
+}
+
+func connConfigFromParsed(conf *service.ParsedConfig) (c connConfig, err error) {
+	if c.allowInsecureRedirect, err = conf.FieldBool(fieldAllowInsecureRedirect); err != nil {
+		return
+	}
+	if c.maxRetries, err = conf.FieldInt(fieldMaxRetries); err != nil {
+		return
+	}
+	if c.maxRetries < 0 {
+		return c, fmt.Errorf("%s must be 0 (no limit) or more, got %d", fieldMaxRetries, c.maxRetries)
+	}
+	if c.maxRetryDuration, err = durationField(conf, fieldMaxRetryDuration); err != nil {
+		return
+	}
+	if c.maxRetryDuration < 0 {
+		return c, fmt.Errorf("%s must be 0s (no limit) or more, got %s", fieldMaxRetryDuration, c.maxRetryDuration)
+	}
+	// A database that is not interpolated from the message is checked at
+	// Connect.
+	var tlsOn bool
+	if c.mysqlTLS, tlsOn, err = conf.FieldTLSToggled(fieldMySQLTLS); err != nil {
+		return
+	}
+	if !tlsOn {
+		c.mysqlTLS = nil
+	}
+	if c.database, err = literalName(conf, fieldDatabase); err != nil {
+		return
+	}
+	c.table, err = literalName(conf, fieldTable)
+	return
+}
+
+// literalName is the value of an interpolated name field that interpolates
+// nothing, "" when it does (or is not a valid name).
+func literalName(conf *service.ParsedConfig, field string) (string, error) {
+	raw, err := conf.FieldString(field)
+	if err != nil || strings.Contains(raw, "${!") || starrocks.ValidateName(field, raw) != nil {
+		return "", err
+	}
+	return raw, nil
+}
+
+// connHint adds to a client error the field that fixes it, for the errors
+// whose cause is the configuration of the connection. The class of err is
+// kept (starrocks.ClassOf sees through the wrapping).
+func connHint(err error) error {
+	if errors.Is(err, starrocks.ErrInsecureRedirect) {
+		return fmt.Errorf("%w; set %s: true to follow it (the rest of the way is not encrypted), or use http:// load URLs", err, fieldAllowInsecureRedirect)
+	}
+	return err
+}
+
+// prober is what Connect asks of the HTTP client: srClient has it, the
+// fakes of the unit tests do not (their outputs connect at once).
+type prober interface {
+	Probe(ctx context.Context, db string) starrocks.ProbeReport
+	SetHealthObserver(fn func(healthy bool))
+}
+
+func (s srClient) Probe(ctx context.Context, db string) starrocks.ProbeReport {
+	return s.c.Probe(ctx, db)
+}
+
+func (s srClient) SetHealthObserver(fn func(healthy bool)) { s.c.SetHealthObserver(fn) }
+
+// connection is the output's knowledge of whether StarRocks answers.
+type connection struct {
+	conf  connConfig
+	user  string
+	log   *service.Logger
+	gauge *service.MetricGauge
+	now   func() time.Time
+
+	mu sync.Mutex
+	// failures counts the consecutive failed Connect attempts, since
+	// when the first of them failed; wait paces them.
+	failures int
+	since    time.Time
+	wait     *backoff
+	// retryInitial and retryMax are retry_backoff's.
+	retryInitial, retryMax time.Duration
+	// stopped is Connect's answer once the output gave up.
+	stopped error
+	// observing is set once the client reports its requests' health;
+	// healthy is what it reported last.
+	observing bool
+	healthy   bool
+}
+
+func newConnection(c config, log *service.Logger, gauge *service.MetricGauge) *connection {
+	return &connection{conf: c.conn, user: c.username, log: log, gauge: gauge, now: time.Now,
+		wait: newBackoff(c.retryInitial, c.retryMax), retryInitial: c.retryInitial, retryMax: c.retryMax}
+}
+
+// probeFailure is a failed probe with the field an operator would change.
+type probeFailure struct {
+	field string
+	err   *starrocks.ProbeError
+	// others are more failures of the same kind (other load URLs).
+	others []*starrocks.ProbeError
+}
+
+func (f *probeFailure) Error() string {
+	var b strings.Builder
+	b.WriteString(f.err.Error())
+	for _, o := range f.others {
+		b.WriteString("; ")
+		b.WriteString(o.Error())
+	}
+	fmt.Fprintf(&b, " (check %s)", f.field)
+	return b.String()
+}
+
+func (f *probeFailure) Unwrap() error { return f.err }
+
+// fieldOf names the configuration field that fixes a probe's cause.
+func (cn *connection) fieldOf(cause starrocks.Cause, mysql bool) string {
+	addr := fieldLoadURLs
+	if mysql {
+		addr = fieldMySQLAddress
+	}
+	switch cause {
+	case starrocks.CauseTLS:
+		if mysql {
+			return fieldMySQLTLS
+		}
+		return fieldTLS + ", or the scheme of " + fieldLoadURLs
+	case starrocks.CauseAuth:
+		return fmt.Sprintf("%s and %s: user %q was refused, or may not load into the database", fieldUsername, fieldPassword, cn.user)
+	case starrocks.CauseNoDatabase:
+		return fmt.Sprintf("%s: create the database %s, or change the field", fieldDatabase, cn.conf.database)
+	case starrocks.CauseInsecureRedirect:
+		return fieldAllowInsecureRedirect
+	}
+	return addr
+}
+
+// probe asks every load URL, then the MySQL port, and returns the first
+// definite failure, else a failure when no load URL or the MySQL port does
+// not answer, else nil. Load URLs that do not answer while another does are
+// only logged: the client fails over to the one that answers.
+func (o *Output) probe(ctx context.Context, p prober) (definite bool, f *probeFailure) {
+	cn := o.conn
+	db := cn.conf.database
+	if p != nil {
+		r := p.Probe(ctx, db)
+		if d := r.Definite(); d != nil {
+			return true, &probeFailure{field: cn.fieldOf(d.Cause, false), err: d}
+		}
+		if len(r.OK) == 0 && len(r.Failed) > 0 {
+			return false, &probeFailure{field: fieldLoadURLs, err: r.Failed[0], others: r.Failed[1:]}
+		}
+		for _, down := range r.Failed {
+			o.log.Warnf("Load URL %s does not answer (%v); the others do, and the client fails over to them", down.Addr, down.Err)
+		}
+	}
+	if o.meta != nil {
+		if m := o.meta.Probe(ctx, db); m != nil {
+			return m.Cause.Definite(), &probeFailure{field: cn.fieldOf(m.Cause, true), err: m}
+		}
+	}
+	return false, nil
+}
+
+// connect is the check Connect runs before it starts the output: nil when
+// StarRocks answers, a backoff error while it may still come, and an error
+// that stops the output when it never will.
+func (o *Output) connect(ctx context.Context) error {
+	cn := o.conn
+	cn.mu.Lock()
+	stopped := cn.stopped
+	cn.mu.Unlock()
+	if stopped != nil {
+		return stopped
+	}
+	p, _ := o.client.(prober)
+	if p == nil && o.meta == nil {
+		cn.connected()
+		return nil
+	}
+	if p != nil {
+		cn.observe(p)
+	}
+	definite, f := o.probe(ctx, p)
+	if f == nil {
+		cn.connected()
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	cn.setLocked(false)
+	now := cn.now()
+	if cn.failures == 0 {
+		cn.since = now
+	}
+	cn.failures++
+	switch {
+	case definite:
+		return cn.stopLocked(fmt.Errorf("cannot start: %w; no retry can fix this", f))
+	case cn.conf.maxRetries > 0 && cn.failures > cn.conf.maxRetries:
+		return cn.stopLocked(fmt.Errorf("giving up after %d attempts in %s (%s): %w", cn.failures, now.Sub(cn.since).Round(time.Millisecond), fieldMaxRetries, f))
+	case cn.conf.maxRetryDuration > 0 && now.Sub(cn.since) >= cn.conf.maxRetryDuration:
+		return cn.stopLocked(fmt.Errorf("giving up after %s and %d attempts (%s): %w", now.Sub(cn.since).Round(time.Millisecond), cn.failures, fieldMaxRetryDuration, f))
+	}
+	wait := cn.wait.next()
+	return &service.ErrBackOff{
+		Err:  fmt.Errorf("StarRocks does not answer (attempt %d, retrying in %s; not ready until it does): %w", cn.failures, wait, f),
+		Wait: wait,
+	}
+}
+
+// stopLocked makes the output give up: logged, recorded for the exit
+// status, and returned as service.ErrEndOfInput, which closes the output
+// and ends the stream.
+func (cn *connection) stopLocked(err error) error {
+	cn.log.Errorf("The starrocks_txn output stops, and the pipeline with it: %v", err)
+	exitstatus.Fail(err)
+	cn.stopped = fmt.Errorf("%w: %v", service.ErrEndOfInput, err)
+	return cn.stopped
+}
+
+// connected records a successful Connect.
+func (cn *connection) connected() {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.failures > 0 {
+		cn.log.Infof("StarRocks answers after %d failed attempts in %s", cn.failures, cn.now().Sub(cn.since).Round(time.Millisecond))
+	}
+	cn.failures = 0
+	cn.wait = newBackoff(cn.retryInitial, cn.retryMax)
+	cn.setLocked(true)
+}
+
+// observe makes the client report each request's health to the gauge.
+func (cn *connection) observe(p prober) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.observing {
+		return
+	}
+	cn.observing = true
+	p.SetHealthObserver(func(healthy bool) {
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		if healthy == cn.healthy {
+			return
+		}
+		if healthy {
+			cn.log.Info("StarRocks answers again")
+		} else {
+			cn.log.Warn("StarRocks does not answer (or refuses the credentials); the output keeps retrying")
+		}
+		cn.setLocked(healthy)
+	})
+}
+
+func (cn *connection) setLocked(healthy bool) {
+	cn.healthy = healthy
+	if healthy {
+		cn.gauge.Set(1)
+	} else {
+		cn.gauge.Set(0)
+	}
+}

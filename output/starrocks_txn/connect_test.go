@@ -1,0 +1,302 @@
+package starrocks_txn
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// parseTestConfig parses a YAML config of the output.
+func parseTestConfig(t *testing.T, yaml string) config {
+	t.Helper()
+	pc, err := outputSpec().ParseYAML(yaml, nil)
+	require.NoError(t, err)
+	c, err := configFromParsed(pc)
+	require.NoError(t, err)
+	return c
+}
+
+// certPEM is the PEM of an httptest TLS server's certificate.
+func certPEM(srv *httptest.Server) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+}
+
+// An https FE that redirects a load to an http BE, as real FEs do: the
+// load fails with an error that needs an operator and names
+// allow_insecure_redirect, and the BE sees nothing; with the field set the
+// load reaches the BE.
+func TestAllowInsecureRedirect(t *testing.T) {
+	var beHits atomic.Int32
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		beHits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"Status":"OK","Message":""}`))
+	}))
+	defer be.Close()
+	fe := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", be.URL+r.URL.RequestURI())
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer fe.Close()
+	base := fmt.Sprintf("load_urls: [ %q ]\ntls: { enabled: true, root_cas: %q }\n", fe.URL, certPEM(fe))
+	load := starrocks.LoadRequest{Txn: starrocks.Txn{DB: "test", Table: "orders", Label: "l1", Multi: true}, Body: []byte(`[]`)}
+
+	cl, err := newStarRocksClient(parseTestConfig(t, base))
+	require.NoError(t, err)
+	defer cl.Close()
+	err = srClient{cl}.Load(context.Background(), load)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fieldAllowInsecureRedirect)
+	assert.Equal(t, starrocks.ClassFatal, starrocks.ClassOf(err))
+	assert.Zero(t, beHits.Load())
+
+	opted, err := newStarRocksClient(parseTestConfig(t, base+"allow_insecure_redirect: true\n"))
+	require.NoError(t, err)
+	defer opted.Close()
+	require.NoError(t, srClient{opted}.Load(context.Background(), load))
+	assert.Equal(t, int32(1), beHits.Load())
+}
+
+// freeAddr is a loopback address nothing listens on (for now).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// lockedBuffer is a log sink for the stream's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// connStream is a running stream of generated order rows into one
+// starrocks_txn output, with its HTTP server (for /ready), its logs and
+// its metrics.
+type connStream struct {
+	stream  *service.Stream
+	logs    *lockedBuffer
+	metrics *metricscap.Capture
+	http    string
+	done    chan error
+}
+
+// startConnStream runs the stream; output is the starrocks_txn block's
+// fields (indented by 4).
+func startConnStream(t *testing.T, output string) *connStream {
+	t.Helper()
+	sb, metrics := metricStream(t)
+	cs := &connStream{logs: &lockedBuffer{}, metrics: metrics, http: freeAddr(t), done: make(chan error, 1)}
+	sb.SetLogger(slog.New(slog.NewTextHandler(cs.logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	require.NoError(t, sb.SetYAML(fmt.Sprintf(`
+http:
+  enabled: true
+  address: %s
+input:
+  generate:
+    interval: 20ms
+    mapping: 'root = {"order_id": counter(), "customer_id": 1}'
+output:
+  starrocks_txn:
+    database: test
+    table: orders
+    commit_interval: 200ms
+    retry_backoff: { initial_interval: 50ms, max_interval: 200ms }
+%s
+metrics:
+  starrocks_txn_test_metrics: {}
+`, cs.http, output)))
+	var err error
+	cs.stream, err = sb.Build()
+	require.NoError(t, err)
+	go func() { cs.done <- cs.stream.Run(context.Background()) }()
+	t.Cleanup(func() {
+		// Not graceful for long: an output that never connected holds
+		// its first batch until the stop gives up on it.
+		_ = cs.stream.StopWithin(2 * time.Second)
+		_ = exitstatus.Take()
+	})
+	return cs
+}
+
+// ready GETs /ready: its code and body ("" and 0 while the server is not
+// up yet).
+func (cs *connStream) ready() (int, string) {
+	resp, err := http.Get("http://" + cs.http + "/ready")
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitStopped waits for the stream to end by itself: the output stopped.
+func (cs *connStream) waitStopped(t *testing.T) {
+	t.Helper()
+	select {
+	case <-cs.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the stream did not stop; logs:\n%s", cs.logs.String())
+	}
+}
+
+// An error no retry can fix stops the output at Connect, and the pipeline
+// with it, with a log line naming the field to fix and a failure recorded
+// for the exit status; nothing was acknowledged.
+func TestConnectStopsOnDefiniteErrors(t *testing.T) {
+	e := startEmulator(t, func(c *emulator.Config) { c.User, c.Password = "loader", "pw" })
+	cases := []struct {
+		name   string
+		output string
+		field  string
+	}{
+		{"refused password", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: wrong\n", e.FEURL()), "username and password"},
+		{"https to the plain FE port", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    tls: { enabled: true }\n", strings.Replace(e.FEURL(), "http://", "https://", 1)), "check tls, or the scheme of load_urls"},
+		{"missing database", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n", e.FEURL()), "database: create the database nodb"},
+		{"mysql port refuses the password", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    mysql_address: %s\n", e.FEURL(), e.MySQLAddr()), "username and password"},
+		{"mysql_tls to a MySQL port without TLS", fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    mysql_address: %s\n    mysql_tls: { enabled: true }\n", e.FEURL(), e.MySQLAddr()), "TLS requested but server does not support TLS (check mysql_tls)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := tc.output
+			if tc.name == "missing database" {
+				out = strings.Replace(out, "    load_urls", "    database: nodb\n    load_urls", 1)
+			}
+			if tc.name == "mysql port refuses the password" {
+				// The HTTP port accepts it; the MySQL port of a second
+				// emulator with another password refuses it.
+				other := startEmulator(t, func(c *emulator.Config) { c.User, c.Password = "loader", "other" })
+				out = strings.Replace(out, e.MySQLAddr(), other.MySQLAddr(), 1)
+			}
+			cs := startConnStream(t, out)
+			cs.waitStopped(t)
+			logs := cs.logs.String()
+			assert.Contains(t, logs, "The starrocks_txn output stops, and the pipeline with it")
+			assert.Contains(t, logs, tc.field)
+			assert.NotContains(t, logs, "password: wrong")
+			assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
+			assert.Zero(t, cs.metrics.Gauge("starrocks_txn_connected"))
+			assert.Zero(t, e.Counters().Commits)
+		})
+	}
+	t.Run("unknown host", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var dns *net.DNSError
+		if _, err := net.DefaultResolver.LookupHost(ctx, "no-such-fe.invalid"); !errors.As(err, &dns) || !dns.IsNotFound {
+			t.Skipf("the resolver of this machine does not answer NXDOMAIN for .invalid (%v)", err)
+		}
+		cs := startConnStream(t, "    load_urls: [ \"http://no-such-fe.invalid:8030\" ]\n")
+		cs.waitStopped(t)
+		assert.Contains(t, cs.logs.String(), "check load_urls")
+		assert.Error(t, exitstatus.Take())
+	})
+}
+
+// An FE that is down at start is waited for: Connect fails with a backoff,
+// /ready answers 503 and the gauge says 0 meanwhile; once the FE is up the
+// output connects, /ready answers 200, the gauge says 1 and rows commit.
+func TestConnectWaitsNotReadyForAnFEThatComesUp(t *testing.T) {
+	feAddr := freeAddr(t)
+	cs := startConnStream(t, fmt.Sprintf("    load_urls: [ \"http://%s\" ]\n", feAddr))
+	require.Eventually(t, func() bool {
+		code, body := cs.ready()
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "StarRocks does not answer")
+	}, 10*time.Second, 20*time.Millisecond, "/ready is not ready while the FE is down; logs:\n%s", cs.logs.String())
+	assert.Zero(t, cs.metrics.Gauge("starrocks_txn_connected"))
+	assert.Zero(t, cs.metrics.Counter("starrocks_txn_commits"))
+
+	startEmulator(t, func(c *emulator.Config) { c.HTTPAddr = feAddr })
+	require.Eventually(t, func() bool {
+		code, _ := cs.ready()
+		return code == http.StatusOK && cs.metrics.Counter("starrocks_txn_commits") > 0
+	}, 20*time.Second, 20*time.Millisecond, "the output connects once the FE is up; logs:\n%s", cs.logs.String())
+	assert.Equal(t, int64(1), cs.metrics.Gauge("starrocks_txn_connected"))
+	assert.Contains(t, cs.logs.String(), "StarRocks answers after")
+	select {
+	case err := <-cs.done:
+		t.Fatalf("the stream stopped: %v", err)
+	default:
+	}
+	// Stopped while the FE is still up (cleanups run in reverse order).
+	require.NoError(t, cs.stream.StopWithin(10*time.Second))
+	assert.NoError(t, exitstatus.Take(), "no failure is recorded")
+}
+
+// max_retries and max_retry_duration make an output whose FE stays down
+// give up and stop the pipeline.
+func TestConnectGivesUp(t *testing.T) {
+	for _, tc := range []struct{ field, value, want string }{
+		{fieldMaxRetries, "2", "giving up after 3 attempts"},
+		{fieldMaxRetryDuration, "300ms", "(max_retry_duration)"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			cs := startConnStream(t, fmt.Sprintf("    load_urls: [ \"http://%s\" ]\n    %s: %s\n", freeAddr(t), tc.field, tc.value))
+			cs.waitStopped(t)
+			assert.Contains(t, cs.logs.String(), tc.want)
+			assert.Error(t, exitstatus.Take())
+		})
+	}
+}
+
+// The MySQL driver's own messages go through the output's logger, naming
+// the address, not to stderr: here the lost connections of a MySQL port
+// that hangs up at once.
+func TestMySQLDriverMessagesGoThroughTheLogger(t *testing.T) {
+	e := startEmulator(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	cs := startConnStream(t, fmt.Sprintf("    load_urls: [ %q ]\n    mysql_address: %s\n", e.FEURL(), ln.Addr()))
+	require.Eventually(t, func() bool {
+		return strings.Contains(cs.logs.String(), "MySQL driver (mysql_address "+ln.Addr().String()+")")
+	}, 10*time.Second, 20*time.Millisecond, "logs:\n%s", cs.logs.String())
+	code, _ := cs.ready()
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a MySQL port that hangs up may recover: not ready, retried")
+}

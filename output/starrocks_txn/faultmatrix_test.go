@@ -1,0 +1,424 @@
+package starrocks_txn
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// The fault matrix (ARCHITECTURE.md §12; the table in the README): every
+// request the output makes × every outcome of a remote call, each cell a
+// real Benthos stream with the real output and client against the real
+// emulator, in both semantics where the request exists in both. Every cell
+// asserts the output's promises: no row doubled (order_events is a
+// DUPLICATE KEY table), no source transaction split or partly visible (a
+// reader over the MySQL port for the whole cell), nothing acknowledged
+// before it is visible, the tables equal to the model, and the stream done
+// within the cell's deadline (no stall). A cell also asserts that its
+// fault fired, so a request the output stops making fails the matrix.
+//
+// Cells run concurrently in a pool (STARROCKS_TXN_MATRIX_PARALLEL, default
+// 12) rather than as parallel subtests, which `go test` would run only
+// GOMAXPROCS at a time; their results are reported as subtests.
+
+// matrixOutcome is one outcome of a remote call.
+type matrixOutcome string
+
+const (
+	outcomeRefused   matrixOutcome = "refused"
+	outcomeReset     matrixOutcome = "reset"
+	outcomeReplyLost matrixOutcome = "reply_lost"
+	outcomeReplyLate matrixOutcome = "reply_late"
+	outcomeSlow      matrixOutcome = "slow"
+)
+
+var matrixOutcomes = []matrixOutcome{outcomeRefused, outcomeReset, outcomeReplyLost, outcomeReplyLate, outcomeSlow}
+
+// matrixRequestTimeout and matrixMySQLTimeout are the output's
+// request_timeout and mysql_timeout in the matrix: a late reply comes after
+// 3 of its request's timeout, a slow one after half of it.
+const (
+	matrixRequestTimeout = 800 * time.Millisecond
+	matrixMySQLTimeout   = 1500 * time.Millisecond
+)
+
+// matrixRequest is one request the output makes, as the emulator's faults
+// select it.
+type matrixRequest struct {
+	name      string
+	op        emulator.Op
+	table     string
+	statement string
+	// trigger is a fault that makes the request happen (a rollback follows
+	// a failed load, a label-state query an ambiguous commit).
+	trigger *emulator.Fault
+	// atStart injects the fault before the stream starts: the request is
+	// made once, early.
+	atStart bool
+	// exactlyOnceOnly: the request exists only with exactly_once.
+	exactlyOnceOnly bool
+}
+
+var matrixRequests = []matrixRequest{
+	{name: "begin", op: emulator.OpBegin},
+	{name: "load", op: emulator.OpLoad, table: "order_events"},
+	{name: "commit", op: emulator.OpCommit},
+	{name: "rollback", op: emulator.OpRollback,
+		trigger: &emulator.Fault{Op: emulator.OpLoad, Table: "order_items", Action: emulator.ActInternalError}},
+	{name: "get_load_state", op: emulator.OpGetLoadState,
+		trigger: &emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActCommitReportFailure}},
+	{name: "progress load", op: emulator.OpLoad, table: defaultProgressTable, exactlyOnceOnly: true},
+	{name: "writer-row load", op: emulator.OpLoad, table: writersTable(defaultProgressTable)},
+	{name: "table model", op: emulator.OpMySQL, statement: `information_schema\.tables_config`, atStart: true},
+	{name: "ensure tables", op: emulator.OpMySQL, statement: `^\s*CREATE TABLE`, atStart: true},
+	{name: "progress read", op: emulator.OpMySQL, statement: "FROM `test`\\.`" + defaultProgressTable + "` WHERE", atStart: true, exactlyOnceOnly: true},
+	{name: "writer rows read", op: emulator.OpMySQL, statement: "FROM `test`\\.`" + writersTable(defaultProgressTable) + "` WHERE `pipeline_id` = '[^']*'\\s*$", atStart: true},
+}
+
+// fault is the request's fault for an outcome.
+func (r matrixRequest) fault(out matrixOutcome) emulator.Fault {
+	f := emulator.Fault{Op: r.op, Table: r.table, Statement: r.statement, Count: 1}
+	timeout := matrixRequestTimeout
+	if r.op == emulator.OpMySQL {
+		timeout = matrixMySQLTimeout
+	}
+	switch out {
+	case outcomeRefused:
+		f.Action = emulator.ActInternalError
+		if r.op == emulator.OpMySQL {
+			f.Action = emulator.ActSQLError
+		}
+	case outcomeReset:
+		f.Action = emulator.ActReset
+	case outcomeReplyLost:
+		f.Action = emulator.ActReplyLost
+	case outcomeReplyLate:
+		f.Action, f.Delay = emulator.ActReplyLate, 3*timeout
+	case outcomeSlow:
+		f.Action, f.Delay, f.Count = emulator.ActDelay, timeout/2, 3
+	}
+	return f
+}
+
+// matrixCell is one cell: a request, an outcome, a semantic.
+type matrixCell struct {
+	req     matrixRequest
+	outcome matrixOutcome
+	exactly bool
+}
+
+func (c matrixCell) name() string {
+	sem := "at_least_once"
+	if c.exactly {
+		sem = "exactly_once"
+	}
+	return fmt.Sprintf("%s/%s/%s", strings.ReplaceAll(c.req.name, " ", "_"), c.outcome, sem)
+}
+
+// cellT collects a cell's failures; FailNow ends the cell's goroutine.
+type cellT struct {
+	mu   sync.Mutex
+	errs []string
+	logs []string
+}
+
+func (c *cellT) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+func (c *cellT) FailNow() { runtime.Goexit() }
+
+func (c *cellT) Logf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.logs = append(c.logs, fmt.Sprintf(format, args...))
+}
+
+// cellResult is what a cell observed.
+type cellResult struct {
+	elapsed                           time.Duration
+	begins, loads, commits, rollbacks int64
+	labelStates, statements, fired    int64
+	batches, txns, readerQueries      int
+	// The output's own view: cycles replayed, rollbacks it sent, the most
+	// commits in doubt at once.
+	retries, outputRollbacks, inDoubtPeak int64
+	errs, logs                            []string
+}
+
+func TestFaultMatrix(t *testing.T) {
+	var cells []matrixCell
+	for _, r := range matrixRequests {
+		for _, out := range matrixOutcomes {
+			for _, exactly := range []bool{false, true} {
+				if r.exactlyOnceOnly && !exactly {
+					continue
+				}
+				cells = append(cells, matrixCell{req: r, outcome: out, exactly: exactly})
+			}
+		}
+	}
+	parallel := 12
+	if v, err := strconv.Atoi(os.Getenv("STARROCKS_TXN_MATRIX_PARALLEL")); err == nil && v > 0 {
+		parallel = v
+	}
+	start := time.Now()
+	results := make([]cellResult, len(cells))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range cells {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = runMatrixCell(cells[i], int64(i))
+		}(i)
+	}
+	wg.Wait()
+	t.Logf("fault matrix: %d cells in %v (%d at a time)", len(cells), time.Since(start).Round(time.Millisecond), parallel)
+	for i, c := range cells {
+		r := results[i]
+		t.Logf("cell %-45s %6v replays %d rollbacks %d in-doubt-peak %d | emulator begins %d loads %d commits %d rollbacks %d label-states %d faults %d",
+			c.name(), r.elapsed.Round(10*time.Millisecond), r.retries, r.outputRollbacks, r.inDoubtPeak, r.begins, r.loads, r.commits, r.rollbacks, r.labelStates, r.fired)
+	}
+	for i, c := range cells {
+		r := results[i]
+		t.Run(c.name(), func(t *testing.T) {
+			for _, l := range r.logs {
+				t.Log(l)
+			}
+			t.Logf("%v: %d batches, %d source transactions; begins %d loads %d commits %d rollbacks %d label states %d statements %d; faults fired %d; reader queries %d",
+				r.elapsed.Round(time.Millisecond), r.batches, r.txns, r.begins, r.loads, r.commits, r.rollbacks, r.labelStates, r.statements, r.fired, r.readerQueries)
+			for _, e := range r.errs {
+				t.Error(e)
+			}
+		})
+	}
+}
+
+// runMatrixCell runs one cell and returns what it saw; its failures are in
+// the result.
+func runMatrixCell(c matrixCell, seed int64) (res cellResult) {
+	ct := &cellT{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res = matrixCellBody(ct, c, seed)
+	}()
+	<-done
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	res.errs, res.logs = ct.errs, ct.logs
+	return res
+}
+
+func matrixCellBody(t *cellT, c matrixCell, seed int64) (res cellResult) {
+	emulatorStartMu.Lock()
+	e, err := emulator.Start(emulator.Config{
+		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: matrixSchema(),
+		ReaperInterval: 50 * time.Millisecond,
+	})
+	emulatorStartMu.Unlock()
+	require.NoError(t, err)
+	defer func() { _ = e.Close() }()
+	// The progress and writers tables exist already (as after an earlier
+	// run), so that the output reads them at start.
+	require.NoError(t, e.Store().ExecDDL(starrocks.ProgressDDL("test", defaultProgressTable)))
+	require.NoError(t, e.Store().ExecDDL(starrocks.WritersDDL("test", writersTable(defaultProgressTable))))
+
+	w := newOrderWorkload(seed*7919+13, 4, 6)
+	res.batches = len(w.batches)
+	for _, n := range w.txnsOfPart {
+		res.txns += n
+	}
+
+	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/test")
+	require.NoError(t, err)
+	defer func() { _ = db.Close() }()
+	rd := &reader{db: db}
+	rctx, rcancel := context.WithCancel(context.Background())
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() { defer rwg.Done(); rd.runPaced(rctx, 5*time.Millisecond) }()
+	defer func() { rcancel(); rwg.Wait() }()
+
+	faults := []emulator.Fault{c.req.fault(c.outcome)}
+	if c.req.trigger != nil {
+		trig := *c.req.trigger
+		trig.Count = 1
+		faults = append(faults, trig)
+	}
+	inject := func() {
+		for _, f := range faults {
+			assert.NoError(t, e.Faults().Add(f))
+		}
+	}
+	if c.req.atStart {
+		inject()
+	}
+
+	semantic := "at_least_once"
+	if c.exactly {
+		semantic = "exactly_once"
+	}
+	env := service.GlobalEnvironment().Clone()
+	metrics, err := metricscap.Register(env, "matrix_metrics")
+	require.NoError(t, err)
+	sb := env.NewStreamBuilder()
+	require.NoError(t, sb.SetMetricsYAML("matrix_metrics: {}"))
+	require.NoError(t, sb.SetLoggerYAML(streamLogYAML()))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
+starrocks_txn:
+  load_urls: [ %s ]
+  mysql_address: %s
+  semantic: %s
+  pipeline_id: matrix
+  commit_interval: 200ms
+  txn_timeout: 10s
+  max_in_flight: 64
+  label_state_wait: 1s
+  request_timeout: %s
+  mysql_timeout: %s
+  unknown_commit_timeout: 2s
+  retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
+`, e.FEURL(), e.MySQLAddr(), semantic, matrixRequestTimeout, matrixMySQLTimeout)))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	// The deadline is the no-stall bound: every batch acknowledged within
+	// it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- stream.Run(ctx) }()
+	defer func() { _ = stream.StopWithin(5 * time.Second) }()
+	if !c.req.atStart {
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			inject()
+		}()
+	}
+
+	work := make(chan service.MessageBatch)
+	var pwg sync.WaitGroup
+	var ackedEarly, failed atomic.Int64
+	for i := 0; i < 16; i++ {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for b := range work {
+				if err := produce(ctx, b); err != nil {
+					failed.Add(1)
+					continue
+				}
+				// Acknowledged means visible.
+				if !eventsVisible(t, e, b) {
+					ackedEarly.Add(1)
+				}
+			}
+		}()
+	}
+	begin := time.Now()
+	pace := 800 * time.Millisecond
+	for _, b := range w.batches {
+		work <- b
+		time.Sleep(pace / time.Duration(len(w.batches)))
+	}
+	close(work)
+	pwg.Wait()
+	res.elapsed = time.Since(begin)
+	assert.Zero(t, failed.Load(), "every batch acknowledged within the deadline: no stall")
+	assert.Zero(t, ackedEarly.Load(), "a batch was acknowledged before its rows were visible")
+	rcancel()
+	rwg.Wait()
+
+	checkOrdersModel(t, e, w)
+	assert.Zero(t, rd.violations.Load(), "a concurrent reader saw a partly visible source transaction")
+	assert.Zero(t, rd.regressed.Load(), "a concurrent reader saw an order go back to an older version")
+	res.readerQueries = int(rd.queries.Load())
+	assert.Positive(t, res.readerQueries, "the reader ran (last error: %v)", rd.lastErr.Load())
+
+	res.retries = metrics.Counter("starrocks_txn_cycle_retries")
+	res.outputRollbacks = metrics.Counter("starrocks_txn_rollbacks")
+	res.inDoubtPeak = metrics.Peak("starrocks_txn_unresolved_commits")
+	assert.Zero(t, metrics.Counter("starrocks_txn_unknown_commits"), "no commit taken as not committed: StarRocks kept every label")
+	assert.Zero(t, metrics.Counter("starrocks_txn_dead_lettered")+metrics.Counter("starrocks_txn_partition_stalls"), "no transaction poisoned by a fault")
+	ctr := e.Counters()
+	res.begins, res.loads, res.commits, res.rollbacks = ctr.Begins, ctr.Loads, ctr.Commits, ctr.Rollbacks
+	res.labelStates, res.statements, res.fired = ctr.LabelStates, ctr.Statements, ctr.FaultsFired
+	// Every fault of the cell fired at least once: the request was made.
+	pending := e.Faults().Pending()
+	for _, f := range faults {
+		for _, p := range pending {
+			if p.Op == f.Op && p.Action == f.Action && p.Table == f.Table && p.Statement == f.Statement && p.Count == f.Count {
+				t.Errorf("the fault %s %s (table %q, statement %q) never fired: the output did not make the request", f.Op, f.Action, f.Table, f.Statement)
+			}
+		}
+	}
+	return res
+}
+
+// matrixSchema is the example schema, read once.
+var matrixSchema = sync.OnceValue(func() string {
+	b, err := os.ReadFile("../../examples/schema.sql")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+})
+
+// checkOrdersModel compares the tables with the workload's model: every
+// order and item as the last source transaction left it, every event
+// exactly once.
+func checkOrdersModel(t require.TestingT, e *emulator.Emulator, w *orderWorkload) {
+	gotOrders := map[int64]int64{}
+	rows, err := e.Store().Rows("test", "orders")
+	require.NoError(t, err)
+	for _, r := range rows {
+		gotOrders[toInt(r["order_id"])] = toInt(r["customer_id"])
+	}
+	assert.Equal(t, w.orders, gotOrders, "orders")
+	gotItems := map[[2]int64]int64{}
+	rows, err = e.Store().Rows("test", "order_items")
+	require.NoError(t, err)
+	for _, r := range rows {
+		gotItems[[2]int64{toInt(r["order_id"]), toInt(r["item_id"])}] = toInt(r["quantity"])
+	}
+	assert.Equal(t, w.items, gotItems, "order_items")
+	rows, err = e.Store().Rows("test", "order_events")
+	require.NoError(t, err)
+	seen := map[int64]int{}
+	for _, r := range rows {
+		seen[toInt(r["event_id"])]++
+	}
+	var doubled []int64
+	for id, n := range seen {
+		if n > 1 {
+			doubled = append(doubled, id)
+		}
+	}
+	sort.Slice(doubled, func(i, j int) bool { return doubled[i] < doubled[j] })
+	assert.Empty(t, doubled, "order_events (DUPLICATE KEY) rows loaded twice")
+	assert.Len(t, seen, w.events, "every event loaded: nothing lost")
+}
