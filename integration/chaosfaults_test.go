@@ -217,6 +217,12 @@ func (c *faultCounts) summary() string {
 	return s
 }
 
+// expireAfter is how many HTTP requests the output may send while a
+// catalogue entry waits before it counts as never hit: about five commit
+// cycles (a begin, a load per table and the progress or writer rows, a
+// commit).
+const expireAfter = 25
+
 // injector serves the catalogue at random until ctx ends.
 type injector struct {
 	em     *emulator.Emulator
@@ -254,8 +260,19 @@ func (in *injector) inject(ctx context.Context, f chaosFault) {
 	for _, fl := range f.faults {
 		want += int64(max(fl.Count, 1))
 	}
-	deadline := time.Now().Add(in.wait)
-	for ctx.Err() == nil && time.Now().Before(deadline) && len(in.em.Faults().Pending()) > 0 {
+	// The entry waits for the requests it is for: it expires once the
+	// output sent expireAfter HTTP requests without hitting it (its request
+	// is not coming now: a MySQL statement sent at start-up only, a trigger
+	// whose follow-up did not come), or after in.wait when the output sends
+	// nothing (the stall watchdog reports a world that stopped). Counted in
+	// requests, a loaded machine, whose pipelines send fewer per second,
+	// gets the faults hit as often as a quiet one.
+	requests := func() int64 {
+		c := in.em.Counters()
+		return c.Begins + c.Loads + c.Commits + c.Rollbacks + c.LabelStates
+	}
+	from, deadline := requests(), time.Now().Add(in.wait)
+	for ctx.Err() == nil && time.Now().Before(deadline) && requests()-from < expireAfter && len(in.em.Faults().Pending()) > 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	in.em.Faults().Clear()

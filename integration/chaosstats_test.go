@@ -128,6 +128,8 @@ type heapSample struct {
 	pipelines uint64
 	txns      int64
 	inChaos   int64
+	// took is how long the sample took (the GC and the profile).
+	took time.Duration
 }
 
 // productFrame and harnessFrame classify the allocation sites of a heap
@@ -189,7 +191,11 @@ type heapSampler struct {
 	samples []heapSample
 }
 
-func startHeapSampler(every time.Duration, totals *chaosTotals) *heapSampler {
+// startHeapSampler samples the heap after a GC every interval; with
+// profile it also measures the pipelines' share (pipelineHeap), which
+// writes and parses a whole heap profile: seconds per sample under -race on
+// a loaded machine, so only the long form, which asserts it, pays for it.
+func startHeapSampler(every time.Duration, profile bool, totals *chaosTotals) *heapSampler {
 	h := &heapSampler{stopc: make(chan struct{}), done: make(chan struct{})}
 	start := time.Now()
 	go func() {
@@ -202,9 +208,12 @@ func startHeapSampler(every time.Duration, totals *chaosTotals) *heapSampler {
 				return
 			case <-tk.C:
 			}
-			// Between the readers' queries (their working memory is not
-			// what is measured).
-			readersQuiet.Lock()
+			// Concurrently with the readers: holding them off for a sample
+			// starved them on a loaded machine (a sample waits for every
+			// round in flight, and each round for the sample). Their working
+			// memory is the harness's, which pipelineHeap leaves out; the
+			// whole heap, only reported, includes it.
+			began := time.Now()
 			runtime.GC()
 			if path := os.Getenv("STARROCKS_TXN_CHAOS_HEAP_PROFILE"); path != "" {
 				// The latest heap profile, to see what grows (go tool pprof).
@@ -215,10 +224,12 @@ func startHeapSampler(every time.Duration, totals *chaosTotals) *heapSampler {
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			pipelines := pipelineHeap()
-			readersQuiet.Unlock()
+			var pipelines uint64
+			if profile {
+				pipelines = pipelineHeap()
+			}
 			h.samples = append(h.samples, heapSample{at: time.Since(start), heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine(),
-				pipelines: pipelines, txns: totals.sourceTxns(), inChaos: totals.inChaos.Load()})
+				pipelines: pipelines, txns: totals.sourceTxns(), inChaos: totals.inChaos.Load(), took: time.Since(began)})
 		}
 	}()
 	return h
@@ -285,8 +296,13 @@ func heapTrend(all []heapSample) trend {
 }
 
 func (tr trend) String() string {
+	var took time.Duration
+	for _, v := range tr.all {
+		took = max(took, v.took)
+	}
 	if tr.last.at == 0 {
-		return fmt.Sprintf("heap: %d samples, %d of them while every run was in chaos: too few for a trend", len(tr.all), len(tr.samples))
+		return fmt.Sprintf("heap: %d samples (the slowest took %v), %d of them while every run was in chaos: too few for a trend",
+			len(tr.all), took.Round(time.Millisecond), len(tr.samples))
 	}
 	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
 	var peak uint64
@@ -298,11 +314,15 @@ func (tr trend) String() string {
 	for _, v := range tr.samples {
 		peakP = max(peakP, v.pipelines)
 	}
-	return fmt.Sprintf("pipelines' share of the heap (allocated by the plugins, Benthos and the Kafka clients): %.1f MiB → %.1f MiB, peak %.1f MiB, trend %.0f bytes per source transaction; ",
-		mib(tr.first.pipelines), mib(tr.last.pipelines), mib(peakP), tr.pipelineSlopePerTxn) + fmt.Sprintf("whole heap in use after GC (%d samples while every run was in chaos): %.1f MiB at %v (%d source txns) → %.1f MiB at %v (%d source txns), peak %.1f MiB; "+
-		"trend %.0f bytes per source transaction, %.1f MiB per hour; goroutines %d → %d (peak %d)",
+	share := "pipelines' share not measured (long form only); "
+	if peakP > 0 {
+		share = fmt.Sprintf("pipelines' share of the heap (allocated by the plugins, Benthos and the Kafka clients): %.1f MiB → %.1f MiB, peak %.1f MiB, trend %.0f bytes per source transaction; ",
+			mib(tr.first.pipelines), mib(tr.last.pipelines), mib(peakP), tr.pipelineSlopePerTxn)
+	}
+	return share + fmt.Sprintf("whole heap in use after GC (%d samples while every run was in chaos): %.1f MiB at %v (%d source txns) → %.1f MiB at %v (%d source txns), peak %.1f MiB; "+
+		"trend %.0f bytes per source transaction, %.1f MiB per hour; goroutines %d → %d (peak %d); the slowest sample took %v",
 		len(tr.samples), mib(tr.first.heap), tr.first.at.Round(time.Second), tr.first.txns, mib(tr.last.heap), tr.last.at.Round(time.Second), tr.last.txns, mib(peak),
-		tr.slopePerTxn, tr.slopePerHour/(1<<20), tr.first.goroutines, tr.last.goroutines, peakG)
+		tr.slopePerTxn, tr.slopePerHour/(1<<20), tr.first.goroutines, tr.last.goroutines, peakG, took.Round(time.Millisecond))
 }
 
 // chaosLeakIgnores are the goroutines that outlive every stream, emulator

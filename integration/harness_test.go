@@ -318,10 +318,6 @@ type reader struct {
 	done   chan struct{}
 }
 
-// readersQuiet is held by every reader round; the chaos test's heap sampler
-// takes it whole, so that a sample never counts a query's working memory.
-var readersQuiet sync.RWMutex
-
 func startReader(db *sql.DB, checkOrder bool) *reader {
 	ctx, cancel := context.WithCancel(context.Background())
 	rd := &reader{db: db, checkOrder: checkOrder, versions: map[int64]int64{}, gone: map[int64]bool{},
@@ -329,9 +325,7 @@ func startReader(db *sql.DB, checkOrder bool) *reader {
 	go func() {
 		defer close(rd.done)
 		for ctx.Err() == nil {
-			readersQuiet.RLock()
 			err := rd.round(ctx)
-			readersQuiet.RUnlock()
 			if err != nil && ctx.Err() == nil {
 				rd.lastErr = err.Error()
 				time.Sleep(50 * time.Millisecond)
