@@ -548,6 +548,33 @@ func (s *syncBuffer) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// len is how many bytes were written so far.
+func (s *syncBuffer) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// from returns what was written after the first off bytes.
+func (s *syncBuffer) from(off int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b.Bytes()[min(off, s.b.Len()):])
+}
+
+// waitFor polls cond every 20 ms until it holds, failing the test after
+// within with what was awaited.
+func waitFor(t *testing.T, within time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			require.Failf(t, "timed out", "after %v: "+format, append([]any{within}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // pipeline is one running stream.
 type pipeline struct {
 	name    string
