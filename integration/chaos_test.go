@@ -88,10 +88,9 @@ type chaosPlan struct {
 	stallAfter        time.Duration
 	faultGap, lifeGap [2]time.Duration
 	// faultWait bounds an entry's wait for its request (it expires
-	// sooner, after expireAfter requests that missed it); lifeWait an
-	// event's wait for the pipelines to commit something (fleet.run).
-	faultWait, lifeWait time.Duration
-	heapEvery           time.Duration
+	// sooner, after expireAfter requests that missed it).
+	faultWait time.Duration
+	heapEvery time.Duration
 	// maxHeapPerTxn bounds the growth of the pipelines' heap (heapSample)
 	// per committed source transaction in the long form: retaining one
 	// message per source transaction would be several times more.
@@ -104,7 +103,7 @@ func chaosPlanOf(t *testing.T) chaosPlan {
 		stallAfter: 45 * time.Second,
 		faultGap:   [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond},
 		lifeGap:    [2]time.Duration{2 * time.Second, 5 * time.Second},
-		faultWait:  6 * time.Second, lifeWait: 10 * time.Second, heapEvery: 2 * time.Second,
+		faultWait:  6 * time.Second, heapEvery: 2 * time.Second,
 		maxHeapPerTxn: 1024,
 	}
 	switch m := os.Getenv("STARROCKS_TXN_CHAOS"); m {
@@ -370,7 +369,7 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	go func() { defer wg.Done(); inj.run(chaosCtx) }()
 	go func() {
 		defer wg.Done()
-		fl.run(chaosCtx, rand.New(rand.NewPCG(seed, 22)), plan.lifeGap, plan.lifeWait)
+		fl.run(chaosCtx, rand.New(rand.NewPCG(seed, 22)), plan.lifeGap)
 	}()
 	go func() {
 		defer wg.Done()

@@ -223,7 +223,7 @@ func (c *faultCounts) summary() string {
 // commit).
 const expireAfter = 25
 
-// injector serves the catalogue at random until ctx ends.
+// injector serves the catalogue at random.
 type injector struct {
 	em     *emulator.Emulator
 	cat    []chaosFault
@@ -233,22 +233,38 @@ type injector struct {
 	counts *faultCounts
 }
 
+// run serves the catalogue at random until ctx ends. After a fault that
+// fired, the next waits until StarRocks committed a
+// transaction again: faults that wait for their request (inject) would
+// otherwise hit nearly every request, and a commit cycle, which replays
+// whole after any of them, would never get through — a livelock of the test.
+// A fault the output cannot recover from stops the commits, and the stall
+// watchdog reports it.
 func (in *injector) run(ctx context.Context) {
 	defer in.em.Faults().Clear()
 	for ctx.Err() == nil {
 		if !sleepCtx(ctx, in.gap[0]+time.Duration(in.rng.Int64N(int64(in.gap[1]-in.gap[0])))) {
 			return
 		}
-		in.inject(ctx, in.cat[in.rng.IntN(len(in.cat))])
+		committed := in.em.Counters().Committed
+		if !in.inject(ctx, in.cat[in.rng.IntN(len(in.cat))]) {
+			continue
+		}
+		for in.em.Counters().Committed == committed {
+			if !sleepCtx(ctx, 10*time.Millisecond) {
+				return
+			}
+		}
 	}
 }
 
-// inject serves one catalogue entry and records whether its fault fired.
-func (in *injector) inject(ctx context.Context, f chaosFault) {
+// inject serves one catalogue entry, records whether its fault fired and
+// reports it.
+func (in *injector) inject(ctx context.Context, f chaosFault) bool {
 	if f.alone != nil {
 		f.alone(in.em)
 		in.counts.record(f, true)
-		return
+		return true
 	}
 	before := in.em.Counters().FaultsFired
 	for _, fl := range f.faults {
@@ -287,6 +303,7 @@ func (in *injector) inject(ctx context.Context, f chaosFault) {
 	if ok && f.after != nil {
 		f.after(in.em)
 	}
+	return ok
 }
 
 // sleepCtx sleeps d or until ctx ends; it reports whether d passed.

@@ -187,24 +187,26 @@ func (f *fleet) step(rng *rand.Rand) {
 	}
 }
 
-// run steps at random until ctx ends. Each event waits for the random gap
-// and then for the pipelines to have committed a source transaction since
-// the last one, for at most progressWait: on a loaded machine a restarted
-// member can take longer than the gap to join and commit, and killing
-// members that never got to work would test start-up only (and starve the
-// faults of requests to hit); a world that commits nothing (a run of slow
-// faults) still gets its events.
-func (f *fleet) run(ctx context.Context, rng *rand.Rand, gap [2]time.Duration, progressWait time.Duration) {
+// run steps at random until ctx ends. Every event after the first (a kill,
+// see step) waits for the random gap and then for the pipelines to have
+// committed a source transaction since the event before: on a loaded
+// machine a restarted member can take longer than the gap to join, read the
+// progress and commit, and events paced by the clock alone then kill every
+// member before it commits anything — a livelock of the test, not of the
+// product. A world that stops committing is the stall watchdog's to report.
+func (f *fleet) run(ctx context.Context, rng *rand.Rand, gap [2]time.Duration) {
+	first := true
 	for {
 		since := f.committed()
 		if !sleepCtx(ctx, gap[0]+time.Duration(rng.Int64N(int64(gap[1]-gap[0])))) {
 			return
 		}
-		for deadline := time.Now().Add(progressWait); f.committed() == since && time.Now().Before(deadline); {
+		for !first && f.committed() == since {
 			if !sleepCtx(ctx, 50*time.Millisecond) {
 				return
 			}
 		}
+		first = false
 		f.step(rng)
 	}
 }
