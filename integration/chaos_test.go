@@ -266,11 +266,10 @@ func debeziumWorld(t *testing.T, seed uint64, exactlyOnce bool) *chaosWorld {
 const chaosSessionTimeout = "4s"
 
 // chaosSequenceGapTimeout is the chaos pipelines' sequence_gap_timeout, the
-// output's default. The
-// other tests' 2s took a starved WriteBatch call, late by more than that,
-// for a message dropped upstream: its seqs were skipped, and when it arrived
-// its messages, now below what was admitted, poisoned their source
-// transaction (a stall without dead_letter; seen at load 36).
+// output's default. The other tests' 2s took a starved WriteBatch call, late
+// by more than that, for a message dropped upstream: its seqs were skipped,
+// and when it arrived its messages, now below what was admitted, poisoned
+// their source transaction (a stall without dead_letter; seen at load 36).
 const chaosSequenceGapTimeout = "10s"
 
 // chaosSessions sets chaosSessionTimeout and chaosSequenceGapTimeout in a
