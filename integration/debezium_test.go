@@ -3,17 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 )
 
@@ -102,8 +99,10 @@ func (w *dbzWorld) produce(ctx context.Context, n int, rate float64) (wait func(
 
 // dbzPipeOpts shape a Debezium pipeline.
 type dbzPipeOpts struct {
-	group        string
-	exactlyOnce  bool
+	group       string
+	exactlyOnce bool
+	// writerRows sets pipeline_id and mysql_address with at_least_once.
+	writerRows   bool
 	commitPeriod time.Duration
 	// processors are put before the probe (YAML list items indented for
 	// input.processors).
@@ -117,6 +116,8 @@ func (w *dbzWorld) yaml(o dbzPipeOpts) string {
 	eo := ""
 	if o.exactlyOnce {
 		eo = fmt.Sprintf("    semantic: exactly_once\n    pipeline_id: integration-dbz\n    mysql_address: %s\n", w.r.em.MySQLAddr())
+	} else if o.writerRows {
+		eo = fmt.Sprintf("    pipeline_id: integration-dbz\n    mysql_address: %s\n", w.r.em.MySQLAddr())
 	}
 	return fmt.Sprintf(`
 input:
@@ -155,31 +156,9 @@ shutdown_timeout: 5s
 
 func (w *dbzWorld) start(t *testing.T, name string, o dbzPipeOpts) *pipeline {
 	t.Helper()
-	p := &pipeline{name: name, probe: newProbe(), logs: &syncBuffer{}, done: make(chan error, 1)}
-	env := service.GlobalEnvironment().Clone()
-	var err error
-	p.metrics, err = metricscap.Register(env, "integration_metrics")
+	p, err := launch(name, w.yaml(o))
 	require.NoError(t, err)
-	require.NoError(t, env.RegisterBatchProcessor("integration_probe",
-		service.NewConfigSpec().Summary("Records how batches carry source transactions."),
-		func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) { return p.probe, nil }))
-	b := env.NewStreamBuilder()
-	require.NoError(t, b.SetYAML(w.yaml(o)))
-	require.NoError(t, b.SetMetricsYAML("integration_metrics: {}"))
-	b.SetLogger(slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	p.stream, err = b.Build()
-	require.NoError(t, err)
-	var ctx context.Context
-	ctx, p.cancel = context.WithCancel(context.Background())
-	go func() { p.done <- p.stream.Run(ctx) }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last log lines of pipeline %s:\n%s", p.name, p.logs.tail(40))
-		}
-		if !p.stopped {
-			p.kill()
-		}
-	})
+	p.cleanupOnEnd(t)
 	return p
 }
 

@@ -134,6 +134,10 @@ type source struct {
 	mu            sync.Mutex
 	abortedOrders map[orderVersion]bool
 	abortedEvents map[int64]bool
+	// ends is, per partition, the offset of the last record of a committed
+	// producer transaction: the END of its last committed source
+	// transaction.
+	ends map[int32]int64
 
 	committed, aborted, records atomic.Int64
 }
@@ -158,6 +162,7 @@ func newSource(t *testing.T, r *rig, seed uint64, abortRatio float64) *source {
 		maxPerKafkaTxn: 3,
 		abortedOrders:  map[orderVersion]bool{},
 		abortedEvents:  map[int64]bool{},
+		ends:           map[int32]int64{},
 	}
 }
 
@@ -261,6 +266,11 @@ func (s *source) write(batch []workload.Txn, abort bool) error {
 	for _, t := range batch {
 		s.model.Apply(t)
 	}
+	s.mu.Lock()
+	for _, rec := range recs {
+		s.ends[rec.Partition] = max(s.ends[rec.Partition], rec.Offset)
+	}
+	s.mu.Unlock()
 	s.committed.Add(int64(len(batch)))
 	s.records.Add(int64(len(recs)))
 	return nil
@@ -315,7 +325,8 @@ func startReader(db *sql.DB, checkOrder bool) *reader {
 	go func() {
 		defer close(rd.done)
 		for ctx.Err() == nil {
-			if err := rd.round(ctx); err != nil && ctx.Err() == nil {
+			err := rd.round(ctx)
+			if err != nil && ctx.Err() == nil {
 				rd.lastErr = err.Error()
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -547,6 +558,33 @@ func (s *syncBuffer) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// len is how many bytes were written so far.
+func (s *syncBuffer) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// from returns what was written after the first off bytes.
+func (s *syncBuffer) from(off int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b.Bytes()[min(off, s.b.Len()):])
+}
+
+// waitFor polls cond every 20 ms until it holds, failing the test after
+// within with what was awaited.
+func waitFor(t *testing.T, within time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			require.Failf(t, "timed out", "after %v: "+format, append([]any{within}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // pipeline is one running stream.
 type pipeline struct {
 	name    string
@@ -561,23 +599,61 @@ type pipeline struct {
 
 func (r *rig) startPipeline(t *testing.T, name string, o pipeOpts) *pipeline {
 	t.Helper()
+	p, err := launch(name, r.pipelineYAML(o))
+	require.NoError(t, err)
+	p.cleanupOnEnd(t)
+	return p
+}
+
+// launch builds and runs a stream from yaml, with the metrics capture and
+// the probe; the caller stops it (cleanupOnEnd does at the end of a test).
+func launch(name, yaml string, plugins ...func(*service.Environment) error) (*pipeline, error) {
 	p := &pipeline{name: name, probe: newProbe(), logs: &syncBuffer{}, done: make(chan error, 1)}
 	env := service.GlobalEnvironment().Clone()
 	var err error
-	p.metrics, err = metricscap.Register(env, "integration_metrics")
-	require.NoError(t, err)
-	require.NoError(t, env.RegisterBatchProcessor("integration_probe",
+	if p.metrics, err = metricscap.Register(env, "integration_metrics"); err != nil {
+		return nil, err
+	}
+	for _, register := range plugins {
+		if err := register(env); err != nil {
+			return nil, err
+		}
+	}
+	if err := env.RegisterBatchProcessor("integration_probe",
 		service.NewConfigSpec().Summary("Records how batches carry source transactions."),
-		func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) { return p.probe, nil }))
+		func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) { return p.probe, nil }); err != nil {
+		return nil, err
+	}
 	b := env.NewStreamBuilder()
-	require.NoError(t, b.SetYAML(r.pipelineYAML(o)))
-	require.NoError(t, b.SetMetricsYAML("integration_metrics: {}"))
-	b.SetLogger(slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	p.stream, err = b.Build()
-	require.NoError(t, err)
+	if err := b.SetYAML(yaml); err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", name, err)
+	}
+	if err := b.SetMetricsYAML("integration_metrics: {}"); err != nil {
+		return nil, err
+	}
+	b.SetLogger(slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: pipelineLogLevel()})))
+	if p.stream, err = b.Build(); err != nil {
+		return nil, fmt.Errorf("pipeline %s: %w", name, err)
+	}
 	var ctx context.Context
 	ctx, p.cancel = context.WithCancel(context.Background())
 	go func() { p.done <- p.stream.Run(ctx) }()
+	return p, nil
+}
+
+// pipelineLogLevel is what the pipelines' logs keep: warnings and errors,
+// or everything from info up with STARROCKS_TXN_TEST_LOG=info (to diagnose a
+// failure; the logs are printed when a test fails).
+func pipelineLogLevel() slog.Level {
+	if os.Getenv("STARROCKS_TXN_TEST_LOG") == "info" {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+// cleanupOnEnd prints the pipeline's last log lines when t failed and kills
+// it if it still runs when t ends.
+func (p *pipeline) cleanupOnEnd(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last log lines of pipeline %s:\n%s", p.name, p.logs.tail(40))
@@ -586,7 +662,6 @@ func (r *rig) startPipeline(t *testing.T, name string, o pipeOpts) *pipeline {
 			p.kill()
 		}
 	})
-	return p
 }
 
 // stop stops the pipeline gracefully within d.
@@ -733,7 +808,7 @@ func (r *rig) waitConverged(t *testing.T, src *source, atLeastOnce bool, within 
 	deadline := time.Now().Add(within)
 	var last string
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		got, err := r.target(ctx)
 		cancel()
 		if err == nil {
