@@ -1,0 +1,179 @@
+package emulator
+
+import (
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Review repros: each test asserts what StarRocks does and fails on the
+// emulator as of this commit. Run with REV12=1 (they are skipped otherwise so
+// the suite stays green): REV12=1 go test -run 'TestRev12' ./emulator/
+
+func rev12(t *testing.T) {
+	t.Helper()
+	if os.Getenv("REV12") == "" {
+		t.Skip("review repro; set REV12=1")
+	}
+}
+
+// A PREPARED classic transaction is durable in the FE: after an FE restart
+// the FE commits it itself (FE-TWCH: PREPARED -> commitPreparedTransaction),
+// which is what two-phase clients (the Flink connector's exactly-once) rely
+// on. The emulator aborts it ("cancelled after FE restart").
+func TestRev12PreparedSurvivesFERestart(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, nil)
+	c := newClient(t, e)
+	requireStatus(t, c.begin(ctlH("r12-prep")), "OK", "")
+	requireStatus(t, c.load(classicH("r12-prep"), orderRows(1, 1)), "OK", "")
+	requireStatus(t, c.prepare(ctlH("r12-prep")), "OK", "")
+	require.Equal(t, "PREPARED", c.state("test", "r12-prep"))
+	e.Restart()
+	assert.Equal(t, "PREPARED", c.state("test", "r12-prep"), "a prepared transaction survives an FE restart")
+	r := c.commit(ctlH("r12-prep"))
+	assert.Equal(t, "OK", r.str("Status"), r.raw)
+	assert.Equal(t, 1, countRows(t, e, "orders"))
+}
+
+// Same with --data-dir: a prepared transaction comes back PREPARED.
+func TestRev12PreparedSurvivesDataDirRestart(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	dir := t.TempDir()
+	e1 := startEmu(t, func(c *Config) { c.DataDir = dir })
+	c := newClient(t, e1)
+	requireStatus(t, c.begin(ctlH("r12-prep2")), "OK", "")
+	requireStatus(t, c.load(classicH("r12-prep2"), orderRows(1, 1)), "OK", "")
+	requireStatus(t, c.prepare(ctlH("r12-prep2")), "OK", "")
+	require.NoError(t, e1.Close())
+	e2 := startEmu(t, func(c *Config) { c.DataDir = dir })
+	c2 := newClient(t, e2)
+	assert.Equal(t, "PREPARED", c2.state("test", "r12-prep2"))
+	r := c2.commit(ctlH("r12-prep2"))
+	assert.Equal(t, "OK", r.str("Status"), r.raw)
+}
+
+// The BE serves /api/_load_error_log without any credentials
+// (be/src/http/download_action.cpp handle_error_log: no auth, no token), so
+// the ErrorURL / tracking_url of a reply opens in a browser or a bare curl.
+func TestRev12ErrorLogNeedsNoAuth(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	h := hdrs{"label": "r12-bad", "format": "json", "strip_outer_array": "true"}
+	r := c.do(http.MethodPut, "/api/test/orders/_stream_load", h, badOrderRows(1, 1))
+	if r.code == http.StatusTemporaryRedirect {
+		r = c.do(http.MethodPut, r.hdr.Get("Location"), h, badOrderRows(1, 1))
+	}
+	require.Equal(t, "Fail", r.str("Status"), r.raw)
+	url := r.str("ErrorURL")
+	require.NotEmpty(t, url, r.raw)
+	res, err := http.Get(url)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode, "StarRocks's BE serves the error log to anyone")
+}
+
+// SHOW [ALL] STREAM LOAD (ShowStreamLoadStmt) lists the transaction stream
+// load tasks of StreamLoadMgr, multi-table ones included; the emulator
+// answers a syntax error.
+func TestRev12ShowStreamLoad(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	db := openMySQL(t, e)
+	c.multiTxn("r12-ssl", [2]string{"orders", orderRows(1, 1)})
+	requireStatus(t, c.commit(multiH("test", "r12-ssl")), "OK", "")
+	rows, err := db.Query("SHOW ALL STREAM LOAD FROM test")
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	assert.Equal(t, "Label", cols[0])
+	assert.Contains(t, cols, "TrackingURL")
+}
+
+// The emulator's own no-rows message tells the user to run
+// ADMIN SET FRONTEND CONFIG ('empty_load_as_error' = 'false'); StarRocks
+// accepts it (a mutable FE config), after which an empty plain stream load
+// succeeds. The emulator refuses the statement.
+func TestRev12EmptyLoadAsErrorConfig(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	db := openMySQL(t, e)
+	r := c.do(http.MethodPut, "/api/test/orders/_stream_load", hdrs{"label": "r12-e1", "format": "json"}, "")
+	require.Contains(t, r.str("Message"), "empty_load_as_error", r.raw)
+	_, err := db.Exec(`ADMIN SET FRONTEND CONFIG ('empty_load_as_error' = 'false')`)
+	require.NoError(t, err, "the statement the emulator's own error message advises")
+	r = c.do(http.MethodPut, "/api/test/orders/_stream_load", hdrs{"label": "r12-e2", "format": "json"}, "")
+	assert.Equal(t, "Success", r.str("Status"), r.raw)
+}
+
+// The stream load `timezone` header defaults to Asia/Shanghai and drives
+// from_unixtime in the columns header (STREAM_LOAD doc, "timezone"); the
+// emulator evaluates from_unixtime in UTC whatever the header says.
+func TestRev12ColumnsFromUnixtimeTimezone(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	db := openMySQL(t, e)
+	_, err := db.Exec("CREATE TABLE test.tz (id INT NOT NULL, ts DATETIME) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id)")
+	require.NoError(t, err)
+	r := c.do(http.MethodPut, "/api/test/tz/_stream_load", hdrs{"label": "r12-tz1", "column_separator": ",",
+		"timezone": "Asia/Shanghai", "columns": "id, t, ts = from_unixtime(t)"}, "1,0")
+	require.Equal(t, "Success", r.str("Status"), r.raw)
+	r = c.do(http.MethodPut, "/api/test/tz/_stream_load", hdrs{"label": "r12-tz2", "column_separator": ",",
+		"columns": "id, t, ts = from_unixtime(t)"}, "2,0")
+	require.Equal(t, "Success", r.str("Status"), r.raw)
+	_, got := queryRows(t, db, "SELECT id, ts FROM test.tz ORDER BY id")
+	assert.Equal(t, [][]string{{"1", "1970-01-01 08:00:00"}, {"2", "1970-01-01 08:00:00"}}, got)
+}
+
+// SHOW ALTER TABLE COLUMN is how a StarRocks client waits for the
+// (asynchronous) schema change ALTER TABLE … ADD COLUMN starts; the emulator
+// applies ALTER at once but cannot answer the statement clients poll with.
+func TestRev12ShowAlterTableColumn(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+	db := openMySQL(t, e)
+	_, err := db.Exec("ALTER TABLE test.orders ADD COLUMN note VARCHAR(10)")
+	require.NoError(t, err)
+	cols, _ := queryRows(t, db, "SHOW ALTER TABLE COLUMN FROM test")
+	assert.Contains(t, cols, "State")
+}
+
+// Two emulators on one --data-dir both start and both append to its journal
+// (no lock): transaction ids collide and one process's records can vanish.
+func TestRev12DataDirIsExclusive(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	dir := t.TempDir()
+	_ = startEmu(t, func(c *Config) { c.DataDir = dir })
+	_, err := Start(Config{HTTPAddr: "127.0.0.1:0", DataDir: dir})
+	assert.Error(t, err, "a second emulator on a data directory in use is refused")
+}
+
+// The BE checks the label before transaction_type (TransactionManagerAction::
+// handle: "empty label" first).
+func TestRev12BEEmptyLabelFirst(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	r := c.do(http.MethodPost, e.BEURL()+"/api/transaction/begin", hdrs{"db": "test", "transaction_type": "multi"}, "")
+	assert.Equal(t, "INVALID_ARGUMENT", r.str("Status"))
+	assert.Equal(t, "empty label", r.str("Message"), r.raw)
+	assert.True(t, strings.HasPrefix(r.raw, "{\n    \""), "BE replies are pretty-printed (test_be_reject_transaction_type R file): %q", r.raw)
+}
