@@ -177,3 +177,18 @@ func TestRev12BEEmptyLabelFirst(t *testing.T) {
 	assert.Equal(t, "empty label", r.str("Message"), r.raw)
 	assert.True(t, strings.HasPrefix(r.raw, "{\n    \""), "BE replies are pretty-printed (test_be_reject_transaction_type R file): %q", r.raw)
 }
+
+// StarRocks's SHOW TRANSACTION takes only WHERE id = N (ShowTransactionStmt:
+// "SHOW TRANSACTION WHERE id=123", a txnId and nothing else); the emulator
+// also answers WHERE LABEL = '…', so a script written against it fails on a
+// cluster.
+func TestRev12ShowTransactionByLabelIsRefused(t *testing.T) {
+	rev12(t)
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+	c := newClient(t, e)
+	db := openMySQL(t, e)
+	requireStatus(t, c.begin(ctlH("r12-st")), "OK", "")
+	_, err := db.Exec("SHOW TRANSACTION FROM test WHERE LABEL = 'r12-st'")
+	assert.Error(t, err, "StarRocks accepts only WHERE id = N")
+}
