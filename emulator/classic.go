@@ -440,6 +440,7 @@ func (e *Emulator) beOp(q *req) {
 		if t.preparedTimeout <= 0 {
 			t.preparedTimeout = defaultPreparedTimeout
 		}
+		e.journalPreparedLocked(t)
 		res := e.countersReply(t)
 		e.mu.Unlock()
 		writeJSON(q.w, http.StatusOK, res)

@@ -26,7 +26,6 @@ func rev12(t *testing.T) {
 // which is what two-phase clients (the Flink connector's exactly-once) rely
 // on. The emulator aborts it ("cancelled after FE restart").
 func TestRev12PreparedSurvivesFERestart(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
@@ -43,7 +42,6 @@ func TestRev12PreparedSurvivesFERestart(t *testing.T) {
 
 // Same with --data-dir: a prepared transaction comes back PREPARED.
 func TestRev12PreparedSurvivesDataDirRestart(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	dir := t.TempDir()
 	e1 := startEmu(t, func(c *Config) { c.DataDir = dir })
@@ -51,12 +49,20 @@ func TestRev12PreparedSurvivesDataDirRestart(t *testing.T) {
 	requireStatus(t, c.begin(ctlH("r12-prep2")), "OK", "")
 	requireStatus(t, c.load(classicH("r12-prep2"), orderRows(1, 1)), "OK", "")
 	requireStatus(t, c.prepare(ctlH("r12-prep2")), "OK", "")
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed) // a kill -9 now: the prepare is already synced
 	require.NoError(t, e1.Close())
-	e2 := startEmu(t, func(c *Config) { c.DataDir = dir })
-	c2 := newClient(t, e2)
-	assert.Equal(t, "PREPARED", c2.state("test", "r12-prep2"))
-	r := c2.commit(ctlH("r12-prep2"))
-	assert.Equal(t, "OK", r.str("Status"), r.raw)
+	for name, d := range map[string]string{"after a clean stop": dir, "after a crash": crashed} {
+		t.Run(name, func(t *testing.T) {
+			e2 := startEmu(t, func(c *Config) { c.DataDir = d })
+			c2 := newClient(t, e2)
+			assert.Equal(t, "PREPARED", c2.state("test", "r12-prep2"))
+			r := c2.commit(ctlH("r12-prep2"))
+			assert.Equal(t, "OK", r.str("Status"), r.raw)
+			assert.Equal(t, "VISIBLE", c2.state("test", "r12-prep2"))
+			assert.Equal(t, 1, countRows(t, e2, "orders"), "the prepared rows came back with it")
+		})
+	}
 }
 
 // The BE serves /api/_load_error_log without any credentials
@@ -157,12 +163,16 @@ func TestRev12ShowAlterTableColumn(t *testing.T) {
 // Two emulators on one --data-dir both start and both append to its journal
 // (no lock): transaction ids collide and one process's records can vanish.
 func TestRev12DataDirIsExclusive(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	dir := t.TempDir()
-	_ = startEmu(t, func(c *Config) { c.DataDir = dir })
+	e1 := startEmu(t, func(c *Config) { c.DataDir = dir })
 	_, err := Start(Config{HTTPAddr: "127.0.0.1:0", DataDir: dir})
 	assert.Error(t, err, "a second emulator on a data directory in use is refused")
+	assert.ErrorContains(t, err, "in use by another emulator")
+	require.NoError(t, e1.Close())
+	e2, err := Start(Config{HTTPAddr: "127.0.0.1:0", DataDir: dir})
+	require.NoError(t, err, "once the first one stopped, the directory is free")
+	require.NoError(t, e2.Close())
 }
 
 // The BE checks the label before transaction_type (TransactionManagerAction::
