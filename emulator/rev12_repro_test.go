@@ -69,7 +69,6 @@ func TestRev12PreparedSurvivesDataDirRestart(t *testing.T) {
 // (be/src/http/download_action.cpp handle_error_log: no auth, no token), so
 // the ErrorURL / tracking_url of a reply opens in a browser or a bare curl.
 func TestRev12ErrorLogNeedsNoAuth(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
