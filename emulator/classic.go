@@ -417,7 +417,7 @@ func (e *Emulator) beOp(q *req) {
 	case tl.parseErr != "":
 		abort(tl.parseErr, false)
 		return
-	case tl.loaded == 0:
+	case tl.loaded == 0 && !e.emptyLoadOK.Load():
 		abort(errNoRowsImported, false)
 		return
 	}

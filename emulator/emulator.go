@@ -240,6 +240,9 @@ type Emulator struct {
 
 	// unlockDir releases the data directory's lock (nil without one).
 	unlockDir func() error
+	// emptyLoadOK is the FE config empty_load_as_error set to false: a
+	// stream load or classic transaction that imported no rows commits.
+	emptyLoadOK atomic.Bool
 
 	feLn, beLn   net.Listener
 	feSrv, beSrv *http.Server

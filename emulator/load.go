@@ -359,7 +359,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	case float64(p.Filtered) > float64(p.Filtered+p.Loaded)*params.MaxFilterRatio:
 		fail("too many filtered rows", true)
 		return
-	case p.Loaded == 0:
+	case p.Loaded == 0 && !e.emptyLoadOK.Load():
 		fail(errNoRowsImported, false)
 		return
 	}

@@ -111,7 +111,6 @@ func TestRev12ShowStreamLoad(t *testing.T) {
 // accepts it (a mutable FE config), after which an empty plain stream load
 // succeeds. The emulator refuses the statement.
 func TestRev12EmptyLoadAsErrorConfig(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -122,6 +121,15 @@ func TestRev12EmptyLoadAsErrorConfig(t *testing.T) {
 	require.NoError(t, err, "the statement the emulator's own error message advises")
 	r = c.do(http.MethodPut, "/api/test/orders/_stream_load", hdrs{"label": "r12-e2", "format": "json"}, "")
 	assert.Equal(t, "Success", r.str("Status"), r.raw)
+	assert.Equal(t, "VISIBLE", c.state("test", "r12-e2"))
+	_, got := queryRows(t, db, "ADMIN SHOW FRONTEND CONFIG LIKE 'empty_load_as_error'")
+	assert.Equal(t, [][]string{{"empty_load_as_error", "[]", "false", "boolean", "true", "a stream load or classic transaction that imported no rows fails (false: it commits)"}}, got)
+	_, err = db.Exec(`ADMIN SET FRONTEND CONFIG ('empty_load_as_error' = 'maybe')`)
+	assert.ErrorContains(t, err, "Invalid boolean value: maybe")
+	_, err = db.Exec(`ADMIN SET FRONTEND CONFIG ('empty_load_as_error' = 'true')`)
+	require.NoError(t, err)
+	r = c.do(http.MethodPut, "/api/test/orders/_stream_load", hdrs{"label": "r12-e3", "format": "json"}, "")
+	assert.Contains(t, r.str("Message"), "empty_load_as_error", "set back to true, an empty load fails again: %s", r.raw)
 }
 
 // The stream load `timezone` header defaults to Asia/Shanghai and drives

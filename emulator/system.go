@@ -5,6 +5,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
@@ -175,17 +176,33 @@ func (v sysView) Configs() []store.ConfigItem {
 	e := v.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]store.ConfigItem, 0, len(settings))
+	out := make([]store.ConfigItem, 0, len(settings)+1)
 	for _, s := range settings {
 		out = append(out, store.ConfigItem{Key: s.key, Value: strconv.FormatInt(s.get(&e.cfg), 10), Type: s.typ, Comment: s.comment})
 	}
+	out = append(out, store.ConfigItem{Key: emptyLoadAsError, Value: strconv.FormatBool(!e.emptyLoadOK.Load()), Type: "boolean",
+		Comment: "a stream load or classic transaction that imported no rows fails (false: it commits)"})
 	return out
 }
+
+// emptyLoadAsError is the FE config that makes a load with no rows fail at commit
+// (DatabaseTransactionMgr's commit and prepare; the multi-table coordinator check does
+// not consult it).
+const emptyLoadAsError = "empty_load_as_error"
 
 // SetConfig is ADMIN SET FRONTEND CONFIG: it takes effect at once (a lowered retention evicts
 // right away, as the next clean-up would).
 func (v sysView) SetConfig(key, value string) error {
 	e := v.e
+	if key == emptyLoadAsError {
+		b := strings.EqualFold(value, "true")
+		if !b && !strings.EqualFold(value, "false") {
+			return fmt.Errorf("Failed to set config '%s'. err: Invalid boolean value: %s", key, value)
+		}
+		e.emptyLoadOK.Store(!b)
+		e.log.Info("frontend config set", "key", key, "value", b)
+		return nil
+	}
 	for _, s := range settings {
 		if s.key != key {
 			continue
@@ -201,5 +218,5 @@ func (v sysView) SetConfig(key, value string) error {
 		e.log.Info("frontend config set", "key", key, "value", n)
 		return nil
 	}
-	return fmt.Errorf("Config '%s' does not exist or is not mutable (the emulator has label_keep_max_num, label_keep_max_second, stream_load_task_keep_max_num, stream_load_task_keep_max_second, max_running_txn_num_per_db)", key)
+	return fmt.Errorf("Config '%s' does not exist or is not mutable (the emulator has label_keep_max_num, label_keep_max_second, stream_load_task_keep_max_num, stream_load_task_keep_max_second, max_running_txn_num_per_db, empty_load_as_error)", key)
 }
