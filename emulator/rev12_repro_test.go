@@ -136,7 +136,6 @@ func TestRev12EmptyLoadAsErrorConfig(t *testing.T) {
 // from_unixtime in the columns header (STREAM_LOAD doc, "timezone"); the
 // emulator evaluates from_unixtime in UTC whatever the header says.
 func TestRev12ColumnsFromUnixtimeTimezone(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -149,8 +148,13 @@ func TestRev12ColumnsFromUnixtimeTimezone(t *testing.T) {
 	r = c.do(http.MethodPut, "/api/test/tz/_stream_load", hdrs{"label": "r12-tz2", "column_separator": ",",
 		"columns": "id, t, ts = from_unixtime(t)"}, "2,0")
 	require.Equal(t, "Success", r.str("Status"), r.raw)
+	r = c.do(http.MethodPut, "/api/test/tz/_stream_load", hdrs{"label": "r12-tz3", "column_separator": ",",
+		"timezone": "UTC", "columns": "id, t, ts = from_unixtime(t)"}, "3,0")
+	require.Equal(t, "Success", r.str("Status"), r.raw)
 	_, got := queryRows(t, db, "SELECT id, ts FROM test.tz ORDER BY id")
-	assert.Equal(t, [][]string{{"1", "1970-01-01 08:00:00"}, {"2", "1970-01-01 08:00:00"}}, got)
+	assert.Equal(t, [][]string{{"1", "1970-01-01 08:00:00"}, {"2", "1970-01-01 08:00:00"}, {"3", "1970-01-01 00:00:00"}}, got)
+	_, got = queryRows(t, db, "SHOW VARIABLES LIKE 'time_zone'")
+	assert.Equal(t, [][]string{{"time_zone", "Asia/Shanghai"}}, got, "StarRocks's default session time zone")
 }
 
 // SHOW ALTER TABLE COLUMN is how a StarRocks client waits for the
