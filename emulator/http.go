@@ -122,7 +122,13 @@ func (r reply) pretty() ([]byte, error) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if r, ok := v.(reply); ok && onBE(w) {
+		b, err = r.pretty()
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		code, b = http.StatusInternalServerError, []byte(`{"status":"FAILED","msg":"encoding the reply failed"}`)
 	}
@@ -278,9 +284,35 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// beWriter marks the ResponseWriter of a BE request: the BE renders its
+// JSON replies with rapidjson's PrettyWriter (StreamLoadContext::
+// to_resp_json and to_json), so writeJSON pretty-prints them.
+type beWriter struct{ http.ResponseWriter }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (b beWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// onBE reports whether w (or a writer it wraps) is a BE request's.
+func onBE(w http.ResponseWriter) bool {
+	for w != nil {
+		if _, ok := w.(beWriter); ok {
+			return true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
+	}
+	return false
+}
+
 // serveBE routes the BE listener.
 func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	if path != "/api/health" {
+		w = beWriter{w} // the BE's health action writes its own compact text
+	}
 	if !strings.HasPrefix(path, "/api/") {
 		http.NotFound(w, r)
 		return

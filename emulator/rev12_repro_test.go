@@ -189,7 +189,6 @@ func TestRev12DataDirIsExclusive(t *testing.T) {
 // The BE checks the label before transaction_type (TransactionManagerAction::
 // handle: "empty label" first).
 func TestRev12BEEmptyLabelFirst(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -197,6 +196,11 @@ func TestRev12BEEmptyLabelFirst(t *testing.T) {
 	assert.Equal(t, "INVALID_ARGUMENT", r.str("Status"))
 	assert.Equal(t, "empty label", r.str("Message"), r.raw)
 	assert.True(t, strings.HasPrefix(r.raw, "{\n    \""), "BE replies are pretty-printed (test_be_reject_transaction_type R file): %q", r.raw)
+	r = c.do(http.MethodPost, e.BEURL()+"/api/transaction/commit", hdrs{"db": "test", "label": "r12-tt", "transaction_type": "whatever"}, "")
+	assert.Equal(t, "INVALID_ARGUMENT", r.str("Status"), r.raw)
+	assert.Equal(t, "Multi-statement transaction requests can only be sent to FE nodes, not BE nodes", r.str("Message"), "any transaction_type is refused on the BE")
+	r = c.do(http.MethodPost, e.BEURL()+"/api/transaction/rollback", hdrs{"db": "test"}, "")
+	assert.Equal(t, "empty label", r.str("Message"), r.raw)
 }
 
 // StarRocks's SHOW TRANSACTION takes only WHERE id = N (ShowTransactionStmt:
