@@ -208,7 +208,6 @@ func TestRev12BEEmptyLabelFirst(t *testing.T) {
 // also answers WHERE LABEL = '…', so a script written against it fails on a
 // cluster.
 func TestRev12ShowTransactionByLabelIsRefused(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -216,4 +215,9 @@ func TestRev12ShowTransactionByLabelIsRefused(t *testing.T) {
 	requireStatus(t, c.begin(ctlH("r12-st")), "OK", "")
 	_, err := db.Exec("SHOW TRANSACTION FROM test WHERE LABEL = 'r12-st'")
 	assert.Error(t, err, "StarRocks accepts only WHERE id = N")
+	assert.ErrorContains(t, err, "Where clause should looks like: ID = $transaction_id")
+	_, err = db.Exec("SHOW TRANSACTION FROM test WHERE ID = '123'")
+	assert.ErrorContains(t, err, "Where clause should looks like: ID = $transaction_id", "a quoted id is refused too")
+	_, err = db.Exec("SHOW TRANSACTION FROM test")
+	assert.ErrorContains(t, err, "should supply condition like: ID = $transaction_id")
 }

@@ -252,8 +252,10 @@ func (h *ddlHandler) showProc(p *parser, sys System) (*sqltypes.Result, error) {
 	return textResult(transColumns, rows), nil
 }
 
-// showTransaction is SHOW TRANSACTION [FROM db] WHERE ID = n (StarRocks's form) or WHERE
-// LABEL = 'l' (the emulator's addition).
+// showTransaction is SHOW TRANSACTION [FROM db] WHERE ID = n, StarRocks's only form
+// (ShowTransactionStmtAnalyzer: an integer id and nothing else, so WHERE LABEL = … is
+// refused as on a cluster; SHOW PROC '/transactions/<db>/…' and information_schema.loads
+// list by label).
 func (h *ddlHandler) showTransaction(p *parser, sys System, cur string) (*sqltypes.Result, error) {
 	db := cur
 	if p.accept("from") || p.accept("in") {
@@ -270,23 +272,21 @@ func (h *ddlHandler) showTransaction(p *parser, sys System, cur string) (*sqltyp
 		return nil, sysErr("Unknown database '%s'", db)
 	}
 	if err := p.expect("where"); err != nil {
-		return nil, sysErr("SHOW TRANSACTION needs WHERE ID = <transaction id> (or LABEL = '<label>')")
+		return nil, sysErr("should supply condition like: ID = $transaction_id")
 	}
 	field := p.next()
-	if err := p.expectPunct("="); err != nil {
-		return nil, sysErr("%s", err.Error())
-	}
+	eq := p.expectPunct("=")
 	val := p.next()
-	if p.done() != nil || !(field.is("id") && val.kind == tokNumber || field.is("label") && val.kind == tokString) {
-		return nil, sysErr("SHOW TRANSACTION needs WHERE ID = <transaction id> (or LABEL = '<label>')")
+	if eq != nil || p.done() != nil || !field.is("id") || val.kind != tokNumber {
+		return nil, sysErr("Where clause should looks like: ID = $transaction_id")
 	}
 	var rows [][]*string
 	for _, t := range sys.Transactions(h.canonicalDB(db)) {
-		if field.is("id") && strconv.FormatInt(t.ID, 10) == val.text || field.is("label") && t.Label == val.text {
+		if strconv.FormatInt(t.ID, 10) == val.text {
 			rows = append(rows, transRow(t))
 		}
 	}
-	if field.is("id") && len(rows) == 0 {
+	if len(rows) == 0 {
 		return nil, sysErr("transaction with id %s does not exist", val.text)
 	}
 	return textResult(transColumns, rows), nil
