@@ -90,7 +90,6 @@ func TestRev12ErrorLogNeedsNoAuth(t *testing.T) {
 // load tasks of StreamLoadMgr, multi-table ones included; the emulator
 // answers a syntax error.
 func TestRev12ShowStreamLoad(t *testing.T) {
-	rev12(t)
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -104,6 +103,27 @@ func TestRev12ShowStreamLoad(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Label", cols[0])
 	assert.Contains(t, cols, "TrackingURL")
+	rows.Close()
+
+	c.multiTxn("r12-ssl-open", [2]string{"orders", orderRows(2, 1)}, [2]string{"order_items", itemRows(2, 1)})
+	cols, got := queryRows(t, db, "SHOW ALL STREAM LOAD FROM test WHERE LABEL = 'r12-ssl'")
+	require.Len(t, got, 1)
+	row := map[string]string{}
+	for i, col := range cols {
+		row[col] = got[0][i]
+	}
+	assert.Equal(t, "r12-ssl", row["Label"])
+	assert.Equal(t, itoa(multiID(t, e, "r12-ssl")), row["TxnId"])
+	assert.Equal(t, "test", row["DbName"])
+	assert.Equal(t, "orders", row["TableName"])
+	assert.Equal(t, "FINISHED", row["State"])
+	assert.Equal(t, "1", row["NumRowsNormal"])
+	_, got = queryRows(t, db, "SHOW STREAM LOAD FROM test")
+	require.Len(t, got, 2, "without ALL only the open task, one row per table: %v", got)
+	assert.Equal(t, []string{"r12-ssl-open", "r12-ssl-open"}, []string{got[0][0], got[1][0]})
+	assert.Equal(t, "LOADING", got[0][6])
+	_, err = db.Exec("SHOW STREAM LOAD FROM test WHERE STATE = 'x'")
+	assert.ErrorContains(t, err, "SHOW [ALL] STREAM LOAD [FROM db] [WHERE LABEL = 'label']")
 }
 
 // The emulator's own no-rows message tells the user to run

@@ -110,6 +110,10 @@ func (v sysView) Loads() []store.LoadInfo {
 				ScanBytes: tl.bytes, Filtered: tl.filtered, Unselected: tl.unsel, SinkRows: tl.loaded,
 				Create: t.created, LoadCommit: t.committedAt, LoadFinish: t.finishedAt,
 				Properties: fmt.Sprintf(`{"timeout":%d,"max_filter_ratio":%g}`, int64(t.timeout/time.Second), tl.params.MaxFilterRatio),
+				TxnID:      t.id, Multi: t.multi, TimeoutSec: int64(t.timeout / time.Second),
+			}
+			if tl.errFile != "" {
+				li.TrackingURL = e.errorURL(tl.errFile)
 			}
 			if tl.loads > 0 {
 				li.LoadStart = t.created

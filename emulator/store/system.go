@@ -40,6 +40,12 @@ type LoadInfo struct {
 	Create, LoadStart, LoadCommit, LoadFinish           time.Time
 	Properties, ErrorMsg                                string
 	TrackingLog                                         []string // the rejected rows' messages
+	// For SHOW STREAM LOAD: the transaction id, whether it is a multi-table task (a
+	// stream load manager task), the tracking URL and the timeout.
+	TxnID       int64
+	Multi       bool
+	TrackingURL string
+	TimeoutSec  int64
 }
 
 // NodeInfo describes the emulated cluster for SHOW FRONTENDS and SHOW BACKENDS.
@@ -159,6 +165,10 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 	case k.is("transaction"):
 		p.pos = 2
 		res, err := h.showTransaction(p, sys, cur)
+		return res, true, err
+	case k.is("stream") || k.is("all") && len(toks) > 2 && toks[2].is("stream"):
+		p.pos = 1
+		res, err := h.showStreamLoad(p, sys, cur)
 		return res, true, err
 	case k.is("load"):
 		// SHOW LOAD lists Broker Load, INSERT and Spark Load jobs; transaction stream loads
