@@ -30,6 +30,8 @@ type Store struct {
 	// (journal.go); replaying is set while the journal is being replayed.
 	journal   *journal
 	replaying bool
+	// alterJobs are the applied ALTER TABLEs SHOW ALTER TABLE COLUMN shows (alterjobs.go).
+	alterJobs []alterJob
 }
 
 type snapshot struct {
@@ -198,6 +200,9 @@ func (s *Store) execLocked(toks []token, curDB *string, text string) error {
 	}
 	if len(toks) > 0 && toks[0].is("use") {
 		return nil
+	}
+	if len(toks) > 0 && toks[0].is("alter") && !s.replaying {
+		s.recordAlterLocked(toks, before)
 	}
 	return s.journalDDLLocked(before, text)
 }

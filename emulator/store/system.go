@@ -152,6 +152,10 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 	case toks[0].is("admin"):
 		res, err := h.admin(p)
 		return res, true, err
+	case toks[0].is("show") && toks[1].is("alter"):
+		p.pos = 1
+		res, err := h.showAlter(p, cur)
+		return res, true, err
 	}
 	sys := h.bridge.sys
 	if sys == nil {
