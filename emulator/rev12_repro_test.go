@@ -254,3 +254,25 @@ func TestRev12ShowTransactionByLabelIsRefused(t *testing.T) {
 	_, err = db.Exec("SHOW TRANSACTION FROM test")
 	assert.ErrorContains(t, err, "should supply condition like: ID = $transaction_id")
 }
+
+// A multi-table transaction whose first load fails to plan (a `columns`
+// header leaving out a NOT NULL column without a default) is registered and
+// then aborted: StreamLoadMultiStmtTask.tryLoad activates the table in the
+// explicit transaction (DatabaseTransactionMgr) before the sub-task plans,
+// and cancelOnException rolls it back, so get_load_state answers ABORTED. A
+// first load naming a table that does not exist fails before the
+// activation: the label stays UNKNOWN.
+func TestRev12FailedFirstMultiLoadIsAborted(t *testing.T) {
+	t.Parallel()
+	e := startEmu(t, nil)
+	c := newClient(t, e)
+	requireStatus(t, c.begin(multiH("test", "r12-plan")), "OK", "")
+	r := c.load(jsonLoadH("test", "r12-plan", "orders", "columns", "order_id"), orderRows(1, 1))
+	require.Equal(t, "FAILED", r.str("Status"), r.raw)
+	assert.Equal(t, "ABORTED", c.state("test", "r12-plan"), "registered at the table's activation, then aborted")
+
+	requireStatus(t, c.begin(multiH("test", "r12-notable")), "OK", "")
+	r = c.load(jsonLoadH("test", "r12-notable", "no_such_table"), orderRows(1, 1))
+	require.Equal(t, "FAILED", r.str("Status"), r.raw)
+	assert.Equal(t, "UNKNOWN", c.state("test", "r12-notable"), "the table lookup fails before the activation")
+}
