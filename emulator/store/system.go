@@ -131,7 +131,7 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 		return nil, false, nil
 	}
 	switch strings.ToLower(q[:4]) {
-	case "show", "admi":
+	case "show", "admi", "crea":
 	default:
 		return nil, false, nil
 	}
@@ -141,6 +141,12 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 	}
 	if n := len(toks); toks[n-1].isPunct(";") {
 		toks = toks[:n-1]
+	}
+	if msg := unsupportedStatement(toks); msg != "" {
+		return nil, true, sysErr("%s", msg)
+	}
+	if toks[0].is("create") {
+		return nil, false, nil
 	}
 	p := &parser{toks: toks}
 	cur := h.currentDB(ctx, c, query)
