@@ -95,7 +95,7 @@ func TestShowProcAndTransaction(t *testing.T) {
 	_, rows = queryRows(t, db, fmt.Sprintf("SHOW TRANSACTION FROM test WHERE ID = %d", id))
 	require.Len(t, rows, 1)
 	assert.Equal(t, "sp-done", rows[0][1])
-	// StarRocks takes only WHERE ID = n (WHERE LABEL is refused: TestRev12ShowTransactionByLabelIsRefused)
+	// StarRocks takes only WHERE ID = n (WHERE LABEL is refused: TestFidelityShowTransactionByLabelIsRefused)
 	_, rows = queryRows(t, db, fmt.Sprintf("SHOW TRANSACTION WHERE ID = %d", txnIDClassic(t, e, "sp-classic")))
 	require.Len(t, rows, 1)
 	assert.Equal(t, "sp-classic", rows[0][1])

@@ -2,7 +2,6 @@ package emulator
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,22 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Review repros: each test asserts what StarRocks does and fails on the
-// emulator as of this commit. Run with REV12=1 (they are skipped otherwise so
-// the suite stays green): REV12=1 go test -run 'TestRev12' ./emulator/
+// StarRocks behaviours checked against its source and regression tests,
+// each a test that fails if the emulator drifts from it.
 
-func rev12(t *testing.T) {
-	t.Helper()
-	if os.Getenv("REV12") == "" {
-		t.Skip("review repro; set REV12=1")
-	}
-}
-
-// A PREPARED classic transaction is durable in the FE: after an FE restart
-// the FE commits it itself (FE-TWCH: PREPARED -> commitPreparedTransaction),
-// which is what two-phase clients (the Flink connector's exactly-once) rely
-// on. The emulator aborts it ("cancelled after FE restart").
-func TestRev12PreparedSurvivesFERestart(t *testing.T) {
+// A PREPARED classic transaction is durable in the FE: it survives an FE
+// restart PREPARED until its prepared timeout, and a commit then takes the
+// FE's PREPARED path (FE-TWCH: commitPreparedTransaction), which is what
+// two-phase clients (the Flink connector's exactly-once) rely on.
+func TestFidelityPreparedSurvivesFERestart(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
@@ -40,8 +31,9 @@ func TestRev12PreparedSurvivesFERestart(t *testing.T) {
 	assert.Equal(t, 1, countRows(t, e, "orders"))
 }
 
-// Same with --data-dir: a prepared transaction comes back PREPARED.
-func TestRev12PreparedSurvivesDataDirRestart(t *testing.T) {
+// Same with --data-dir, after a clean stop and after a crash: a prepared
+// transaction comes back PREPARED, with its rows, and commits.
+func TestFidelityPreparedSurvivesDataDirRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e1 := startEmu(t, func(c *Config) { c.DataDir = dir })
@@ -68,7 +60,7 @@ func TestRev12PreparedSurvivesDataDirRestart(t *testing.T) {
 // The BE serves /api/_load_error_log without any credentials
 // (be/src/http/download_action.cpp handle_error_log: no auth, no token), so
 // the ErrorURL / tracking_url of a reply opens in a browser or a bare curl.
-func TestRev12ErrorLogNeedsNoAuth(t *testing.T) {
+func TestFidelityErrorLogNeedsNoAuth(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -87,9 +79,9 @@ func TestRev12ErrorLogNeedsNoAuth(t *testing.T) {
 }
 
 // SHOW [ALL] STREAM LOAD (ShowStreamLoadStmt) lists the transaction stream
-// load tasks of StreamLoadMgr, multi-table ones included; the emulator
-// answers a syntax error.
-func TestRev12ShowStreamLoad(t *testing.T) {
+// load tasks of StreamLoadMgr (one row per table of a multi-table task),
+// only the unfinished ones without ALL.
+func TestFidelityShowStreamLoad(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -129,8 +121,8 @@ func TestRev12ShowStreamLoad(t *testing.T) {
 // The emulator's own no-rows message tells the user to run
 // ADMIN SET FRONTEND CONFIG ('empty_load_as_error' = 'false'); StarRocks
 // accepts it (a mutable FE config), after which an empty plain stream load
-// succeeds. The emulator refuses the statement.
-func TestRev12EmptyLoadAsErrorConfig(t *testing.T) {
+// succeeds.
+func TestFidelityEmptyLoadAsErrorConfig(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -153,9 +145,9 @@ func TestRev12EmptyLoadAsErrorConfig(t *testing.T) {
 }
 
 // The stream load `timezone` header defaults to Asia/Shanghai and drives
-// from_unixtime in the columns header (STREAM_LOAD doc, "timezone"); the
-// emulator evaluates from_unixtime in UTC whatever the header says.
-func TestRev12ColumnsFromUnixtimeTimezone(t *testing.T) {
+// from_unixtime in the columns header (STREAM_LOAD doc, "timezone"), and
+// @@time_zone is Asia/Shanghai.
+func TestFidelityColumnsFromUnixtimeTimezone(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -179,8 +171,8 @@ func TestRev12ColumnsFromUnixtimeTimezone(t *testing.T) {
 
 // SHOW ALTER TABLE COLUMN is how a StarRocks client waits for the
 // (asynchronous) schema change ALTER TABLE … ADD COLUMN starts; the emulator
-// applies ALTER at once but cannot answer the statement clients poll with.
-func TestRev12ShowAlterTableColumn(t *testing.T) {
+// applies ALTER at once and answers a FINISHED job per ALTER.
+func TestFidelityShowAlterTableColumn(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	db := openMySQL(t, e)
@@ -204,9 +196,10 @@ func TestRev12ShowAlterTableColumn(t *testing.T) {
 	assert.ErrorContains(t, err, "SHOW ALTER TABLE COLUMN [FROM db]")
 }
 
-// Two emulators on one --data-dir both start and both append to its journal
-// (no lock): transaction ids collide and one process's records can vanish.
-func TestRev12DataDirIsExclusive(t *testing.T) {
+// Two emulators on one --data-dir would both append to its journal:
+// transaction ids would collide and one process's records could vanish. The
+// second is refused while the first runs.
+func TestFidelityDataDirIsExclusive(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e1 := startEmu(t, func(c *Config) { c.DataDir = dir })
@@ -220,8 +213,9 @@ func TestRev12DataDirIsExclusive(t *testing.T) {
 }
 
 // The BE checks the label before transaction_type (TransactionManagerAction::
-// handle: "empty label" first).
-func TestRev12BEEmptyLabelFirst(t *testing.T) {
+// handle: "empty label" first), refuses any transaction_type, and
+// pretty-prints its replies.
+func TestFidelityBEEmptyLabelFirst(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.BEAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -237,10 +231,10 @@ func TestRev12BEEmptyLabelFirst(t *testing.T) {
 }
 
 // StarRocks's SHOW TRANSACTION takes only WHERE id = N (ShowTransactionStmt:
-// "SHOW TRANSACTION WHERE id=123", a txnId and nothing else); the emulator
-// also answers WHERE LABEL = '…', so a script written against it fails on a
-// cluster.
-func TestRev12ShowTransactionByLabelIsRefused(t *testing.T) {
+// "SHOW TRANSACTION WHERE id=123", a txnId and nothing else), so WHERE
+// LABEL = '…' is refused: a script written against the emulator must work on
+// a cluster.
+func TestFidelityShowTransactionByLabelIsRefused(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
 	c := newClient(t, e)
@@ -262,7 +256,7 @@ func TestRev12ShowTransactionByLabelIsRefused(t *testing.T) {
 // and cancelOnException rolls it back, so get_load_state answers ABORTED. A
 // first load naming a table that does not exist fails before the
 // activation: the label stays UNKNOWN.
-func TestRev12FailedFirstMultiLoadIsAborted(t *testing.T) {
+func TestFidelityFailedFirstMultiLoadIsAborted(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
 	c := newClient(t, e)
