@@ -45,7 +45,7 @@
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
 //	POST   /_emulator/evict_labels  {"db":"test","labels":["l1"]} (both optional):
 //	                            forget finished labels at once (Emulator.EvictLabels)
-//	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
+//	POST   /_emulator/restart   emulate an FE restart (open transactions abort, PREPARED ones stay)
 //
 // # Faults
 //
@@ -155,8 +155,9 @@ type Config struct {
 	ReaperInterval time.Duration
 	// DataDir, when set, keeps the committed data and the label states in
 	// that directory across restarts (a journal, see persist.go); the Schema
-	// script runs only when the directory holds no journal yet. Empty: memory
-	// only.
+	// script runs only when the directory holds no journal yet. The emulator
+	// holds a lock on it while it runs: a second one on it fails to start.
+	// Empty: memory only.
 	DataDir string
 	// Logger is optional.
 	Logger *slog.Logger
