@@ -145,7 +145,7 @@ func (e *Emulator) openJournal() (bool, error) {
 		return nil
 	})
 	if err != nil {
-		e.releaseDataDir()
+		_ = e.releaseDataDir()
 		return false, err
 	}
 	e.restoreLabels(recs)
