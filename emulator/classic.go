@@ -181,7 +181,14 @@ func (e *Emulator) beTransaction(q *req, op string) {
 		e.beList(q)
 		return
 	}
-	if q.multi && op != "load" {
+	if q.label == "" && op != "load" {
+		// TransactionManagerAction::handle checks the label before
+		// anything else but list (the load action has its own check).
+		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "empty label", q.label))
+		return
+	}
+	if q.header("transaction_type") != "" && op != "load" {
+		// any transaction_type at all, not only multi
 		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Multi-statement transaction requests can only be sent to FE nodes, not BE nodes", q.label))
 		return
 	}
@@ -424,7 +431,7 @@ func (e *Emulator) beOp(q *req) {
 	case tl.parseErr != "":
 		abort(tl.parseErr, false)
 		return
-	case tl.loaded == 0:
+	case tl.loaded == 0 && !e.emptyLoadOK.Load():
 		abort(errNoRowsImported, tl.filtered > 0)
 		return
 	}
@@ -447,6 +454,7 @@ func (e *Emulator) beOp(q *req) {
 		if t.preparedTimeout <= 0 {
 			t.preparedTimeout = defaultPreparedTimeout
 		}
+		e.journalPreparedLocked(t)
 		res := e.countersReply(t)
 		e.mu.Unlock()
 		writeJSON(q.w, http.StatusOK, res)

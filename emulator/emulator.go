@@ -45,7 +45,7 @@
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
 //	POST   /_emulator/evict_labels  {"db":"test","labels":["l1"]} (both optional):
 //	                            forget finished labels at once (Emulator.EvictLabels)
-//	POST   /_emulator/restart   emulate an FE restart (open transactions abort)
+//	POST   /_emulator/restart   emulate an FE restart (open transactions abort, PREPARED ones stay)
 //
 // # Faults
 //
@@ -157,8 +157,9 @@ type Config struct {
 	ReaperInterval time.Duration
 	// DataDir, when set, keeps the committed data and the label states in
 	// that directory across restarts (a journal, see persist.go); the Schema
-	// script runs only when the directory holds no journal yet. Empty: memory
-	// only.
+	// script runs only when the directory holds no journal yet. The emulator
+	// holds a lock on it while it runs: a second one on it fails to start.
+	// Empty: memory only.
 	DataDir string
 	// Logger is optional.
 	Logger *slog.Logger
@@ -240,6 +241,12 @@ type Emulator struct {
 	faults *Faults
 	ctr    counters
 
+	// unlockDir releases the data directory's lock (nil without one).
+	unlockDir func() error
+	// emptyLoadOK is the FE config empty_load_as_error set to false: a
+	// stream load or classic transaction that imported no rows commits.
+	emptyLoadOK atomic.Bool
+
 	feLn, beLn   net.Listener
 	feSrv, beSrv *http.Server
 	mysql        store.MySQLServer
@@ -303,7 +310,7 @@ func Start(cfg Config) (*Emulator, error) {
 			return nil, fmt.Errorf("opening the data directory %s: %w", cfg.DataDir, err)
 		}
 	}
-	closeJournal := func() { _ = e.store.CloseJournal() }
+	closeJournal := func() { _ = e.store.CloseJournal(); _ = e.releaseDataDir() }
 	switch {
 	case replayed && cfg.Schema != "":
 		e.log.Info("the data directory holds a journal: the schema script is not run again", "data_dir", cfg.DataDir)
@@ -402,16 +409,18 @@ func (e *Emulator) statements() int64 {
 	return e.mysql.Statements()
 }
 
-// Restart emulates an FE restart: every open (not committed) transaction is
-// aborted ("cancelled after FE restart") and the BE transaction contexts are
-// lost. Committed data and finished labels survive.
+// Restart emulates an FE restart: every open transaction that is neither
+// prepared nor committing is aborted ("cancelled after FE restart") and the
+// BE transaction contexts are lost. Committed data, finished labels and
+// PREPARED transactions survive: the FE journals a prepare and keeps the
+// transaction until its prepared timeout, so it can still be committed.
 func (e *Emulator) Restart() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, d := range e.dbs {
 		for _, t := range d.running {
-			if (t.multi && t.state == stateCommitting) || (!t.multi && t.status == statusCommitted) {
-				continue // a commit in flight completes
+			if (t.multi && t.state == stateCommitting) || (!t.multi && (t.status == statusCommitted || t.status == statusPrepared)) {
+				continue // a commit in flight completes; a prepared transaction is kept
 			}
 			e.abortLocked(t, reasonRestart)
 		}
@@ -427,7 +436,7 @@ func (e *Emulator) Restart() {
 		}
 		delete(e.beContexts, l)
 	}
-	e.log.Info("emulated FE restart: open transactions aborted")
+	e.log.Info("emulated FE restart: open transactions aborted, prepared ones kept")
 }
 
 // Close stops every listener and background task.
@@ -455,6 +464,9 @@ func (e *Emulator) Close() error {
 	e.bg.Wait()
 	if err := e.store.CloseJournal(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the journal: %w", err))
+	}
+	if err := e.releaseDataDir(); err != nil {
+		errs = append(errs, fmt.Errorf("releasing the data directory: %w", err))
 	}
 	e.closeErr = errors.Join(errs...)
 	return e.closeErr

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -231,7 +232,12 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads Delay from "delay" (a duration) or "delay_ms".
+// faultFields are the JSON fields of a Fault, for the unknown-field error.
+const faultFields = "op, action, count, db, table, statement, delay, delay_ms, http_code, code, message, status"
+
+// UnmarshalJSON reads Delay from "delay" (a duration) or "delay_ms". An
+// unknown field is an error naming it: a misspelt one ("acton", "cnt")
+// would otherwise leave a fault that fires differently from what was asked.
 func (f *Fault) UnmarshalJSON(b []byte) error {
 	type plainFault Fault
 	var j struct {
@@ -239,7 +245,12 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		Delay   string `json:"delay"`
 		DelayMS int64  `json:"delay_ms"`
 	}
-	if err := json.Unmarshal(b, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fmt.Errorf("the fault field %s is unknown (a fault has %s)", name, faultFields)
+		}
 		return err
 	}
 	*f = Fault(j.plainFault)

@@ -300,3 +300,27 @@ func TestAdminAPI(t *testing.T) {
 	assert.Equal(t, int64(2), ctr.Begins)
 	assert.Equal(t, int64(1), ctr.FaultsFired)
 }
+
+// TestFaultsRefuseUnknownFields: POST /_emulator/faults refuses a fault
+// with a field it does not know, naming it, and queues nothing; every field
+// a fault has is accepted.
+func TestFaultsRefuseUnknownFields(t *testing.T) {
+	t.Parallel()
+	e := startEmu(t, nil)
+	c := newClient(t, e)
+	for _, body := range []string{
+		`{"op":"commit","acton":"internal_error"}`,
+		`[{"op":"begin","action":"internal_error"},{"op":"commit","action":"internal_error","cnt":2}]`,
+	} {
+		r := c.do(http.MethodPost, "/_emulator/faults", nil, body)
+		assert.Equal(t, http.StatusBadRequest, r.code, r.raw)
+		assert.Regexp(t, `the fault field "(acton|cnt)" is unknown \(a fault has op, action, `, r.str("msg"))
+	}
+	assert.Empty(t, e.Faults().Pending(), "a refused POST queues nothing")
+	all := `{"op":"commit","action":"internal_error","count":1,"db":"test","table":"orders","delay":"1ms","http_code":500,"code":1,"message":"m","status":"S"}`
+	r := c.do(http.MethodPost, "/_emulator/faults", nil, all)
+	require.Equal(t, http.StatusOK, r.code, r.raw)
+	r = c.do(http.MethodPost, "/_emulator/faults", nil, `{"op":"mysql","action":"error","statement":"x","delay_ms":1}`)
+	require.Equal(t, http.StatusOK, r.code, r.raw)
+	assert.Len(t, e.Faults().Pending(), 2)
+}

@@ -175,20 +175,14 @@ func (e *Emulator) multiLoad(q *req) {
 			fail(err.Error())
 			return
 		}
-		h := dataHeaders(q.r)
-		params, err := parseParams(h)
-		if err != nil {
-			fail(err.Error())
-			return
-		}
-		if err := e.store.PlanLoad(q.db, q.table, params); err != nil {
-			fail(err.Error())
-			return
-		}
 		if !t.registered {
-			// upsertTransactionState admits the explicit transaction: the
-			// label check, then the running limit. Either failure aborts
-			// the whole transaction.
+			// StreamLoadMultiStmtTask.tryLoad activates the table in the
+			// explicit transaction (upsertTransactionState: the label
+			// check, then the running limit; either failure aborts the
+			// whole transaction) once the table is found and before the
+			// sub-task parses its headers and plans. So a first load whose
+			// plan fails leaves a registered transaction, aborted:
+			// get_load_state answers ABORTED, not UNKNOWN.
 			if u := e.usedLocked(t.db, t.label); u != nil {
 				msg := fmt.Sprintf("Label [%s] has already been used.", t.label)
 				e.abortLocked(t, "LOAD exception: "+msg)
@@ -202,6 +196,16 @@ func (e *Emulator) multiLoad(q *req) {
 				return
 			}
 			e.registerLocked(t)
+		}
+		h := dataHeaders(q.r)
+		params, err := parseParams(h)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		if err := e.store.PlanLoad(q.db, q.table, params); err != nil {
+			fail(err.Error())
+			return
 		}
 		tl := &tableLoad{name: q.table, subID: e.newIDLocked(), headers: h, params: params, planned: true}
 		t.tables = append(t.tables, tl)

@@ -170,7 +170,7 @@ func TestBEListInProcessing(t *testing.T) {
 	requireStatus(t, c.do(http.MethodPut, e.BEURL()+"/api/transaction/load", classicH("lb1"), first), "TXN_IN_PROCESSING", "Transaction is in processing")
 	close(sb.release)
 	slow := waitSlow()
-	assert.Contains(t, slow.raw, `"Status":"OK"`)
+	assert.Contains(t, slow.raw, `"Status": "OK"`, "the BE's load reply, pretty-printed as the BE prints it")
 	b, l = ctxTimes(t, e, "lb1", before, time.Now())
 	assert.Equal(t, listObj(false, "lb1", id, int64(len(body)), b, l, 0, -1), list())
 

@@ -7,14 +7,19 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
 )
 
 // Persistence (Config.DataDir). The store journals every DDL statement and commit; the
 // emulator adds its label facts to the same journal: a transaction's registration (so a
 // restart knows the label) and its abort as facts of their own, and its commit in the commit's
-// own record, so the rows and the VISIBLE state survive together or not at all. A restart
-// replays the journal: committed data and label states come back; what was running when the
-// process stopped is ABORTED ("cancelled after FE restart"), as an FE restart leaves it.
+// own record, so the rows and the VISIBLE state survive together or not at all. A classic
+// transaction's prepare is a fact too, with its pending rows: the FE keeps a PREPARED
+// transaction in its edit log until its prepared timeout, so after a restart it is still
+// PREPARED and can be committed or rolled back. A restart replays the journal: committed data,
+// label states and prepared transactions come back; what was running and not prepared when
+// the process stopped is ABORTED ("cancelled after FE restart"), as an FE restart leaves it.
 // Retention then applies as usual. The BE's transaction contexts, the fault queue, the
 // counters and the error logs are not kept.
 
@@ -39,6 +44,13 @@ type txnRecord struct {
 	Tables     []tableRecord `json:"tables,omitempty"`
 	// Evicted records EvictLabels: a restart forgets the transaction too.
 	Evicted bool `json:"evicted,omitempty"`
+	// A prepare's fact: the pending rows (store.EncodeChanges), when it was prepared and
+	// its prepared timeout.
+	Pending           json.RawMessage `json:"pending,omitempty"`
+	PreparedAt        time.Time       `json:"prepared_at,omitzero"`
+	PreparedTimeoutMs int64           `json:"prepared_timeout_ms,omitempty"`
+	// pending is Pending decoded during the replay, against the schemas of its time.
+	pending []store.TableChange
 }
 
 type tableRecord struct {
@@ -74,12 +86,45 @@ func (e *Emulator) journalLocked(t *txn, state string) {
 	}
 }
 
+// journalPreparedLocked journals the prepare of a classic transaction with its pending
+// rows, so a restart keeps it PREPARED and committable.
+func (e *Emulator) journalPreparedLocked(t *txn) {
+	if e.cfg.DataDir == "" {
+		return
+	}
+	r := t.record(statusPrepared)
+	r.PreparedAt, r.PreparedTimeoutMs = t.preparedAt, t.preparedTimeout.Milliseconds()
+	pending, err := e.store.EncodeChanges(t.changes())
+	if err == nil {
+		r.Pending = pending
+		err = e.store.Journal(r)
+	}
+	if err != nil {
+		e.log.Error("journaling a prepare failed", "label", t.label, "error", err)
+	}
+}
+
+// releaseDataDir gives up the data directory's lock (a no-op without one).
+func (e *Emulator) releaseDataDir() error {
+	if e.unlockDir == nil {
+		return nil
+	}
+	err := e.unlockDir()
+	e.unlockDir = nil
+	return err
+}
+
 // openJournal replays the data directory's journal into the store and the label states,
 // and reports whether there was one.
 func (e *Emulator) openJournal() (bool, error) {
 	if err := os.MkdirAll(e.cfg.DataDir, 0o755); err != nil {
 		return false, fmt.Errorf("creating the data directory: %w", err)
 	}
+	unlock, err := lockDataDir(e.cfg.DataDir)
+	if err != nil {
+		return false, err
+	}
+	e.unlockDir = unlock
 	recs := map[int64]txnRecord{}
 	replayed, err := e.store.OpenJournal(filepath.Join(e.cfg.DataDir, journalFile), func(raw json.RawMessage) error {
 		var r txnRecord
@@ -90,10 +135,17 @@ func (e *Emulator) openJournal() (bool, error) {
 			delete(recs, r.ID)
 			return nil
 		}
+		if len(r.Pending) > 0 {
+			var err error
+			if r.pending, err = e.store.DecodeChanges(r.Pending); err != nil {
+				return fmt.Errorf("the prepared transaction %d (label %s): %w", r.ID, r.Label, err)
+			}
+		}
 		recs[r.ID] = r
 		return nil
 	})
 	if err != nil {
+		_ = e.releaseDataDir()
 		return false, err
 	}
 	e.restoreLabels(recs)
@@ -110,7 +162,7 @@ func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
 	}
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].ID < ordered[j].ID })
 	now := time.Now()
-	var restored []*txn
+	var restored, prepared []*txn
 	for _, r := range ordered {
 		dbID, ok := e.store.DatabaseID(r.DB)
 		if !ok {
@@ -129,6 +181,18 @@ func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
 		}
 		e.nextID = max(e.nextID, r.ID)
 		state := r.State
+		if state == statusPrepared && !t.multi && len(r.pending) > 0 {
+			// the FE keeps a prepared transaction: running, committable
+			t.done, t.status = false, statusPrepared
+			t.preparedAt, t.preparedTimeout = r.PreparedAt, time.Duration(r.PreparedTimeoutMs)*time.Millisecond
+			for _, ch := range r.pending {
+				if tl := t.byTable[ch.Table]; tl != nil {
+					tl.rows = append(tl.rows, ch.Rows...)
+				}
+			}
+			prepared = append(prepared, t)
+			continue
+		}
 		if state != statusVisible && state != statusAborted {
 			// running when the process stopped: an FE restart cancels it
 			state, t.reason, t.finishedAt = statusAborted, reasonRestart, now
@@ -156,8 +220,13 @@ func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
 			e.finishedTasks = append(e.finishedTasks, t)
 		}
 	}
-	if len(restored) > 0 {
-		e.log.Info("label states restored from the data directory", "transactions", len(restored))
+	for _, t := range prepared {
+		d := e.dbLocked(t.db)
+		d.labels[t.label] = append(d.labels[t.label], t)
+		d.running[t.id] = t
+	}
+	if len(restored)+len(prepared) > 0 {
+		e.log.Info("label states restored from the data directory", "transactions", len(restored), "prepared", len(prepared))
 	}
 	e.evictLocked(now)
 }

@@ -102,7 +102,13 @@ func (r reply) pretty() ([]byte, error) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if r, ok := v.(reply); ok && onBE(w) {
+		b, err = r.pretty()
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		code, b = http.StatusInternalServerError, []byte(`{"status":"FAILED","msg":"encoding the reply failed"}`)
 	}

@@ -95,8 +95,10 @@ func TestShowProcAndTransaction(t *testing.T) {
 	_, rows = queryRows(t, db, fmt.Sprintf("SHOW TRANSACTION FROM test WHERE ID = %d", id))
 	require.Len(t, rows, 1)
 	assert.Equal(t, "sp-done", rows[0][1])
-	_, rows = queryRows(t, db, "SHOW TRANSACTION WHERE LABEL = 'sp-classic'")
+	// StarRocks takes only WHERE ID = n (WHERE LABEL is refused: TestFidelityShowTransactionByLabelIsRefused)
+	_, rows = queryRows(t, db, fmt.Sprintf("SHOW TRANSACTION WHERE ID = %d", txnIDClassic(t, e, "sp-classic")))
 	require.Len(t, rows, 1)
+	assert.Equal(t, "sp-classic", rows[0][1])
 	assert.Equal(t, "PREPARE", rows[0][3])
 	_, err := db.Exec("SHOW TRANSACTION WHERE ID = 1")
 	assert.ErrorContains(t, err, "transaction with id 1 does not exist")
@@ -246,4 +248,27 @@ func TestShowCreateTable(t *testing.T) {
 	var again string
 	require.NoError(t, conn.QueryRowContext(t.Context(), "SHOW CREATE TABLE orders").Scan(&name, &again))
 	assert.Equal(t, ddl, again)
+}
+
+// TestUnsupportedStorageStatements: statements about storage the emulator
+// does not have answer an error naming the statement and what to do, not a
+// parser error.
+func TestUnsupportedStorageStatements(t *testing.T) {
+	t.Parallel()
+	e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+	db := openMySQL(t, e)
+	for stmt, want := range map[string]string{
+		"CREATE MATERIALIZED VIEW test.mv AS SELECT order_id FROM test.orders": "CREATE MATERIALIZED VIEW is not supported by the emulator",
+		"SHOW PARTITIONS FROM test.orders":                                     "SHOW PARTITIONS is not supported by the emulator",
+		"SHOW TEMPORARY PARTITIONS FROM test.orders":                           "SHOW PARTITIONS is not supported by the emulator",
+		"SHOW TABLET FROM test.orders":                                         "SHOW TABLET is not supported by the emulator",
+		"SHOW DATA FROM test.orders":                                           "SHOW DATA is not supported by the emulator",
+	} {
+		_, err := db.Exec(stmt)
+		assert.ErrorContains(t, err, want, stmt)
+	}
+	_, err := db.Exec("CREATE TABLE test.still_works (id INT NOT NULL) DUPLICATE KEY(id) DISTRIBUTED BY HASH(id)")
+	assert.NoError(t, err, "other CREATE statements go on as before")
+	_, rows := queryRows(t, db, "SHOW TABLES FROM test LIKE 'still_works'")
+	assert.Equal(t, [][]string{{"still_works"}}, rows)
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
@@ -109,6 +110,10 @@ func (v sysView) Loads() []store.LoadInfo {
 				ScanBytes: tl.bytes, Filtered: tl.filtered, Unselected: tl.unsel, SinkRows: tl.loaded,
 				Create: t.created, LoadCommit: t.committedAt, LoadFinish: t.finishedAt,
 				Properties: fmt.Sprintf(`{"timeout":%d,"max_filter_ratio":%g}`, int64(t.timeout/time.Second), tl.params.MaxFilterRatio),
+				TxnID:      t.id, Multi: t.multi, TimeoutSec: int64(t.timeout / time.Second),
+			}
+			if tl.errFile != "" {
+				li.TrackingURL = e.errorURL(tl.errFile)
 			}
 			if tl.loads > 0 {
 				li.LoadStart = t.created
@@ -175,17 +180,33 @@ func (v sysView) Configs() []store.ConfigItem {
 	e := v.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]store.ConfigItem, 0, len(settings))
+	out := make([]store.ConfigItem, 0, len(settings)+1)
 	for _, s := range settings {
 		out = append(out, store.ConfigItem{Key: s.key, Value: strconv.FormatInt(s.get(&e.cfg), 10), Type: s.typ, Comment: s.comment})
 	}
+	out = append(out, store.ConfigItem{Key: emptyLoadAsError, Value: strconv.FormatBool(!e.emptyLoadOK.Load()), Type: "boolean",
+		Comment: "a stream load or classic transaction that imported no rows fails (false: it commits)"})
 	return out
 }
+
+// emptyLoadAsError is the FE config that makes a load with no rows fail at commit
+// (DatabaseTransactionMgr's commit and prepare; the multi-table coordinator check does
+// not consult it).
+const emptyLoadAsError = "empty_load_as_error"
 
 // SetConfig is ADMIN SET FRONTEND CONFIG: it takes effect at once (a lowered retention evicts
 // right away, as the next clean-up would).
 func (v sysView) SetConfig(key, value string) error {
 	e := v.e
+	if key == emptyLoadAsError {
+		b := strings.EqualFold(value, "true")
+		if !b && !strings.EqualFold(value, "false") {
+			return fmt.Errorf("Failed to set config '%s'. err: Invalid boolean value: %s", key, value)
+		}
+		e.emptyLoadOK.Store(!b)
+		e.log.Info("frontend config set", "key", key, "value", b)
+		return nil
+	}
 	for _, s := range settings {
 		if s.key != key {
 			continue
@@ -201,5 +222,5 @@ func (v sysView) SetConfig(key, value string) error {
 		e.log.Info("frontend config set", "key", key, "value", n)
 		return nil
 	}
-	return fmt.Errorf("Config '%s' does not exist or is not mutable (the emulator has label_keep_max_num, label_keep_max_second, stream_load_task_keep_max_num, stream_load_task_keep_max_second, max_running_txn_num_per_db)", key)
+	return fmt.Errorf("Config '%s' does not exist or is not mutable (the emulator has label_keep_max_num, label_keep_max_second, stream_load_task_keep_max_num, stream_load_task_keep_max_second, max_running_txn_num_per_db, empty_load_as_error)", key)
 }

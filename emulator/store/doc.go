@@ -117,8 +117,10 @@
 // TRUNCATE are intercepted by a handler wrapper before go-mysql-server parses them and run
 // through the DDL parser above (with the session's current database). So are StarRocks's own
 // statements (system.go): SHOW PROC '/transactions…', SHOW TRANSACTION, SHOW LOAD, SHOW
-// FRONTENDS, SHOW BACKENDS, ADMIN SET / SHOW FRONTEND CONFIG (answered from a System, the
-// server around the store) and SHOW CREATE TABLE (StarRocks DDL). current_version() and
+// [ALL] STREAM LOAD, SHOW FRONTENDS, SHOW BACKENDS, ADMIN SET / SHOW FRONTEND CONFIG
+// (answered from a System, the server around the store), SHOW CREATE TABLE (StarRocks DDL)
+// and SHOW ALTER TABLE COLUMN (alterjobs.go); CREATE MATERIALIZED VIEW, SHOW PARTITIONS,
+// SHOW TABLET and SHOW DATA get an error saying so (unsupported.go). current_version() and
 // @@version_comment name the emulator. INSERT (an upsert on PRIMARY KEY and UNIQUE KEY
 // tables, a merge on AGGREGATE KEY tables, an append on DUPLICATE KEY tables), UPDATE and
 // DELETE (PRIMARY KEY tables) run as one atomic Apply per statement. Queries of every kind run

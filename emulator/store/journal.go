@@ -150,10 +150,20 @@ func (s *Store) journalApplyLocked(next *snapshot, changes []TableChange, meta a
 		}
 		r.Meta = b
 	}
+	jcs, err := encodeChanges(next, changes)
+	if err != nil {
+		return err
+	}
+	r.Changes = jcs
+	return s.writeLocked(r)
+}
+
+func encodeChanges(sn *snapshot, changes []TableChange) ([]journalChange, error) {
+	var out []journalChange
 	for _, ch := range changes {
-		t, err := next.table(ch.DB, ch.Table)
+		t, err := sn.table(ch.DB, ch.Table)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		jc := journalChange{DB: ch.DB, Table: ch.Table, Rows: make([]journalRow, len(ch.Rows))}
 		for i, row := range ch.Rows {
@@ -163,9 +173,29 @@ func (s *Store) journalApplyLocked(next *snapshot, changes []TableChange, meta a
 			}
 			jc.Rows[i] = jr
 		}
-		r.Changes = append(r.Changes, jc)
+		out = append(out, jc)
 	}
-	return s.writeLocked(r)
+	return out, nil
+}
+
+// EncodeChanges is changes (not applied) as the journal writes rows, against the current
+// schemas, for a caller that keeps pending rows in its own facts (a prepared transaction).
+func (s *Store) EncodeChanges(changes []TableChange) (json.RawMessage, error) {
+	jcs, err := encodeChanges(s.snap(), changes)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(jcs)
+}
+
+// DecodeChanges turns what EncodeChanges wrote back into changes, against the current
+// schemas (during a replay: the schemas as of the record being replayed).
+func (s *Store) DecodeChanges(raw json.RawMessage) ([]TableChange, error) {
+	var jcs []journalChange
+	if err := json.Unmarshal(raw, &jcs); err != nil {
+		return nil, fmt.Errorf("decoding pending rows: %w", err)
+	}
+	return s.decodeChanges(jcs)
 }
 
 // replayLocked runs the records of f and returns the offset after the last whole one.

@@ -168,6 +168,7 @@ type rowBuilder struct {
 	derived  []derivedCol   // mapping expressions of the columns header
 	plain    []string       // the plain entries of the columns header (source fields)
 	now      time.Time
+	tz       string // the load's time zone
 	res      *Parsed
 
 	// per row
@@ -176,6 +177,10 @@ type rowBuilder struct {
 	op   Op
 	bad  string // first error of the row
 }
+
+// DefaultTimeZone is StarRocks's default time zone: the time_zone session variable's and a
+// stream load's when its `timezone` header is absent.
+const DefaultTimeZone = "Asia/Shanghai"
 
 var locations sync.Map // time zone name -> *time.Location (nil when unknown)
 
@@ -215,6 +220,13 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 		if loc := loadLocation(p.Timezone); loc != nil {
 			b.now = b.now.In(loc)
 		}
+	}
+	// Mapping expressions run in the stream load's time zone, Asia/Shanghai without a
+	// `timezone` header (StreamLoadInfo's timezone, TimeUtils.DEFAULT_TIME_ZONE), whatever
+	// the machine's zone. (A DEFAULT CURRENT_TIMESTAMP keeps the wall clock above.)
+	b.tz = p.Timezone
+	if b.tz == "" {
+		b.tz = DefaultTimeZone
 	}
 	b.now = time.Date(b.now.Year(), b.now.Month(), b.now.Day(), b.now.Hour(), b.now.Minute(), b.now.Second(), 0, time.UTC)
 	var plain []string

@@ -92,7 +92,7 @@ func (b *rowBuilder) applyDerived(field func(i int) (string, bool)) {
 					src[i] = t
 				}
 			}
-			v, ok, err := d.fn(src)
+			v, ok, err := d.fn(src, b.tz)
 			switch {
 			case err != nil:
 				b.seen[d.target] = false

@@ -23,9 +23,10 @@ import (
 // load_cast.go: a cast of 'abc' or '1.5' to an integer is NULL); other functions follow
 // go-mysql-server's (MySQL's) semantics where they differ from StarRocks's.
 
-// exprFunc evaluates a mapping expression on the source fields (nil: NULL) and returns its
-// text (ok false: NULL).
-type exprFunc func(src []any) (text string, ok bool, err error)
+// exprFunc evaluates a mapping expression on the source fields (nil: NULL) in the load's
+// time zone (the `timezone` header, which from_unixtime and the like follow) and returns
+// its text (ok false: NULL).
+type exprFunc func(src []any, tz string) (text string, ok bool, err error)
 
 type exprKey struct {
 	fields string
@@ -66,10 +67,14 @@ func compileExpr(fields []string, expr string) (exprFunc, error) {
 	if proj == nil {
 		return nil, fmt.Errorf("columns header: the expression %s cannot be evaluated by the emulator", expr)
 	}
-	f := exprFunc(func(src []any) (string, bool, error) {
+	f := exprFunc(func(src []any, tz string) (string, bool, error) {
 		row := make(sql.Row, len(src))
 		copy(row, src)
-		v, err := proj.Eval(sql.NewEmptyContext(), row)
+		ectx := sql.NewEmptyContext()
+		if err := ectx.SetSessionVariable(ectx, "time_zone", tz); err != nil {
+			return "", false, fmt.Errorf("the time zone %s: %w", tz, err)
+		}
+		v, err := proj.Eval(ectx, row)
 		if err != nil {
 			return "", false, err
 		}

@@ -98,11 +98,12 @@ func (m *mysqlServer) Close() error {
 
 var versionOnce sync.Once
 
-// setVersionComment sets @@version_comment, a global of go-mysql-server's process-wide
+// setVersionComment sets @@version_comment and @@time_zone (StarRocks's default,
+// Asia/Shanghai, not the machine's SYSTEM), globals of go-mysql-server's process-wide
 // system variables, once.
 func setVersionComment() {
 	versionOnce.Do(func() {
-		_ = sql.SystemVariables.AssignValues(map[string]any{"version_comment": VersionComment})
+		_ = sql.SystemVariables.AssignValues(map[string]any{"version_comment": VersionComment, "time_zone": DefaultTimeZone})
 	})
 }
 

@@ -26,6 +26,8 @@ type Store struct {
 	// (journal.go); replaying is set while the journal is being replayed.
 	journal   *journal
 	replaying bool
+	// alterJobs are the applied ALTER TABLEs SHOW ALTER TABLE COLUMN shows (alterjobs.go).
+	alterJobs []alterJob
 }
 
 type snapshot struct {

@@ -83,6 +83,9 @@ func (s *Store) execLocked(toks []token, curDB *string, text string) error {
 	if len(toks) > 0 && toks[0].is("use") {
 		return nil
 	}
+	if len(toks) > 0 && toks[0].is("alter") && !s.replaying {
+		s.recordAlterLocked(toks, before)
+	}
 	return s.journalDDLLocked(before, text)
 }
 

@@ -40,6 +40,12 @@ type LoadInfo struct {
 	Create, LoadStart, LoadCommit, LoadFinish           time.Time
 	Properties, ErrorMsg                                string
 	TrackingLog                                         []string // the rejected rows' messages
+	// For SHOW STREAM LOAD: the transaction id, whether it is a multi-table task (a
+	// stream load manager task), the tracking URL and the timeout.
+	TxnID       int64
+	Multi       bool
+	TrackingURL string
+	TimeoutSec  int64
 }
 
 // NodeInfo describes the emulated cluster for SHOW FRONTENDS and SHOW BACKENDS.
@@ -125,7 +131,7 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 		return nil, false, nil
 	}
 	switch strings.ToLower(q[:4]) {
-	case "show", "admi":
+	case "show", "admi", "crea":
 	default:
 		return nil, false, nil
 	}
@@ -136,6 +142,12 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 	if n := len(toks); toks[n-1].isPunct(";") {
 		toks = toks[:n-1]
 	}
+	if msg := unsupportedStatement(toks); msg != "" {
+		return nil, true, sysErr("%s", msg)
+	}
+	if toks[0].is("create") {
+		return nil, false, nil
+	}
 	p := &parser{toks: toks}
 	cur := h.currentDB(ctx, c, query)
 	switch {
@@ -145,6 +157,10 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 		return res, true, err
 	case toks[0].is("admin"):
 		res, err := h.admin(p)
+		return res, true, err
+	case toks[0].is("show") && toks[1].is("alter"):
+		p.pos = 1
+		res, err := h.showAlter(p, cur)
 		return res, true, err
 	}
 	sys := h.bridge.sys
@@ -159,6 +175,10 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 	case k.is("transaction"):
 		p.pos = 2
 		res, err := h.showTransaction(p, sys, cur)
+		return res, true, err
+	case k.is("stream") || k.is("all") && len(toks) > 2 && toks[2].is("stream"):
+		p.pos = 1
+		res, err := h.showStreamLoad(p, sys, cur)
 		return res, true, err
 	case k.is("load"):
 		// SHOW LOAD lists Broker Load, INSERT and Spark Load jobs; transaction stream loads
@@ -252,8 +272,10 @@ func (h *ddlHandler) showProc(p *parser, sys System) (*sqltypes.Result, error) {
 	return textResult(transColumns, rows), nil
 }
 
-// showTransaction is SHOW TRANSACTION [FROM db] WHERE ID = n (StarRocks's form) or WHERE
-// LABEL = 'l' (the emulator's addition).
+// showTransaction is SHOW TRANSACTION [FROM db] WHERE ID = n, StarRocks's only form
+// (ShowTransactionStmtAnalyzer: an integer id and nothing else, so WHERE LABEL = … is
+// refused as on a cluster; SHOW PROC '/transactions/<db>/…' and information_schema.loads
+// list by label).
 func (h *ddlHandler) showTransaction(p *parser, sys System, cur string) (*sqltypes.Result, error) {
 	db := cur
 	if p.accept("from") || p.accept("in") {
@@ -270,23 +292,21 @@ func (h *ddlHandler) showTransaction(p *parser, sys System, cur string) (*sqltyp
 		return nil, sysErr("Unknown database '%s'", db)
 	}
 	if err := p.expect("where"); err != nil {
-		return nil, sysErr("SHOW TRANSACTION needs WHERE ID = <transaction id> (or LABEL = '<label>')")
+		return nil, sysErr("should supply condition like: ID = $transaction_id")
 	}
 	field := p.next()
-	if err := p.expectPunct("="); err != nil {
-		return nil, sysErr("%s", err.Error())
-	}
+	eq := p.expectPunct("=")
 	val := p.next()
-	if p.done() != nil || !(field.is("id") && val.kind == tokNumber || field.is("label") && val.kind == tokString) {
-		return nil, sysErr("SHOW TRANSACTION needs WHERE ID = <transaction id> (or LABEL = '<label>')")
+	if eq != nil || p.done() != nil || !field.is("id") || val.kind != tokNumber {
+		return nil, sysErr("Where clause should looks like: ID = $transaction_id")
 	}
 	var rows [][]*string
 	for _, t := range sys.Transactions(h.canonicalDB(db)) {
-		if field.is("id") && strconv.FormatInt(t.ID, 10) == val.text || field.is("label") && t.Label == val.text {
+		if strconv.FormatInt(t.ID, 10) == val.text {
 			rows = append(rows, transRow(t))
 		}
 	}
-	if field.is("id") && len(rows) == 0 {
+	if len(rows) == 0 {
 		return nil, sysErr("transaction with id %s does not exist", val.text)
 	}
 	return textResult(transColumns, rows), nil
