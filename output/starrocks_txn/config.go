@@ -117,7 +117,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 (batches per commit cycle + batches one open source transaction spans) × partitions.`).
 		Fields(
 			service.NewStringListField(fieldLoadURLs).
-				Description("StarRocks FE HTTP addresses (`http://fe:8030`). The client fails over between them in order.").
+				Description("StarRocks FE HTTP addresses (`http://fe:8030`). A request goes to the next address only when it certainly did not reach the previous one (connection refused, name resolution, TLS handshake); a reset, a timeout or a 5xx may mean the FE applied it, so it is never re-sent elsewhere under the same label: the cycle is replayed under a new label, starting at the next address.").
 				Example([]string{"http://127.0.0.1:8030"}),
 			service.NewStringField(fieldUsername).
 				Description("The StarRocks user.").
