@@ -34,6 +34,7 @@ type metrics struct {
 	lifecycleErrors   *service.MetricCounter
 	unknownCommits    *service.MetricCounter
 	unresolved        *service.MetricGauge
+	leaseWaits        *service.MetricCounter
 	// connected is 1 while StarRocks answers (connect.go).
 	connected *service.MetricGauge
 }
@@ -63,6 +64,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		lifecycleErrors:   m.NewCounter("starrocks_txn_lifecycle_errors"),
 		unknownCommits:    m.NewCounter("starrocks_txn_unknown_commits", "database"),
 		unresolved:        m.NewGauge("starrocks_txn_unresolved_commits"),
+		leaseWaits:        m.NewCounter("starrocks_txn_lease_waits", "partition"),
 		connected:         m.NewGauge("starrocks_txn_connected"),
 	}
 }
