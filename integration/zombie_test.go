@@ -2,12 +2,16 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 )
@@ -81,4 +85,65 @@ func TestPipelineCrashDuringLateCommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A member cut off from the group coordinator while it still reaches
+// StarRocks (its heartbeats hang: a network partition, or a process or
+// broker too starved to answer — seen on a loaded machine as a member that
+// learned of its loss 8 s after another member got its partitions): the
+// broker expires its session and gives its partitions to the other member,
+// which reads the progress and loads them. The cut-off member must stop
+// committing before that (its group lease ends half a session timeout
+// after its last confirmed heartbeat), or its commits of the same source
+// transactions land a second time: order_events (DUPLICATE KEY) would hold
+// events twice.
+func TestExactlyOnceMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rebalance test")
+	}
+	t.Parallel()
+	seed := testSeed(t)
+	r := newRig(t, 4)
+	src := newSource(t, r, seed, 0.1)
+	rd := startReader(r.db, false)
+	defer rd.stop()
+	opts := pipeOpts{group: "g-cut-off", batchCount: 3, exactlyOnce: true, commitPeriod: time.Second}
+
+	// The first member to heartbeat is a; once cut is set its heartbeats
+	// hang until the test ends, the others' go through.
+	var member atomic.Pointer[string]
+	var cut atomic.Bool
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	r.kafka.ControlKey(int16(kmsg.Heartbeat), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		r.kafka.KeepControl()
+		id := kreq.(*kmsg.HeartbeatRequest).MemberID
+		member.CompareAndSwap(nil, &id)
+		if cut.Load() && id == *member.Load() {
+			r.kafka.SleepControl(func() { <-release })
+			return nil, errors.New("cut off from the coordinator"), true
+		}
+		return nil, nil, false
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait := src.background(ctx, 0, 150)
+	a := r.startPipeline(t, "cut-off", opts)
+	require.Eventually(t, func() bool { return member.Load() != nil && src.committed.Load() > 50 }, 20*time.Second, 10*time.Millisecond)
+	time.Sleep(time.Second)
+	cut.Store(true)
+	b := r.startPipeline(t, "owner", opts)
+	// a learns of its loss only when its hung heartbeat times out
+	// (franz-go's request timeout overhead, 10 s); b owns everything long
+	// before.
+	time.Sleep(8 * time.Second)
+	cancel()
+	require.NoError(t, wait())
+	dups := r.waitConverged(t, src, true, 30*time.Second)
+	b.stop(t, 10*time.Second)
+	a.kill()
+	rd.stop()
+	assert.Zero(t, dups, "events committed by both the cut-off member and the partitions' new owner")
+	assert.True(t, strings.Contains(a.logs.tail(1000), "Holding the commit of label"), "the cut-off member held its commits")
 }

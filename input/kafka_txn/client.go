@@ -49,6 +49,7 @@ func (in *Input) consumerOpts() []kgo.Opt {
 		kgo.HeartbeatInterval(in.conf.heartbeatInterval),
 		kgo.FetchMaxWait(in.conf.fetchMaxWait),
 		kgo.FetchMaxPartitionBytes(in.conf.fetchMaxPartitionBytes),
+		kgo.WithHooks(leaseHook{in}),
 	}
 }
 

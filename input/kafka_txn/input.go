@@ -83,6 +83,9 @@ type Input struct {
 	// logLim rate-limits repeating fetch and commit errors and franz-go's
 	// own warnings.
 	logLim *kafka.LogLimiter
+	// leaseBase is when the last group request the coordinator answered
+	// was sent (lease.go).
+	leaseBase time.Time
 }
 
 // New builds a kafka_txn input from a parsed config.

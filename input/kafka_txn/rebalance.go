@@ -67,9 +67,15 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	}
 	in.rebuildOrderLocked()
 	in.signalLocked()
+	base := in.leaseBase
 	in.mu.Unlock()
 	if len(ids) > 0 {
 		sort.Strings(ids)
+		if !base.IsZero() {
+			// The assignment came with the sync reply that renewed the
+			// lease.
+			in.reg.Renew(ids, base.Add(in.leaseSpan()))
+		}
 		in.log.Infof("Assigned partitions %v", ids)
 	}
 }
@@ -225,6 +231,8 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 	in.rebuildOrderLocked()
 	in.signalLocked()
 	in.mu.Unlock()
+	// After the fence: the output holds nothing of them any more.
+	in.reg.Unlease(ids)
 	for _, b := range batchers {
 		_ = b.Close(context.Background())
 	}

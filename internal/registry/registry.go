@@ -16,6 +16,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -60,6 +61,9 @@ type Registry struct {
 	// ends is the registered EndFunc; endsRegistered counts registrations.
 	ends           EndFunc
 	endsRegistered int
+	// leases holds, per partition of an input that tracks its group
+	// membership, until when the membership is certainly still valid.
+	leases map[string]time.Time
 }
 
 // EndFunc reports whether a message, as an input delivers it, ends a
@@ -105,6 +109,7 @@ func New() *Registry {
 		epochs:    map[string]uint64{},
 		fenced:    map[string]uint64{},
 		unclaimed: map[string]struct{}{},
+		leases:    map[string]time.Time{},
 	}
 }
 
@@ -312,4 +317,43 @@ func (r *Registry) Progress(ctx context.Context, partition string) (int64, bool,
 		return 0, false, nil
 	}
 	return fn(ctx, partition)
+}
+
+// Renew is called by an input that knows how long its group membership is
+// certainly valid: the broker cannot have given partitions to another
+// member before until (a successful heartbeat sent at t keeps the session
+// alive until at least t + the session timeout). An output must not start a
+// commit that contains a partition's rows once its lease is over: the
+// partition may have a new owner, which would load the same source
+// transactions again (ARCHITECTURE.md §7, the zombie window). A lease only
+// moves forward.
+func (r *Registry) Renew(partitions []string, until time.Time) {
+	r.mu.Lock()
+	for _, p := range partitions {
+		if cur, ok := r.leases[p]; !ok || until.After(cur) {
+			r.leases[p] = until
+		}
+	}
+	r.mu.Unlock()
+}
+
+// Unlease forgets the lease of partitions an input released: it no longer
+// speaks for them.
+func (r *Registry) Unlease(partitions []string) {
+	r.mu.Lock()
+	for _, p := range partitions {
+		delete(r.leases, p)
+	}
+	r.mu.Unlock()
+}
+
+// Leased reports whether a commit of partition's rows may start at now:
+// true when no input tracks the partition's lease (an input without group
+// membership, or none at all), else whether now is before the lease's end.
+// until is the lease's end (zero when none is tracked).
+func (r *Registry) Leased(partition string, now time.Time) (ok bool, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, tracked := r.leases[partition]
+	return !tracked || now.Before(until), until
 }

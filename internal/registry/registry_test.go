@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
@@ -210,4 +211,28 @@ func TestTxnEnds(t *testing.T) {
 	assert.True(t, r.TxnEnds()(service.NewMessage(nil)))
 	r.SetTxnEnds(func(*service.Message) bool { return false })
 	assert.Nil(t, r.TxnEnds(), "two assemblers registered")
+}
+
+func TestLeases(t *testing.T) {
+	r := New()
+	now := time.Now()
+	ok, until := r.Leased("t/0", now)
+	assert.True(t, ok, "a partition no input leases may be committed")
+	assert.True(t, until.IsZero())
+
+	r.Renew([]string{"t/0", "t/1"}, now.Add(time.Second))
+	ok, _ = r.Leased("t/0", now)
+	assert.True(t, ok)
+	ok, _ = r.Leased("t/0", now.Add(time.Second))
+	assert.False(t, ok, "the lease ends at until")
+
+	r.Renew([]string{"t/0"}, now.Add(-time.Second))
+	ok, until = r.Leased("t/0", now)
+	assert.True(t, ok, "a lease never moves back")
+	assert.Equal(t, now.Add(time.Second), until)
+
+	r.Unlease([]string{"t/1"})
+	ok, until = r.Leased("t/1", now.Add(time.Hour))
+	assert.True(t, ok, "a released partition is no longer leased by the input")
+	assert.True(t, until.IsZero())
 }

@@ -222,8 +222,13 @@ func invalid(op string, class Class, err error) *Error {
 func setRaw(h http.Header, key, value string) { h[key] = []string{value} }
 
 // do sends k to the preferred load URL and fails over, in order, to the
-// others on connection errors and 5xx replies. A logical reply never fails
-// over. The URL that gave the final answer becomes the preferred one.
+// others only while the outcome is definitely "not applied" (failOver). Any
+// other outcome is the caller's: a logical reply, and equally an ambiguous
+// one (a reset or timeout after the request was sent, a 5xx), which the
+// caller settles under the same label or by replaying under a new one. The
+// URL that gave the final answer becomes the preferred one, except that an
+// ambiguous outcome moves the preference to the next URL, so the caller's
+// next request (its replay) goes to another FE.
 func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 	if c.auth != "" {
 		k.header.Set("Authorization", c.auth)
@@ -241,6 +246,9 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 			break
 		}
 		if !failOver(k, rep, err) {
+			if n > 1 && unsettled(rep, err) {
+				idx = (idx + 1) % n
+			}
 			c.preferred.Store(int32(idx))
 			break
 		}
@@ -252,19 +260,29 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 	return c.result(k, rep, err)
 }
 
-// failOver reports whether another FE should be tried: the connection could
-// not be made (nothing was sent), or the server answered 5xx. A load is not
-// re-sent after 502/504: a gateway may have forwarded its body before it
-// gave up, and a second copy in the same transaction would duplicate rows
-// of a DUPLICATE KEY table.
+// failOver reports whether the same request may be sent to another FE: only
+// when the first one definitely did not act on it, because no connection
+// was made (dial, name resolution, a refused connection, a failed TLS
+// handshake: nothing was sent). A reset or timeout after the request was
+// written, or a 5xx (StarRocks answers every result, failures included,
+// with HTTP 200 — docs/notes/starrocks-protocol.md §1.4 — so a 5xx comes from
+// a proxy or a dying process, and a proxy such as Envoy answers 503 when the
+// FE reset the connection after it had applied the request), may mean the
+// request was applied: a second copy of a load in the same transaction
+// doubles its rows, a second begin or commit races the first. Those go back
+// to the caller as they are. get_load_state only reads, so it also fails over
+// on those.
 func failOver(k *call, rep *Reply, err error) bool {
 	if err != nil {
-		return isConnError(err)
+		return isConnError(err) || k.op == OpLoadState
 	}
-	if k.withBody && (rep.HTTPCode == http.StatusBadGateway || rep.HTTPCode == http.StatusGatewayTimeout) {
-		return false
-	}
-	return rep.HTTPCode >= 500 && rep.HTTPCode < 600
+	return k.op == OpLoadState && rep.HTTPCode >= 500 && rep.HTTPCode < 600
+}
+
+// unsettled reports an outcome that says nothing about whether the request
+// was applied: no reply at all, or a 5xx.
+func unsettled(rep *Reply, err error) bool {
+	return err != nil || rep.HTTPCode >= 500
 }
 
 // isConnError reports errors that happen before a request is sent: dialing,

@@ -301,6 +301,10 @@ func TestFailover(t *testing.T) {
 		assert.Equal(t, int32(1), c.preferred.Load())
 	})
 	t.Run("503", func(t *testing.T) {
+		// A 503 says nothing about whether the FE behind it applied the
+		// load (Envoy answers 503 when the upstream reset the connection
+		// after it read the request): the same body is never sent to
+		// another FE under the same label.
 		bad := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 		})
@@ -308,13 +312,16 @@ func TestFailover(t *testing.T) {
 		c := newClient(t, Config{LoadURLs: []string{bad.srv.URL, good.srv.URL}})
 		body := []byte(`[{"id":7}]`)
 		_, err := c.Load(context.Background(), LoadRequest{Txn: Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}, Body: body})
-		require.NoError(t, err)
+		require.Error(t, err)
+		assert.Equal(t, ClassTransient, ClassOf(err), "the output replays the cycle under a new label")
 		require.Len(t, bad.requests(), 1)
-		require.Len(t, good.requests(), 1)
-		assert.Equal(t, body, good.last(t).Body, "the body is re-sent to the next FE")
-		_, err = c.Commit(context.Background(), Txn{DB: "shop", Label: "l1", Multi: true})
+		assert.Empty(t, good.requests(), "the body is not re-sent to the next FE")
+		// The caller's next request (its replay under a new label) goes
+		// to the next FE first.
+		_, err = c.Begin(context.Background(), Txn{DB: "shop", Label: "l2", Multi: true})
 		require.NoError(t, err)
 		assert.Len(t, bad.requests(), 1, "the failed FE is not asked first again")
+		assert.Len(t, good.requests(), 1)
 	})
 	t.Run("logical FAILED does not fail over", func(t *testing.T) {
 		failing := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
@@ -328,19 +335,53 @@ func TestFailover(t *testing.T) {
 		assert.Len(t, failing.requests(), 1)
 		assert.Empty(t, other.requests())
 	})
-	t.Run("a load is not re-sent after a gateway error", func(t *testing.T) {
-		for _, code := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
-			gw := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(code) })
-			other := newFake(t, nil)
-			c := newClient(t, Config{LoadURLs: []string{gw.srv.URL, other.srv.URL}})
-			_, err := c.Load(context.Background(), LoadRequest{Txn: Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}, Body: []byte("{}")})
-			require.Error(t, err)
-			assert.Equal(t, ClassTransient, ClassOf(err))
-			assert.Empty(t, other.requests(), "HTTP %d", code)
-			// Control requests carry no data and are idempotent per label.
-			_, err = c.Commit(context.Background(), Txn{DB: "shop", Label: "l1", Multi: true})
+	t.Run("no request is re-sent after a 5xx", func(t *testing.T) {
+		tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
+		ops := []struct {
+			op    string
+			class Class
+			send  func(c *Client) error
+		}{
+			{OpBegin, ClassTransient, func(c *Client) error { _, err := c.Begin(context.Background(), tx); return err }},
+			{OpLoad, ClassTransient, func(c *Client) error {
+				_, err := c.Load(context.Background(), LoadRequest{Txn: tx, Body: []byte("{}")})
+				return err
+			}},
+			{OpCommit, ClassAmbiguous, func(c *Client) error { _, err := c.Commit(context.Background(), tx); return err }},
+			{OpRollback, ClassTransient, func(c *Client) error { _, err := c.Rollback(context.Background(), tx); return err }},
+		}
+		for _, code := range []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+			for _, o := range ops {
+				gw := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(code) })
+				other := newFake(t, nil)
+				c := newClient(t, Config{LoadURLs: []string{gw.srv.URL, other.srv.URL}})
+				err := o.send(c)
+				require.Error(t, err, "%s answered HTTP %d", o.op, code)
+				assert.Equal(t, o.class, ClassOf(err), "%s answered HTTP %d", o.op, code)
+				assert.Len(t, gw.requests(), 1, "%s answered HTTP %d", o.op, code)
+				assert.Empty(t, other.requests(), "%s answered HTTP %d is not re-sent to another FE", o.op, code)
+			}
+		}
+	})
+	t.Run("get_load_state fails over on a 5xx and on a reset", func(t *testing.T) {
+		// It only reads: asking another FE cannot apply anything twice.
+		for _, reply := range []func(w http.ResponseWriter, r *http.Request, _ []byte){
+			func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(http.StatusServiceUnavailable) },
+			func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			},
+		} {
+			bad := newFake(t, reply)
+			good := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+				writeJSON(w, 200, `{"status":"OK","msg":"Success","state":"VISIBLE"}`)
+			})
+			c := newClient(t, Config{LoadURLs: []string{bad.srv.URL, good.srv.URL}})
+			st, err := c.LoadState(context.Background(), "shop", "l1")
 			require.NoError(t, err)
-			assert.Len(t, other.requests(), 1, "HTTP %d", code)
+			assert.Equal(t, StateVisible, st)
+			assert.Len(t, good.requests(), 1)
 		}
 	})
 	t.Run("all down", func(t *testing.T) {
@@ -379,6 +420,8 @@ func TestTransportErrorsClassByOperation(t *testing.T) {
 	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
 	_, err := c.Commit(context.Background(), tx)
 	assert.Equal(t, ClassAmbiguous, ClassOf(err), "a reset commit may have committed")
+	assert.Equal(t, int32(1), c.preferred.Load(), "the next request goes to the next FE first")
+	c.preferred.Store(0)
 	_, err = c.Load(context.Background(), LoadRequest{Txn: tx, Body: []byte("{}")})
 	assert.Equal(t, ClassTransient, ClassOf(err))
 	assert.Empty(t, other.requests(), "a request that was sent is never re-sent to another FE")

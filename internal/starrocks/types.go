@@ -9,8 +9,10 @@ import (
 
 // Config configures a Client.
 type Config struct {
-	// LoadURLs are FE HTTP addresses (http://host:8030). The client fails over
-	// between them in order on connection errors and 5xx replies.
+	// LoadURLs are FE HTTP addresses (http://host:8030). The client sends a
+	// request to the next one only when it certainly did not reach the
+	// previous (no connection could be made); any other failure is the
+	// caller's, and the caller's next request starts at the next URL.
 	LoadURLs []string
 	Username string
 	Password string

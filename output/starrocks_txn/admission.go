@@ -357,7 +357,6 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 		}
 		s.touched = o.now()
 		o.seqs[source] = s
-		o.m.seedSeqSource(source)
 	}
 	return s
 }
@@ -387,7 +386,7 @@ func (o *Output) checkGapsLocked(now time.Time) {
 		if !skipped {
 			continue
 		}
-		o.m.seqGaps.Incr(to-from+1, src)
+		o.m.seqGaps.Incr(to - from + 1)
 		o.log.Errorf("Messages with starrocks_seq %d to %d of assembler %q never arrived within sequence_gap_timeout (%v): skipping them; something between the txn_assembler and this output dropped messages (a filtering processor, a switch or reject_errored)", from, to, src, o.conf.sequenceGapTimeout)
 		for _, it := range ready {
 			o.applyLocked(it, now)

@@ -127,6 +127,9 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
+		if !w.awaitLeases(ctx, c) {
+			return ctx.Err()
+		}
 		if o.closing() {
 			continue
 		}

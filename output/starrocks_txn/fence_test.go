@@ -261,3 +261,37 @@ func TestNoEpochMeansNoEpochChecking(t *testing.T) {
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})}, 5*time.Second)
 	assert.Len(t, f.rows("a"), 1)
 }
+
+// A partition whose consumer-group lease is over (no heartbeat got through
+// for half the session timeout: the broker may have given it to another
+// member) is not committed until the lease is renewed; a fence then takes
+// it out of the cycle instead.
+func TestCommitWaitsForTheGroupLease(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 20ms\n", f, nil)
+	reg := registry.Get(res)
+	reg.Renew([]string{"p0"}, time.Now().Add(-time.Millisecond))
+	s := newSrc("asm")
+	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+	time.Sleep(300 * time.Millisecond)
+	assert.Empty(t, f.rows("a"), "nothing is committed while the lease is over")
+	select {
+	case err := <-done:
+		t.Fatalf("acknowledged while the lease was over: %v", err)
+	default:
+	}
+	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
+	waitAll(t, []chan error{done}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")))
+
+	// Expired again: a fence (the input reports the partition lost) takes
+	// the held transaction out; nothing of it is committed.
+	reg.Renew([]string{"p1"}, time.Now().Add(-time.Millisecond))
+	held := writeAsync(o, service.MessageBatch(txnMsgs(s, "p1", "t2", 2)))
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, reg.Fence(context.Background(), "p1"))
+	waitAll(t, []chan error{held}, 5*time.Second)
+	reg.Unlease([]string{"p1"})
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "the fenced transaction was never committed")
+}

@@ -274,10 +274,20 @@ func (o *Output) advanceLocked(p *partition) {
 		return
 	}
 	p.order = p.order[n:]
-	if last != nil && !p.fenced && p.key.partition != noContractPartition {
-		if !p.hasPublished || last.endOffset > p.published {
-			p.published, p.hasPublished = last.endOffset, true
-		}
-		o.reg.PublishCommitted(p.key.partition, last.endOffset)
+	if last != nil {
+		o.publishLocked(p, last.endOffset)
 	}
+}
+
+// publishLocked tells the input (internal/registry) that every source
+// transaction of p ending at or below end is resolved; a fenced partition
+// publishes nothing (its new owner does).
+func (o *Output) publishLocked(p *partition, end int64) {
+	if p.fenced || p.key.partition == noContractPartition {
+		return
+	}
+	if !p.hasPublished || end > p.published {
+		p.published, p.hasPublished = end, true
+	}
+	o.reg.PublishCommitted(p.key.partition, end)
 }

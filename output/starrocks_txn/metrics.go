@@ -27,7 +27,9 @@ var retryReasons = []string{
 // bound: databases only once StarRocks began a transaction in them
 // (dbWorker.metricDB), partitions as the source names them
 // (partitionLabel), never a transaction id (a stalled partition's
-// transaction is in the log line that reports the stall).
+// transaction is in the log line that reports the stall) nor an assembler
+// instance (starrocks_seq_source is random per start: the sequence-gap log
+// line names it, the counter has no label).
 type metrics struct {
 	commits           *service.MetricCounter
 	rollbacks         *service.MetricCounter
@@ -52,6 +54,7 @@ type metrics struct {
 	lifecycleErrors   *service.MetricCounter
 	unknownCommits    *service.MetricCounter
 	unresolved        *service.MetricGauge
+	leaseWaits        *service.MetricCounter
 	// connected is 1 while StarRocks answers (connect.go).
 	connected *service.MetricGauge
 }
@@ -71,7 +74,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		stalled:           m.NewGauge("starrocks_txn_stalled_partition", "partition"),
 		stalledCount:      m.NewCounter("starrocks_txn_partition_stalls"),
 		stalledPartitions: m.NewGauge("starrocks_txn_stalled_partitions"),
-		seqGaps:           m.NewCounter("starrocks_txn_sequence_gaps", "seq_source"),
+		seqGaps:           m.NewCounter("starrocks_txn_sequence_gaps"),
 		buffered:          m.NewGauge("starrocks_txn_buffered_bytes"),
 		openRegions:       m.NewGauge("starrocks_txn_open_regions"),
 		waiting:           m.NewGauge("starrocks_txn_waiting_write_batches"),
@@ -81,6 +84,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		lifecycleErrors:   m.NewCounter("starrocks_txn_lifecycle_errors"),
 		unknownCommits:    m.NewCounter("starrocks_txn_unknown_commits", "database"),
 		unresolved:        m.NewGauge("starrocks_txn_unresolved_commits"),
+		leaseWaits:        m.NewCounter("starrocks_txn_lease_waits", "partition"),
 		connected:         m.NewGauge("starrocks_txn_connected"),
 	}
 }
@@ -92,14 +96,14 @@ func newMetrics(m *service.Metrics) *metrics {
 // database and table, the table_properties entries, the progress and writers
 // tables), the per-database and load counters. Databases named by the data
 // get theirs when StarRocks first begins a transaction there (seedDatabase),
-// partitions and seq sources when first seen (seedPartition, seedSeqSource):
+// partitions when first seen (seedPartition):
 // an alert on increase() then sees the step from 0 of the first event.
 // Timers have no value before their first sample.
 func (m *metrics) startAtZero(c config) {
 	for _, r := range retryReasons {
 		m.retries.Incr(0, notBegunDB, r)
 	}
-	for _, ctr := range []*service.MetricCounter{m.stalledCount, m.mifStarved, m.lifecycleErrors} {
+	for _, ctr := range []*service.MetricCounter{m.stalledCount, m.mifStarved, m.lifecycleErrors, m.seqGaps} {
 		ctr.Incr(0)
 	}
 	for _, g := range []*service.MetricGauge{m.stalledPartitions, m.buffered, m.openRegions, m.waiting, m.connected, m.unresolved} {
@@ -157,10 +161,6 @@ func (m *metrics) seedDatabase(db string) {
 // seedPartition makes the dead-letter counter of a partition label exist at
 // 0 once the partition is first seen.
 func (m *metrics) seedPartition(label string) { m.deadLettered.Incr(0, label) }
-
-// seedSeqSource makes the sequence-gap counter of an assembler instance
-// exist at 0 once its first message is seen.
-func (m *metrics) seedSeqSource(src string) { m.seqGaps.Incr(0, src) }
 
 // partitionLabel is the partition label value of the per-partition metrics:
 // the source partition alone, without the seq source (an assembler

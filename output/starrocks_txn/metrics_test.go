@@ -85,7 +85,7 @@ starrocks_txn:
 	}
 	for _, name := range []string{
 		"starrocks_txn_partition_stalls", "starrocks_txn_max_in_flight_starved", "starrocks_txn_lifecycle_errors",
-		"starrocks_txn_stalled_partitions", "starrocks_txn_buffered_bytes", "starrocks_txn_open_regions",
+		"starrocks_txn_sequence_gaps", "starrocks_txn_stalled_partitions", "starrocks_txn_buffered_bytes", "starrocks_txn_open_regions",
 		"starrocks_txn_waiting_write_batches",
 	} {
 		v, ok := value(name, nil)
@@ -107,4 +107,56 @@ starrocks_txn:
 			assert.Zero(t, v, name)
 		}
 	}
+}
+
+// Sequence gaps are counted in one series, whatever assembler instance
+// they come from: every restart of an assembler has a new random
+// starrocks_seq_source, so a series per source would grow without bound
+// (the Benthos metrics API cannot delete one). The error log names the
+// instance.
+func TestSequenceGapsAreOneSeriesAcrossAssemblerRestarts(t *testing.T) {
+	e := startEmulator(t)
+	mux := http.NewServeMux()
+	sb := service.NewStreamBuilder()
+	sb.SetHTTPMux(mux)
+	require.NoError(t, sb.SetLoggerYAML("level: none"))
+	require.NoError(t, sb.SetMetricsYAML("prometheus: {}"))
+	send, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
+starrocks_txn:
+  load_urls: [ %q ]
+  commit_interval: 50ms
+  sequence_gap_timeout: 100ms
+`, e.FEURL())))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	go func() { _ = stream.Run(context.Background()) }()
+	t.Cleanup(func() { _ = stream.StopWithin(10 * time.Second) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 1; i <= 3; i++ {
+		// One assembler instance (a restart each time), on its own
+		// partition: seq 2 never arrives.
+		s := newSrc(fmt.Sprintf("asm-%d", i))
+		p := fmt.Sprintf("p%d", i)
+		m1 := s.row(p, "t1", "orders", map[string]any{"order_id": 10*i + 1, "customer_id": 1}, true)
+		_ = s.row(p, "lost", "orders", map[string]any{"order_id": 10*i + 2, "customer_id": 1}, true)
+		m3 := s.row(p, "t3", "orders", map[string]any{"order_id": 10*i + 3, "customer_id": 1}, true)
+		require.NoError(t, send(ctx, service.MessageBatch{m1}))
+		require.NoError(t, send(ctx, service.MessageBatch{m3}))
+	}
+	_, text := get(mux, "/metrics")
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	require.NoError(t, err)
+	f, ok := fams["starrocks_txn_sequence_gaps"]
+	require.True(t, ok, "the gaps were counted")
+	require.Len(t, f.GetMetric(), 1, "one series for every assembler instance")
+	m := f.GetMetric()[0]
+	for _, l := range m.GetLabel() {
+		assert.NotEqual(t, "seq_source", l.GetName(), "no per-instance label")
+	}
+	assert.Equal(t, 3.0, m.GetCounter().GetValue(), "one missing seq per instance")
 }

@@ -3,14 +3,17 @@ package starrocks_txn
 // The output's files, by concern (ARCHITECTURE.md §9 has the map):
 //
 //   - output.go: the Output, its construction, Connect and Close.
+//   - spec.go, config.go, lint.go: the fields and their ConfigSpec; the
+//     parsed config and its validation; the lint rule.
 //   - lifecycle.go: the states of a source transaction and the one function
 //     that changes them and keeps the counters.
 //   - admission.go, sequencer.go: WriteBatch, the contract and the body of
 //     each message, emission order, the hard cap.
 //   - partition.go: per-partition state: the open transaction, the
 //     high-water mark, switches, stalls.
-//   - fence.go, deadletter.go, manager.go: fences, poisoned transactions,
-//     the background loop and the gauges.
+//   - fence.go, lease.go, deadletter.go, manager.go: fences, commits held
+//     while the input's group lease is over, poisoned transactions, the
+//     background loop and the gauges.
 //   - worker.go, load.go, commit.go: a database's commit cycles, their
 //     loads, and their commits with the resolution of unknown outcomes.
 //   - progress.go, writerrow.go, ledger.go, takeover.go: exactly_once and

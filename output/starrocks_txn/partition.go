@@ -133,6 +133,12 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		o.noteReplayLocked(p, it.meta.SourceOffset)
 		o.m.replaysDropped.Incr(1, it.pk.partition)
 		o.itemDoneLocked(it)
+		if it.meta.TxnEnd || it.meta.TxnAbort {
+			// The end of a source transaction StarRocks holds: the input
+			// may commit past it. Only at a boundary, so that a restart
+			// never begins inside a transaction.
+			o.publishLocked(p, it.meta.SourceOffset)
+		}
 		return
 	}
 	// A message at or below the partition's high-water mark (a replay or a

@@ -109,6 +109,35 @@ func TestExactlyOnceRestartInsideATransaction(t *testing.T) {
 	assert.Equal(t, int64(8), off, "the skipped transactions count as committed through")
 }
 
+// A restart that reads nothing but what StarRocks already holds: every
+// message is dropped one by one (none opens a transaction), and the input
+// must still learn that the partition is committed through the last END, or
+// it never commits the group offset past the replays.
+func TestExactlyOnceDroppedReplaysPublishCommittedThrough(t *testing.T) {
+	f := newFakeSR()
+	s := newSrc("asm-1")
+	var all []*service.Message
+	for i := 1; i <= 3; i++ { // t1: 1-2, t2: 3-4, t3: 5-6
+		all = append(all, txnMsgs(s, "p0", fmt.Sprintf("t%d", i), i)...)
+	}
+	first, _, _ := eoOutput(t, f, nil, "")
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all))}, 5*time.Second)
+	require.NoError(t, first.Close(context.Background()))
+
+	second, res, _ := eoOutput(t, f, nil, "")
+	again := replay(all, "asm-2")
+	// The head of t1 alone first: a message inside a transaction publishes
+	// nothing (a restart must not begin inside it).
+	waitAll(t, []chan error{writeAsync(second, service.MessageBatch(again[:1]))}, 5*time.Second)
+	_, ok := registry.Get(res).Committed("p0")
+	assert.False(t, ok, "nothing is published inside a source transaction")
+	waitAll(t, []chan error{writeAsync(second, service.MessageBatch(again[1:]))}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1, "t3": 1}, countIDs(f.rows("b")), "nothing was loaded again")
+	off, ok := registry.Get(res).Committed("p0")
+	require.True(t, ok, "the dropped replays published the partition's committed-through offset")
+	assert.Equal(t, int64(6), off)
+}
+
 // The per-database rule: a partition's transaction that this database
 // already holds is dropped even when an earlier transaction of the partition
 // (to another database) keeps committed_offset behind.

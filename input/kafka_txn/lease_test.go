@@ -1,0 +1,59 @@
+package kafka_txn
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+)
+
+// While heartbeats get through, the assigned partitions' lease runs half a
+// session timeout ahead; once they stop getting through (the member is cut
+// off from the coordinator), the lease ends before franz-go reports the
+// partitions lost — the time the broker may already have given them to
+// another member — and a lost partition's lease is dropped.
+func TestGroupLeaseFollowsHeartbeats(t *testing.T) {
+	c := newCluster(t, 1)
+	res, _ := newResources()
+	in := newTestInput(t, res, testYAML(c, "g-lease", ""))
+	reg := registry.Get(res)
+	connect(t, in)
+	produce(t, producer(t, c, ""), 0, "a")
+	_, ack := readBatch(t, in, 10*time.Second)
+	require.NoError(t, ack(t.Context(), nil))
+	id := contract.KafkaPartition(testTopic, 0)
+
+	ok, first := reg.Leased(id, time.Now())
+	require.True(t, ok)
+	require.False(t, first.IsZero(), "the assignment is leased")
+	assert.LessOrEqual(t, time.Until(first), 500*time.Millisecond, "at most half the session timeout ahead")
+	require.Eventually(t, func() bool {
+		ok, until := reg.Leased(id, time.Now())
+		return ok && until.After(first)
+	}, 5*time.Second, 10*time.Millisecond, "heartbeats renew the lease")
+
+	// From now on the coordinator holds every heartbeat without an answer
+	// (a member cut off, or a coordinator too slow to answer): franz-go
+	// waits for the reply and reports nothing meanwhile.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c.ControlKey(int16(kmsg.Heartbeat), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, errors.New("cut off"), true
+	})
+	require.Eventually(t, func() bool {
+		ok, _ := reg.Leased(id, time.Now())
+		return !ok
+	}, 5*time.Second, 5*time.Millisecond, "the lease ends while no heartbeat gets through")
+	in.mu.Lock()
+	_, held := in.parts[id]
+	in.mu.Unlock()
+	assert.True(t, held, "franz-go has not reported the partition lost yet: only the lease tells the output")
+}
