@@ -58,6 +58,54 @@ func TestNToOneMapping(t *testing.T) {
 	assertAtomic(t, f, want)
 }
 
+// TestNToOneMappingManyPartitions: sixteen partitions, each switching
+// once per miniInterval but each at its own time, so that some partition
+// switches every few milliseconds. Each switch wakes the database worker;
+// the worker still streams at most once per miniInterval, every partition's
+// frozen chunks of a table in one request, so loads per table stay about
+// 1/miniInterval (10/s) however many partitions there are, not one per
+// partition switch (about 160/s here).
+func TestNToOneMappingManyPartitions(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 1s\n", f, nil)
+	s := newSrc("a1")
+	const (
+		parts     = 16
+		perSecond = 160 // ten per partition per second
+		seconds   = 3
+	)
+	var chs []chan error
+	start := time.Now()
+	for i := 0; i < perSecond*seconds; i++ {
+		id := fmt.Sprintf("t%d", i)
+		p := fmt.Sprintf("p%d", i%parts)
+		chs = append(chs, writeAsync(o, service.MessageBatch{
+			s.row(p, id, "orders", map[string]any{"id": i, "txn": id}, false),
+			s.row(p, id, "items", map[string]any{"id": i, "txn": id}, true),
+		}))
+		time.Sleep(time.Until(start.Add(time.Duration(i+1) * time.Second / perSecond)))
+	}
+	waitAll(t, chs, 10*time.Second)
+	elapsed := time.Since(start).Seconds()
+
+	f.mu.Lock()
+	loadsPer := map[string]int{}
+	for _, l := range f.loads {
+		loadsPer[l.table]++
+	}
+	f.mu.Unlock()
+	t.Logf("%.1fs, %d partitions: loads per table %v", elapsed, parts, loadsPer)
+	require.Len(t, loadsPer, 2, "both tables loaded")
+	for tbl, n := range loadsPer {
+		assert.LessOrEqual(t, float64(n)/elapsed, 16.0, "loads/s of %s: one per miniInterval, not one per partition switch", tbl)
+	}
+	want := map[string]int{}
+	for i := 0; i < perSecond*seconds; i++ {
+		want[fmt.Sprintf("t%d", i)] = 2
+	}
+	assertAtomic(t, f, want)
+}
+
 func TestIdleTransactionIsRecycled(t *testing.T) {
 	f := newFakeSR()
 	o, _ := testOutput(t, "commit_interval: 200ms\ntxn_timeout: 1s\n", f, nil)
