@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -177,6 +178,9 @@ type cellResult struct {
 }
 
 func TestFaultMatrix(t *testing.T) {
+	// STARROCKS_TXN_MATRIX_CELLS, a regular expression, runs only the cells
+	// whose names match (to look at one with STARROCKS_TXN_TEST_LOG=1).
+	only := regexp.MustCompile(os.Getenv("STARROCKS_TXN_MATRIX_CELLS"))
 	var cells []matrixCell
 	for _, r := range matrixRequests {
 		for _, out := range matrixOutcomes {
@@ -184,7 +188,9 @@ func TestFaultMatrix(t *testing.T) {
 				if r.exactlyOnceOnly && !exactly {
 					continue
 				}
-				cells = append(cells, matrixCell{req: r, outcome: out, exactly: exactly})
+				if c := (matrixCell{req: r, outcome: out, exactly: exactly}); only.MatchString(c.name()) {
+					cells = append(cells, c)
+				}
 			}
 		}
 	}
