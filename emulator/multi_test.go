@@ -60,7 +60,7 @@ func TestMultiCurlFlow(t *testing.T) {
 	assert.Positive(t, ctr.Bytes)
 }
 
-// TestFERequestChecks covers §1.2: op parsing, db/label presence, timeout
+// TestFERequestChecks covers docs/notes/starrocks-protocol.md §1.2: op parsing, db/label presence, timeout
 // parsing, malformed control bodies, methods.
 func TestFERequestChecks(t *testing.T) {
 	t.Parallel()
@@ -138,7 +138,7 @@ func TestAuth(t *testing.T) {
 	requireStatus(t, c.begin(multiH("test", "a1")), "OK", "")
 }
 
-// TestMultiBegin is §5.3.
+// TestMultiBegin is docs/notes/starrocks-protocol.md §5.3.
 func TestMultiBegin(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -177,7 +177,7 @@ func TestMultiBegin(t *testing.T) {
 	assert.Equal(t, "other", r.str("Db"))
 }
 
-// TestMultiLoad is §5.4.
+// TestMultiLoad is docs/notes/starrocks-protocol.md §5.4.
 func TestMultiLoad(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -310,7 +310,7 @@ func TestMultiConcurrentLoads(t *testing.T) {
 
 var wrapRe = regexp.MustCompile(`^STREAM_LOAD_TASK:\d+, label\{([-\w]+)\}, error_msg\{cancel stream task for exception: (.*)\}$`)
 
-// TestMultiCommit is §5.5: replies by state and the data-quality checks.
+// TestMultiCommit is docs/notes/starrocks-protocol.md §5.5: replies by state and the data-quality checks.
 func TestMultiCommit(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -417,7 +417,7 @@ func TestMultiCommit(t *testing.T) {
 	})
 }
 
-// TestMultiRollback is §5.6.
+// TestMultiRollback is docs/notes/starrocks-protocol.md §5.6.
 func TestMultiRollback(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -546,7 +546,7 @@ func TestLabelRetention(t *testing.T) {
 	requireStatus(t, c2.begin(multiH("test", "a1")), "OK", "")
 }
 
-// TestMultiRegistrationLabelCheck is §5.7: the multi transaction is admitted
+// TestMultiRegistrationLabelCheck is docs/notes/starrocks-protocol.md §5.7: the multi transaction is admitted
 // (label check, then running limit) when its first load registers it; a
 // label taken meanwhile by a classic transaction of the db fails that load
 // with LabelAlreadyUsedException and aborts the whole multi transaction,
@@ -636,7 +636,7 @@ func TestMultiLoadRoutedByTransactionType(t *testing.T) {
 	assert.Equal(t, 1, countRows(t, e, "orders"))
 }
 
-// TestMultiSizeLimitsPerChannel is §5.4: in multi mode the BE context is
+// TestMultiSizeLimitsPerChannel is docs/notes/starrocks-protocol.md §5.4: in multi mode the BE context is
 // the channel (label, table, 0), so the JSON-size and body-size limits
 // count one table's loads, not the whole transaction's.
 func TestMultiSizeLimitsPerChannel(t *testing.T) {
@@ -686,7 +686,7 @@ func TestMultiSizeLimitsPerChannel(t *testing.T) {
 	})
 }
 
-// TestLoadParamsComparedParsed is §2.2: the BE caches a context's parsed
+// TestLoadParamsComparedParsed is docs/notes/starrocks-protocol.md §2.2: the BE caches a context's parsed
 // parameters, so later loads are compared by parsed value, not by header
 // text.
 func TestLoadParamsComparedParsed(t *testing.T) {
@@ -738,7 +738,7 @@ func TestLoadParamsComparedParsed(t *testing.T) {
 	assert.Equal(t, 7, countRows(t, e, "orders"), "1+3 (pp) + 1 (pq) + 2 (pc1)")
 }
 
-// TestMultiRollbackCommitted is §5.6: both final committed states (COMMITED
+// TestMultiRollbackCommitted is docs/notes/starrocks-protocol.md §5.6: both final committed states (COMMITED
 // and FINISHED) answer "Can not abort VISIBLE transaction".
 func TestMultiRollbackCommitted(t *testing.T) {
 	t.Parallel()
