@@ -115,11 +115,8 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	for _, it := range items {
 		o.sequenceLocked(it, now)
 	}
-	soft := o.buffered >= o.conf.bufferSize
+	o.wakeAtSoftCapLocked()
 	o.mu.Unlock()
-	if soft {
-		o.wakeWorkers(true)
-	}
 
 	select {
 	case <-c.done:
@@ -228,6 +225,19 @@ func sourceTime(msg *service.Message, now time.Time) time.Time {
 		}
 	}
 	return now
+}
+
+// wakeAtSoftCapLocked is the soft cap: once buffer_size bytes are buffered,
+// every database worker is woken to commit its cycle early (worker.go:
+// step), after each admission step that may have added rows.
+func (o *Output) wakeAtSoftCapLocked() {
+	if o.buffered < o.conf.bufferSize {
+		return
+	}
+	for _, w := range o.workers {
+		w.urgent = true
+		w.signal()
+	}
 }
 
 // waitForCapacity blocks admission at twice buffer_size while something

@@ -408,14 +408,19 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range c.txns {
-		if !t.state.over() {
+		// A fence or a stall may have taken it while the commit was in
+		// flight: it is committed all the same. Its rows are counted only
+		// when the move is allowed (a refusal is reported by moveLocked),
+		// and before it, which acknowledges its messages: a caller whose
+		// WriteBatch returned reads the metrics that count it.
+		if !t.state.over() && canMove(t.state, txnCommitted, t.inCommit, t.inDeadLetter) {
 			for _, tbl := range t.tables {
 				o.m.rows.Incr(int64(len(t.rows[tbl])), w.metricDB(), tbl)
 			}
 			o.m.srcTxns.Incr(1, w.metricDB())
 			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.metricDB())
-			// A fence or a stall may have taken it while the commit was
-			// in flight: it is committed all the same.
+		}
+		if !t.state.over() {
 			o.moveLocked(t, txnCommitted)
 		}
 		t.inCommit = false
