@@ -234,9 +234,9 @@ func (w *dbWorker) recycleAge() time.Duration {
 // shared transaction eagerly (while the database has traffic), takes what
 // the switches froze, rolls an idle cycle back at the recycle age, streams
 // the frozen rows at most once per miniInterval, and when the cycle is due
-// (commit_interval since the last commit, the recycle age, or the soft
-// cap) waits for the previous commit to resolve and hands the cycle to a
-// commit goroutine.
+// (commit_interval since the last commit, or the soft cap) waits for the
+// previous commit to resolve — rolling the cycle's transaction back if the
+// wait made it too old — and hands the cycle to a commit goroutine.
 func (w *dbWorker) step(ctx context.Context) {
 	o := w.o
 	o.mu.Lock()
@@ -275,8 +275,10 @@ func (w *dbWorker) step(ctx context.Context) {
 	if len(w.cyc.txns) == 0 {
 		return
 	}
-	due := now.Sub(w.lastCommit) >= o.conf.commitInterval ||
-		now.Sub(w.cyc.begun) >= w.recycleAge() || urgent
+	// The cycle began after the last commit was handed over, and
+	// commit_interval is at most half of txn_timeout (validate), below the
+	// recycle age: a cycle is due by commit_interval before it is too old.
+	due := now.Sub(w.lastCommit) >= o.conf.commitInterval || urgent
 	if !due {
 		// Stream what froze under the shared label, at most once per
 		// miniInterval, so that the frozen chunks of every partition of a
@@ -300,6 +302,14 @@ func (w *dbWorker) step(ctx context.Context) {
 	// A later cycle never commits before the earlier one is resolved.
 	if !w.waitCommitter(ctx) {
 		return
+	}
+	if w.cyc.label != "" && o.now().Sub(w.cyc.begun) >= w.recycleAge() {
+		// The wait aged the cycle's transaction past the recycle age: it
+		// is rolled back, and the commit goroutine begins a new one and
+		// loads the cycle's rows again, so that nothing is loaded into a
+		// transaction too old to finish before its timeout.
+		w.rollback(w.cyc.label)
+		w.cyc.reset()
 	}
 	w.take(true)
 	w.commitCycle(ctx)
