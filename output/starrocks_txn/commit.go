@@ -11,8 +11,8 @@ import (
 
 // Delivering a cycle: load what is pending, commit, and decide a commit's
 // outcome by label state when the reply does not say (ARCHITECTURE.md
-// §4.3 and §4.4); begin, rollback, and the split of a cycle that failed for
-// some of its data.
+// §4.3 and §4.4); begin and rollback. A cycle that failed for some of its
+// data is split in isolate.go.
 
 // rollbackTimeout bounds a best-effort rollback.
 const rollbackTimeout = 10 * time.Second
@@ -158,43 +158,6 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		}
 	}
 	return ctx.Err()
-}
-
-// isolate commits txns in groups: one group per partition, a failing group
-// split into a prefix and the rest, a failing single transaction poisoned.
-func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
-	var groups [][]*srcTxn
-	idx := map[*partition]int{}
-	for _, t := range txns {
-		i, ok := idx[t.p]
-		if !ok {
-			i = len(groups)
-			idx[t.p] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], t)
-	}
-	for len(groups) > 0 && ctx.Err() == nil {
-		g := w.live(groups[0])
-		groups = groups[1:]
-		if len(g) == 0 {
-			continue
-		}
-		c := &cycle{txns: g}
-		err := w.deliver(ctx, c)
-		if errors.Is(err, errClosing) {
-			return
-		}
-		if err == nil || ctx.Err() != nil {
-			continue
-		}
-		if len(c.txns) == 1 {
-			w.o.poisonFromCycle(c.txns[0], w.rejection(ctx, c.txns[0], err))
-			continue
-		}
-		half := len(c.txns) / 2
-		groups = append([][]*srcTxn{c.txns[:half], c.txns[half:]}, groups...)
-	}
 }
 
 // startCommit marks c's transactions as held by a commit in flight, which a
