@@ -34,7 +34,7 @@ func keysOf(r resp) []string {
 	return keys
 }
 
-// TestClassicFlow is §4: begin, load, prepare, commit with the BE reply
+// TestClassicFlow is docs/notes/starrocks-protocol.md §4: begin, load, prepare, commit with the BE reply
 // shapes, and the FE commit/rollback table §4.4.
 func TestClassicFlow(t *testing.T) {
 	t.Parallel()
@@ -172,7 +172,7 @@ func TestClassicErrors(t *testing.T) {
 	})
 }
 
-// TestStreamLoad is the plain stream load (§3.3).
+// TestStreamLoad is the plain stream load (docs/notes/starrocks-protocol.md §3.3).
 func TestStreamLoad(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -292,7 +292,7 @@ func TestBERedirect(t *testing.T) {
 	assert.Positive(t, e.Counters().Redirects)
 }
 
-// TestClassicEvictedOutcome is the last row of §4.4: after label eviction
+// TestClassicEvictedOutcome is the last row of docs/notes/starrocks-protocol.md §4.4: after label eviction
 // commit/rollback answer from the cached outcome.
 func TestClassicEvictedOutcome(t *testing.T) {
 	t.Parallel()

@@ -50,7 +50,7 @@ func ctxTimes(t *testing.T, e *Emulator, label string, from, to time.Time) (begi
 	return begin, last
 }
 
-// TestBEListTransactions is §4.6: the BE lists its classic transaction
+// TestBEListTransactions is docs/notes/starrocks-protocol.md §4.6: the BE lists its classic transaction
 // contexts as concatenated pretty-printed objects; the FE refuses list.
 func TestBEListTransactions(t *testing.T) {
 	t.Parallel()

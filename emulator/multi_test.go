@@ -60,7 +60,7 @@ func TestMultiCurlFlow(t *testing.T) {
 	assert.Positive(t, ctr.Bytes)
 }
 
-// TestFERequestChecks covers §1.2: op parsing, db/label presence, timeout
+// TestFERequestChecks covers docs/notes/starrocks-protocol.md §1.2: op parsing, db/label presence, timeout
 // parsing, malformed control bodies, methods.
 func TestFERequestChecks(t *testing.T) {
 	t.Parallel()
@@ -138,7 +138,7 @@ func TestAuth(t *testing.T) {
 	requireStatus(t, c.begin(multiH("test", "a1")), "OK", "")
 }
 
-// TestMultiBegin is §5.3.
+// TestMultiBegin is docs/notes/starrocks-protocol.md §5.3.
 func TestMultiBegin(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -177,7 +177,7 @@ func TestMultiBegin(t *testing.T) {
 	assert.Equal(t, "other", r.str("Db"))
 }
 
-// TestMultiLoad is §5.4.
+// TestMultiLoad is docs/notes/starrocks-protocol.md §5.4.
 func TestMultiLoad(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -310,7 +310,7 @@ func TestMultiConcurrentLoads(t *testing.T) {
 
 var wrapRe = regexp.MustCompile(`^STREAM_LOAD_TASK:\d+, label\{([-\w]+)\}, error_msg\{cancel stream task for exception: (.*)\}$`)
 
-// TestMultiCommit is §5.5: replies by state and the data-quality checks.
+// TestMultiCommit is docs/notes/starrocks-protocol.md §5.5: replies by state and the data-quality checks.
 func TestMultiCommit(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)
@@ -417,7 +417,7 @@ func TestMultiCommit(t *testing.T) {
 	})
 }
 
-// TestMultiRollback is §5.6.
+// TestMultiRollback is docs/notes/starrocks-protocol.md §5.6.
 func TestMultiRollback(t *testing.T) {
 	t.Parallel()
 	e := startEmu(t, nil)

@@ -27,17 +27,54 @@ type Meta struct {
 	db *sql.DB
 	// addr is the MySQL address, for errors.
 	addr string
-	// timeout bounds one call (MetaConfig.Timeout).
+	// timeout bounds one call (MetaConfig.Timeout) while calls end in
+	// time. Calls run concurrently, each on its own connection of the pool:
+	// one call's bound never runs while it waits behind another's
+	// statement.
 	timeout time.Duration
-	// catalogMu serialises this client's statements. It exists only for
-	// the emulator, whose SQL engine races on concurrent information_schema
-	// plans; StarRocks needs no such lock, and it can go once the emulator
-	// serialises catalog plans itself.
-	catalogMu sync.Mutex
 
 	mu sync.Mutex
 	// models caches primary-key answers: db.table -> has a primary key.
 	models map[string]bool
+	// bounded is the bound of the next call: timeout, or more after calls
+	// ran out of their bound (see bound).
+	bounded time.Duration
+}
+
+// maxBoundFactor caps how far bound lets a call's bound grow: 8 × Timeout.
+const maxBoundFactor = 8
+
+// errCallBound is the cause of a call's context when its own bound ended
+// it.
+var errCallBound = errors.New("the MySQL call ran out of its bound")
+
+// bound returns ctx bounded for one call, and the function that ends the
+// call. A call that ran out of its bound doubles the next call's, up to
+// maxBoundFactor × Timeout; a call that ended in time halves it again, down
+// to Timeout. Callers retry a failed call (the output's progress read, the
+// tables a cycle needs before its commit), so an FE that answers every
+// statement slower than Timeout — a loaded machine, a busy catalog — is
+// still read after a few attempts, instead of every attempt timing out at
+// the same bound and starting over forever.
+func (m *Meta) bound(ctx context.Context) (context.Context, func()) {
+	m.mu.Lock()
+	d := m.bounded
+	if d < m.timeout {
+		d = m.timeout
+	}
+	m.mu.Unlock()
+	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallBound)
+	return cctx, func() {
+		ranOut := errors.Is(context.Cause(cctx), errCallBound)
+		cancel()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if ranOut {
+			m.bounded = min(2*d, maxBoundFactor*m.timeout)
+		} else {
+			m.bounded = max(m.bounded/2, m.timeout)
+		}
+	}
 }
 
 // MetaConfig configures the metadata client.
@@ -89,7 +126,9 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", redact.URL(c.Addr), redact.Error(err))
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(2)
+	// Calls run concurrently (no lock): a few connections, so that a call
+	// seldom waits for one within its bound.
+	db.SetMaxOpenConns(4)
 	m := NewMeta(db)
 	m.addr, m.timeout = c.Addr, timeout
 	return m, nil
@@ -117,11 +156,6 @@ func NewMeta(db *sql.DB) *Meta {
 // Close closes the connections.
 func (m *Meta) Close() error { return m.db.Close() }
 
-func (m *Meta) lock() func() {
-	m.catalogMu.Lock()
-	return m.catalogMu.Unlock
-}
-
 // PrimaryKey reports whether db.table is a PRIMARY KEY table. known is
 // false when the server could not tell (the table does not exist): the load
 // then decides. StarRocks loads a delete row ("__op": 1) into a DUPLICATE KEY
@@ -136,9 +170,8 @@ func (m *Meta) PrimaryKey(ctx context.Context, db, table string) (pk, known bool
 	if known {
 		return pk, true, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	var model string
 	qerr := m.db.QueryRowContext(ctx,
 		"SELECT TABLE_MODEL FROM information_schema.tables_config WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table).Scan(&model)
@@ -199,9 +232,8 @@ func (m *Meta) EnsureTables(ctx context.Context, db string, tables ...TableDef) 
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	for _, t := range tables {
 		if err := m.ensureTable(ctx, db, t); err != nil {
 			return err
@@ -244,9 +276,8 @@ func (m *Meta) ensureTable(ctx context.Context, db string, t TableDef) error {
 
 // DatabasesWith lists the databases holding a table of that name.
 func (m *Meta) DatabasesWith(ctx context.Context, table string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	return m.databasesWith(ctx, table)
 }
 
@@ -296,7 +327,6 @@ func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
 	if db == "" {
 		return nil
 	}
-	defer m.lock()()
 	var n int
 	if err := m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE SCHEMA_NAME = ?", db).Scan(&n); err != nil {
 		return fail(mysqlCause(err), fmt.Errorf("looking the database %s up: %w", db, err))

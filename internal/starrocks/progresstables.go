@@ -117,9 +117,8 @@ func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition stri
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	dbs, err := m.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err
@@ -162,9 +161,8 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	dbs, err := m.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err
@@ -215,9 +213,8 @@ func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partiti
 	if err := checkIdents(db, table); err != nil {
 		return r, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
 		ProgressOffsetCol, ProgressTxnEndCol, ProgressLabelCol, db, table, ProgressPipelineCol, ProgressPartitionCol)
 	var lbl sql.NullString
@@ -238,9 +235,8 @@ func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer st
 	if err := checkIdents(db, table); err != nil {
 		return r, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ? AND `writer` = ?", db, table)
 	var open, lbl, updated sql.NullString
 	err = m.db.QueryRowContext(ctx, q, pipeline, writer).Scan(&r.Writer, &r.Number, &open, &lbl, &updated)
@@ -282,9 +278,8 @@ func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string)
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	defer m.lock()()
+	ctx, end := m.bound(ctx)
+	defer end()
 	dbs, err := m.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err

@@ -126,11 +126,8 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	for _, it := range items {
 		o.sequenceLocked(it, now)
 	}
-	soft := o.buffered >= o.conf.bufferSize
+	o.wakeAtSoftCapLocked()
 	o.mu.Unlock()
-	if soft {
-		o.wakeWorkers(true)
-	}
 
 	select {
 	case <-c.done:
@@ -281,6 +278,19 @@ func metaInt(msg *service.Message, key string) (int64, bool) {
 	s, _ := msg.MetaGet(key)
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
+}
+
+// wakeAtSoftCapLocked is the soft cap: once buffer_size bytes are buffered,
+// every database worker is woken to commit its cycle early (worker.go:
+// step), after each admission step that may have added rows.
+func (o *Output) wakeAtSoftCapLocked() {
+	if o.buffered < o.conf.bufferSize {
+		return
+	}
+	for _, w := range o.workers {
+		w.urgent = true
+		w.signal()
+	}
 }
 
 // waitForCapacity blocks admission at twice buffer_size while something

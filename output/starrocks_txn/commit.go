@@ -11,8 +11,8 @@ import (
 
 // Delivering a cycle: load what is pending, commit, and decide a commit's
 // outcome by label state when the reply does not say (ARCHITECTURE.md
-// §4.3 and §4.4); begin, rollback, and the split of a cycle that failed for
-// some of its data.
+// §4.3 and §4.4); begin and rollback. A cycle that failed for some of its
+// data is split in isolate.go.
 
 // rollbackTimeout bounds a best-effort rollback.
 const rollbackTimeout = 10 * time.Second
@@ -161,43 +161,6 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		}
 	}
 	return ctx.Err()
-}
-
-// isolate commits txns in groups: one group per partition, a failing group
-// split into a prefix and the rest, a failing single transaction poisoned.
-func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
-	var groups [][]*srcTxn
-	idx := map[*partition]int{}
-	for _, t := range txns {
-		i, ok := idx[t.p]
-		if !ok {
-			i = len(groups)
-			idx[t.p] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], t)
-	}
-	for len(groups) > 0 && ctx.Err() == nil {
-		g := w.live(groups[0])
-		groups = groups[1:]
-		if len(g) == 0 {
-			continue
-		}
-		c := &cycle{txns: g}
-		err := w.deliver(ctx, c)
-		if errors.Is(err, errClosing) {
-			return
-		}
-		if err == nil || ctx.Err() != nil {
-			continue
-		}
-		if len(c.txns) == 1 {
-			w.o.poisonFromCycle(c.txns[0], w.rejection(ctx, c.txns[0], err))
-			continue
-		}
-		half := len(c.txns) / 2
-		groups = append([][]*srcTxn{c.txns[:half], c.txns[half:]}, groups...)
-	}
 }
 
 // startCommit marks c's transactions as held by a commit in flight, which a
@@ -411,14 +374,19 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, t := range c.txns {
-		if !t.state.over() {
+		// A fence or a stall may have taken it while the commit was in
+		// flight: it is committed all the same. Its rows are counted only
+		// when the move is allowed (a refusal is reported by moveLocked),
+		// and before it, which acknowledges its messages: a caller whose
+		// WriteBatch returned reads the metrics that count it.
+		if !t.state.over() && canMove(t.state, txnCommitted, t.inCommit, t.inDeadLetter) {
 			for _, tbl := range t.tables {
 				o.m.rows.Incr(int64(len(t.rows[tbl])), w.metricDB(), tbl)
 			}
 			o.m.srcTxns.Incr(1, w.metricDB())
 			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.metricDB())
-			// A fence or a stall may have taken it while the commit was
-			// in flight: it is committed all the same.
+		}
+		if !t.state.over() {
 			o.moveLocked(t, txnCommitted)
 		}
 		t.inCommit = false

@@ -114,13 +114,15 @@ func (o *Output) deadLetterLoop() {
 		}
 		o.mu.Lock()
 		o.dlWriting = nil
-		t.inDeadLetter = false
-		switch {
-		case written && (t.state == txnPoisoned || t.state == txnFenced):
+		if written && (t.state == txnPoisoned || t.state == txnFenced) {
 			// A fence that took it meanwhile waited for the write, or gave
-			// up waiting: either way it is in dead_letter now.
+			// up waiting: either way it is in dead_letter now. The write
+			// still holds it here: that is what lets a fenced one be
+			// dead-lettered (canMove).
 			o.moveLocked(t, txnDeadLettered)
-		case !written:
+		}
+		t.inDeadLetter = false
+		if !written {
 			// The output is closing: a fenced one is released, a poisoned
 			// one stays unacknowledged and is read again after a restart.
 			o.releaseFencedLocked(t)

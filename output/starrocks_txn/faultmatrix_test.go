@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -35,8 +36,13 @@ import (
 // fault fired, so a request the output stops making fails the matrix.
 //
 // Cells run concurrently in a pool (STARROCKS_TXN_MATRIX_PARALLEL, default
-// 12) rather than as parallel subtests, which `go test` would run only
-// GOMAXPROCS at a time; their results are reported as subtests.
+// twice GOMAXPROCS, at most 4) rather than as parallel subtests; their
+// results are reported as subtests. The pool is small on purpose: every
+// cell runs an emulator, a stream and a reader, and a dozen at once on two
+// cores made each call slower than the timeouts the cells model. Under the
+// race detector every timeout and the deadline are scaled by
+// matrixTimeScale, so a fault is still late or slow relative to its bound,
+// and a cell still proves what it proves at full speed.
 
 // matrixOutcome is one outcome of a remote call.
 type matrixOutcome string
@@ -51,12 +57,18 @@ const (
 
 var matrixOutcomes = []matrixOutcome{outcomeRefused, outcomeReset, outcomeReplyLost, outcomeReplyLate, outcomeSlow}
 
+// matrixTimeScale multiplies the matrix's timeouts and its deadline: 3
+// under the race detector, which slows the output and the emulator alike.
+var matrixTimeScale = map[bool]time.Duration{false: 1, true: 3}[raceEnabled]
+
 // matrixRequestTimeout and matrixMySQLTimeout are the output's
 // request_timeout and mysql_timeout in the matrix: a late reply comes after
-// 3 of its request's timeout, a slow one after half of it.
-const (
-	matrixRequestTimeout = 800 * time.Millisecond
-	matrixMySQLTimeout   = 1500 * time.Millisecond
+// 3 of its request's timeout, a slow one after half of it. matrixDeadline is
+// the no-stall bound of a cell: every batch acknowledged within it.
+var (
+	matrixRequestTimeout = 800 * time.Millisecond * matrixTimeScale
+	matrixMySQLTimeout   = 1500 * time.Millisecond * matrixTimeScale
+	matrixDeadline       = 30 * time.Second * matrixTimeScale
 )
 
 // matrixRequest is one request the output makes, as the emulator's faults
@@ -166,6 +178,9 @@ type cellResult struct {
 }
 
 func TestFaultMatrix(t *testing.T) {
+	// STARROCKS_TXN_MATRIX_CELLS, a regular expression, runs only the cells
+	// whose names match (to look at one with STARROCKS_TXN_TEST_LOG=1).
+	only := regexp.MustCompile(os.Getenv("STARROCKS_TXN_MATRIX_CELLS"))
 	var cells []matrixCell
 	for _, r := range matrixRequests {
 		for _, out := range matrixOutcomes {
@@ -173,11 +188,13 @@ func TestFaultMatrix(t *testing.T) {
 				if r.exactlyOnceOnly && !exactly {
 					continue
 				}
-				cells = append(cells, matrixCell{req: r, outcome: out, exactly: exactly})
+				if c := (matrixCell{req: r, outcome: out, exactly: exactly}); only.MatchString(c.name()) {
+					cells = append(cells, c)
+				}
 			}
 		}
 	}
-	parallel := 12
+	parallel := min(2*runtime.GOMAXPROCS(0), 4)
 	if v, err := strconv.Atoi(os.Getenv("STARROCKS_TXN_MATRIX_PARALLEL")); err == nil && v > 0 {
 		parallel = v
 	}
@@ -296,19 +313,20 @@ starrocks_txn:
   semantic: %s
   pipeline_id: matrix
   commit_interval: 200ms
-  txn_timeout: 10s
+  txn_timeout: %s
   max_in_flight: 64
-  label_state_wait: 1s
+  label_state_wait: %s
   request_timeout: %s
   mysql_timeout: %s
-  unknown_commit_timeout: 2s
+  unknown_commit_timeout: %s
   retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
-`, e.FEURL(), e.MySQLAddr(), semantic, matrixRequestTimeout, matrixMySQLTimeout)))
+`, e.FEURL(), e.MySQLAddr(), semantic, 10*time.Second*matrixTimeScale, time.Second*matrixTimeScale,
+		matrixRequestTimeout, matrixMySQLTimeout, 2*time.Second*matrixTimeScale)))
 	stream, err := sb.Build()
 	require.NoError(t, err)
 	// The deadline is the no-stall bound: every batch acknowledged within
 	// it.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), matrixDeadline)
 	defer cancel()
 	runDone := make(chan error, 1)
 	go func() { runDone <- stream.Run(ctx) }()

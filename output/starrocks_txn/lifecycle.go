@@ -111,10 +111,13 @@ func (s txnState) resolved() bool {
 	return s == txnCommitted || s == txnSkipped || s == txnDeadLettered
 }
 
-// canMove reports whether from → to is a transition of the lifecycle;
-// inCommit is whether a request holding the transaction is in flight: a
-// commit, or (for a poisoned one) its write to dead_letter.
-func canMove(from, to txnState, inCommit bool) bool {
+// canMove reports whether from → to is a transition of the lifecycle.
+// inCommit is whether a commit request holding the transaction is in flight,
+// inDeadLetter whether its write to dead_letter is (a poisoned one only):
+// each marker allows only its own edges, so a fenced transaction held by a
+// dead-letter write is never committed, and one never poisoned is never
+// dead-lettered.
+func canMove(from, to txnState, inCommit, inDeadLetter bool) bool {
 	switch to {
 	case txnActive:
 		return from == txnOpen
@@ -129,11 +132,11 @@ func canMove(from, to txnState, inCommit bool) bool {
 	case txnFenced:
 		return !from.over() && from != txnFenced
 	case txnReleased:
-		return from == txnFenced && !inCommit
+		return from == txnFenced && !inCommit && !inDeadLetter
 	case txnCommitted:
 		return from == txnInCycle || ((from == txnFenced || from == txnStalled) && inCommit)
 	case txnDeadLettered:
-		return from == txnPoisoned || from == txnFenced
+		return from == txnPoisoned || (from == txnFenced && inDeadLetter)
 	}
 	return false
 }
@@ -206,7 +209,7 @@ func (o *Output) addRowLocked(t *srcTxn, it *item) {
 // not act as if the move happened. It reports whether t moved.
 func (o *Output) moveLocked(t *srcTxn, to txnState) bool {
 	from := t.state
-	if !canMove(from, to, t.held()) {
+	if !canMove(from, to, t.inCommit, t.inDeadLetter) {
 		o.refuseLocked(t, fmt.Errorf("source transaction %q of partition %s: no transition from %s to %s (commit in flight: %v, dead-letter write in flight: %v)", t.id, t.p.key, from, to, t.inCommit, t.inDeadLetter))
 		return false
 	}

@@ -177,45 +177,52 @@ func checkLifecycle(t *testing.T) {
 	}
 }
 
-// Each edge of the diagram in lifecycle.go, and nothing else.
+// Each edge of the diagram in lifecycle.go, and nothing else. The two
+// markers are apart: a commit in flight allows fenced or stalled →
+// committed, a dead-letter write in flight fenced → dead-lettered, and
+// either keeps a fenced transaction from being released. Both markers at
+// once never happen (a poisoned transaction is never in a commit), and are
+// checked all the same.
 func TestLifecycleTransitions(t *testing.T) {
 	type edge struct {
-		from, to txnState
-		inCommit bool
+		from, to               txnState
+		inCommit, inDeadLetter bool
 	}
 	want := map[edge]bool{}
-	add := func(from, to txnState, inCommit ...bool) {
-		flags := inCommit
-		if len(flags) == 0 {
-			flags = []bool{false, true}
-		}
-		for _, f := range flags {
-			want[edge{from, to, f}] = true
+	both := []bool{false, true}
+	add := func(from, to txnState, inCommit, inDeadLetter []bool) {
+		for _, c := range inCommit {
+			for _, d := range inDeadLetter {
+				want[edge{from, to, c, d}] = true
+			}
 		}
 	}
-	add(txnOpen, txnActive)
-	add(txnActive, txnQueued)
-	add(txnQueued, txnInCycle)
-	add(txnInCycle, txnCommitted)
-	add(txnOpen, txnSkipped)
+	always := func(from, to txnState) { add(from, to, both, both) }
+	always(txnOpen, txnActive)
+	always(txnActive, txnQueued)
+	always(txnQueued, txnInCycle)
+	always(txnInCycle, txnCommitted)
+	always(txnOpen, txnSkipped)
 	for _, s := range []txnState{txnOpen, txnActive, txnQueued, txnInCycle} {
-		add(s, txnPoisoned)
-		add(s, txnStalled)
+		always(s, txnPoisoned)
+		always(s, txnStalled)
 	}
-	add(txnPoisoned, txnDeadLettered)
+	always(txnPoisoned, txnDeadLettered)
 	for _, s := range []txnState{txnOpen, txnActive, txnQueued, txnInCycle, txnPoisoned, txnStalled} {
-		add(s, txnFenced)
+		always(s, txnFenced)
 	}
-	add(txnFenced, txnReleased, false)
-	add(txnFenced, txnCommitted, true)
-	add(txnStalled, txnCommitted, true)
-	add(txnFenced, txnDeadLettered)
+	add(txnFenced, txnReleased, []bool{false}, []bool{false})
+	add(txnFenced, txnCommitted, []bool{true}, both)
+	add(txnStalled, txnCommitted, []bool{true}, both)
+	add(txnFenced, txnDeadLettered, both, []bool{true})
 
 	for from := txnState(0); from < numTxnStates; from++ {
 		for to := txnState(0); to < numTxnStates; to++ {
-			for _, inCommit := range []bool{false, true} {
-				assert.Equal(t, want[edge{from, to, inCommit}], canMove(from, to, inCommit),
-					"%s → %s (commit in flight %v)", from, to, inCommit)
+			for _, inCommit := range both {
+				for _, inDL := range both {
+					assert.Equal(t, want[edge{from, to, inCommit, inDL}], canMove(from, to, inCommit, inDL),
+						"%s → %s (commit in flight %v, dead-letter write in flight %v)", from, to, inCommit, inDL)
+				}
 			}
 		}
 	}
@@ -272,7 +279,7 @@ func TestLifecycleCountersFollowTheTransitions(t *testing.T) {
 	check(0, 0)
 	assert.Equal(t, 1, c.pending, "a fenced transaction's message waits for its release")
 	b.inCommit = true
-	assert.False(t, canMove(b.state, txnReleased, b.inCommit), "never released while a commit holding it is in flight")
+	assert.False(t, canMove(b.state, txnReleased, b.inCommit, b.inDeadLetter), "never released while a commit holding it is in flight")
 	b.inCommit = false
 	require.True(t, o.moveLocked(b, txnReleased))
 	assert.Zero(t, c.pending)

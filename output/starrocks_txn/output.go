@@ -1,24 +1,7 @@
 package starrocks_txn
 
-// The output's files, by concern (ARCHITECTURE.md §9 has the map):
-//
-//   - output.go: the Output, its construction, Connect and Close.
-//   - spec.go, config.go, lint.go: the fields and their ConfigSpec; the
-//     parsed config and its validation; the lint rule.
-//   - lifecycle.go: the states of a source transaction and the one function
-//     that changes them and keeps the counters.
-//   - admission.go, sequencer.go: WriteBatch, the contract and the body of
-//     each message, emission order, the hard cap.
-//   - partition.go: per-partition state: the open transaction, the
-//     high-water mark, switches, stalls.
-//   - fence.go, lease.go, deadletter.go, manager.go: fences, commits held
-//     while the input's group lease is over, poisoned transactions, the
-//     background loop and the gauges.
-//   - worker.go, load.go, commit.go: a database's commit cycles, their
-//     loads, and their commits with the resolution of unknown outcomes.
-//   - progress.go, writerrow.go, ledger.go, takeover.go: exactly_once and
-//     writer rows: the progress table, this writer's own rows and labels, and
-//     the take-over check of other writers' transactions.
+// The output's files, one concern each, and the tests beside them:
+// ARCHITECTURE.md §9.1.
 
 import (
 	"context"
@@ -101,11 +84,20 @@ type Output struct {
 	retired map[string]*labelLedger
 	dlQueue []*srcTxn
 	// dlWriting is the poisoned transaction being written to dead_letter.
-	dlWriting   *srcTxn
-	dlWake      chan struct{}
+	dlWriting *srcTxn
+	dlWake    chan struct{}
+	// buffered is the bytes of the rows of live source transactions (open,
+	// active, queued, in cycle): what a commit may still load. At
+	// buffer_size the workers commit early, at twice it admission waits.
+	// committable counts the active, queued and in-cycle ones: while it is
+	// 0 nothing buffered can be committed, so admission over the cap goes
+	// on rather than wait forever. Both are kept by moveLocked only
+	// (lifecycle.go).
 	buffered    int64
 	committable int
-	waiting     int
+	// waiting counts the WriteBatch calls in flight, for the
+	// starrocks_txn_waiting_write_batches gauge.
+	waiting int
 	// unresolved counts the commits whose outcome is being resolved
 	// (commit.go: resolve); inFlight maps the label of every commit request
 	// sent and not resolved to its database, for Close to name what it

@@ -301,11 +301,8 @@ func (o *Output) readProgressLoop(part string) {
 		for _, it := range held {
 			o.applyLocked(it, now)
 		}
-		soft := o.buffered >= o.conf.bufferSize
+		o.wakeAtSoftCapLocked()
 		o.mu.Unlock()
-		if soft {
-			o.wakeWorkers(true)
-		}
 		return
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -357,4 +358,51 @@ func TestLoadedRowsNameTheTablesColumns(t *testing.T) {
 	assert.Equal(t, starrocks.ProgressColumns, names(progressRow{}))
 	assert.Equal(t, starrocks.WritersColumns, names(writerRecord{}))
 	assert.Contains(t, starrocks.ProgressDDL("d", "t"), fmt.Sprintf("`pipeline_id` VARCHAR(%d)", maxPipelineID), "pipeline_id fits its column")
+}
+
+// The committed_offset rule: a replayed source transaction that no
+// database's own row covers (it was dead-lettered, and its database never
+// committed anything of the partition) is still resolved when the
+// partition's committed_offset is at or past its END, and is acknowledged
+// without being loaded or dead-lettered again. Its rows carry no
+// starrocks_source_offset, only its END marker does, so the message-level
+// drop below committed_offset does not catch them: the transaction-level
+// rule must.
+func TestExactlyOnceReplayCoveredOnlyByCommittedOffset(t *testing.T) {
+	f := newFakeSR()
+	dl := &fakeDL{}
+	s := newSrc("asm-1")
+	var all []*service.Message
+	all = append(all, txnMsgs(s, "p0", "t1", 1)...)
+	// t2 writes to another database and is poisoned: dead-lettered, it
+	// leaves no progress row in that database.
+	noOffset := func(body, table string) *service.Message {
+		m := service.NewMessage([]byte(body))
+		s.mu.Lock()
+		s.seq++
+		contract.Write(m, contract.Meta{Partition: "p0", Database: "other", Table: table, TxnID: "t2",
+			HasSeq: true, Seq: s.seq, SeqSource: s.name})
+		s.mu.Unlock()
+		return m
+	}
+	bad := []*service.Message{noOffset(`{"id":"t2","txn":"t2"}`, "a"), noOffset(`{"id":"t2","txn":"t2","n":2}`, "b"), s.marker("p0", "t2", false)}
+	bad[0].SetError(fmt.Errorf("boom"))
+	all = append(all, bad...)
+	all = append(all, txnMsgs(s, "p0", "t3", 3)...)
+	first, _, fp := eoOutput(t, f, dl, "")
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all[:2]))}, 5*time.Second)
+	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all[2:]))}, 5*time.Second)
+	require.NoError(t, first.Close(context.Background()))
+	require.Equal(t, []string{"t2"}, dl.txnIDs())
+	e, err := fp.read(context.Background(), "pl", "p0")
+	require.NoError(t, err)
+	_, otherHolds := e.perDB["other"]
+	require.False(t, otherHolds, "the database other holds no row of p0: only committed_offset covers t2")
+	require.True(t, e.hasThrough)
+	require.GreaterOrEqual(t, e.through, int64(3), "committed_offset is past t2's END (offset 3)")
+
+	second, _, _ := eoOutput(t, f, dl, "")
+	waitAll(t, []chan error{writeAsync(second, service.MessageBatch(replay(all, "asm-2")))}, 5*time.Second)
+	assert.Equal(t, []string{"t2"}, dl.txnIDs(), "not dead-lettered a second time")
+	assert.Equal(t, map[string]int{"t1": 1, "t3": 1}, countIDs(f.rows("a")), "nothing loaded again")
 }

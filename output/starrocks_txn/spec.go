@@ -172,6 +172,9 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. A batching policy anywhere under it is refused: it would hold a transaction back until the policy fills and could split it. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
 				Optional(),
+			// Not service.NewBackOffField: it adds max_elapsed_time, and a
+			// replay never gives up (that would lose or stall a source
+			// transaction). The two fields keep its names and meaning.
 			service.NewObjectField(fieldRetryBackoff,
 				service.NewDurationField(fieldRBInitial).Description("The first wait before a failed cycle is replayed.").Example("1s").Default(defaultRetryInitial),
 				service.NewDurationField(fieldRBMax).Description("The longest wait between replays.").Example("2m").Default(defaultRetryMax),

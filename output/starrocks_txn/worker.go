@@ -19,10 +19,16 @@ import (
 // cycle is one shared multi-table transaction of a database: its label and
 // the source transactions retained in it until the commit resolves.
 type cycle struct {
-	label  string
-	begun  time.Time
-	txns   []*srcTxn
-	sent   map[string]int
+	label string
+	// begun is when StarRocks began label: the cycle's age, which the
+	// recycle age (80 % of txn_timeout) bounds.
+	begun time.Time
+	txns  []*srcTxn
+	// sent counts, per table, the rows of txns already streamed under
+	// label, so a later load sends only what froze since (load.go).
+	sent map[string]int
+	// loaded is set once anything was loaded under label: a transaction
+	// dropped from the cycle after that forces a replay under a new label.
 	loaded bool
 	// progressLoaded is set once the progress rows went under label.
 	progressLoaded bool
@@ -50,9 +56,12 @@ func (c *cycle) reset() {
 	c.progress, c.rowTop = nil, 0
 }
 
-// dbWorker runs the commit cycles of one database, one at a time: so there
-// is never more than one unresolved transaction per database, and a later
-// cycle is never committed before an earlier one resolved.
+// dbWorker runs the commit cycles of one database: one cycle begins and
+// streams its loads while the previous one commits, but a cycle commits only
+// once the previous commit resolved. So there is never more than one
+// unresolved commit per database (a begun transaction, the next cycle's, may
+// be open beside it), and a later cycle is never committed before an
+// earlier one.
 type dbWorker struct {
 	o  *Output
 	db string
@@ -119,6 +128,10 @@ func (w *dbWorker) signal() {
 	}
 }
 
+// run is the worker's goroutine: a step at every wake-up (a switch queued
+// for it, the soft cap) and at every tick (a quarter of miniInterval, or of
+// commit_interval when shorter), until the output closes or the worker
+// retires; the eager cycle it leaves is rolled back.
 func (w *dbWorker) run() {
 	defer w.o.wg.Done()
 	tick := w.o.conf.miniInterval() / 4
@@ -217,6 +230,13 @@ func (w *dbWorker) recycleAge() time.Duration {
 	return time.Duration(recycleFraction * float64(w.o.conf.txnTimeout))
 }
 
+// step advances the worker's cycle by what is due now: it begins the
+// shared transaction eagerly (while the database has traffic), takes what
+// the switches froze, rolls an idle cycle back at the recycle age, streams
+// the frozen rows at most once per miniInterval, and when the cycle is due
+// (commit_interval since the last commit, or the soft cap) waits for the
+// previous commit to resolve — rolling the cycle's transaction back if the
+// wait made it too old — and hands the cycle to a commit goroutine.
 func (w *dbWorker) step(ctx context.Context) {
 	o := w.o
 	o.mu.Lock()
@@ -255,8 +275,10 @@ func (w *dbWorker) step(ctx context.Context) {
 	if len(w.cyc.txns) == 0 {
 		return
 	}
-	due := now.Sub(w.lastCommit) >= o.conf.commitInterval ||
-		now.Sub(w.cyc.begun) >= w.recycleAge() || urgent
+	// The cycle began after the last commit was handed over, and
+	// commit_interval is at most half of txn_timeout (validate), below the
+	// recycle age: a cycle is due by commit_interval before it is too old.
+	due := now.Sub(w.lastCommit) >= o.conf.commitInterval || urgent
 	if !due {
 		// Stream what froze under the shared label, at most once per
 		// miniInterval, so that the frozen chunks of every partition of a
@@ -280,6 +302,14 @@ func (w *dbWorker) step(ctx context.Context) {
 	// A later cycle never commits before the earlier one is resolved.
 	if !w.waitCommitter(ctx) {
 		return
+	}
+	if w.cyc.label != "" && o.now().Sub(w.cyc.begun) >= w.recycleAge() {
+		// The wait aged the cycle's transaction past the recycle age: it
+		// is rolled back, and the commit goroutine begins a new one and
+		// loads the cycle's rows again, so that nothing is loaded into a
+		// transaction too old to finish before its timeout.
+		w.rollback(w.cyc.label)
+		w.cyc.reset()
 	}
 	w.take(true)
 	w.commitCycle(ctx)

@@ -58,6 +58,54 @@ func TestNToOneMapping(t *testing.T) {
 	assertAtomic(t, f, want)
 }
 
+// TestNToOneMappingManyPartitions: sixteen partitions, each switching
+// once per miniInterval but each at its own time, so that some partition
+// switches every few milliseconds. Each switch wakes the database worker;
+// the worker still streams at most once per miniInterval, every partition's
+// frozen chunks of a table in one request, so loads per table stay about
+// 1/miniInterval (10/s) however many partitions there are, not one per
+// partition switch (about 160/s here).
+func TestNToOneMappingManyPartitions(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 1s\n", f, nil)
+	s := newSrc("a1")
+	const (
+		parts     = 16
+		perSecond = 160 // ten per partition per second
+		seconds   = 3
+	)
+	var chs []chan error
+	start := time.Now()
+	for i := 0; i < perSecond*seconds; i++ {
+		id := fmt.Sprintf("t%d", i)
+		p := fmt.Sprintf("p%d", i%parts)
+		chs = append(chs, writeAsync(o, service.MessageBatch{
+			s.row(p, id, "orders", map[string]any{"id": i, "txn": id}, false),
+			s.row(p, id, "items", map[string]any{"id": i, "txn": id}, true),
+		}))
+		time.Sleep(time.Until(start.Add(time.Duration(i+1) * time.Second / perSecond)))
+	}
+	waitAll(t, chs, 10*time.Second)
+	elapsed := time.Since(start).Seconds()
+
+	f.mu.Lock()
+	loadsPer := map[string]int{}
+	for _, l := range f.loads {
+		loadsPer[l.table]++
+	}
+	f.mu.Unlock()
+	t.Logf("%.1fs, %d partitions: loads per table %v", elapsed, parts, loadsPer)
+	require.Len(t, loadsPer, 2, "both tables loaded")
+	for tbl, n := range loadsPer {
+		assert.LessOrEqual(t, float64(n)/elapsed, 16.0, "loads/s of %s: one per miniInterval, not one per partition switch", tbl)
+	}
+	want := map[string]int{}
+	for i := 0; i < perSecond*seconds; i++ {
+		want[fmt.Sprintf("t%d", i)] = 2
+	}
+	assertAtomic(t, f, want)
+}
+
 func TestIdleTransactionIsRecycled(t *testing.T) {
 	f := newFakeSR()
 	o, _ := testOutput(t, "commit_interval: 200ms\ntxn_timeout: 1s\n", f, nil)
@@ -78,6 +126,58 @@ func TestIdleTransactionIsRecycled(t *testing.T) {
 	// Traffic after the idle period begins a new one and commits.
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true)})}, 3*time.Second)
 	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1})
+}
+
+// A shared transaction is never loaded into once it is older than the
+// recycle age, even when the previous commit keeps the next cycle waiting
+// past it: the first commit is held 1.5 s (txn_timeout 1 s) while source
+// transactions keep coming; the cycle they froze into is rolled back and
+// committed under a new transaction, and no load goes to a transaction
+// begun more than the recycle age (0.8 s) before it.
+func TestCycleAgedByACommitWaitIsNeverLoaded(t *testing.T) {
+	f := newFakeSR()
+	var mu sync.Mutex
+	begunAt := map[string]time.Time{}
+	f.hook = func(op string, ft *fakeTxn, table string) (error, bool) {
+		if op == "begin" {
+			mu.Lock()
+			begunAt[ft.label] = time.Now()
+			mu.Unlock()
+		}
+		return nil, false
+	}
+	gate := make(chan struct{})
+	f.commitGate = gate
+	o, _ := testOutput(t, "commit_interval: 200ms\ntxn_timeout: 1s\n", f, nil)
+	s := newSrc("a1")
+	var chs []chan error
+	start := time.Now()
+	for i := 0; time.Since(start) < 2*time.Second; i++ {
+		if i == 15 {
+			close(gate)
+		}
+		id := fmt.Sprintf("t%d", i)
+		chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", id, "a", map[string]any{"id": i, "txn": id}, true)}))
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitAll(t, chs, 10*time.Second)
+	recycle := time.Duration(recycleFraction * float64(time.Second))
+	f.mu.Lock()
+	loads := append([]fakeLoad{}, f.loads...)
+	f.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range loads {
+		b, ok := begunAt[l.label]
+		require.True(t, ok, "label %s was begun", l.label)
+		// A few ticks of slack: the worker checks at every step.
+		assert.Less(t, l.at.Sub(b), recycle+150*time.Millisecond, "a load into %s, begun %v before it", l.label, l.at.Sub(b))
+	}
+	want := map[string]int{}
+	for i := range chs {
+		want[fmt.Sprintf("t%d", i)] = 1
+	}
+	assertAtomic(t, f, want)
 }
 
 // A database StarRocks says does not exist: once the source transactions

@@ -1,0 +1,47 @@
+package starrocks_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+)
+
+// TestMetaBoundGrowsWhenEveryStatementIsSlow: every table-model statement
+// takes 2.5 × mysql_timeout on the server (a loaded FE). A caller that
+// retries a failed call, as the output does, must get its answer after a
+// few attempts; a client that gives every attempt the same bound times
+// every one of them out and never reads the table model.
+func TestMetaBoundGrowsWhenEveryStatementIsSlow(t *testing.T) {
+	schema, err := os.ReadFile("../../examples/schema.sql")
+	require.NoError(t, err)
+	e, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	const timeout = 200 * time.Millisecond
+	m, err := starrocks.OpenMetaWith(starrocks.MetaConfig{Addr: e.MySQLAddr(), User: "root", Timeout: timeout})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.NoError(t, e.Faults().Add(emulator.Fault{Op: emulator.OpMySQL, Action: emulator.ActDelay,
+		Delay: 5 * timeout / 2, Count: 1000, Statement: "tables_config"}))
+	ctx := context.Background()
+	var last error
+	for attempt := 1; attempt <= 6; attempt++ {
+		pk, known, err := m.PrimaryKey(ctx, "test", "orders")
+		if err == nil {
+			require.True(t, known, "orders exists")
+			require.True(t, pk, "orders is a PRIMARY KEY table")
+			t.Logf("answered at attempt %d", attempt)
+			return
+		}
+		require.True(t, errors.Is(err, context.DeadlineExceeded), "attempt %d: only the bound may end it: %v", attempt, err)
+		last = err
+	}
+	t.Fatalf("six attempts, each timed out: the bound never grew (last: %v)", last)
+}
