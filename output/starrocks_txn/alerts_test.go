@@ -436,7 +436,7 @@ starrocks_txn:
 		t.Errorf("%s%v is not exported after its first sight", name, labels)
 	}
 	zero("starrocks_txn_dead_lettered", map[string]string{"partition": "p-old"})
-	zero("starrocks_txn_sequence_gaps", map[string]string{"seq_source": "asm-1"})
+	zero("starrocks_txn_sequence_gaps", map[string]string{})
 	zero("starrocks_txn_rollbacks", map[string]string{"database": "test"})
 	zero("starrocks_txn_unknown_commits", map[string]string{"database": "test"})
 	for _, r := range retryReasons {
