@@ -1,0 +1,280 @@
+// This file holds the parsed configuration of the input and its parsing
+// from the ConfigSpec's fields, with the checks across fields.
+
+package debezium_txn
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+)
+
+// inputConfig is the parsed configuration.
+type inputConfig struct {
+	client                 kafka.ClientConfig
+	topics                 []string
+	regexpTopics           bool
+	topicRegexps           []*regexp.Regexp
+	transactionTopic       string
+	topicPrefix            string
+	collectionTopics       map[string]string
+	consumerGroup          string
+	database, table        *service.InterpolatedString
+	loc                    *time.Location
+	readCommitted          bool
+	startFromOldest        bool
+	checkpointLimit        int
+	maxBufferedBytes       int64
+	missingEventsTimeout   time.Duration
+	resendWindow           int
+	skipTransactions       map[string]bool
+	untransacted           string
+	truncate               string
+	commitPeriod           time.Duration
+	revokeTimeout          time.Duration
+	sessionTimeout         time.Duration
+	rebalanceTimeout       time.Duration
+	heartbeatInterval      time.Duration
+	fetchMaxWait           time.Duration
+	fetchMaxPartitionBytes int32
+	batching               service.BatchPolicy
+}
+
+// naming maps Debezium data collections to topics: collection_topics, else
+// <topic_prefix>.<collection> as Debezium sanitizes it (naming.go).
+func (c *inputConfig) naming() topicNaming {
+	return newTopicNaming(c.topicPrefix, c.collectionTopics)
+}
+
+// topicOf maps a Debezium data collection to its topic.
+func (c *inputConfig) topicOf(collection string) string { return c.naming().topicOf(collection) }
+
+// consumes reports whether a topic is one of the data topics.
+func (c *inputConfig) consumes(topic string) bool {
+	if topic == c.transactionTopic {
+		return false
+	}
+	if c.regexpTopics {
+		for _, re := range c.topicRegexps {
+			if re.MatchString(topic) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range c.topics {
+		if t == topic {
+			return true
+		}
+	}
+	return false
+}
+
+func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
+	if c.client, err = kafka.ClientConfigFromParsed(conf); err != nil {
+		return
+	}
+	var topics []string
+	if topics, err = conf.FieldStringList(fieldTopics); err != nil {
+		return
+	}
+	for _, entry := range topics {
+		for _, t := range strings.Split(entry, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.topics = append(c.topics, t)
+			}
+		}
+	}
+	if len(c.topics) == 0 {
+		return c, errors.New("topics must name at least one data topic")
+	}
+	if c.regexpTopics, err = conf.FieldBool(fieldRegexpTopics); err != nil {
+		return
+	}
+	if c.regexpTopics {
+		for _, t := range c.topics {
+			re, rerr := regexp.Compile(t)
+			if rerr != nil {
+				return c, fmt.Errorf("topics entry %q is not a regular expression: %w", t, rerr)
+			}
+			c.topicRegexps = append(c.topicRegexps, re)
+		}
+	}
+	if c.transactionTopic, err = conf.FieldString(fieldTransactionTopic); err != nil {
+		return
+	}
+	if c.transactionTopic = strings.TrimSpace(c.transactionTopic); c.transactionTopic == "" {
+		return c, errors.New("transaction_topic must name the connector's transaction topic")
+	}
+	for _, t := range c.topics {
+		if t == c.transactionTopic {
+			return c, fmt.Errorf("transaction_topic %q must not be listed in topics", t)
+		}
+	}
+	if c.topicPrefix, err = conf.FieldString(fieldTopicPrefix); err != nil {
+		return
+	}
+	if c.topicPrefix == "" {
+		p, ok := strings.CutSuffix(c.transactionTopic, transactionTopicSuffix)
+		if !ok {
+			return c, fmt.Errorf("transaction_topic %q does not end in %q: set topic_prefix to the connector's topic.prefix", c.transactionTopic, transactionTopicSuffix)
+		}
+		c.topicPrefix = p
+	}
+	if c.collectionTopics, err = conf.FieldStringMap(fieldCollectionTopics); err != nil {
+		return
+	}
+	if c.consumerGroup, err = conf.FieldString(fieldConsumerGroup); err != nil {
+		return
+	}
+	if c.consumerGroup == "" {
+		return c, errors.New("consumer_group must not be empty")
+	}
+	// An empty database or table is the same as none: the event's source.
+	if raw, _ := conf.FieldString(fieldDatabase); conf.Contains(fieldDatabase) && raw != "" {
+		if c.database, err = conf.FieldInterpolatedString(fieldDatabase); err != nil {
+			return
+		}
+	}
+	if raw, _ := conf.FieldString(fieldTable); conf.Contains(fieldTable) && raw != "" {
+		if c.table, err = conf.FieldInterpolatedString(fieldTable); err != nil {
+			return
+		}
+	}
+	var tz string
+	if tz, err = conf.FieldString(fieldTimezone); err != nil {
+		return
+	}
+	if c.loc, err = time.LoadLocation(tz); err != nil {
+		return c, fmt.Errorf("timezone %q: %w", tz, err)
+	}
+	var iso string
+	if iso, err = conf.FieldString(fieldIsolationLevel); err != nil {
+		return
+	}
+	switch iso {
+	case isolationReadCommitted:
+		c.readCommitted = true
+	case isolationReadUncommitted:
+	default:
+		return c, fmt.Errorf("isolation_level %q is not one of %s, %s", iso, isolationReadCommitted, isolationReadUncommitted)
+	}
+	if c.startFromOldest, err = conf.FieldBool(fieldStartFromOldest); err != nil {
+		return
+	}
+	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
+		return
+	}
+	if c.checkpointLimit < 1 {
+		return c, fmt.Errorf("checkpoint_limit must be at least 1, got %d", c.checkpointLimit)
+	}
+	var mbb string
+	if mbb, err = conf.FieldString(fieldMaxBufferedBytes); err != nil {
+		return
+	}
+	if c.maxBufferedBytes, err = parseSize(mbb, 1<<50); err != nil {
+		return c, fmt.Errorf("parsing max_buffered_bytes: %w", err)
+	}
+	if c.missingEventsTimeout, err = positiveDuration(conf, fieldMissingEventsTimeout); err != nil {
+		return
+	}
+	var skip []string
+	if skip, err = conf.FieldStringList(fieldSkipTransactions); err != nil {
+		return
+	}
+	c.skipTransactions = map[string]bool{}
+	for _, id := range skip {
+		c.skipTransactions[id] = true
+	}
+	if c.resendWindow, err = conf.FieldInt(fieldResendWindow); err != nil {
+		return
+	}
+	if c.resendWindow < 1 {
+		return c, fmt.Errorf("resend_window must be at least 1, got %d", c.resendWindow)
+	}
+	if c.untransacted, err = conf.FieldString(fieldEventsWithoutTransaction); err != nil {
+		return
+	}
+	if c.untransacted != untransactedError && c.untransacted != untransactedSingleRow {
+		return c, fmt.Errorf("events_without_transaction %q is not one of %s, %s", c.untransacted, untransactedError, untransactedSingleRow)
+	}
+	if c.truncate, err = conf.FieldString(fieldOnTruncate); err != nil {
+		return
+	}
+	if c.truncate != truncateError && c.truncate != truncateSkip {
+		return c, fmt.Errorf("on_truncate %q is not one of %s, %s", c.truncate, truncateError, truncateSkip)
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{fieldCommitPeriod, &c.commitPeriod}, {fieldRevokeTimeout, &c.revokeTimeout},
+		{fieldSessionTimeout, &c.sessionTimeout}, {fieldRebalanceTimeout, &c.rebalanceTimeout},
+		{fieldHeartbeatInterval, &c.heartbeatInterval}, {fieldFetchMaxWait, &c.fetchMaxWait},
+	} {
+		if *d.dst, err = positiveDuration(conf, d.name); err != nil {
+			return
+		}
+	}
+	if c.revokeTimeout >= c.rebalanceTimeout {
+		return c, fmt.Errorf("revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member", c.revokeTimeout, c.rebalanceTimeout)
+	}
+	var fmpb string
+	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
+		return
+	}
+	n, err := parseSize(fmpb, 1<<30)
+	if err != nil {
+		return c, fmt.Errorf("parsing fetch_max_partition_bytes: %w", err)
+	}
+	c.fetchMaxPartitionBytes = int32(n)
+	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
+		return
+	}
+	return c, nil
+}
+
+func positiveDuration(conf *service.ParsedConfig, name string) (time.Duration, error) {
+	d, err := conf.FieldDuration(name)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s must be positive, got %s", name, d)
+	}
+	return d, nil
+}
+
+// parseSize reads a byte size such as 1048576, 512KiB, 1MiB or 1MB, at most
+// limit.
+func parseSize(s string, limit int64) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1},
+	} {
+		if strings.HasSuffix(s, u.suffix) {
+			mult, s = u.mult, strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 256MiB)", s)
+	}
+	if n > limit/mult {
+		return 0, fmt.Errorf("%s%s is above the maximum of %d bytes", s, "", limit)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,249 @@
+// This file holds the read side: ReadBatch, building the Benthos messages of
+// the emitted transactions and acknowledging them.
+
+package debezium_txn
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+)
+
+//------------------------------------------------------------------------------
+
+// ReadBatch returns the next batch of whole emitted transactions.
+func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	for {
+		in.mu.Lock()
+		if in.closed {
+			in.mu.Unlock()
+			return nil, nil, service.ErrEndOfInput
+		}
+		if in.cl == nil {
+			in.mu.Unlock()
+			return nil, nil, service.ErrNotConnected
+		}
+		batch, ack, wait := in.nextBatchLocked(ctx)
+		notify := in.notify
+		in.mu.Unlock()
+		if batch != nil {
+			return batch, ack, nil
+		}
+		var timeout <-chan time.Time
+		var timer *time.Timer
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			timeout = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil, nil, ctx.Err()
+		case <-notify:
+		case <-timeout:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// nextBatchLocked collects ready emissions into a batch, whole emissions
+// only, within checkpoint_limit (one emission always goes when nothing is
+// in flight, so a transaction larger than the limit never deadlocks).
+func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, service.AckFunc, time.Duration) {
+	a := in.asm
+	if a == nil || in.revoking || in.stopped != nil || in.partial != nil {
+		return nil, nil, 0
+	}
+	capMsgs := defaultBatchCap
+	if in.batcher != nil && in.conf.batching.Count > 0 {
+		capMsgs = in.conf.batching.Count
+	}
+	var ems []*emission
+	var msgs service.MessageBatch
+	inBatcher := 0
+	for _, em := range in.batchEms {
+		inBatcher += len(em.msgs)
+	}
+	full := false
+	for !full {
+		n := in.unacked + len(msgs) + inBatcher
+		if n >= in.conf.checkpointLimit && n > 0 {
+			break
+		}
+		if in.batcher == nil && len(msgs) >= capMsgs {
+			break
+		}
+		em := a.next(max(capMsgs-len(msgs)-inBatcher, 1))
+		if em == nil {
+			break
+		}
+		in.lastEmit = time.Now()
+		for _, om := range em.msgs {
+			msg := in.messageLocked(om)
+			if in.batcher != nil {
+				if in.batcher.Add(msg) {
+					full = true
+				}
+				continue
+			}
+			msgs = append(msgs, msg)
+		}
+		if in.batcher != nil {
+			in.batchEms = append(in.batchEms, em)
+			inBatcher += len(em.msgs)
+		} else {
+			ems = append(ems, em)
+		}
+	}
+	for _, n := range a.notes {
+		in.log.Errorf("%s", n)
+	}
+	a.notes = nil
+	in.syncMetricsLocked()
+	var wait time.Duration
+	if in.batcher != nil {
+		if len(in.batchEms) == 0 {
+			return nil, nil, 0
+		}
+		if !full {
+			if d, timed := in.batcher.UntilNext(); timed && d > periodDue {
+				return nil, nil, d
+			}
+		}
+		flushed, err := in.batcher.Flush(ctx)
+		if err != nil {
+			in.log.Errorf("Batching processors failed on transaction %s: %v", in.batchEms[0].msgs[0].txnID, err)
+		}
+		msgs, ems, in.batchEms = flushed, in.batchEms, nil
+	}
+	if len(ems) == 0 {
+		return nil, nil, wait
+	}
+	n := 0
+	for _, em := range ems {
+		n += len(em.msgs)
+	}
+	for _, msg := range msgs {
+		in.seq++
+		msg.MetaSetMut(contract.KeySeq, strconv.FormatInt(in.seq, 10))
+	}
+	in.unacked += n
+	in.m.inFlight.Set(int64(in.unacked))
+	if len(msgs) == 0 {
+		// The batching processors left nothing: nothing to wait for.
+		in.ackLocked(in.gen, ems, n, nil)
+		return nil, nil, 0
+	}
+	gen := in.gen
+	return msgs, func(_ context.Context, err error) error {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		in.ackLocked(gen, ems, n, err)
+		return nil
+	}, 0
+}
+
+// messageLocked renders one emitted row with its metadata and the contract
+// (the sequence number is stamped when the batch goes out).
+func (in *Input) messageLocked(om outMsg) *service.Message {
+	msg := service.NewMessage(om.ev.row)
+	msg.MetaSetMut(MetaKey, string(om.rec.key))
+	msg.MetaSetMut(MetaTopic, om.rec.tp.topic)
+	msg.MetaSetMut(MetaPartition, int(om.rec.tp.part))
+	msg.MetaSetMut(MetaOffset, int(om.rec.offset))
+	if !om.rec.ts.IsZero() {
+		msg.MetaSetMut(MetaTimestampMs, om.rec.ts.UnixMilli())
+		msg.MetaSetMut(MetaTimestampSec, om.rec.ts.Unix())
+	}
+	msg.MetaSetMut(MetaOp, string(om.ev.op))
+	msg.MetaSetMut(MetaDB, om.ev.db)
+	msg.MetaSetMut(MetaSchema, om.ev.schema)
+	msg.MetaSetMut(MetaTable, om.ev.table)
+	msg.MetaSetMut(MetaSnapshot, om.ev.snapshot)
+	db, table := om.ev.defaultDatabase(), om.ev.table
+	if in.conf.database != nil {
+		s, err := in.conf.database.TryString(msg)
+		if err != nil {
+			msg.SetError(fmt.Errorf("interpolating database: %w", err))
+		}
+		db = s
+	}
+	if in.conf.table != nil {
+		s, err := in.conf.table.TryString(msg)
+		if err != nil {
+			msg.SetError(fmt.Errorf("interpolating table: %w", err))
+		}
+		table = s
+	}
+	epoch := in.epoch
+	if om.side {
+		epoch = in.sideEpochLocked(om.rec.tp)
+	}
+	contract.Write(msg, contract.Meta{
+		Partition: om.partition, Database: db, Table: table, TxnID: om.txnID, TxnEnd: om.end,
+		HasSeq: true, SeqSource: in.seqSource,
+		HasOffset: true, SourceOffset: om.sourceOffset,
+		HasEpoch: true, Epoch: epoch,
+	})
+	return msg
+}
+
+// sideEpochLocked returns the assignment epoch of a side partition, taking
+// one from the registry at its first row of the assignment.
+func (in *Input) sideEpochLocked(p tp) uint64 {
+	if e, ok := in.sideEpochs[p]; ok {
+		return e
+	}
+	id := p.String()
+	in.reg.Forget(id)
+	e := in.reg.Assign(id)
+	in.sideEpochs[p] = e
+	return e
+}
+
+// ackLocked records the outcome of a delivered batch. Acknowledgements of an
+// earlier assignment, or during a revoke, mark nothing: they are the output
+// releasing fenced batches, not commits.
+func (in *Input) ackLocked(gen uint64, ems []*emission, n int, err error) {
+	if gen != in.gen || in.revoking || in.asm == nil {
+		return
+	}
+	in.unacked -= n
+	in.m.inFlight.Set(int64(in.unacked))
+	if err != nil {
+		if in.stopped == nil {
+			in.stopped = fmt.Errorf("the output rejected the batch starting with transaction %q: %w; nothing past it is emitted or committed: fix the cause and restart the stream", ems[0].msgs[0].txnID, err)
+			in.m.stopped.Set(1)
+			in.log.Errorf("%v", in.stopped)
+		}
+		return
+	}
+	if !in.reg.Tracking() {
+		for _, em := range ems {
+			in.asm.acked(em)
+		}
+	}
+	in.afterFeedLocked()
+	in.signalLocked()
+}
+
+// onCommitted receives the output's committed-through offsets.
+func (in *Input) onCommitted(partition string, offset int64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.asm == nil {
+		return
+	}
+	in.asm.committed(partition, offset)
+	in.afterFeedLocked()
+	in.signalLocked()
+}

@@ -1,0 +1,120 @@
+// This file reads back what the stream already did at an assignment: the
+// output's exactly_once progress and the ids of the last resend_window
+// transactions before the start offset, so a connector's re-send is known.
+
+package debezium_txn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// readProgress reads the output's durable progress (exactly_once) of the
+// database partition and of every side partition; -1 and none without.
+func (in *Input) readProgress(ctx context.Context, resolved map[tp]int64) (int64, map[tp]int64) {
+	side := map[tp]int64{}
+	pctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+	defer cancel()
+	progress := int64(-1)
+	off, ok, err := in.reg.Progress(pctx, in.dbPartition())
+	if err != nil {
+		in.log.Warnf("Reading the output's progress of %s failed; replays are dropped by the output: %v", in.dbPartition(), err)
+	} else if ok {
+		progress = off
+	}
+	if !ok || err != nil {
+		// No progress reader (at_least_once or another output), or it
+		// failed: side partitions have none either.
+		return progress, side
+	}
+	for p := range resolved {
+		if p.topic == in.conf.transactionTopic {
+			continue
+		}
+		if off, ok, err := in.reg.Progress(pctx, p.String()); err == nil && ok {
+			side[p] = off
+		}
+	}
+	return progress, side
+}
+
+// readBackChunks is how many pieces readBackIDs reads, newest first, and
+// readBackMinPiece the fewest records of a piece: a short history is read
+// in one piece, as each piece costs a client and its first fetch.
+const readBackChunks = 4
+
+var readBackMinPiece int64 = 16384
+
+// readBackIDs reads the transaction topic's END events of the last
+// resend_window transactions before start (2 × resend_window records: a
+// BEGIN and an END each), so that one Debezium re-sends whole after a
+// restart is recognised. It reads the range in pieces, the newest first —
+// the newest are the ones a connector restart re-sends — so when
+// revoke_timeout runs out, what is kept is the most recent part, and the
+// error says from which offset on ids are remembered (a whole re-send from
+// before it is loaded again: at-least-once; exactly_once still drops it by
+// position when it is at or below the progress).
+func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
+	from := max(start-2*int64(in.conf.resendWindow), 0)
+	if from >= start {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+	defer cancel()
+	step := max((start-from+readBackChunks-1)/readBackChunks, readBackMinPiece, 1)
+	var pieces [][]string // newest first
+	remembered := start
+	for hi := start; hi > from; hi -= step {
+		lo := max(hi-step, from)
+		ids, err := in.readEnds(rctx, lo, hi)
+		if err != nil {
+			in.log.Errorf("Re-reading the END events of %s before offset %d: %v; only the ids of ENDs from offset %d on are remembered, so a transaction Debezium re-sends whole from before that is loaded again (raise revoke_timeout, or lower resend_window)", in.conf.transactionTopic, start, err, remembered)
+			break
+		}
+		pieces = append(pieces, ids)
+		remembered = lo
+	}
+	var out []string
+	for i := len(pieces) - 1; i >= 0; i-- {
+		out = append(out, pieces[i]...)
+	}
+	return out
+}
+
+// readEnds returns the ids of the END events at offsets [lo, hi) of the
+// transaction topic, in offset order.
+func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]string, error) {
+	cl, err := kgo.NewClient(append(in.conf.client.Opts(in.logger()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{in.conf.transactionTopic: {0: kgo.NewOffset().At(lo)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	defer cl.Close()
+	var ids []string
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("not done within revoke_timeout: %w", ctx.Err())
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= hi-1 {
+				done = true
+			}
+			if r.Offset < lo || r.Offset >= hi || r.Attrs.IsControl() {
+				return
+			}
+			if m, err := decodeTxnMeta(r.Value); err == nil && m.end {
+				ids = append(ids, m.id)
+			}
+		})
+		if done {
+			return ids, nil
+		}
+	}
+}

@@ -1,0 +1,111 @@
+// This file holds the re-send proof: the data_collection_order ranges seen
+// per transaction, the done ring of completed transactions and the
+// accounting of transactions skipped whole.
+
+package debezium_txn
+
+import (
+	"fmt"
+)
+
+// dcoRange is the data_collection_orders seen of one collection in one
+// topic (key: topic\x00collection): how many distinct ones, the lowest and
+// the highest.
+type dcoRange struct {
+	key         string
+	n, min, max int64
+}
+
+// dcoRanges holds a transaction's ranges; a slice, as a transaction touches
+// few collections and the done ring keeps resend_window of them.
+type dcoRanges []dcoRange
+
+// find returns the range of key, nil when there is none.
+func (rs dcoRanges) find(key string) *dcoRange {
+	for i := range rs {
+		if rs[i].key == key {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+func (r *dcoRange) add(dco int64) {
+	if r.n == 0 || dco < r.min {
+		r.min = dco
+	}
+	if r.n == 0 || dco > r.max {
+		r.max = dco
+	}
+	r.n++
+}
+
+// has proves that dco was seen: the distinct orders seen fill [min, max].
+func (r *dcoRange) has(dco int64) bool {
+	return r != nil && r.n == r.max-r.min+1 && dco >= r.min && dco <= r.max
+}
+
+// doneTxn is what is remembered of a completed transaction: enough to tell
+// a re-sent event of it from one it was loaded without.
+type doneTxn struct {
+	whole  bool
+	ranges dcoRanges
+}
+
+// resent reports whether an event (topic\x00collection, dco) of the
+// transaction is proven a re-send.
+func (d doneTxn) resent(rangeKey string, dco int64) bool {
+	return d.whole || d.ranges.find(rangeKey).has(dco)
+}
+
+// remember adds a completed transaction to the resend memory.
+func (a *assembler) remember(id string, d doneTxn) {
+	if _, ok := a.done[id]; ok {
+		a.done[id] = d
+		return
+	}
+	if old := a.doneRing[a.doneAt]; old != "" {
+		delete(a.done, old)
+	}
+	a.doneRing[a.doneAt] = id
+	a.doneAt = (a.doneAt + 1) % len(a.doneRing)
+	a.done[id] = d
+}
+
+// skipWhole releases a transaction none of whose events is to be loaded
+// (StarRocks holds it, or skip_transactions lists it). Until its counted
+// events are read it stays known as skipped: the done ring can forget it
+// before they arrive, and they would then wait for an END forever.
+func (a *assembler) skipWhole(t *txnState) {
+	t.whole = true
+	keys := t.keys
+	a.release(t)
+	if !t.covered() {
+		t.keys = keys
+		a.skipped[t.id] = t
+	}
+}
+
+// loadedWithout is the error for an event of a transaction that was
+// emitted or completed without it.
+func (a *assembler) loadedWithout(e event, rec recMeta) error {
+	return fmt.Errorf("%s offset %d: an event of transaction %q (collection %s, data_collection_order %d) arrived after the transaction was emitted without it, and it is not a re-send of an event loaded: its END counted no such event on topic %s (a collection_topics entry or a topic in topics is missing); nothing more is emitted", rec.tp, rec.offset, e.txID, e.sourceName(), e.dco, rec.tp.topic)
+}
+
+// countSkipped counts a re-read event of a transaction skipped by the
+// progress; once every counted event was read, the transaction is only
+// remembered in the done ring.
+func (a *assembler) countSkipped(s *txnState, topic, key string) {
+	if s.keys == nil {
+		s.keys, s.seen = map[string]struct{}{}, map[string]int64{}
+	}
+	if _, dup := s.keys[key]; dup {
+		return
+	}
+	s.keys[key] = struct{}{}
+	s.seen[topic]++
+	if s.covered() {
+		s.keys = nil
+		delete(a.skipped, s.id)
+	}
+}
