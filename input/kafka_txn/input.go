@@ -86,6 +86,10 @@ type Input struct {
 	// leaseBase is when the last group request the coordinator answered
 	// was sent (lease.go).
 	leaseBase time.Time
+	// groupSent is the send time of the last heartbeat or sync not yet
+	// confirmed by the next heartbeat, syncSent that of the generation's
+	// sync (lease.go).
+	groupSent, syncSent time.Time
 }
 
 // New builds a kafka_txn input from a parsed config.

@@ -24,27 +24,63 @@ import (
 // commits.
 func (in *Input) leaseSpan() time.Duration { return in.conf.sessionTimeout / 2 }
 
-// leaseHook renews the lease after every group request the coordinator
-// answered.
+// leaseHook renews the lease from the group requests franz-go sends. A
+// reply's error code is not visible to a hook (BrokerE2E reports only the
+// transport), and a coordinator that answers "unknown member" or "illegal
+// generation" must not extend a lease: franz-go reports the partitions lost
+// only after it has handled that reply, and a commit started in between
+// would race the new owner's. So a reply is taken as confirmed only by
+// franz-go's next step: its heartbeat loop sends the next heartbeat only
+// after the previous heartbeat (or the sync that began the generation) was
+// answered without error, and it answers an error by leaving the loop to
+// rejoin. A heartbeat's write therefore renews the lease from the send time
+// of the request before it; a join starts a new chain; the assignment
+// renews from its sync (rebalance.go onAssigned), which franz-go hands over
+// only after the sync was answered without error. The lease then trails by
+// one heartbeat_interval, which heartbeat_interval well below half of
+// session_timeout (the default 3 s of 45 s) leaves room for.
 type leaseHook struct{ in *Input }
 
-var _ kgo.HookBrokerE2E = leaseHook{}
+var _ kgo.HookBrokerWrite = leaseHook{}
 
-// OnBrokerE2E implements kgo.HookBrokerE2E. The reply's error code is not
-// known here: a coordinator that answers "unknown member" makes franz-go
-// report the partitions lost at once, which fences them.
-func (h leaseHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (h leaseHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, timeToWrite time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	// The earliest the broker can have received the request.
+	sent := time.Now().Add(-timeToWrite)
 	switch kmsg.Key(key) {
-	case kmsg.Heartbeat, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.ConsumerGroupHeartbeat:
-	default:
-		return
+	case kmsg.Heartbeat, kmsg.ConsumerGroupHeartbeat:
+		h.in.groupRequestSent(sent, true)
+	case kmsg.SyncGroup:
+		h.in.groupRequestSent(sent, false)
+	case kmsg.JoinGroup:
+		h.in.groupJoining()
 	}
-	if e2e.Err() != nil {
-		return
+}
+
+// groupRequestSent records a heartbeat's or sync's send time; a heartbeat's
+// write confirms the request before it, whose send time renews the lease.
+func (in *Input) groupRequestSent(sent time.Time, heartbeat bool) {
+	in.mu.Lock()
+	prev := in.groupSent
+	in.groupSent = sent
+	if !heartbeat {
+		in.syncSent = sent
 	}
-	// The earliest the request can have been sent: the lease counts from
-	// then.
-	h.in.renewLease(time.Now().Add(-e2e.DurationE2E()))
+	in.mu.Unlock()
+	if heartbeat && !prev.IsZero() {
+		in.renewLease(prev)
+	}
+}
+
+// groupJoining breaks the chain of confirmations: the next heartbeat follows
+// a new generation's sync, not the requests before the join.
+func (in *Input) groupJoining() {
+	in.mu.Lock()
+	in.groupSent, in.syncSent = time.Time{}, time.Time{}
+	in.mu.Unlock()
 }
 
 // renewLease extends the lease of every assigned partition that is not

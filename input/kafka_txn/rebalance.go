@@ -67,13 +67,16 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	}
 	in.rebuildOrderLocked()
 	in.signalLocked()
+	// franz-go hands the assignment over after its sync was answered
+	// without error: the sync's send time renews the lease (lease.go).
+	if in.syncSent.After(in.leaseBase) {
+		in.leaseBase = in.syncSent
+	}
 	base := in.leaseBase
 	in.mu.Unlock()
 	if len(ids) > 0 {
 		sort.Strings(ids)
 		if !base.IsZero() {
-			// The assignment came with the sync reply that renewed the
-			// lease.
 			in.reg.Renew(ids, base.Add(in.leaseSpan()))
 		}
 		in.log.Infof("Assigned partitions %v", ids)
