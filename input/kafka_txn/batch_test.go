@@ -147,11 +147,14 @@ func testBatchOrder(t *testing.T, coalesce bool) {
 	group := fmt.Sprintf("g-order-%v", coalesce)
 
 	res, _ := newResources()
+	// Every record ends its transaction (the check): coalescing joins
+	// only parts known to end at a transaction end.
 	in := newTestInput(t, res, testYAML(c, group, fmt.Sprintf(`checkpoint_limit: 30
 coalesce: %v
 batching:
   count: 7
   period: 10ms
+  check: "true"
 `, coalesce)))
 	connect(t, in)
 	mixed := 0
@@ -239,4 +242,54 @@ func TestAssemblerEndsCutBatches(t *testing.T) {
 	b, _ = readBatch(t, in, 10*time.Second)
 	assert.Len(t, b, 2)
 	assert.Less(t, asked.Load(), int64(14), "the input asks about the records after the last end, not every record")
+}
+
+// A transaction that alone fills checkpoint_limit goes out cut, and its
+// partition waits for an end that cannot come in that batch: coalescing
+// must never join another partition's records to such a part, or their
+// acknowledgement would wait on it too and that partition would stall
+// with it. Here partition 1's whole transaction is delivered in a batch of
+// its own and its offset commits while partition 0's cut part is held.
+func TestCutTransactionIsNeverCoalescedWithOtherPartitions(t *testing.T) {
+	c := newCluster(t, 2)
+	p := producer(t, c, "")
+	const group = "g-cut-alone"
+	res, _ := newResources()
+	in := newTestInput(t, res, testYAML(c, group, `checkpoint_limit: 20
+batching:
+  count: 50
+  period: 10ms
+  check: content().string().has_prefix("END")
+`))
+	connect(t, in)
+	open := make([]string, 30)
+	for i := range open {
+		open[i] = fmt.Sprintf("d0-%d", i)
+	}
+	produce(t, p, 0, open...)
+	produce(t, p, 1, "d1-a", "END1-a")
+	deadline := time.Now().Add(10 * time.Second)
+	var p1Ack service.AckFunc
+	var p1Last int64 = -1
+	for time.Now().Before(deadline) && p1Last < 1 {
+		b, ack := tryReadBatch(t, in, 500*time.Millisecond)
+		if b == nil {
+			continue
+		}
+		rs := toRecs(t, b)
+		has := map[int32]bool{}
+		for _, r := range rs {
+			has[r.partition] = true
+			if r.partition == 1 {
+				p1Last = r.offset
+			}
+		}
+		require.False(t, has[0] && has[1], "a batch joined partition 1's records to partition 0's cut transaction: %v", rs)
+		if has[1] {
+			p1Ack = ack
+		}
+	}
+	require.NotNil(t, p1Ack, "partition 1's transaction was delivered")
+	require.NoError(t, p1Ack(t.Context(), nil))
+	waitCommittedOffsets(t, c, group, map[int32]int64{1: 2})
 }

@@ -121,12 +121,18 @@ func (in *Input) fillLocked(ps *partState, ends registry.EndFunc) {
 // dueLocked returns how many of the partition's pending records go out now
 // (0: none), or else how long until its batching period ends (0: until more
 // records or an acknowledgement arrive).
-func (in *Input) dueLocked(ps *partState, ends registry.EndFunc, now time.Time) (int, time.Duration) {
+//
+// open reports that the part ends inside a source transaction (one that alone
+// fills checkpoint_limit) or that where it ends is not known (no end
+// detection): such a part goes out in a batch of its own, so that a
+// transaction that cannot complete there never holds another partition's
+// rows unacknowledged with it.
+func (in *Input) dueLocked(ps *partState, ends registry.EndFunc, now time.Time) (cut int, wait time.Duration, open bool) {
 	n := len(ps.batchMsgs)
 	if n == 0 {
-		return 0, 0
+		return 0, 0, false
 	}
-	cut := n
+	cut = n
 	if ends != nil {
 		cut = ps.lastEnd(ends)
 	}
@@ -135,10 +141,18 @@ func (in *Input) dueLocked(ps *partState, ends registry.EndFunc, now time.Time) 
 		// Only an open source transaction: it waits for its end, unless
 		// it alone fills checkpoint_limit.
 		if full && ps.unacked == 0 {
-			return n, 0
+			return n, 0, true
 		}
-		return 0, 0
+		return 0, 0, false
 	}
+	cut, wait = in.dueEndedLocked(ps, cut, full, now)
+	return cut, wait, ends == nil
+}
+
+// dueEndedLocked is dueLocked for a part whose first cut records end at a
+// source-transaction end (or all of them, without end detection).
+func (in *Input) dueEndedLocked(ps *partState, cut int, full bool, now time.Time) (int, time.Duration) {
+	n := len(ps.batchMsgs)
 	r := in.conf.batching
 	switch {
 	case r.noop(), full,

@@ -90,6 +90,9 @@ type Input struct {
 	// confirmed by the next heartbeat, syncSent that of the generation's
 	// sync (lease.go).
 	groupSent, syncSent time.Time
+	// warnedNoEnds is set once the input said it cannot tell where source
+	// transactions end (read.go).
+	warnedNoEnds bool
 }
 
 // New builds a kafka_txn input from a parsed config.

@@ -87,23 +87,32 @@ func (in *Input) nextBatchLocked() (service.MessageBatch, service.AckFunc, time.
 			continue
 		}
 		in.fillLocked(ps, ends)
-		cut, w := in.dueLocked(ps, ends, now)
+		cut, w, open := in.dueLocked(ps, ends, now)
 		if cut == 0 {
 			if w > 0 && (wait == 0 || w < wait) {
 				wait = w
 			}
 			continue
 		}
+		if open && len(parts) > 0 {
+			// A part that may end inside a transaction goes alone: the
+			// batch ends before it, so it is first in the next one.
+			break
+		}
 		msgs, pb := in.takeLocked(ps, cut, now)
 		out = append(out, msgs...)
 		parts = append(parts, delivered{ps, pb})
 		last = idx
-		if !in.conf.coalesce || len(out) >= in.conf.batching.coalesceLimit() {
+		if open || !in.conf.coalesce || len(out) >= in.conf.batching.coalesceLimit() {
 			break
 		}
 	}
 	if len(parts) == 0 {
 		return nil, nil, wait
+	}
+	if ends == nil && !in.warnedNoEnds {
+		in.warnedNoEnds = true
+		in.log.Warnf("kafka_txn cannot tell where source transactions end (no txn_assembler under input.processors, no batching.check): each batch holds one partition and may end inside a source transaction, which the output then holds until the next batch; add the txn_assembler processor under input.processors, or a batching.check")
 	}
 	in.rr = (last + 1) % n
 	return out, func(_ context.Context, err error) error {
