@@ -81,8 +81,12 @@ func (c Cause) String() string {
 }
 
 // Definite reports whether retrying cannot help until an operator changes
-// the configuration or the cluster: every cause but CauseUnreachable.
-func (c Cause) Definite() bool { return c != CauseUnreachable }
+// the configuration or the cluster: every cause but CauseUnreachable and
+// CauseRedirect. A redirect loop or chain is retried: it is also what a
+// proxy or an FE in the middle of a change of its nodes answers for a
+// moment, and a pipeline must not stop on a moment's answer (max_retries
+// bounds the retries for those who want it to).
+func (c Cause) Definite() bool { return c != CauseUnreachable && c != CauseRedirect }
 
 // ProbeError is the failed probe of one address.
 type ProbeError struct {

@@ -151,3 +151,13 @@ func TestHealthObserver(t *testing.T) {
 	_, _ = down.Begin(ctx, txn)
 	assert.Equal(t, []bool{true, false, false, false}, seen, "a logical failure is an answer; a cancelled call says nothing")
 }
+
+// A redirect loop at startup is retried, not taken as a configuration
+// error: a proxy or an FE changing its nodes answers so for a moment.
+func TestRedirectCauseIsRetried(t *testing.T) {
+	assert.False(t, CauseRedirect.Definite())
+	assert.False(t, CauseUnreachable.Definite())
+	for _, c := range []Cause{CauseUnknownHost, CauseTLS, CauseAuth, CauseNoDatabase, CauseNotFE, CauseInsecureRedirect} {
+		assert.True(t, c.Definite(), c.String())
+	}
+}
