@@ -193,7 +193,10 @@ func TestPipelineSurvivesHardRestarts(t *testing.T) {
 			// Offsets reach Kafka only every second while StarRocks commits
 			// every 200 ms, so a crash almost always leaves committed
 			// cycles the group offset does not cover: they are re-read.
-			opts := pipeOpts{group: "g-restarts", batchCount: 3, exactlyOnce: mode.exactlyOnce, commitPeriod: time.Second}
+			// Offsets go to Kafka every 3 s, longer than a run lives after
+			// its first commit (0.2–1.8 s): each crash leaves committed
+			// cycles above the group offset, which the next run re-reads.
+			opts := pipeOpts{group: "g-restarts", batchCount: 3, exactlyOnce: mode.exactlyOnce, commitPeriod: 3 * time.Second}
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
