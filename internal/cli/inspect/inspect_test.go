@@ -129,9 +129,10 @@ func mask(t *testing.T, r *Report) {
 		// aged waiting, leaves none open): one masked entry stands for
 		// them.
 		if len(w.OpenLabels) == 0 {
-			w.OpenLabels = []string{maskLabel(w.Label)}
+			w.OpenLabels = []string{w.Label} // masked above
+		} else {
+			w.OpenLabels = []string{maskLabel(w.OpenLabels[0])}
 		}
-		w.OpenLabels = []string{maskLabel(w.OpenLabels[0])}
 		w.UpdatedAt, w.AgeSeconds = &then, &age
 	}
 }
