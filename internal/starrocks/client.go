@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -61,6 +62,23 @@ type Client struct {
 	// health, when set, is told after each request whether StarRocks
 	// answered it (SetHealthObserver).
 	health atomic.Pointer[func(healthy bool)]
+	// bounds holds each operation's callBound (op → *callBound): a
+	// request gets Config.RequestTimeout, or more after requests of its
+	// operation ran out of it, so that a StarRocks that answers every load
+	// (or every commit) slower than RequestTimeout — a large body on a busy
+	// BE — is answered after a few replays instead of never. Per operation:
+	// the quick rollback and begin between two slow loads do not shrink the
+	// loads' bound.
+	bounds sync.Map
+}
+
+// bound is op's callBound.
+func (c *Client) bound(op string) *callBound {
+	if b, ok := c.bounds.Load(op); ok {
+		return b.(*callBound)
+	}
+	b, _ := c.bounds.LoadOrStore(op, &callBound{base: c.cfg.RequestTimeout})
+	return b.(*callBound)
 }
 
 // SetHealthObserver makes the client call fn after every request it did not
@@ -344,11 +362,10 @@ func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 // Config.AllowInsecureRedirect. It returns the final reply, or an error
 // when no reply was obtained.
 func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, error) {
-	if c.cfg.RequestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
-		defer cancel()
-	}
+	// RequestTimeout, or more after requests of k's operation ran out of
+	// it (bounds).
+	ctx, end := c.bound(k.op).start(ctx)
+	defer end()
 	target := *base
 	target.Path = base.Path + k.path
 	target.RawQuery = k.query.Encode()

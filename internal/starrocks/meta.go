@@ -36,45 +36,16 @@ type Meta struct {
 	mu sync.Mutex
 	// models caches primary-key answers: db.table -> has a primary key.
 	models map[string]bool
-	// bounded is the bound of the next call: timeout, or more after calls
-	// ran out of their bound (see bound).
-	bounded time.Duration
+	// calls bounds each call: timeout, or more after calls ran out of
+	// their bound (see bound).
+	calls callBound
 }
 
-// maxBoundFactor caps how far bound lets a call's bound grow: 8 × Timeout.
-const maxBoundFactor = 8
-
-// errCallBound is the cause of a call's context when its own bound ended
-// it.
-var errCallBound = errors.New("the MySQL call ran out of its bound")
-
 // bound returns ctx bounded for one call, and the function that ends the
-// call. A call that ran out of its bound doubles the next call's, up to
-// maxBoundFactor × Timeout; a call that ended in time halves it again, down
-// to Timeout. Callers retry a failed call (the output's progress read, the
-// tables a cycle needs before its commit), so an FE that answers every
-// statement slower than Timeout — a loaded machine, a busy catalog — is
-// still read after a few attempts, instead of every attempt timing out at
-// the same bound and starting over forever.
+// call (callBound: a statement slower than Timeout every time is still
+// answered after a few attempts).
 func (m *Meta) bound(ctx context.Context) (context.Context, func()) {
-	m.mu.Lock()
-	d := m.bounded
-	if d < m.timeout {
-		d = m.timeout
-	}
-	m.mu.Unlock()
-	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallBound)
-	return cctx, func() {
-		ranOut := errors.Is(context.Cause(cctx), errCallBound)
-		cancel()
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if ranOut {
-			m.bounded = min(2*d, maxBoundFactor*m.timeout)
-		} else {
-			m.bounded = max(m.bounded/2, m.timeout)
-		}
-	}
+	return m.calls.start(ctx)
 }
 
 // MetaConfig configures the metadata client.
@@ -131,6 +102,7 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	db.SetMaxOpenConns(4)
 	m := NewMeta(db)
 	m.addr, m.timeout = c.Addr, timeout
+	m.calls.base = timeout
 	return m, nil
 }
 
@@ -150,7 +122,7 @@ func (d driverLogger) Print(v ...any) {
 
 // NewMeta uses an open connection pool (tests open their own).
 func NewMeta(db *sql.DB) *Meta {
-	return &Meta{db: db, models: map[string]bool{}, timeout: metaTimeout}
+	return &Meta{db: db, models: map[string]bool{}, timeout: metaTimeout, calls: callBound{base: metaTimeout}}
 }
 
 // Close closes the connections.

@@ -493,3 +493,22 @@ starrocks_txn:
 	require.Len(t, series, 1, "one series per partition, whatever transaction it stalled at: %v", series)
 	assert.True(t, strings.HasSuffix(series[0], ",p0"), series[0])
 }
+
+// A StarRocks that answers every load slower than request_timeout (a busy
+// BE writing large bodies) is still loaded: each load that ran out of its
+// bound is replayed under a new label with a doubled bound (up to 8 ×
+// request_timeout), instead of timing out at the same bound forever. Every
+// event is there once (the timed-out loads were applied under tainted
+// labels that were rolled back, never committed).
+func TestIntegrationEveryLoadSlowerThanRequestTimeoutStillCommits(t *testing.T) {
+	out := `  commit_interval: 200ms
+  txn_timeout: 20s
+  max_in_flight: 64
+  label_state_wait: 500ms
+  request_timeout: 300ms
+  retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
+`
+	var m *metricscap.Capture
+	runOrdersWith(t, ordersRun{partitions: 2, txns: 8, pace: 500 * time.Millisecond, output: out, metrics: &m,
+		steps: []faultStep{{after: 0, fault: emulator.Fault{Op: emulator.OpLoad, Action: emulator.ActDelay, Count: 100000, Delay: 700 * time.Millisecond}}}})
+}

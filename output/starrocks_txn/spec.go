@@ -197,7 +197,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 			specfields.TLS(fieldTLS),
 			allowInsecureRedirectField(),
 			service.NewDurationField(fieldRequestTimeout).
-				Description("The timeout of one HTTP request to StarRocks.").
+				Description("The timeout of one HTTP request to StarRocks. A request that ran out of it is replayed (under a new label for a load) with twice the timeout for that kind of request, up to 8 × this value, and the timeout halves back once requests of that kind end within half of it: a StarRocks that answers every load slower than this is still loaded, after a few replays, instead of never.").
 				Example("30s").
 				Default(defaultRequestTimeout).
 				Advanced(),
