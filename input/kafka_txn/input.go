@@ -39,10 +39,6 @@ const (
 	maxPollRecords = 10000
 	// maxStallCheckInterval is the slowest tick of the checkpoint stall check.
 	maxStallCheckInterval = time.Second
-	// maxRevokeDrain bounds how long a revoke waits, after the last batch of
-	// a revoked partition was delivered, before it fences the partition (see
-	// release).
-	maxRevokeDrain = 250 * time.Millisecond
 	// periodDue is how close to its period deadline a partition's batch is
 	// flushed; Batcher.UntilNext reports an elapsed period as 1ns.
 	periodDue = time.Millisecond
@@ -149,14 +145,14 @@ func (in *Input) Close(ctx context.Context) error {
 	cancel()
 	in.loops.Wait()
 
-	cctx, ccancel := context.WithTimeout(ctx, in.conf.rebalanceTimeout)
+	cctx, ccancel := context.WithTimeout(ctx, in.conf.RebalanceTimeout)
 	defer ccancel()
 	if err := in.commit(cctx, cl, nil); err != nil {
 		in.log.Warnf("Final offset commit: %v", err)
 	}
 	cl.AllowRebalance()
 	if err := cl.LeaveGroupContext(cctx); err != nil {
-		in.log.Warnf("Leaving consumer group %q: %v", in.conf.consumerGroup, err)
+		in.log.Warnf("Leaving consumer group %q: %v", in.conf.ConsumerGroup, err)
 	}
 	cl.Close()
 

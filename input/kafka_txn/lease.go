@@ -22,7 +22,7 @@ import (
 
 // leaseSpan is how long a confirmed membership lets the output start
 // commits.
-func (in *Input) leaseSpan() time.Duration { return in.conf.sessionTimeout / 2 }
+func (in *Input) leaseSpan() time.Duration { return in.conf.SessionTimeout / 2 }
 
 // leaseHook renews the lease from the group requests franz-go sends. A
 // reply's error code is not visible to a hook (BrokerE2E reports only the
