@@ -38,7 +38,7 @@ func TestConfigParsing(t *testing.T) {
 	assert.False(t, c.consumes("dbserver1.transaction"))
 	assert.Equal(t, int64(256<<20), c.maxBufferedBytes)
 	assert.Nil(t, c.database, "no database: the event's source decides")
-	assert.True(t, c.readCommitted)
+	assert.True(t, c.ReadCommitted)
 
 	c, err = parse(t, minimalYAML+"collection_topics: { inventory.orders_2025: orders }\ntopics: [ 'orders, dbserver1.inventory.items' ]\ndatabase: \"\"\n")
 	require.NoError(t, err)

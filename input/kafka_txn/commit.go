@@ -69,7 +69,7 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 	if len(targets) == 0 {
 		return nil
 	}
-	err := kafka.CommitOffsets(ctx, cl, in.conf.ConsumerGroup, offsets, func(committed map[kafka.TopicPartition]int64) {
+	return kafka.CommitOffsets(ctx, cl, in.conf.ConsumerGroup, offsets, kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}, func(committed map[kafka.TopicPartition]int64) {
 		in.mu.Lock()
 		defer in.mu.Unlock()
 		for p, off := range committed {
@@ -80,12 +80,6 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 			}
 		}
 	})
-	if err != nil {
-		in.m.commitErrors.Incr(1)
-		return err
-	}
-	in.m.commits.Incr(1)
-	return nil
 }
 
 // commitLoop commits the committable offsets every commit_period (a failed

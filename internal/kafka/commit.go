@@ -26,15 +26,32 @@ func (p TopicPartition) String() string {
 	return p.Topic + "/" + strconv.Itoa(int(p.Partition))
 }
 
-// CommitOffsets commits offsets to the consumer group of cl, synchronously.
-// done, when not nil, is called once with the offsets the coordinator took
+// CommitCounters are the metrics of offset commits: Commits counts the
+// commits the coordinator took whole, Errors the failed or partly refused
+// ones.
+type CommitCounters struct {
+	Commits, Errors *service.MetricCounter
+}
+
+// CommitOffsets commits offsets to the consumer group of cl, synchronously,
+// and counts the outcome in m. done, when not nil, is called once with the offsets the coordinator took
 // (all of them, or those it did not refuse); it is not called when the
 // request failed. The error, naming group, says that the request failed or
 // which partitions were refused and why.
-func CommitOffsets(ctx context.Context, cl *kgo.Client, group string, offsets map[TopicPartition]int64, done func(committed map[TopicPartition]int64)) error {
+func CommitOffsets(ctx context.Context, cl *kgo.Client, group string, offsets map[TopicPartition]int64, m CommitCounters, done func(committed map[TopicPartition]int64)) error {
 	if len(offsets) == 0 {
 		return nil
 	}
+	err := commitOffsets(ctx, cl, group, offsets, done)
+	if err != nil {
+		m.Errors.Incr(1)
+	} else {
+		m.Commits.Incr(1)
+	}
+	return err
+}
+
+func commitOffsets(ctx context.Context, cl *kgo.Client, group string, offsets map[TopicPartition]int64, done func(committed map[TopicPartition]int64)) error {
 	req := map[string]map[int32]kgo.EpochOffset{}
 	for p, off := range offsets {
 		if req[p.Topic] == nil {
