@@ -58,14 +58,7 @@ func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
 // condition at most once per missing_events_timeout.
 func (in *Input) reportLoop(ctx context.Context) {
 	defer in.loops.Done()
-	ticker := time.NewTicker(min(max(in.conf.missingEventsTimeout/4, 10*time.Millisecond), time.Second))
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	kafka.Every(ctx, min(max(in.conf.missingEventsTimeout/4, 10*time.Millisecond), time.Second), func() {
 		in.mu.Lock()
 		var ps []problem
 		if in.asm != nil && !in.revoking {
@@ -93,5 +86,5 @@ func (in *Input) reportLoop(ctx context.Context) {
 			}
 			in.log.Errorf("%s", p.msg)
 		}
-	}
+	})
 }

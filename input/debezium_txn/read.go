@@ -19,14 +19,9 @@ import (
 
 // ReadBatch returns the next batch of whole emitted transactions.
 func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	return kafka.ReadBatch(ctx, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		switch {
-		case in.closed:
-			return nil, nil, 0, nil, service.ErrEndOfInput
-		case in.cl == nil:
-			return nil, nil, 0, nil, service.ErrNotConnected
+	return kafka.ReadBatch(ctx, &in.mu, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
+		if err := kafka.ReadState(in.closed, in.cl); err != nil {
+			return nil, nil, 0, nil, err
 		}
 		batch, ack, wait := in.nextBatchLocked(ctx)
 		return batch, ack, wait, in.notify, nil

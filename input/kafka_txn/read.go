@@ -20,17 +20,13 @@ func (in *Input) signalLocked() {
 // ReadBatch returns the next batch: the due parts of one or more
 // partitions (batching.go), in partition order, each part in offset order.
 func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	return kafka.ReadBatch(ctx, func() (batch service.MessageBatch, ack service.AckFunc, wait time.Duration, notify <-chan struct{}, err error) {
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		switch {
-		case in.closed:
-			return nil, nil, 0, nil, service.ErrEndOfInput
-		case in.cl == nil:
-			return nil, nil, 0, nil, service.ErrNotConnected
-		case in.conf.batching.benthos:
+	return kafka.ReadBatch(ctx, &in.mu, func() (batch service.MessageBatch, ack service.AckFunc, wait time.Duration, notify <-chan struct{}, err error) {
+		if err := kafka.ReadState(in.closed, in.cl); err != nil {
+			return nil, nil, 0, nil, err
+		}
+		if in.conf.batching.benthos {
 			batch, ack, wait = in.nextPolicyBatchLocked(ctx)
-		default:
+		} else {
 			batch, ack, wait = in.nextBatchLocked()
 		}
 		return batch, ack, wait, in.notify, nil

@@ -116,7 +116,22 @@ func commitOffsets(ctx context.Context, cl *kgo.Client, group string, offsets ma
 // LogInterval (lim). after, when not nil, runs after each commit with the
 // same bounded context.
 func (g GroupConfig) CommitLoop(ctx context.Context, log *service.Logger, lim *LogLimiter, commit func(context.Context) error, after func(context.Context)) {
-	ticker := time.NewTicker(g.CommitPeriod)
+	Every(ctx, g.CommitPeriod, func() {
+		cctx, cancel := context.WithTimeout(ctx, max(g.CommitPeriod*5, 10*time.Second))
+		defer cancel()
+		if err := commit(cctx); err != nil && ctx.Err() == nil && lim.Due("commit:"+err.Error()) {
+			log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, g.CommitPeriod, LogInterval)
+		}
+		if after != nil {
+			after(cctx)
+		}
+	})
+}
+
+// Every calls fn every period until ctx ends, the first time one period
+// from now.
+func Every(ctx context.Context, period time.Duration, fn func()) {
+	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	for {
 		select {
@@ -124,13 +139,6 @@ func (g GroupConfig) CommitLoop(ctx context.Context, log *service.Logger, lim *L
 			return
 		case <-ticker.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, max(g.CommitPeriod*5, 10*time.Second))
-		if err := commit(cctx); err != nil && ctx.Err() == nil && lim.Due("commit:"+err.Error()) {
-			log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, g.CommitPeriod, LogInterval)
-		}
-		if after != nil {
-			after(cctx)
-		}
-		cancel()
+		fn()
 	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestReadBatchWaitsUntilWokenOrDue(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		close(notify)
 	}()
-	batch, _, err := ReadBatch(context.Background(), func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
+	batch, _, err := ReadBatch(context.Background(), &sync.Mutex{}, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
 		switch calls.Add(1) {
 		case 1: // nothing yet, no deadline: woken by notify
 			return nil, nil, 0, notify, nil
@@ -34,15 +35,20 @@ func TestReadBatchWaitsUntilWokenOrDue(t *testing.T) {
 	assert.Len(t, batch, 1)
 	assert.EqualValues(t, 3, calls.Load())
 
-	_, _, err = ReadBatch(context.Background(), func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
+	_, _, err = ReadBatch(context.Background(), &sync.Mutex{}, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
 		return nil, nil, 0, nil, service.ErrEndOfInput
 	})
 	assert.ErrorIs(t, err, service.ErrEndOfInput)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, _, err = ReadBatch(ctx, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
+	_, _, err = ReadBatch(ctx, &sync.Mutex{}, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
 		return nil, nil, time.Hour, make(chan struct{}), nil
 	})
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+}
+
+func TestReadState(t *testing.T) {
+	assert.ErrorIs(t, ReadState(true, nil), service.ErrEndOfInput)
+	assert.ErrorIs(t, ReadState(false, nil), service.ErrNotConnected)
 }
