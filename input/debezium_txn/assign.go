@@ -74,6 +74,9 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	in.asm, in.stats = a, assemblerStats{}
 	in.reg.Forget(in.dbPartition())
 	in.epoch = in.reg.Assign(in.dbPartition())
+	// franz-go hands the assignment over after its sync was answered
+	// without error: the sync renews the lease (lease.go).
+	in.leaseNewLocked(in.dbPartition(), in.lease.Assigned())
 	sort.Slice(data, func(i, j int) bool { return data[i].String() < data[j].String() })
 	in.log.Infof("Assigned the transaction topic and %d data partitions %v (epoch %d)", len(data), data, in.epoch)
 }

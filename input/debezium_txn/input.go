@@ -66,6 +66,9 @@ type Input struct {
 
 	// commitMu serialises offset commits.
 	commitMu sync.Mutex
+	// lease is the group-membership lease of the partitions the input
+	// writes (lease.go).
+	lease *kafka.GroupLease
 
 	mu     sync.Mutex
 	cl     *kgo.Client
@@ -132,6 +135,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		}
 		in.batcher = bt
 	}
+	in.lease = kafka.NewGroupLease(c.SessionTimeout, in.renewLease)
 	in.reg.OnCommitted(in.onCommitted)
 	return in, nil
 }
@@ -167,6 +171,7 @@ func (in *Input) consumerOpts() []kgo.Opt {
 		kgo.OnPartitionsRevoked(in.onRevoked),
 		kgo.OnPartitionsLost(in.onLost),
 		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
+		kgo.WithHooks(in.lease),
 	)
 	if in.conf.regexpTopics {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(append(append([]string{}, in.conf.topics...), "^"+regexp.QuoteMeta(in.conf.transactionTopic)+"$")...))

@@ -180,6 +180,7 @@ func (in *Input) sideEpochLocked(p tp) uint64 {
 	in.reg.Forget(id)
 	e := in.reg.Assign(id)
 	in.sideEpochs[p] = e
+	in.leaseNewLocked(id, in.lease.Until())
 	return e
 }
 

@@ -70,6 +70,8 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, commit bool) {
 	in.m.inFlight.Set(0)
 	in.signalLocked()
 	in.mu.Unlock()
+	// After the fence: the output holds nothing of them any more.
+	in.reg.Unlease(ids)
 	if in.batcher != nil {
 		// Messages in the batcher were never delivered (nor numbered).
 		_, _ = in.batcher.Flush(context.Background())

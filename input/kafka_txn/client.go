@@ -28,7 +28,7 @@ func (in *Input) consumerOpts() []kgo.Opt {
 		kgo.OnPartitionsRevoked(in.onRevoked),
 		kgo.OnPartitionsLost(in.onLost),
 		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
-		kgo.WithHooks(leaseHook{in}),
+		kgo.WithHooks(in.lease),
 	)
 }
 

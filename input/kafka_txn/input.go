@@ -79,13 +79,9 @@ type Input struct {
 	// logLim rate-limits repeating fetch and commit errors and franz-go's
 	// own warnings.
 	logLim *kafka.LogLimiter
-	// leaseBase is when the last group request the coordinator answered
-	// was sent (lease.go).
-	leaseBase time.Time
-	// groupSent is the send time of the last heartbeat or sync not yet
-	// confirmed by the next heartbeat, syncSent that of the generation's
-	// sync (lease.go).
-	groupSent, syncSent time.Time
+	// lease is the group-membership lease of the assigned partitions
+	// (lease.go).
+	lease *kafka.GroupLease
 	// warnedNoEnds is set once the input said it cannot tell where source
 	// transactions end (read.go).
 	warnedNoEnds bool
@@ -122,6 +118,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		notify:       make(chan struct{}),
 		logLim:       kafka.NewLogLimiter(kafka.LogInterval),
 	}
+	in.lease = kafka.NewGroupLease(c.SessionTimeout, in.renewLease)
 	in.reg.OnCommitted(in.onCommitted)
 	in.reg.OnUnclaimed(in.onUnclaimed)
 	return in, nil

@@ -66,17 +66,16 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	}
 	in.rebuildOrderLocked()
 	in.signalLocked()
-	// franz-go hands the assignment over after its sync was answered
-	// without error: the sync's send time renews the lease (lease.go).
-	if in.syncSent.After(in.leaseBase) {
-		in.leaseBase = in.syncSent
-	}
-	base := in.leaseBase
 	in.mu.Unlock()
+	// franz-go hands the assignment over after its sync was answered
+	// without error: the sync's send time renews the lease (lease.go). The
+	// new partitions are in in.parts before the lease is read, so a
+	// heartbeat's renewal either sees them or is seen here.
+	until := in.lease.Assigned()
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		if !base.IsZero() {
-			in.reg.Renew(ids, base.Add(in.leaseSpan()))
+		if !until.IsZero() {
+			in.reg.Renew(ids, until)
 		}
 		in.log.Infof("Assigned partitions %v", ids)
 	}
