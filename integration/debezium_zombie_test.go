@@ -2,15 +2,12 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The Debezium form of TestExactlyOnceMemberCutOffFromTheCoordinatorStopsCommitting:
@@ -23,32 +20,13 @@ import (
 // commits of the same transactions land a second time: order_events
 // (DUPLICATE KEY) would hold events twice.
 func TestDebeziumMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) {
-	if testing.Short() {
-		t.Skip("rebalance test")
-	}
 	t.Parallel()
 	seed := testSeed(t)
 	r := newRig(t, 1)
+	// The first member to heartbeat is the owner.
+	cut, heartbeated := cutOffFirstMember(t, r)
 	w := newDbzWorld(t, r, seed, false)
 	opts := dbzPipeOpts{group: "g-dbz-cut-off", exactlyOnce: true, commitPeriod: time.Second}
-
-	// The first member to heartbeat is the owner; once cut is set its
-	// heartbeats hang until the test ends, the standby's go through.
-	var member atomic.Pointer[string]
-	var cut atomic.Bool
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	r.kafka.ControlKey(int16(kmsg.Heartbeat), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		r.kafka.KeepControl()
-		id := kreq.(*kmsg.HeartbeatRequest).MemberID
-		member.CompareAndSwap(nil, &id)
-		if cut.Load() && id == *member.Load() {
-			r.kafka.SleepControl(func() { <-release })
-			return nil, errors.New("cut off from the coordinator"), true
-		}
-		return nil, nil, false
-	})
-
 	a := w.start(t, "cut-off", opts)
 	w.snapshot(t)
 	rd := startReader(r.db, true)
@@ -56,10 +34,10 @@ func TestDebeziumMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wait := w.produce(ctx, 0, 120)
-	require.Eventually(t, func() bool { return member.Load() != nil && a.metrics.Counter("debezium_txn_transactions") > 50 },
+	require.Eventually(t, func() bool { return heartbeated() && a.metrics.Counter("debezium_txn_transactions") > 50 },
 		30*time.Second, 10*time.Millisecond)
 	time.Sleep(time.Second)
-	cut.Store(true)
+	cut()
 	b := w.start(t, "standby", opts)
 	// The owner learns of its loss only when its hung heartbeat times out
 	// (franz-go's request timeout overhead, 10 s); the standby owns

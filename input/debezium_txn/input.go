@@ -162,16 +162,14 @@ func (in *Input) acls() string {
 func (in *Input) logger() kgo.Logger { return kafka.NewLogger(in.log, in.lim) }
 
 func (in *Input) consumerOpts() []kgo.Opt {
-	opts := append(in.conf.ConsumerOpts(),
+	opts := append(in.conf.ConsumerOpts(kafka.Rebalance{
+		Assigned: in.onAssigned, Revoked: in.onRevoked, Lost: in.onLost,
+		AdjustOffsets: in.adjustOffsets, Lease: in.lease,
+	}),
 		kgo.Balancers(singleOwnerBalancer{owned: in.ownedPartitions}),
 		// Transaction markers advance a partition's position: the input
 		// knows when it has read a partition to its end.
 		kgo.KeepControlRecords(),
-		kgo.OnPartitionsAssigned(in.onAssigned),
-		kgo.OnPartitionsRevoked(in.onRevoked),
-		kgo.OnPartitionsLost(in.onLost),
-		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
-		kgo.WithHooks(in.lease),
 	)
 	if in.conf.regexpTopics {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(append(append([]string{}, in.conf.topics...), "^"+regexp.QuoteMeta(in.conf.transactionTopic)+"$")...))

@@ -19,6 +19,15 @@ func leaseOf(in *Input, id string) (bool, time.Time) {
 	return in.reg.Leased(id, time.Now())
 }
 
+// loadedInput is an input of group that has loaded all of w's traffic.
+func loadedInput(t *testing.T, w *kworld, group string) *Input {
+	t.Helper()
+	in, _ := w.newInput(group, "")
+	s := newSink(t)
+	readUntil(t, in, s, 30*time.Second, w.converged(s))
+	return in
+}
+
 // sideIDs are the side partitions in has written in this assignment.
 func sideIDs(in *Input) []string {
 	in.mu.Lock()
@@ -40,9 +49,7 @@ func sideIDs(in *Input) []string {
 func TestGroupLeaseFollowsHeartbeats(t *testing.T) {
 	w := newKWorld(t, workload.DebeziumOptions{Partitions: 2, SnapshotOrders: 3, Seed: 21})
 	w.produce(10)
-	in, _ := w.newInput("g-lease", "")
-	s := newSink(t)
-	readUntil(t, in, s, 30*time.Second, w.converged(s))
+	in := loadedInput(t, w, "g-lease")
 	db := in.dbPartition()
 	sides := sideIDs(in)
 	require.NotEmpty(t, sides, "the snapshot wrote side partitions")
@@ -89,9 +96,7 @@ func TestGroupLeaseFollowsHeartbeats(t *testing.T) {
 func TestGroupLeaseIsNotRenewedByARefusedHeartbeat(t *testing.T) {
 	w := newKWorld(t, workload.DebeziumOptions{Partitions: 2, Seed: 22})
 	w.produce(5)
-	in, _ := w.newInput("g-lease-refused", "")
-	s := newSink(t)
-	readUntil(t, in, s, 30*time.Second, w.converged(s))
+	in := loadedInput(t, w, "g-lease-refused")
 	db := in.dbPartition()
 	genOf := func() (uint64, bool) {
 		in.mu.Lock()
@@ -140,9 +145,7 @@ func TestGroupLeaseIsNotRenewedByARefusedHeartbeat(t *testing.T) {
 func TestGroupLeaseIsDroppedOnRevoke(t *testing.T) {
 	w := newKWorld(t, workload.DebeziumOptions{Partitions: 2, SnapshotOrders: 2, Seed: 23})
 	w.produce(5)
-	in, _ := w.newInput("g-lease-revoke", "")
-	s := newSink(t)
-	readUntil(t, in, s, 30*time.Second, w.converged(s))
+	in := loadedInput(t, w, "g-lease-revoke")
 	ids := append(sideIDs(in), in.dbPartition())
 	for _, id := range ids {
 		require.Eventually(t, func() bool {

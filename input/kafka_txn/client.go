@@ -22,14 +22,10 @@ func (in *Input) clientOpts() []kgo.Opt {
 // topics and the rebalance callbacks of rebalance.go; offsets are committed
 // by the input itself (commit.go).
 func (in *Input) consumerOpts() []kgo.Opt {
-	return append(in.conf.ConsumerOpts(),
-		kgo.ConsumeTopics(in.conf.topics...),
-		kgo.OnPartitionsAssigned(in.onAssigned),
-		kgo.OnPartitionsRevoked(in.onRevoked),
-		kgo.OnPartitionsLost(in.onLost),
-		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
-		kgo.WithHooks(in.lease),
-	)
+	return append(in.conf.ConsumerOpts(kafka.Rebalance{
+		Assigned: in.onAssigned, Revoked: in.onRevoked, Lost: in.onLost,
+		AdjustOffsets: in.adjustOffsets, Lease: in.lease,
+	}), kgo.ConsumeTopics(in.conf.topics...))
 }
 
 // brokersString is seed_brokers for logs and errors.

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -119,12 +120,21 @@ func GroupConfigFromParsed(conf *service.ParsedConfig) (g GroupConfig, err error
 	return
 }
 
-// ConsumerOpts are the kgo options of the group settings. Offsets are
-// committed by the input itself, never by franz-go, and rebalance callbacks
-// never run between a poll and the moment its records are handed over, so
-// a revoked partition never receives records of its old assignment. The
-// input adds its topics and its rebalance callbacks.
-func (g GroupConfig) ConsumerOpts() []kgo.Opt {
+// Rebalance is how an input follows its assignment: franz-go's callbacks
+// and the membership lease they and the group requests renew.
+type Rebalance struct {
+	Assigned, Revoked, Lost func(context.Context, *kgo.Client, map[string][]int32)
+	// AdjustOffsets may move the start of newly assigned partitions.
+	AdjustOffsets func(context.Context, map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error)
+	Lease         *GroupLease
+}
+
+// ConsumerOpts are the kgo options of the group settings and the input's
+// rebalance callbacks. Offsets are committed by the input itself, never by
+// franz-go, and rebalance callbacks never run between a poll and the moment
+// its records are handed over, so a revoked partition never receives
+// records of its old assignment. The input adds its topics.
+func (g GroupConfig) ConsumerOpts(r Rebalance) []kgo.Opt {
 	iso := kgo.ReadUncommitted()
 	if g.ReadCommitted {
 		iso = kgo.ReadCommitted()
@@ -139,6 +149,11 @@ func (g GroupConfig) ConsumerOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(r.Assigned),
+		kgo.OnPartitionsRevoked(r.Revoked),
+		kgo.OnPartitionsLost(r.Lost),
+		kgo.AdjustFetchOffsetsFn(r.AdjustOffsets),
+		kgo.WithHooks(r.Lease),
 		kgo.SessionTimeout(g.SessionTimeout),
 		kgo.RebalanceTimeout(g.RebalanceTimeout),
 		kgo.HeartbeatInterval(g.HeartbeatInterval),

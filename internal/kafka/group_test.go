@@ -41,7 +41,7 @@ func TestGroupConfigDefaults(t *testing.T) {
 		RebalanceTimeout: time.Minute, HeartbeatInterval: 3 * time.Second, FetchMaxWait: 500 * time.Millisecond,
 		FetchMaxPartitionBytes: 1 << 20,
 	}, g)
-	assert.NotEmpty(t, g.ConsumerOpts())
+	assert.NotEmpty(t, g.ConsumerOpts(Rebalance{Lease: NewGroupLease(g.SessionTimeout, func(time.Time) {})}))
 }
 
 // TestGroupConfigRefuses: each bad value or combination is refused with a
