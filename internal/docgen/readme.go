@@ -2,6 +2,7 @@ package docgen
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -60,4 +61,51 @@ func UndocumentedFields(view *service.ConfigView, readme, block string) ([]strin
 		}
 	}
 	return missing, nil
+}
+
+// ReadmeProblems checks a plugin README (readme, its text) against the
+// plugin's spec in env (kind "input" or "output", and name): the lint
+// findings of its configuration block, after edit (nil: none) adjusts the
+// component's config, and the fields the README lacks (UndocumentedFields).
+// An empty result is a README that documents the plugin.
+func ReadmeProblems(env *service.Environment, kind, name, readme string, edit func(conf string) string) ([]string, error) {
+	conf, block, err := ReadmeConfig(readme)
+	if err != nil {
+		return nil, err
+	}
+	if edit != nil {
+		conf = edit(conf)
+	}
+	linter := env.NewComponentConfigLinter()
+	var lints []service.Lint
+	var view *service.ConfigView
+	var ok bool
+	switch kind {
+	case "input":
+		lints, err = linter.LintInputYAML([]byte(conf))
+		view, ok = env.GetInputConfig(name)
+	case "output":
+		lints, err = linter.LintOutputYAML([]byte(conf))
+		view, ok = env.GetOutputConfig(name)
+	default:
+		return nil, fmt.Errorf("plugin kind %q is not input or output", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("linting the README's configuration block: %w", err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("no %s plugin %q is registered", kind, name)
+	}
+	var problems []string
+	for _, l := range lints {
+		problems = append(problems, "lint: "+l.Error())
+	}
+	missing, err := UndocumentedFields(view, readme, block)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range missing {
+		problems = append(problems, "the README lacks field "+f)
+	}
+	return problems, nil
 }
