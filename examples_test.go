@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 // runExample runs one examples/*.yaml pipeline to the end of its input file
@@ -153,22 +154,7 @@ func TestExampleRelativePathsAreFromTheWorkingDirectory(t *testing.T) {
 }
 
 // syncBuffer is a log sink the stream writes from its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 // TestExampleDeadLetterKafka runs examples/dead_letter_kafka.yaml against
 // kfake: the poisoned source transaction arrives in the dead-letter topic

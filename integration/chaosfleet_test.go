@@ -264,9 +264,7 @@ func (f *fleet) fullLogs() string {
 	}
 	for _, p := range []*pipeline{f.a, f.b} {
 		if p != nil {
-			p.logs.mu.Lock()
-			fmt.Fprintf(&b, "pipeline %s (live):\n%s\n", p.name, p.logs.b.String())
-			p.logs.mu.Unlock()
+			fmt.Fprintf(&b, "pipeline %s (live):\n%s\n", p.name, p.logs.String())
 		}
 	}
 	return b.String()

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -31,6 +30,8 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 // longRun selects the long variants (more restarts, more traffic).
@@ -537,21 +538,11 @@ func (p *probe) partitionsSeen() []string {
 
 // syncBuffer collects a pipeline's log lines; they are printed when the test
 // fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type syncBuffer struct{ testlog.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
+// tail is the last n lines written.
 func (s *syncBuffer) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(s.b.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(s.String()), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -559,18 +550,10 @@ func (s *syncBuffer) tail(n int) string {
 }
 
 // len is how many bytes were written so far.
-func (s *syncBuffer) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
-}
+func (s *syncBuffer) len() int { return s.Len() }
 
 // from returns what was written after the first off bytes.
-func (s *syncBuffer) from(off int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return string(s.b.Bytes()[min(off, s.b.Len()):])
-}
+func (s *syncBuffer) from(off int) string { return s.From(off) }
 
 // waitFor polls cond every 20 ms until it holds, failing the test after
 // within with what was awaited.

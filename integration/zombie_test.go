@@ -109,30 +109,16 @@ func TestExactlyOnceMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) 
 	defer rd.stop()
 	opts := pipeOpts{group: "g-cut-off", batchCount: 3, exactlyOnce: true, commitPeriod: time.Second}
 
-	// The first member to heartbeat is a; once cut is set its heartbeats
-	// hang until the test ends, the others' go through.
-	var member atomic.Pointer[string]
-	var cut atomic.Bool
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	r.kafka.ControlKey(int16(kmsg.Heartbeat), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		r.kafka.KeepControl()
-		id := kreq.(*kmsg.HeartbeatRequest).MemberID
-		member.CompareAndSwap(nil, &id)
-		if cut.Load() && id == *member.Load() {
-			r.kafka.SleepControl(func() { <-release })
-			return nil, errors.New("cut off from the coordinator"), true
-		}
-		return nil, nil, false
-	})
+	// The first member to heartbeat is a.
+	cut, heartbeated := cutOffFirstMember(t, r)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	wait := src.background(ctx, 0, 150)
 	a := r.startPipeline(t, "cut-off", opts)
-	require.Eventually(t, func() bool { return member.Load() != nil && src.committed.Load() > 50 }, 20*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return heartbeated() && src.committed.Load() > 50 }, 20*time.Second, 10*time.Millisecond)
 	time.Sleep(time.Second)
-	cut.Store(true)
+	cut()
 	b := r.startPipeline(t, "owner", opts)
 	// a learns of its loss only when its hung heartbeat times out
 	// (franz-go's request timeout overhead, 10 s); b owns everything long
@@ -146,4 +132,29 @@ func TestExactlyOnceMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) 
 	rd.stop()
 	assert.Zero(t, dups, "events committed by both the cut-off member and the partitions' new owner")
 	assert.True(t, strings.Contains(a.logs.tail(1000), "Holding the commit of label"), "the cut-off member held its commits")
+}
+
+// cutOffFirstMember cuts the first member of the group to heartbeat off
+// from the coordinator once cut is called: from then on the coordinator
+// holds each of its heartbeats without an answer until the test ends (a
+// network partition, or a process or broker too starved to answer), while
+// the member still fetches and reaches StarRocks; the other members'
+// heartbeats go through. heartbeated reports whether that member has
+// heartbeated yet.
+func cutOffFirstMember(t *testing.T, r *rig) (cut func(), heartbeated func() bool) {
+	var member atomic.Pointer[string]
+	var isCut atomic.Bool
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	r.kafka.ControlKey(int16(kmsg.Heartbeat), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		r.kafka.KeepControl()
+		id := kreq.(*kmsg.HeartbeatRequest).MemberID
+		member.CompareAndSwap(nil, &id)
+		if isCut.Load() && id == *member.Load() {
+			r.kafka.SleepControl(func() { <-release })
+			return nil, errors.New("cut off from the coordinator"), true
+		}
+		return nil, nil, false
+	})
+	return func() { isCut.Store(true) }, func() bool { return member.Load() != nil }
 }

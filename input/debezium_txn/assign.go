@@ -41,7 +41,7 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	if len(assigned) == 0 {
 		in.asm, in.partial = nil, nil
 		in.m.standby.Set(1)
-		in.log.Infof("No partitions assigned: standing by (another member of group %q reads the connector's topics)", in.conf.consumerGroup)
+		in.log.Infof("No partitions assigned: standing by (another member of group %q reads the connector's topics)", in.conf.ConsumerGroup)
 		return
 	}
 	in.m.standby.Set(0)
@@ -74,6 +74,9 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	in.asm, in.stats = a, assemblerStats{}
 	in.reg.Forget(in.dbPartition())
 	in.epoch = in.reg.Assign(in.dbPartition())
+	// franz-go hands the assignment over after its sync was answered
+	// without error: the sync renews the lease (lease.go).
+	in.leaseNewLocked(in.dbPartition(), in.lease.Assigned())
 	sort.Slice(data, func(i, j int) bool { return data[i].String() < data[j].String() })
 	in.log.Infof("Assigned the transaction topic and %d data partitions %v (epoch %d)", len(data), data, in.epoch)
 }
@@ -86,7 +89,7 @@ func (in *Input) checkAssignment(ctx context.Context, assigned map[string][]int3
 		return nil
 	}
 	if txnParts != 1 {
-		return fmt.Errorf("this member was assigned %d partitions of transaction_topic %q, not its one partition: another consumer with another group protocol shares group %q, or the topic has several partitions; nothing is emitted", txnParts, in.conf.transactionTopic, in.conf.consumerGroup)
+		return fmt.Errorf("this member was assigned %d partitions of transaction_topic %q, not its one partition: another consumer with another group protocol shares group %q, or the topic has several partitions; nothing is emitted", txnParts, in.conf.transactionTopic, in.conf.ConsumerGroup)
 	}
 	in.mu.Lock()
 	adm := in.adm
@@ -94,7 +97,7 @@ func (in *Input) checkAssignment(ctx context.Context, assigned map[string][]int3
 	if adm == nil {
 		return nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+	lctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
 	defer cancel()
 	details, err := adm.ListTopics(lctx)
 	if err != nil {
@@ -146,7 +149,7 @@ func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 	}
 	var starts, ends kadm.ListedOffsets
 	for attempt := 0; ; attempt++ {
-		lctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+		lctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
 		var err error
 		if starts, err = adm.ListStartOffsets(lctx, topics...); err == nil {
 			err = starts.Error()

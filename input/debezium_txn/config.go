@@ -12,20 +12,19 @@ import (
 )
 
 // Field names of the debezium_txn input. The connection fields
-// (seed_brokers, client_id, tls, sasl) are internal/kafka's; the consumer
-// fields have kafka_txn's names and meanings.
+// (seed_brokers, client_id, tls, sasl) and the consumer-group fields
+// (consumer_group, isolation_level, start_from_oldest, commit_period, the
+// timeouts, the fetch settings) are internal/kafka's, with kafka_txn's names
+// and meanings.
 const (
 	fieldTopics                   = "topics"
 	fieldRegexpTopics             = "regexp_topics"
 	fieldTransactionTopic         = "transaction_topic"
 	fieldTopicPrefix              = "topic_prefix"
 	fieldCollectionTopics         = "collection_topics"
-	fieldConsumerGroup            = "consumer_group"
 	fieldDatabase                 = "database"
 	fieldTable                    = "table"
 	fieldTimezone                 = "timezone"
-	fieldIsolationLevel           = "isolation_level"
-	fieldStartFromOldest          = "start_from_oldest"
 	fieldCheckpointLimit          = "checkpoint_limit"
 	fieldMaxBufferedBytes         = "max_buffered_bytes"
 	fieldMissingEventsTimeout     = "missing_events_timeout"
@@ -33,34 +32,15 @@ const (
 	fieldSkipTransactions         = "skip_transactions"
 	fieldEventsWithoutTransaction = "events_without_transaction"
 	fieldOnTruncate               = "on_truncate"
-	fieldCommitPeriod             = "commit_period"
-	fieldRevokeTimeout            = "revoke_timeout"
-	fieldSessionTimeout           = "session_timeout"
-	fieldRebalanceTimeout         = "rebalance_timeout"
-	fieldHeartbeatInterval        = "heartbeat_interval"
-	fieldFetchMaxWait             = "fetch_max_wait"
-	fieldFetchMaxPartitionBytes   = "fetch_max_partition_bytes"
 	fieldBatching                 = "batching"
 )
 
 const (
-	isolationReadCommitted   = "read_committed"
-	isolationReadUncommitted = "read_uncommitted"
-)
-
-const (
-	defaultCheckpointLimit        = 100000
-	defaultMaxBufferedBytes       = "256MiB"
-	defaultMissingEventsTimeout   = "60s"
-	defaultResendWindow           = 100000
-	defaultCommitPeriod           = "1s"
-	defaultRevokeTimeout          = "30s"
-	defaultSessionTimeout         = "45s"
-	defaultRebalanceTimeout       = "60s"
-	defaultHeartbeatInterval      = "3s"
-	defaultFetchMaxWait           = "500ms"
-	defaultFetchMaxPartitionBytes = "1MiB"
-	transactionTopicSuffix        = ".transaction"
+	defaultCheckpointLimit      = 100000
+	defaultMaxBufferedBytes     = "256MiB"
+	defaultMissingEventsTimeout = "60s"
+	defaultResendWindow         = 100000
+	transactionTopicSuffix      = ".transaction"
 )
 
 // ConfigSpec returns the configuration spec of the debezium_txn input.
@@ -136,7 +116,7 @@ and the metadata contract.
 				Example(map[string]any{"inventory.orders_2025": "orders", "inventory.orders_2026": "orders"}).
 				Default(map[string]any{}).
 				Advanced(),
-			service.NewStringField(fieldConsumerGroup).
+			service.NewStringField(kafka.FieldConsumerGroup).
 				Description("The consumer group; offsets are committed to it. One group per Debezium connector.").
 				Example("dbserver1-to-starrocks"),
 			kafka.ClientIDField(),
@@ -156,15 +136,15 @@ and the metadata contract.
 				Default("UTC").
 				Example("Europe/Berlin").
 				Advanced(),
-			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
-				isolationReadCommitted:   "Only records of committed producer transactions (Kafka Connect's exactly.once.source.support writes transactionally).",
-				isolationReadUncommitted: "Every record, including those of aborted producer transactions.",
+			service.NewStringAnnotatedEnumField(kafka.FieldIsolationLevel, map[string]string{
+				kafka.IsolationReadCommitted:   "Only records of committed producer transactions (Kafka Connect's exactly.once.source.support writes transactionally).",
+				kafka.IsolationReadUncommitted: "Every record, including those of aborted producer transactions.",
 			}).
 				Description("Which records of transactional producers are read.").
-				Example(isolationReadUncommitted).
-				Default(isolationReadCommitted).
+				Example(kafka.IsolationReadUncommitted).
+				Default(kafka.IsolationReadCommitted).
 				Advanced(),
-			service.NewBoolField(fieldStartFromOldest).
+			service.NewBoolField(kafka.FieldStartFromOldest).
 				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
 				Example(false).
 				Default(true),
@@ -208,39 +188,39 @@ and the metadata contract.
 				Example(truncateSkip).
 				Default(truncateError).
 				Advanced(),
-			service.NewDurationField(fieldCommitPeriod).
+			service.NewDurationField(kafka.FieldCommitPeriod).
 				Description("How often the floors are committed to the consumer group. Offsets are also committed on revoke and on close.").
 				Example("5s").
-				Default(defaultCommitPeriod),
-			service.NewDurationField(fieldRevokeTimeout).
+				Default(kafka.DefaultCommitPeriod),
+			service.NewDurationField(kafka.FieldRevokeTimeout).
 				Description("How long a revoke waits for the output's fence (and commits in flight). Must be below `rebalance_timeout`.").
 				Example("20s").
-				Default(defaultRevokeTimeout).
+				Default(kafka.DefaultRevokeTimeout).
 				Advanced(),
-			service.NewDurationField(fieldSessionTimeout).
+			service.NewDurationField(kafka.FieldSessionTimeout).
 				Description("The group session timeout: a member without heartbeats for this long is removed and a standby takes over.").
 				Example("30s").
-				Default(defaultSessionTimeout).
+				Default(kafka.DefaultSessionTimeout).
 				Advanced(),
-			service.NewDurationField(fieldRebalanceTimeout).
+			service.NewDurationField(kafka.FieldRebalanceTimeout).
 				Description("How long members may take to revoke during a rebalance.").
 				Example("2m").
-				Default(defaultRebalanceTimeout).
+				Default(kafka.DefaultRebalanceTimeout).
 				Advanced(),
-			service.NewDurationField(fieldHeartbeatInterval).
+			service.NewDurationField(kafka.FieldHeartbeatInterval).
 				Description("Heartbeat period, at most a third of `session_timeout`.").
 				Example("1s").
-				Default(defaultHeartbeatInterval).
+				Default(kafka.DefaultHeartbeatInterval).
 				Advanced(),
-			service.NewDurationField(fieldFetchMaxWait).
+			service.NewDurationField(kafka.FieldFetchMaxWait).
 				Description("How long a broker may wait for new records before answering a fetch.").
 				Example("100ms").
-				Default(defaultFetchMaxWait).
+				Default(kafka.DefaultFetchMaxWait).
 				Advanced(),
-			service.NewStringField(fieldFetchMaxPartitionBytes).
+			service.NewStringField(kafka.FieldFetchMaxPartitionBytes).
 				Description("The maximum number of bytes fetched from one partition per request.").
 				Example("4MiB").
-				Default(defaultFetchMaxPartitionBytes).
+				Default(kafka.DefaultFetchMaxPartitionBytes).
 				Advanced(),
 			specfields.Batching(fieldBatching).
 				Description("How emitted transactions are grouped into batches: `count`, `byte_size`, `period`, `check`, `processors`. A batch always ends at a transaction boundary. With no policy a batch holds what is ready, up to 1000 messages (more when one transaction is larger). Processors must keep every message: the output numbers them (`starrocks_seq`)."),
@@ -248,7 +228,7 @@ and the metadata contract.
 			kafka.SASLField(),
 		).
 		LintRule(`root = [
-  if this.revoke_timeout.or("`+defaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+defaultRebalanceTimeout+`").parse_duration() { "revoke_timeout must be below rebalance_timeout" } else { null },
+  if this.revoke_timeout.or("`+kafka.DefaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+kafka.DefaultRebalanceTimeout+`").parse_duration() { "revoke_timeout must be below rebalance_timeout" } else { null },
   if this.topics.or([]).contains(this.transaction_topic.or("")) { "transaction_topic must not be listed in topics" } else { null },
 ].filter(v -> v != null)`).
 		Example("MySQL connector", "Reads the tables of the `inventory` database of the connector `dbserver1` and loads each source transaction atomically.", `

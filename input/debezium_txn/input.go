@@ -42,10 +42,7 @@ const (
 	// defaultBatchCap bounds a batch without a batching policy (whole
 	// transactions only, so one large transaction can exceed it).
 	defaultBatchCap = 1000
-	// maxRevokeDrain bounds how long a revoke waits, after the last
-	// emission, for a batch on its way to the output (see release).
-	maxRevokeDrain = 250 * time.Millisecond
-	periodDue      = time.Millisecond
+	periodDue       = time.Millisecond
 )
 
 func init() {
@@ -69,6 +66,9 @@ type Input struct {
 
 	// commitMu serialises offset commits.
 	commitMu sync.Mutex
+	// lease is the group-membership lease of the partitions the input
+	// writes (lease.go).
+	lease *kafka.GroupLease
 
 	mu     sync.Mutex
 	cl     *kgo.Client
@@ -135,6 +135,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		}
 		in.batcher = bt
 	}
+	in.lease = kafka.NewGroupLease(c.SessionTimeout, in.renewLease)
 	in.reg.OnCommitted(in.onCommitted)
 	return in, nil
 }
@@ -155,40 +156,21 @@ func (in *Input) ownedPartitions() map[string][]int32 {
 func (in *Input) dbPartition() string { return in.conf.transactionTopic }
 
 func (in *Input) acls() string {
-	return fmt.Sprintf("topics %v, transaction_topic %q and consumer_group %q", in.conf.topics, in.conf.transactionTopic, in.conf.consumerGroup)
+	return fmt.Sprintf("topics %v, transaction_topic %q and consumer_group %q", in.conf.topics, in.conf.transactionTopic, in.conf.ConsumerGroup)
 }
 
 func (in *Input) logger() kgo.Logger { return kafka.NewLogger(in.log, in.lim) }
 
 func (in *Input) consumerOpts() []kgo.Opt {
-	iso := kgo.ReadUncommitted()
-	if in.conf.readCommitted {
-		iso = kgo.ReadCommitted()
-	}
-	reset := kgo.NewOffset().AtEnd()
-	if in.conf.startFromOldest {
-		reset = kgo.NewOffset().AtStart()
-	}
-	opts := []kgo.Opt{
-		kgo.ConsumerGroup(in.conf.consumerGroup),
+	opts := append(in.conf.ConsumerOpts(kafka.Rebalance{
+		Assigned: in.onAssigned, Revoked: in.onRevoked, Lost: in.onLost,
+		AdjustOffsets: in.adjustOffsets, Lease: in.lease,
+	}),
 		kgo.Balancers(singleOwnerBalancer{owned: in.ownedPartitions}),
-		kgo.FetchIsolationLevel(iso),
-		kgo.ConsumeResetOffset(reset),
-		kgo.DisableAutoCommit(),
 		// Transaction markers advance a partition's position: the input
 		// knows when it has read a partition to its end.
 		kgo.KeepControlRecords(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsAssigned(in.onAssigned),
-		kgo.OnPartitionsRevoked(in.onRevoked),
-		kgo.OnPartitionsLost(in.onLost),
-		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
-		kgo.SessionTimeout(in.conf.sessionTimeout),
-		kgo.RebalanceTimeout(in.conf.rebalanceTimeout),
-		kgo.HeartbeatInterval(in.conf.heartbeatInterval),
-		kgo.FetchMaxWait(in.conf.fetchMaxWait),
-		kgo.FetchMaxPartitionBytes(in.conf.fetchMaxPartitionBytes),
-	}
+	)
 	if in.conf.regexpTopics {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(append(append([]string{}, in.conf.topics...), "^"+regexp.QuoteMeta(in.conf.transactionTopic)+"$")...))
 	} else {
@@ -239,7 +221,7 @@ func (in *Input) Connect(ctx context.Context) error {
 	go in.pollLoop(loopCtx, cl)
 	go in.commitLoop(loopCtx, cl)
 	go in.reportLoop(loopCtx)
-	in.log.Infof("Consuming Debezium topics %v and transaction topic %q as group %q from seed_brokers [%s]", in.conf.topics, in.conf.transactionTopic, in.conf.consumerGroup, in.conf.client.BrokersString())
+	in.log.Infof("Consuming Debezium topics %v and transaction topic %q as group %q from seed_brokers [%s]", in.conf.topics, in.conf.transactionTopic, in.conf.ConsumerGroup, in.conf.client.BrokersString())
 	return nil
 }
 
@@ -299,16 +281,7 @@ func (in *Input) Close(ctx context.Context) error {
 	}
 	cancel()
 	in.loops.Wait()
-	cctx, ccancel := context.WithTimeout(ctx, in.conf.rebalanceTimeout)
-	defer ccancel()
-	if err := in.commit(cctx, cl); err != nil {
-		in.log.Warnf("Final offset commit: %v", err)
-	}
-	cl.AllowRebalance()
-	if err := cl.LeaveGroupContext(cctx); err != nil {
-		in.log.Warnf("Leaving consumer group %q: %v", in.conf.consumerGroup, err)
-	}
-	cl.Close()
+	in.conf.Leave(ctx, in.log, cl, func(ctx context.Context) error { return in.commit(ctx, cl) })
 	if in.batcher != nil {
 		_ = in.batcher.Close(ctx)
 	}

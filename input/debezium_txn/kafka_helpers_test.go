@@ -1,13 +1,11 @@
 package debezium_txn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 )
 
@@ -54,22 +53,8 @@ func (w *kworld) produce(n int) {
 	require.NoError(w.t, w.prod.Produce(ctx, int(w.prod.Stats.Txns.Load())+n))
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer = testlog.Buffer
 
 // yaml is a config with short test timings; extra is appended.
 func (w *kworld) yaml(group, extra string) string {

@@ -5,13 +5,11 @@ package debezium_txn
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
 // commit commits the floors that moved (ARCHITECTURE.md §13.6).
@@ -25,99 +23,42 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client) error {
 		return nil
 	}
 	data, txnFloor := a.floors()
-	targets := map[tp]int64{}
+	offsets := map[kafka.TopicPartition]int64{}
 	for p, f := range data {
 		if cur, ok := in.committed[p]; !ok || f > cur {
-			targets[p] = f
+			offsets[kafka.TopicPartition{Topic: p.topic, Partition: p.part}] = f
 		}
 	}
 	txnTP := tp{in.conf.transactionTopic, 0}
 	if cur, ok := in.committed[txnTP]; txnFloor >= 0 && (!ok || txnFloor > cur) {
-		targets[txnTP] = txnFloor
+		offsets[kafka.TopicPartition{Topic: txnTP.topic, Partition: txnTP.part}] = txnFloor
 	}
 	in.mu.Unlock()
-	if len(targets) == 0 {
-		return nil
-	}
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	for p, f := range targets {
-		if offsets[p.topic] == nil {
-			offsets[p.topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[p.topic][p.part] = kgo.EpochOffset{Epoch: -1, Offset: f}
-	}
-	var commitErr error
-	failed := map[tp]error{}
-	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			commitErr = err
+	return kafka.CommitOffsets(ctx, cl, in.conf.ConsumerGroup, offsets, kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}, func(committed map[kafka.TopicPartition]int64) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if in.gen != gen {
 			return
 		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil {
-					failed[tp{t.Topic, p.Partition}] = perr
-				}
-			}
+		for p, f := range committed {
+			in.committed[tp{p.Topic, p.Partition}] = f
+			in.m.committedOffset.Set(f, p.Topic, itoa(int64(p.Partition)))
 		}
 	})
-	if commitErr != nil {
-		in.m.commitErrors.Incr(1)
-		return fmt.Errorf("committing offsets of group %q: %w", in.conf.consumerGroup, commitErr)
-	}
-	in.mu.Lock()
-	if in.gen == gen {
-		for p, f := range targets {
-			if _, bad := failed[p]; bad {
-				continue
-			}
-			in.committed[p] = f
-			in.m.committedOffset.Set(f, p.topic, itoa(int64(p.part)))
-		}
-	}
-	in.mu.Unlock()
-	if len(failed) > 0 {
-		in.m.commitErrors.Incr(1)
-		var errs []error
-		for p, err := range failed {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-		}
-		return fmt.Errorf("committing offsets of group %q: %w", in.conf.consumerGroup, errors.Join(errs...))
-	}
-	in.m.commits.Incr(1)
-	return nil
 }
 
+// commitLoop commits the floors every commit_period; a failed commit is
+// retried at the next period and logged rate-limited.
 func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
 	defer in.loops.Done()
-	ticker := time.NewTicker(in.conf.commitPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, max(in.conf.commitPeriod*5, 10*time.Second))
-		if err := in.commit(cctx, cl); err != nil && ctx.Err() == nil && in.lim.Due("commit:"+err.Error()) {
-			in.log.Warnf("%v (retried every %s)", err, in.conf.commitPeriod)
-		}
-		cancel()
-	}
+	in.conf.CommitLoop(ctx, in.log, in.lim, func(ctx context.Context) error { return in.commit(ctx, cl) }, nil)
 }
 
 // reportLoop logs what holds the stream (ARCHITECTURE.md §13.8), each
 // condition at most once per missing_events_timeout.
 func (in *Input) reportLoop(ctx context.Context) {
 	defer in.loops.Done()
-	ticker := time.NewTicker(min(max(in.conf.missingEventsTimeout/4, 10*time.Millisecond), time.Second))
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	kafka.Every(ctx, min(max(in.conf.missingEventsTimeout/4, 10*time.Millisecond), time.Second), func() {
 		in.mu.Lock()
 		var ps []problem
 		if in.asm != nil && !in.revoking {
@@ -145,5 +86,5 @@ func (in *Input) reportLoop(ctx context.Context) {
 			}
 			in.log.Errorf("%s", p.msg)
 		}
-	}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,33 +17,25 @@ import (
 
 // inputConfig is the parsed configuration.
 type inputConfig struct {
-	client                 kafka.ClientConfig
-	topics                 []string
-	regexpTopics           bool
-	topicRegexps           []*regexp.Regexp
-	transactionTopic       string
-	topicPrefix            string
-	collectionTopics       map[string]string
-	consumerGroup          string
-	database, table        *service.InterpolatedString
-	loc                    *time.Location
-	readCommitted          bool
-	startFromOldest        bool
-	checkpointLimit        int
-	maxBufferedBytes       int64
-	missingEventsTimeout   time.Duration
-	resendWindow           int
-	skipTransactions       map[string]bool
-	untransacted           string
-	truncate               string
-	commitPeriod           time.Duration
-	revokeTimeout          time.Duration
-	sessionTimeout         time.Duration
-	rebalanceTimeout       time.Duration
-	heartbeatInterval      time.Duration
-	fetchMaxWait           time.Duration
-	fetchMaxPartitionBytes int32
-	batching               service.BatchPolicy
+	client kafka.ClientConfig
+	// The consumer-group settings (internal/kafka).
+	kafka.GroupConfig
+	topics               []string
+	regexpTopics         bool
+	topicRegexps         []*regexp.Regexp
+	transactionTopic     string
+	topicPrefix          string
+	collectionTopics     map[string]string
+	database, table      *service.InterpolatedString
+	loc                  *time.Location
+	checkpointLimit      int
+	maxBufferedBytes     int64
+	missingEventsTimeout time.Duration
+	resendWindow         int
+	skipTransactions     map[string]bool
+	untransacted         string
+	truncate             string
+	batching             service.BatchPolicy
 }
 
 // naming maps Debezium data collections to topics: collection_topics, else
@@ -131,11 +122,8 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.collectionTopics, err = conf.FieldStringMap(fieldCollectionTopics); err != nil {
 		return
 	}
-	if c.consumerGroup, err = conf.FieldString(fieldConsumerGroup); err != nil {
+	if c.GroupConfig, err = kafka.GroupConfigFromParsed(conf); err != nil {
 		return
-	}
-	if c.consumerGroup == "" {
-		return c, errors.New("consumer_group must not be empty")
 	}
 	// An empty database or table is the same as none: the event's source.
 	if raw, _ := conf.FieldString(fieldDatabase); conf.Contains(fieldDatabase) && raw != "" {
@@ -155,34 +143,20 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.loc, err = time.LoadLocation(tz); err != nil {
 		return c, fmt.Errorf("timezone %q: %w", tz, err)
 	}
-	var iso string
-	if iso, err = conf.FieldString(fieldIsolationLevel); err != nil {
-		return
-	}
-	switch iso {
-	case isolationReadCommitted:
-		c.readCommitted = true
-	case isolationReadUncommitted:
-	default:
-		return c, fmt.Errorf("isolation_level %q is not one of %s, %s", iso, isolationReadCommitted, isolationReadUncommitted)
-	}
-	if c.startFromOldest, err = conf.FieldBool(fieldStartFromOldest); err != nil {
-		return
-	}
 	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
 		return
 	}
-	if c.checkpointLimit < 1 {
-		return c, fmt.Errorf("checkpoint_limit must be at least 1, got %d", c.checkpointLimit)
+	if err = kafka.IntRangeError(fieldCheckpointLimit, c.checkpointLimit, 1, 0); err != nil {
+		return
 	}
 	var mbb string
 	if mbb, err = conf.FieldString(fieldMaxBufferedBytes); err != nil {
 		return
 	}
-	if c.maxBufferedBytes, err = parseSize(mbb, 1<<50); err != nil {
+	if c.maxBufferedBytes, err = kafka.ParseByteSizeMax(mbb, 1<<50); err != nil {
 		return c, fmt.Errorf("parsing max_buffered_bytes: %w", err)
 	}
-	if c.missingEventsTimeout, err = positiveDuration(conf, fieldMissingEventsTimeout); err != nil {
+	if c.missingEventsTimeout, err = kafka.DurationField(conf, fieldMissingEventsTimeout); err != nil {
 		return
 	}
 	var skip []string
@@ -196,8 +170,8 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.resendWindow, err = conf.FieldInt(fieldResendWindow); err != nil {
 		return
 	}
-	if c.resendWindow < 1 {
-		return c, fmt.Errorf("resend_window must be at least 1, got %d", c.resendWindow)
+	if err = kafka.IntRangeError(fieldResendWindow, c.resendWindow, 1, 0); err != nil {
+		return
 	}
 	if c.untransacted, err = conf.FieldString(fieldEventsWithoutTransaction); err != nil {
 		return
@@ -211,70 +185,8 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.truncate != truncateError && c.truncate != truncateSkip {
 		return c, fmt.Errorf("on_truncate %q is not one of %s, %s", c.truncate, truncateError, truncateSkip)
 	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{
-		{fieldCommitPeriod, &c.commitPeriod}, {fieldRevokeTimeout, &c.revokeTimeout},
-		{fieldSessionTimeout, &c.sessionTimeout}, {fieldRebalanceTimeout, &c.rebalanceTimeout},
-		{fieldHeartbeatInterval, &c.heartbeatInterval}, {fieldFetchMaxWait, &c.fetchMaxWait},
-	} {
-		if *d.dst, err = positiveDuration(conf, d.name); err != nil {
-			return
-		}
-	}
-	if c.revokeTimeout >= c.rebalanceTimeout {
-		return c, fmt.Errorf("revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member", c.revokeTimeout, c.rebalanceTimeout)
-	}
-	var fmpb string
-	if fmpb, err = conf.FieldString(fieldFetchMaxPartitionBytes); err != nil {
-		return
-	}
-	n, err := parseSize(fmpb, 1<<30)
-	if err != nil {
-		return c, fmt.Errorf("parsing fetch_max_partition_bytes: %w", err)
-	}
-	c.fetchMaxPartitionBytes = int32(n)
 	if c.batching, err = conf.FieldBatchPolicy(fieldBatching); err != nil {
 		return
 	}
 	return c, nil
-}
-
-func positiveDuration(conf *service.ParsedConfig, name string) (time.Duration, error) {
-	d, err := conf.FieldDuration(name)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%s must be positive, got %s", name, d)
-	}
-	return d, nil
-}
-
-// parseSize reads a byte size such as 1048576, 512KiB, 1MiB or 1MB, at most
-// limit.
-func parseSize(s string, limit int64) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1},
-	} {
-		if strings.HasSuffix(s, u.suffix) {
-			mult, s = u.mult, strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 256MiB)", s)
-	}
-	if n > limit/mult {
-		return 0, fmt.Errorf("%s%s is above the maximum of %d bytes", s, "", limit)
-	}
-	return n * mult, nil
 }

@@ -139,7 +139,7 @@ func (in *Input) listEnds(gen uint64, after int64, last bool) {
 	for t := range topics {
 		names = append(names, t)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), in.conf.revokeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), in.conf.RevokeTimeout)
 	res, err := adm.ListEndOffsets(ctx, names...)
 	cancel()
 	var ends map[tp]int64

@@ -12,47 +12,20 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
 //------------------------------------------------------------------------------
 
 // ReadBatch returns the next batch of whole emitted transactions.
 func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	for {
-		in.mu.Lock()
-		if in.closed {
-			in.mu.Unlock()
-			return nil, nil, service.ErrEndOfInput
-		}
-		if in.cl == nil {
-			in.mu.Unlock()
-			return nil, nil, service.ErrNotConnected
+	return kafka.ReadBatch(ctx, &in.mu, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
+		if err := kafka.ReadState(in.closed, in.cl); err != nil {
+			return nil, nil, 0, nil, err
 		}
 		batch, ack, wait := in.nextBatchLocked(ctx)
-		notify := in.notify
-		in.mu.Unlock()
-		if batch != nil {
-			return batch, ack, nil
-		}
-		var timeout <-chan time.Time
-		var timer *time.Timer
-		if wait > 0 {
-			timer = time.NewTimer(wait)
-			timeout = timer.C
-		}
-		select {
-		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
-			return nil, nil, ctx.Err()
-		case <-notify:
-		case <-timeout:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-	}
+		return batch, ack, wait, in.notify, nil
+	})
 }
 
 // nextBatchLocked collects ready emissions into a batch, whole emissions
@@ -207,6 +180,7 @@ func (in *Input) sideEpochLocked(p tp) uint64 {
 	in.reg.Forget(id)
 	e := in.reg.Assign(id)
 	in.sideEpochs[p] = e
+	in.leaseNewLocked(id, in.lease.Until())
 	return e
 }
 

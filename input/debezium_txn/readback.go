@@ -15,7 +15,7 @@ import (
 // database partition and of every side partition; -1 and none without.
 func (in *Input) readProgress(ctx context.Context, resolved map[tp]int64) (int64, map[tp]int64) {
 	side := map[tp]int64{}
-	pctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
 	defer cancel()
 	progress := int64(-1)
 	off, ok, err := in.reg.Progress(pctx, in.dbPartition())
@@ -61,7 +61,7 @@ func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
 	if from >= start {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+	rctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
 	defer cancel()
 	step := max((start-from+readBackChunks-1)/readBackChunks, readBackMinPiece, 1)
 	var pieces [][]string // newest first

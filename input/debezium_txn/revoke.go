@@ -6,8 +6,6 @@ package debezium_txn
 import (
 	"context"
 	"sort"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -45,34 +43,16 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, commit bool) {
 	in.mu.Unlock()
 	sort.Strings(ids)
 
-	if wait := time.Until(lastEmit.Add(min(maxRevokeDrain, in.conf.revokeTimeout/4))); wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-	}
 	// Committed-through offsets published during the fence are still
 	// applied (revoking stops emission and acknowledgements only).
-	fctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Add(1)
-		go func(id string) {
-			defer wg.Done()
-			if err := in.reg.Fence(fctx, id); err != nil {
-				in.log.Warnf("Fencing %s in the output: %v", id, err)
-			}
-		}(id)
-	}
-	wg.Wait()
-	cancel()
-	in.m.fences.Incr(int64(len(ids)))
+	var commitFn func(context.Context) error
 	if commit {
-		cctx, cancel := context.WithTimeout(ctx, in.conf.rebalanceTimeout-in.conf.revokeTimeout)
-		if err := in.commit(cctx, cl); err != nil {
-			in.log.Warnf("Committing the floors on revoke: %v", err)
-		}
-		cancel()
+		commitFn = func(ctx context.Context) error { return in.commit(ctx, cl) }
+	}
+	err := in.conf.Release(ctx, in.log, ids, lastEmit, in.reg.Fence, commitFn)
+	in.m.fences.Incr(int64(len(ids)))
+	if err != nil {
+		in.log.Warnf("Committing the floors on revoke: %v", err)
 	}
 	in.mu.Lock()
 	if len(in.paused) > 0 {
@@ -90,6 +70,8 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, commit bool) {
 	in.m.inFlight.Set(0)
 	in.signalLocked()
 	in.mu.Unlock()
+	// After the fence: the output holds nothing of them any more.
+	in.reg.Unlease(ids)
 	if in.batcher != nil {
 		// Messages in the batcher were never delivered (nor numbered).
 		_, _ = in.batcher.Flush(context.Background())

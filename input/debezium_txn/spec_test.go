@@ -8,6 +8,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/docgen"
 )
 
 const minimalYAML = `
@@ -38,7 +40,7 @@ func TestConfigParsing(t *testing.T) {
 	assert.False(t, c.consumes("dbserver1.transaction"))
 	assert.Equal(t, int64(256<<20), c.maxBufferedBytes)
 	assert.Nil(t, c.database, "no database: the event's source decides")
-	assert.True(t, c.readCommitted)
+	assert.True(t, c.ReadCommitted)
 
 	c, err = parse(t, minimalYAML+"collection_topics: { inventory.orders_2025: orders }\ntopics: [ 'orders, dbserver1.inventory.items' ]\ndatabase: \"\"\n")
 	require.NoError(t, err)
@@ -94,31 +96,9 @@ func TestLintRules(t *testing.T) {
 func TestReadmeDocumentsEveryField(t *testing.T) {
 	raw, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	readme := string(raw)
-	start := strings.Index(readme, "## Configuration\n\n```yaml\n")
-	require.GreaterOrEqual(t, start, 0)
-	block := readme[start+len("## Configuration\n\n```yaml\n"):]
-	block = block[:strings.Index(block, "```")]
-	block = strings.TrimPrefix(block, "input:\n")
-	var unindented []string
-	for _, l := range strings.Split(block, "\n") {
-		unindented = append(unindented, strings.TrimPrefix(l, "  "))
-	}
-	lints, err := service.GlobalEnvironment().NewComponentConfigLinter().LintInputYAML([]byte(strings.Join(unindented, "\n")))
+	problems, err := docgen.ReadmeProblems(service.GlobalEnvironment(), "input", Name, string(raw), nil)
 	require.NoError(t, err)
-	assert.Empty(t, lints)
-	spec, ok := service.GlobalEnvironment().GetInputConfig(Name)
-	require.True(t, ok)
-	data, err := spec.TemplateData()
-	require.NoError(t, err)
-	require.NotEmpty(t, data.Fields)
-	for _, f := range data.Fields {
-		if strings.Contains(f.FullName, ".") {
-			continue
-		}
-		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
-		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
-	}
+	assert.Empty(t, problems)
 }
 
 func mustParse(t *testing.T) inputConfig {

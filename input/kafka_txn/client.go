@@ -18,39 +18,14 @@ func (in *Input) clientOpts() []kgo.Opt {
 	return in.conf.client.Opts(kafka.NewLogger(in.log, in.logLim))
 }
 
-// consumerOpts are the consumer-group options: offsets are committed by
-// the input itself (commit.go), and the rebalance callbacks are
-// rebalance.go's.
+// consumerOpts are the consumer-group options (internal/kafka), the
+// topics and the rebalance callbacks of rebalance.go; offsets are committed
+// by the input itself (commit.go).
 func (in *Input) consumerOpts() []kgo.Opt {
-	iso := kgo.ReadUncommitted()
-	if in.conf.readCommitted {
-		iso = kgo.ReadCommitted()
-	}
-	reset := kgo.NewOffset().AtEnd()
-	if in.conf.startFromOldest {
-		reset = kgo.NewOffset().AtStart()
-	}
-	return []kgo.Opt{
-		kgo.ConsumerGroup(in.conf.consumerGroup),
-		kgo.ConsumeTopics(in.conf.topics...),
-		kgo.FetchIsolationLevel(iso),
-		kgo.ConsumeResetOffset(reset),
-		kgo.DisableAutoCommit(),
-		// Rebalance callbacks never run between a poll and the moment its
-		// records are spread over the partitions' queues, so a revoked
-		// partition never receives records of its old assignment.
-		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsAssigned(in.onAssigned),
-		kgo.OnPartitionsRevoked(in.onRevoked),
-		kgo.OnPartitionsLost(in.onLost),
-		kgo.AdjustFetchOffsetsFn(in.adjustOffsets),
-		kgo.SessionTimeout(in.conf.sessionTimeout),
-		kgo.RebalanceTimeout(in.conf.rebalanceTimeout),
-		kgo.HeartbeatInterval(in.conf.heartbeatInterval),
-		kgo.FetchMaxWait(in.conf.fetchMaxWait),
-		kgo.FetchMaxPartitionBytes(in.conf.fetchMaxPartitionBytes),
-		kgo.WithHooks(leaseHook{in}),
-	}
+	return append(in.conf.ConsumerOpts(kafka.Rebalance{
+		Assigned: in.onAssigned, Revoked: in.onRevoked, Lost: in.onLost,
+		AdjustOffsets: in.adjustOffsets, Lease: in.lease,
+	}), kgo.ConsumeTopics(in.conf.topics...))
 }
 
 // brokersString is seed_brokers for logs and errors.
@@ -60,7 +35,7 @@ func (in *Input) brokersString() string {
 
 // acls names what the sasl user must be allowed to do, for errors.
 func (in *Input) acls() string {
-	return fmt.Sprintf("topics %v and consumer_group %q", in.conf.topics, in.conf.consumerGroup)
+	return fmt.Sprintf("topics %v and consumer_group %q", in.conf.topics, in.conf.ConsumerGroup)
 }
 
 // checkCluster verifies that a broker answers and that every topic exists.
@@ -105,7 +80,7 @@ func (in *Input) Connect(ctx context.Context) error {
 	go in.pollLoop(loopCtx, cl)
 	go in.commitLoop(loopCtx, cl)
 	go in.stallLoop(loopCtx)
-	in.log.Infof("Consuming topics %v as group %q from seed_brokers [%s]", in.conf.topics, in.conf.consumerGroup, in.brokersString())
+	in.log.Infof("Consuming topics %v as group %q from seed_brokers [%s]", in.conf.topics, in.conf.ConsumerGroup, in.brokersString())
 	return nil
 }
 
@@ -126,7 +101,7 @@ func (in *Input) reportFetchError(topic string, part int32, err error) {
 		in.log.Errorf("Fetching %s: topic %q does not exist (deleted?): fix topics or recreate it: %v", contract.KafkaPartition(topic, part), topic, err)
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
 		errors.Is(err, kerr.SaslAuthenticationFailed):
-		in.log.Errorf("Fetching %s: not authorized, check sasl and the ACLs of topic %q and consumer_group %q: %v", contract.KafkaPartition(topic, part), topic, in.conf.consumerGroup, err)
+		in.log.Errorf("Fetching %s: not authorized, check sasl and the ACLs of topic %q and consumer_group %q: %v", contract.KafkaPartition(topic, part), topic, in.conf.ConsumerGroup, err)
 	default:
 		in.log.Errorf("Fetching %s from seed_brokers [%s]: %v", contract.KafkaPartition(topic, part), in.brokersString(), err)
 	}

@@ -2,14 +2,9 @@ package kafka_txn
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
@@ -45,23 +40,17 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 	defer in.commitMu.Unlock()
 
 	tracking := in.reg.Tracking()
-	type target struct {
-		ps  *partState
-		off int64
-	}
-	var targets []target
-	offsets := map[string]map[int32]kgo.EpochOffset{}
+	targets := map[kafka.TopicPartition]*partState{}
+	offsets := map[kafka.TopicPartition]int64{}
 	in.mu.Lock()
 	add := func(ps *partState) {
 		t := ps.commitTarget(tracking)
 		if t < 0 || t <= ps.lastCommitted {
 			return
 		}
-		if offsets[ps.topic] == nil {
-			offsets[ps.topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[ps.topic][ps.part] = kgo.EpochOffset{Epoch: -1, Offset: t}
-		targets = append(targets, target{ps: ps, off: t})
+		p := kafka.TopicPartition{Topic: ps.topic, Partition: ps.part}
+		offsets[p] = t
+		targets[p] = ps
 	}
 	if ids == nil {
 		for _, ps := range in.parts {
@@ -80,70 +69,25 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 	if len(targets) == 0 {
 		return nil
 	}
-
-	var commitErr error
-	failed := map[string]error{}
-	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			commitErr = err
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil {
-					failed[contract.KafkaPartition(t.Topic, p.Partition)] = perr
-				}
+	return kafka.CommitOffsets(ctx, cl, in.conf.ConsumerGroup, offsets, kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}, func(committed map[kafka.TopicPartition]int64) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		for p, off := range committed {
+			if ps := targets[p]; off > ps.lastCommitted {
+				ps.lastCommitted = off
+				in.m.committedOffset.Set(off, ps.topic, ps.label)
+				in.updateLagLocked(ps)
 			}
 		}
 	})
-	if commitErr != nil {
-		in.m.commitErrors.Incr(1)
-		return fmt.Errorf("committing offsets of group %q: %w", in.conf.consumerGroup, commitErr)
-	}
-	in.mu.Lock()
-	for _, t := range targets {
-		if _, bad := failed[t.ps.id]; bad {
-			continue
-		}
-		if t.off > t.ps.lastCommitted {
-			t.ps.lastCommitted = t.off
-			in.m.committedOffset.Set(t.off, t.ps.topic, t.ps.label)
-			in.updateLagLocked(t.ps)
-		}
-	}
-	in.mu.Unlock()
-	if len(failed) > 0 {
-		in.m.commitErrors.Incr(1)
-		var errs []error
-		for id, err := range failed {
-			if errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) {
-				err = fmt.Errorf("the topic no longer exists (deleted?), fix topics or recreate it: %w", err)
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", id, err))
-		}
-		return fmt.Errorf("committing offsets of group %q: %w", in.conf.consumerGroup, errors.Join(errs...))
-	}
-	in.m.commits.Incr(1)
-	return nil
 }
 
-// commitLoop commits the committable offsets every commit_period; a
-// failed commit is retried at the next period and logged rate-limited.
+// commitLoop commits the committable offsets every commit_period (a failed
+// commit is retried at the next period and logged rate-limited) and
+// refreshes the high watermarks of paused partitions.
 func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
 	defer in.loops.Done()
-	ticker := time.NewTicker(in.conf.commitPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, max(in.conf.commitPeriod*5, 10*time.Second))
-		if err := in.commit(cctx, cl, nil); err != nil && ctx.Err() == nil && in.logDue("commit:"+err.Error()) {
-			in.log.Warnf("%v (retried every %s; repeats of this error are logged every %s)", err, in.conf.commitPeriod, kafka.LogInterval)
-		}
-		in.refreshPausedHWM(cctx, cl)
-		cancel()
-	}
+	in.conf.CommitLoop(ctx, in.log, in.logLim,
+		func(ctx context.Context) error { return in.commit(ctx, cl, nil) },
+		func(ctx context.Context) { in.refreshPausedHWM(ctx, cl) })
 }

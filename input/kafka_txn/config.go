@@ -17,42 +17,21 @@ import (
 )
 
 // Field names of the kafka_txn input. The connection fields (seed_brokers,
-// client_id, tls, sasl) are internal/kafka's.
+// client_id, tls, sasl) and the consumer-group fields (consumer_group,
+// isolation_level, start_from_oldest, commit_period, the timeouts, the
+// fetch settings) are internal/kafka's.
 const (
 	fieldTopics                 = "topics"
-	fieldConsumerGroup          = "consumer_group"
-	fieldIsolationLevel         = "isolation_level"
-	fieldStartFromOldest        = "start_from_oldest"
 	fieldCheckpointLimit        = "checkpoint_limit"
 	fieldCheckpointStallTimeout = "checkpoint_stall_timeout"
-	fieldCommitPeriod           = "commit_period"
-	fieldRevokeTimeout          = "revoke_timeout"
-	fieldSessionTimeout         = "session_timeout"
-	fieldRebalanceTimeout       = "rebalance_timeout"
-	fieldHeartbeatInterval      = "heartbeat_interval"
-	fieldFetchMaxWait           = "fetch_max_wait"
-	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
 	fieldStartAfterProgress     = "start_after_progress"
 	fieldBatching               = "batching"
 	fieldCoalesce               = "coalesce"
 )
 
-// Isolation levels accepted by isolation_level.
-const (
-	isolationReadCommitted   = "read_committed"
-	isolationReadUncommitted = "read_uncommitted"
-)
-
 const (
 	defaultCheckpointLimit        = 100000
 	defaultCheckpointStallTimeout = "30s"
-	defaultCommitPeriod           = "1s"
-	defaultRevokeTimeout          = "30s"
-	defaultSessionTimeout         = "45s"
-	defaultRebalanceTimeout       = "60s"
-	defaultHeartbeatInterval      = "3s"
-	defaultFetchMaxWait           = "500ms"
-	defaultFetchMaxPartitionBytes = "1MiB"
 )
 
 // ConfigSpec returns the configuration spec of the kafka_txn input.
@@ -120,19 +99,19 @@ also warned about once).`).
 			service.NewStringListField(fieldTopics).
 				Description("Topics to consume. Every topic must exist: the input refuses to start on an unknown topic.").
 				Example([]string{"shop.cdc"}),
-			service.NewStringField(fieldConsumerGroup).
+			service.NewStringField(kafka.FieldConsumerGroup).
 				Description("The consumer group. Partitions are shared among the members of the group, and offsets are committed to it.").
 				Example("starrocks-loader").
 				Example("${KAFKA_GROUP:shop-cdc-to-starrocks}"),
 			kafka.ClientIDField(),
-			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
-				isolationReadCommitted:   "Only records of committed producer transactions are delivered; an open transaction holds its partition at the last stable offset.",
-				isolationReadUncommitted: "Every record is delivered, including those of aborted and still-open producer transactions.",
+			service.NewStringAnnotatedEnumField(kafka.FieldIsolationLevel, map[string]string{
+				kafka.IsolationReadCommitted:   "Only records of committed producer transactions are delivered; an open transaction holds its partition at the last stable offset.",
+				kafka.IsolationReadUncommitted: "Every record is delivered, including those of aborted and still-open producer transactions.",
 			}).
 				Description("Which records of transactional producers are read.").
-				Default(isolationReadCommitted).
-				Example(isolationReadUncommitted),
-			service.NewBoolField(fieldStartFromOldest).
+				Default(kafka.IsolationReadCommitted).
+				Example(kafka.IsolationReadUncommitted),
+			service.NewBoolField(kafka.FieldStartFromOldest).
 				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
 				Default(true).
 				Example(false),
@@ -147,51 +126,51 @@ also warned about once).`).
 				Example("2m").
 				LintRule(kafka.DurationLintRule(fieldCheckpointStallTimeout)).
 				Advanced(),
-			service.NewDurationField(fieldCommitPeriod).
+			service.NewDurationField(kafka.FieldCommitPeriod).
 				Description("How often committable offsets are committed to the consumer group. Offsets are also committed on revoke and on close.").
-				Default(defaultCommitPeriod).
+				Default(kafka.DefaultCommitPeriod).
 				Example("5s").
-				LintRule(kafka.DurationLintRule(fieldCommitPeriod)),
-			service.NewDurationField(fieldRevokeTimeout).
+				LintRule(kafka.DurationLintRule(kafka.FieldCommitPeriod)),
+			service.NewDurationField(kafka.FieldRevokeTimeout).
 				Description("How long a revoke waits for the output to fence the partition (and for commits already in flight) before the offset commit. Must be below `rebalance_timeout`; the commit itself gets the rest of the rebalance timeout.").
-				Default(defaultRevokeTimeout).
+				Default(kafka.DefaultRevokeTimeout).
 				Example("20s").
-				LintRule(kafka.DurationLintRule(fieldRevokeTimeout)),
-			service.NewDurationField(fieldSessionTimeout).
+				LintRule(kafka.DurationLintRule(kafka.FieldRevokeTimeout)),
+			service.NewDurationField(kafka.FieldSessionTimeout).
 				Description("The group session timeout: a member that sends no heartbeat for this long is removed from the group.").
-				Default(defaultSessionTimeout).
+				Default(kafka.DefaultSessionTimeout).
 				Example("30s").
-				LintRule(kafka.DurationLintRule(fieldSessionTimeout)).
+				LintRule(kafka.DurationLintRule(kafka.FieldSessionTimeout)).
 				Advanced(),
-			service.NewDurationField(fieldRebalanceTimeout).
+			service.NewDurationField(kafka.FieldRebalanceTimeout).
 				Description("How long members may take to finish revoking partitions during a rebalance.").
-				Default(defaultRebalanceTimeout).
+				Default(kafka.DefaultRebalanceTimeout).
 				Example("2m").
-				LintRule(kafka.DurationLintRule(fieldRebalanceTimeout)).
+				LintRule(kafka.DurationLintRule(kafka.FieldRebalanceTimeout)).
 				Advanced(),
-			service.NewDurationField(fieldHeartbeatInterval).
+			service.NewDurationField(kafka.FieldHeartbeatInterval).
 				Description("How often the member sends heartbeats; at most a third of `session_timeout`.").
-				Default(defaultHeartbeatInterval).
+				Default(kafka.DefaultHeartbeatInterval).
 				Example("1s").
-				LintRule(kafka.DurationLintRule(fieldHeartbeatInterval)).
+				LintRule(kafka.DurationLintRule(kafka.FieldHeartbeatInterval)).
 				Advanced(),
-			service.NewDurationField(fieldFetchMaxWait).
+			service.NewDurationField(kafka.FieldFetchMaxWait).
 				Description("How long a broker may wait for new records before answering a fetch.").
-				Default(defaultFetchMaxWait).
+				Default(kafka.DefaultFetchMaxWait).
 				Example("100ms").
-				LintRule(kafka.DurationLintRule(fieldFetchMaxWait)).
+				LintRule(kafka.DurationLintRule(kafka.FieldFetchMaxWait)).
 				Advanced(),
 			service.NewBoolField(fieldStartAfterProgress).
 				Description("When the `starrocks_txn` output runs with `semantic: exactly_once`, start a newly assigned partition after the output's durable progress (the offset through which StarRocks holds the partition's source transactions) when that is ahead of the group's committed offset. An optimisation only: the output drops such replays itself; turning it off re-reads them (useful to test that).").
 				Default(true).
 				Example(false).
 				Advanced(),
-			service.NewStringField(fieldFetchMaxPartitionBytes).
+			service.NewStringField(kafka.FieldFetchMaxPartitionBytes).
 				Description("The maximum number of bytes fetched from one partition per request.").
-				Default(defaultFetchMaxPartitionBytes).
+				Default(kafka.DefaultFetchMaxPartitionBytes).
 				Example("4MiB").
 				Example("512KiB").
-				LintRule(kafka.ByteSizeLintRule(fieldFetchMaxPartitionBytes)).
+				LintRule(kafka.ByteSizeLintRule(kafka.FieldFetchMaxPartitionBytes)).
 				Advanced(),
 			specfields.Batching(fieldBatching).
 				Description(`How records are grouped into batches, per partition: a partition's part of a batch is due at `+"`count`"+` messages, at `+"`byte_size`"+` bytes or after `+"`period`"+` (with no policy: what was fetched). A part always ends at a source-transaction end: with a `+"`txn_assembler`"+` in the input's processors (and its `+"`partition`"+` unset) the input asks it where transactions end; without one, a record for which `+"`check`"+` is true ends a transaction (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`). The records after a partition's last end wait for their transaction to end, so a part may exceed `+"`count`"+` by a transaction; a transaction that alone fills `+"`checkpoint_limit`"+` is delivered as it is (and the partition reports the stall). So no batch waits on a record that is not delivered, which keeps the output's `+"`max_in_flight`"+` calls from ever all waiting on transactions whose ends cannot arrive. A policy with `+"`processors`"+` is applied by Benthos's batcher instead: one partition per batch, cut by the policy alone.`),
@@ -222,15 +201,6 @@ input:
 `)
 }
 
-// revokeBelowRebalanceMsg is the start-time error and the lint text when
-// revoke_timeout is not below rebalance_timeout.
-const revokeBelowRebalanceMsg = "revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member"
-
-// heartbeatBelowSessionMsg is the start-time error and the lint text when
-// heartbeat_interval is not below session_timeout: the group would remove
-// the member between two of its heartbeats.
-const heartbeatBelowSessionMsg = "heartbeat_interval (%s) must be below session_timeout (%s): the group would remove this member between two heartbeats; a third of it or less is usual"
-
 // revokeLintRule reports revoke_timeout >= rebalance_timeout and
 // heartbeat_interval >= session_timeout with the constructor's texts
 // (durations written as Go writes them). A value that does not parse is the
@@ -243,24 +213,16 @@ root = [
   if $rv != null && $rb != null && $rv >= $rb { %[3]q.format(%[4]s, %[5]s) } else { null },
   if $hb != null && $st != null && $hb > 0 && $st > 0 && $hb >= $st { %[8]q.format(%[9]s, %[10]s) } else { null },
 ].filter(v -> v != null)`,
-	defaultRevokeTimeout, defaultRebalanceTimeout, revokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"),
-	defaultHeartbeatInterval, defaultSessionTimeout, heartbeatBelowSessionMsg, kafka.BloblangDuration("$hb"), kafka.BloblangDuration("$st"))
+	kafka.DefaultRevokeTimeout, kafka.DefaultRebalanceTimeout, kafka.RevokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"),
+	kafka.DefaultHeartbeatInterval, kafka.DefaultSessionTimeout, kafka.HeartbeatBelowSessionMsg, kafka.BloblangDuration("$hb"), kafka.BloblangDuration("$st"))
 
 type inputConfig struct {
-	client                 kafka.ClientConfig
+	client kafka.ClientConfig
+	// The consumer-group settings (internal/kafka).
+	kafka.GroupConfig
 	topics                 []string
-	consumerGroup          string
-	readCommitted          bool
-	startFromOldest        bool
 	checkpointLimit        int
 	checkpointStallTimeout time.Duration
-	commitPeriod           time.Duration
-	revokeTimeout          time.Duration
-	sessionTimeout         time.Duration
-	rebalanceTimeout       time.Duration
-	heartbeatInterval      time.Duration
-	fetchMaxWait           time.Duration
-	fetchMaxPartitionBytes int32
 	startAfterProgress     bool
 	batching               batchRule
 	coalesce               bool
@@ -283,26 +245,7 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 		err = errors.New("topics must name at least one topic")
 		return
 	}
-	if c.consumerGroup, err = conf.FieldString(fieldConsumerGroup); err != nil {
-		return
-	}
-	if c.consumerGroup == "" {
-		err = errors.New("consumer_group must not be empty")
-		return
-	}
-	var iso string
-	if iso, err = conf.FieldString(fieldIsolationLevel); err != nil {
-		return
-	}
-	switch iso {
-	case isolationReadCommitted:
-		c.readCommitted = true
-	case isolationReadUncommitted:
-	default:
-		err = fmt.Errorf("isolation_level %q is not one of %s, %s", iso, isolationReadCommitted, isolationReadUncommitted)
-		return
-	}
-	if c.startFromOldest, err = conf.FieldBool(fieldStartFromOldest); err != nil {
+	if c.GroupConfig, err = kafka.GroupConfigFromParsed(conf); err != nil {
 		return
 	}
 	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
@@ -314,36 +257,7 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.checkpointStallTimeout, err = kafka.DurationField(conf, fieldCheckpointStallTimeout); err != nil {
 		return
 	}
-	if c.commitPeriod, err = kafka.DurationField(conf, fieldCommitPeriod); err != nil {
-		return
-	}
-	if c.revokeTimeout, err = kafka.DurationField(conf, fieldRevokeTimeout); err != nil {
-		return
-	}
-	if c.sessionTimeout, err = kafka.DurationField(conf, fieldSessionTimeout); err != nil {
-		return
-	}
-	if c.rebalanceTimeout, err = kafka.DurationField(conf, fieldRebalanceTimeout); err != nil {
-		return
-	}
-	if c.heartbeatInterval, err = kafka.DurationField(conf, fieldHeartbeatInterval); err != nil {
-		return
-	}
-	if c.fetchMaxWait, err = kafka.DurationField(conf, fieldFetchMaxWait); err != nil {
-		return
-	}
-	if c.revokeTimeout >= c.rebalanceTimeout {
-		err = fmt.Errorf(revokeBelowRebalanceMsg, c.revokeTimeout, c.rebalanceTimeout)
-		return
-	}
-	if c.heartbeatInterval > 0 && c.sessionTimeout > 0 && c.heartbeatInterval >= c.sessionTimeout {
-		err = fmt.Errorf(heartbeatBelowSessionMsg, c.heartbeatInterval, c.sessionTimeout)
-		return
-	}
 	if c.startAfterProgress, err = conf.FieldBool(fieldStartAfterProgress); err != nil {
-		return
-	}
-	if c.fetchMaxPartitionBytes, err = kafka.ByteSizeField(conf, fieldFetchMaxPartitionBytes); err != nil {
 		return
 	}
 	if c.batching, err = batchRuleFromParsed(conf); err != nil {

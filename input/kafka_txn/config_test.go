@@ -8,6 +8,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/docgen"
 )
 
 func TestConfigLintAndValidation(t *testing.T) {
@@ -118,33 +120,9 @@ func TestLintSaysWhatStartSays(t *testing.T) {
 func TestReadmeDocumentsEveryField(t *testing.T) {
 	raw, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	readme := string(raw)
-
-	start := strings.Index(readme, "## Configuration\n\n```yaml\n")
-	require.GreaterOrEqual(t, start, 0)
-	block := readme[start+len("## Configuration\n\n```yaml\n"):]
-	block = block[:strings.Index(block, "```")]
-	block = strings.TrimPrefix(block, "input:\n")
-	var unindented []string
-	for _, l := range strings.Split(block, "\n") {
-		unindented = append(unindented, strings.TrimPrefix(l, "  "))
-	}
-	lints, err := service.NewEnvironment().NewComponentConfigLinter().LintInputYAML([]byte(strings.Join(unindented, "\n")))
+	problems, err := docgen.ReadmeProblems(service.NewEnvironment(), "input", Name, string(raw), nil)
 	require.NoError(t, err)
-	assert.Empty(t, lints)
-
-	spec, ok := service.NewEnvironment().GetInputConfig(Name)
-	require.True(t, ok)
-	data, err := spec.TemplateData()
-	require.NoError(t, err)
-	require.NotEmpty(t, data.Fields)
-	for _, f := range data.Fields {
-		if strings.Count(f.FullName, ".") > 0 {
-			continue
-		}
-		assert.Contains(t, readme, "| `"+f.FullName+"` |", "README table lacks field %s", f.FullName)
-		assert.Contains(t, block, f.FullName+":", "README config block lacks field %s", f.FullName)
-	}
+	assert.Empty(t, problems)
 }
 
 // TestEveryFieldHasAnExample: each field this project defines shows an

@@ -39,10 +39,6 @@ const (
 	maxPollRecords = 10000
 	// maxStallCheckInterval is the slowest tick of the checkpoint stall check.
 	maxStallCheckInterval = time.Second
-	// maxRevokeDrain bounds how long a revoke waits, after the last batch of
-	// a revoked partition was delivered, before it fences the partition (see
-	// release).
-	maxRevokeDrain = 250 * time.Millisecond
 	// periodDue is how close to its period deadline a partition's batch is
 	// flushed; Batcher.UntilNext reports an elapsed period as 1ns.
 	periodDue = time.Millisecond
@@ -83,13 +79,9 @@ type Input struct {
 	// logLim rate-limits repeating fetch and commit errors and franz-go's
 	// own warnings.
 	logLim *kafka.LogLimiter
-	// leaseBase is when the last group request the coordinator answered
-	// was sent (lease.go).
-	leaseBase time.Time
-	// groupSent is the send time of the last heartbeat or sync not yet
-	// confirmed by the next heartbeat, syncSent that of the generation's
-	// sync (lease.go).
-	groupSent, syncSent time.Time
+	// lease is the group-membership lease of the assigned partitions
+	// (lease.go).
+	lease *kafka.GroupLease
 	// warnedNoEnds is set once the input said it cannot tell where source
 	// transactions end (read.go).
 	warnedNoEnds bool
@@ -126,6 +118,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		notify:       make(chan struct{}),
 		logLim:       kafka.NewLogLimiter(kafka.LogInterval),
 	}
+	in.lease = kafka.NewGroupLease(c.SessionTimeout, in.renewLease)
 	in.reg.OnCommitted(in.onCommitted)
 	in.reg.OnUnclaimed(in.onUnclaimed)
 	return in, nil
@@ -149,14 +142,14 @@ func (in *Input) Close(ctx context.Context) error {
 	cancel()
 	in.loops.Wait()
 
-	cctx, ccancel := context.WithTimeout(ctx, in.conf.rebalanceTimeout)
+	cctx, ccancel := context.WithTimeout(ctx, in.conf.RebalanceTimeout)
 	defer ccancel()
 	if err := in.commit(cctx, cl, nil); err != nil {
 		in.log.Warnf("Final offset commit: %v", err)
 	}
 	cl.AllowRebalance()
 	if err := cl.LeaveGroupContext(cctx); err != nil {
-		in.log.Warnf("Leaving consumer group %q: %v", in.conf.consumerGroup, err)
+		in.log.Warnf("Leaving consumer group %q: %v", in.conf.ConsumerGroup, err)
 	}
 	cl.Close()
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
 // signalLocked wakes every ReadBatch that waits for records, an
@@ -18,48 +20,17 @@ func (in *Input) signalLocked() {
 // ReadBatch returns the next batch: the due parts of one or more
 // partitions (batching.go), in partition order, each part in offset order.
 func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	for {
-		in.mu.Lock()
-		if in.closed {
-			in.mu.Unlock()
-			return nil, nil, service.ErrEndOfInput
+	return kafka.ReadBatch(ctx, &in.mu, func() (batch service.MessageBatch, ack service.AckFunc, wait time.Duration, notify <-chan struct{}, err error) {
+		if err := kafka.ReadState(in.closed, in.cl); err != nil {
+			return nil, nil, 0, nil, err
 		}
-		if in.cl == nil {
-			in.mu.Unlock()
-			return nil, nil, service.ErrNotConnected
-		}
-		var batch service.MessageBatch
-		var ack service.AckFunc
-		var wait time.Duration
 		if in.conf.batching.benthos {
 			batch, ack, wait = in.nextPolicyBatchLocked(ctx)
 		} else {
 			batch, ack, wait = in.nextBatchLocked()
 		}
-		notify := in.notify
-		in.mu.Unlock()
-		if batch != nil {
-			return batch, ack, nil
-		}
-		var timer *time.Timer
-		var timeout <-chan time.Time
-		if wait > 0 {
-			timer = time.NewTimer(wait)
-			timeout = timer.C
-		}
-		select {
-		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
-			return nil, nil, ctx.Err()
-		case <-notify:
-		case <-timeout:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-	}
+		return batch, ack, wait, in.notify, nil
+	})
 }
 
 // delivered is one partition's part of a delivered batch.

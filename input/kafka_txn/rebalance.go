@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -67,17 +66,16 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	}
 	in.rebuildOrderLocked()
 	in.signalLocked()
-	// franz-go hands the assignment over after its sync was answered
-	// without error: the sync's send time renews the lease (lease.go).
-	if in.syncSent.After(in.leaseBase) {
-		in.leaseBase = in.syncSent
-	}
-	base := in.leaseBase
 	in.mu.Unlock()
+	// franz-go hands the assignment over after its sync was answered
+	// without error: the sync's send time renews the lease (lease.go). The
+	// new partitions are in in.parts before the lease is read, so a
+	// heartbeat's renewal either sees them or is seen here.
+	until := in.lease.Assigned()
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		if !base.IsZero() {
-			in.reg.Renew(ids, base.Add(in.leaseSpan()))
+		if !until.IsZero() {
+			in.reg.Renew(ids, until)
 		}
 		in.log.Infof("Assigned partitions %v", ids)
 	}
@@ -110,7 +108,7 @@ func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 	for topic, parts := range offsets {
 		for p, o := range parts {
 			id := contract.KafkaPartition(topic, p)
-			pctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
+			pctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
 			end, ok, err := in.reg.Progress(pctx, id)
 			cancel()
 			if err != nil {
@@ -170,31 +168,13 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 	}
 	sort.Strings(ids)
 
-	// A batch delivered an instant ago may still be on its way through the
-	// pipeline to the output. If it reached the output after the fence, the
-	// output would take the tail of a source transaction whose head the
-	// fence dropped. Give such batches a moment to arrive so that the fence
-	// drops them too.
-	if wait := time.Until(lastDelivery.Add(min(maxRevokeDrain, in.conf.revokeTimeout/4))); wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
+	// Wait a moment for a batch on its way to the output, fence, and commit
+	// on a revoke (internal/kafka).
+	var commitFn func(context.Context) error
+	if commit {
+		commitFn = func(ctx context.Context) error { return in.commit(ctx, cl, ids) }
 	}
-
-	fctx, cancel := context.WithTimeout(ctx, in.conf.revokeTimeout)
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Add(1)
-		go func(id string) {
-			defer wg.Done()
-			if err := in.reg.Fence(fctx, id); err != nil {
-				in.log.Warnf("Fencing %s in the output: %v", id, err)
-			}
-		}(id)
-	}
-	wg.Wait()
-	cancel()
+	err := in.conf.Release(ctx, in.log, ids, lastDelivery, in.reg.Fence, commitFn)
 	in.mu.Lock()
 	for _, id := range ids {
 		if ps := in.parts[id]; ps != nil {
@@ -202,13 +182,8 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 		}
 	}
 	in.mu.Unlock()
-
-	if commit {
-		cctx, cancel := context.WithTimeout(ctx, in.conf.rebalanceTimeout-in.conf.revokeTimeout)
-		if err := in.commit(cctx, cl, ids); err != nil {
-			in.log.Warnf("Committing revoked partitions %v: %v", ids, err)
-		}
-		cancel()
+	if err != nil {
+		in.log.Warnf("Committing revoked partitions %v: %v", ids, err)
 	}
 
 	var batchers []*service.Batcher

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
@@ -364,7 +365,7 @@ func TestRevokeLetsJustDeliveredBatchesReachTheOutput(t *testing.T) {
 		b, _ := readBatch(t, in, 10*time.Second)
 		delivered[toRecs(t, b)[0].partition] = time.Now()
 		if len(delivered) == 1 {
-			time.Sleep(2 * maxRevokeDrain)
+			time.Sleep(2 * kafka.MaxRevokeDrain)
 		}
 	}
 	var recent, idle int32 = 0, 1
@@ -375,11 +376,11 @@ func TestRevokeLetsJustDeliveredBatchesReachTheOutput(t *testing.T) {
 	start := time.Now()
 	in.onRevoked(context.Background(), in.cl, map[string][]int32{testTopic: {idle}})
 	mu.Lock()
-	assert.Less(t, fencedAt[contract.KafkaPartition(testTopic, idle)].Sub(start), maxRevokeDrain/2, "an idle partition is fenced at once")
+	assert.Less(t, fencedAt[contract.KafkaPartition(testTopic, idle)].Sub(start), kafka.MaxRevokeDrain/2, "an idle partition is fenced at once")
 	mu.Unlock()
 
 	in.onRevoked(context.Background(), in.cl, map[string][]int32{testTopic: {recent}})
 	mu.Lock()
 	defer mu.Unlock()
-	assert.GreaterOrEqual(t, fencedAt[contract.KafkaPartition(testTopic, recent)].Sub(delivered[recent]), maxRevokeDrain-10*time.Millisecond)
+	assert.GreaterOrEqual(t, fencedAt[contract.KafkaPartition(testTopic, recent)].Sub(delivered[recent]), kafka.MaxRevokeDrain-10*time.Millisecond)
 }

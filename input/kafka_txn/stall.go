@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
 // stallLoop reports partitions that sit at checkpoint_limit with no
@@ -11,14 +13,7 @@ import (
 // partition stopped by a nack.
 func (in *Input) stallLoop(ctx context.Context) {
 	defer in.loops.Done()
-	ticker := time.NewTicker(min(max(in.conf.checkpointStallTimeout/4, time.Millisecond), maxStallCheckInterval))
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	kafka.Every(ctx, min(max(in.conf.checkpointStallTimeout/4, time.Millisecond), maxStallCheckInterval), func() {
 		now := time.Now()
 		in.mu.Lock()
 		for _, ps := range in.parts {
@@ -32,7 +27,7 @@ func (in *Input) stallLoop(ctx context.Context) {
 			in.log.Error(report)
 		}
 		in.mu.Unlock()
-	}
+	})
 }
 
 // stallReport returns the error to log for the partition now, or "": the

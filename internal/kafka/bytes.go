@@ -14,6 +14,13 @@ const MaxByteSize = 1 << 30
 // positive number, optionally followed by B, KB, MB, GB, KiB, MiB or GiB),
 // at most 1GiB.
 func ParseByteSize(s string) (int32, error) {
+	n, err := ParseByteSizeMax(s, MaxByteSize)
+	return int32(n), err
+}
+
+// ParseByteSizeMax reads a size as ParseByteSize does, at most max bytes
+// (for sizes that are not Kafka's, such as a buffer bound).
+func ParseByteSizeMax(s string, max int64) (int64, error) {
 	s = strings.TrimSpace(s)
 	orig := s
 	units := []struct {
@@ -36,8 +43,22 @@ func ParseByteSize(s string) (int32, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%q is not a positive byte size (examples: 1048576, 512KiB, 1MiB)", s)
 	}
-	if n > MaxByteSize/mult {
-		return 0, fmt.Errorf("%q is above the 1GiB maximum", orig)
+	if n > max/mult {
+		return 0, fmt.Errorf("%q is above the %s maximum", orig, byteSizeString(max))
 	}
-	return int32(n * mult), nil
+	return n * mult, nil
+}
+
+// byteSizeString writes n with the largest binary unit that divides it
+// (1GiB, 256MiB, 1000B).
+func byteSizeString(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }

@@ -18,3 +18,18 @@ func TestParseByteSize(t *testing.T) {
 		assert.Error(t, err, in)
 	}
 }
+
+func TestParseByteSizeMax(t *testing.T) {
+	got, err := ParseByteSizeMax("256MiB", 1<<50)
+	require.NoError(t, err)
+	assert.Equal(t, int64(256<<20), got)
+	got, err = ParseByteSizeMax("4GiB", 1<<50)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4<<30), got)
+	_, err = ParseByteSizeMax("2GiB", 1<<30)
+	assert.EqualError(t, err, `"2GiB" is above the 1GiB maximum`)
+	_, err = ParseByteSizeMax("2000000GiB", 1<<50)
+	assert.EqualError(t, err, `"2000000GiB" is above the 1048576GiB maximum`)
+	_, err = ParseByteSizeMax("0", 1<<50)
+	assert.Error(t, err)
+}

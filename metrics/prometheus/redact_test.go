@@ -1,7 +1,6 @@
 package prometheus_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,25 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 // syncBuffer is a log sink safe for the push loop's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 // A push_url with credentials in it (http://user:secret@host) still
 // authenticates the pushes, but neither the user nor the password appears

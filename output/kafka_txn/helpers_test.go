@@ -1,14 +1,12 @@
 package kafka_txn
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 const testTopic = "out"
@@ -29,22 +29,8 @@ func newCluster(t testing.TB, brokers int, partitions int32, opts ...kfake.Opt) 
 	return c
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer = testlog.Buffer
 
 // testOutput builds and connects an output from YAML (seed_brokers and topic
 // are added); extra kgo options go to its client.

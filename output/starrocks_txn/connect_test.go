@@ -1,7 +1,6 @@
 package starrocks_txn
 
 import (
-	"bytes"
 	"context"
 	"encoding/pem"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +23,8 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 // parseTestConfig parses a YAML config of the output.
@@ -89,22 +89,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // lockedBuffer is a log sink for the stream's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testlog.Buffer
 
 // connStream is a running stream of generated order rows into one
 // starrocks_txn output, with its HTTP server (for /ready), its logs and

@@ -1,10 +1,8 @@
 package starrocks_txn
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 // logBuffer collects an output's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = testlog.Buffer
 
 // withLog makes an output log into buf.
 func withLog(buf *logBuffer) func(*Output) {
