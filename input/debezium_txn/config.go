@@ -208,7 +208,7 @@ and the metadata contract.
 				Default(kafka.DefaultRebalanceTimeout).
 				Advanced(),
 			service.NewDurationField(kafka.FieldHeartbeatInterval).
-				Description("Heartbeat period, at most a third of `session_timeout`.").
+				Description("How often the member sends heartbeats: below half of `session_timeout` (refused from half on), at most a quarter of it to keep commits from waiting. A commit starts only while the membership was confirmed within half of `session_timeout`, and a heartbeat confirms the one before it.").
 				Example("1s").
 				Default(kafka.DefaultHeartbeatInterval).
 				Advanced(),
@@ -227,10 +227,7 @@ and the metadata contract.
 			kafka.TLSField(),
 			kafka.SASLField(),
 		).
-		LintRule(`root = [
-  if this.revoke_timeout.or("`+kafka.DefaultRevokeTimeout+`").parse_duration() >= this.rebalance_timeout.or("`+kafka.DefaultRebalanceTimeout+`").parse_duration() { "revoke_timeout must be below rebalance_timeout" } else { null },
-  if this.topics.or([]).contains(this.transaction_topic.or("")) { "transaction_topic must not be listed in topics" } else { null },
-].filter(v -> v != null)`).
+		LintRule(kafka.GroupLintRule(`if this.topics.or([]).contains(this.transaction_topic.or("")) { "transaction_topic must not be listed in topics" } else { null }`)).
 		Example("MySQL connector", "Reads the tables of the `inventory` database of the connector `dbserver1` and loads each source transaction atomically.", `
 input:
   debezium_txn:

@@ -149,7 +149,7 @@ also warned about once).`).
 				LintRule(kafka.DurationLintRule(kafka.FieldRebalanceTimeout)).
 				Advanced(),
 			service.NewDurationField(kafka.FieldHeartbeatInterval).
-				Description("How often the member sends heartbeats; at most a third of `session_timeout`.").
+				Description("How often the member sends heartbeats: below half of `session_timeout` (refused from half on), at most a quarter of it to keep commits from waiting. A commit starts only while the membership was confirmed within half of `session_timeout`, and a heartbeat confirms the one before it.").
 				Default(kafka.DefaultHeartbeatInterval).
 				Example("1s").
 				LintRule(kafka.DurationLintRule(kafka.FieldHeartbeatInterval)).
@@ -182,7 +182,7 @@ also warned about once).`).
 			kafka.TLSField(),
 			kafka.SASLField(),
 		).
-		LintRule(revokeLintRule).
+		LintRule(kafka.GroupLintRule()).
 		Example("Production CDC pipeline", "Reads source transactions in the envelope format; the txn_assembler in the input's processors tells the input where transactions end, and offset commits follow the starrocks_txn output's committed boundaries.", `
 input:
   kafka_txn:
@@ -200,21 +200,6 @@ input:
         format: envelope
 `)
 }
-
-// revokeLintRule reports revoke_timeout >= rebalance_timeout and
-// heartbeat_interval >= session_timeout with the constructor's texts
-// (durations written as Go writes them). A value that does not parse is the
-// field rule's to report.
-var revokeLintRule = fmt.Sprintf(`let rv = this.revoke_timeout.or(%[1]q).string().trim().parse_duration().catch(null)
-let rb = this.rebalance_timeout.or(%[2]q).string().trim().parse_duration().catch(null)
-let hb = this.heartbeat_interval.or(%[6]q).string().trim().parse_duration().catch(null)
-let st = this.session_timeout.or(%[7]q).string().trim().parse_duration().catch(null)
-root = [
-  if $rv != null && $rb != null && $rv >= $rb { %[3]q.format(%[4]s, %[5]s) } else { null },
-  if $hb != null && $st != null && $hb > 0 && $st > 0 && $hb >= $st { %[8]q.format(%[9]s, %[10]s) } else { null },
-].filter(v -> v != null)`,
-	kafka.DefaultRevokeTimeout, kafka.DefaultRebalanceTimeout, kafka.RevokeBelowRebalanceMsg, kafka.BloblangDuration("$rv"), kafka.BloblangDuration("$rb"),
-	kafka.DefaultHeartbeatInterval, kafka.DefaultSessionTimeout, kafka.HeartbeatBelowSessionMsg, kafka.BloblangDuration("$hb"), kafka.BloblangDuration("$st"))
 
 type inputConfig struct {
 	client kafka.ClientConfig

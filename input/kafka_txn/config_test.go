@@ -26,7 +26,7 @@ func TestConfigLintAndValidation(t *testing.T) {
 		{"revoke_timeout equal to rebalance_timeout", "  revoke_timeout: 60s\n", "revoke_timeout (1m0s) must be below rebalance_timeout (1m0s)"},
 		{"short rebalance_timeout", "  rebalance_timeout: 10s\n", "revoke_timeout (30s) must be below rebalance_timeout (10s)"},
 		{"both set and fine", "  revoke_timeout: 5s\n  rebalance_timeout: 10s\n", ""},
-		{"heartbeat_interval equal to session_timeout", "  heartbeat_interval: 45s\n", "heartbeat_interval (45s) must be below session_timeout (45s)"},
+		{"heartbeat_interval equal to session_timeout", "  heartbeat_interval: 45s\n", "heartbeat_interval (45s) must be below half of session_timeout (45s)"},
 		{"heartbeat_interval below session_timeout", "  heartbeat_interval: 10s\n  session_timeout: 30s\n", ""},
 		{"checkpoint_limit zero", "  checkpoint_limit: 0\n", "checkpoint_limit must be at least 1"},
 		{"unknown isolation level", "  isolation_level: serializable\n", "serializable"},

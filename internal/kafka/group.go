@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -48,9 +49,50 @@ const (
 const RevokeBelowRebalanceMsg = "revoke_timeout (%s) must be below rebalance_timeout (%s): the revoke must finish before the group gives up on this member"
 
 // HeartbeatBelowSessionMsg is the start-time error (and a lint text) when
-// heartbeat_interval is not below session_timeout: the group would remove
-// the member between two of its heartbeats.
-const HeartbeatBelowSessionMsg = "heartbeat_interval (%s) must be below session_timeout (%s): the group would remove this member between two heartbeats; a third of it or less is usual"
+// heartbeat_interval is not below half of session_timeout. The group would
+// remove the member between two heartbeats at session_timeout; and from
+// half of it on, the membership lease (GroupLease) never lets the output
+// commit: a heartbeat's write confirms the heartbeat before it, and a
+// confirmed heartbeat lets commits start for half of session_timeout after
+// it was sent, so every confirmation would arrive already expired.
+const HeartbeatBelowSessionMsg = "heartbeat_interval (%s) must be below half of session_timeout (%s): a heartbeat confirms the membership the previous one claimed, and the output commits a partition only within half of session_timeout of that claim, so from half of it on no commit would ever start; a quarter of session_timeout or less keeps commits from waiting at all (the defaults are 3s and 45s)"
+
+// HeartbeatLeaseGapMsg is the lint warning when heartbeat_interval is above
+// a quarter of session_timeout but below half of it: the lease lapses for
+// part of every heartbeat interval, and commits wait for the next
+// heartbeat.
+const HeartbeatLeaseGapMsg = "heartbeat_interval (%s) is above a quarter of session_timeout (%s): the membership lease that lets the output commit lapses for %s of every heartbeat interval, and commits wait for the next heartbeat then; a quarter of session_timeout or less keeps commits from waiting"
+
+// LeaseGap is how long of every heartbeat interval the membership lease is
+// over for heartbeat interval hb and session timeout st: 0 at hb ≤ st/4.
+// A heartbeat's write (at t + hb) confirms the one sent at t, which lets
+// commits start until t + st/2; the next write, at t + 2·hb, renews it.
+func LeaseGap(hb, st time.Duration) time.Duration {
+	return max(2*hb-st/2, 0)
+}
+
+// GroupLintRule is the lint rule of an input's consumer-group fields:
+// revoke_timeout below rebalance_timeout and heartbeat_interval below half
+// of session_timeout, with the start-time texts (durations written as Go
+// writes them); extra are more entries of the rule's list, each a Bloblang
+// query giving a text or null. A value that does not parse is the field
+// rule's to report.
+func GroupLintRule(extra ...string) string {
+	entries := append([]string{
+		fmt.Sprintf(`if $rv != null && $rb != null && $rv >= $rb { %q.format(%s, %s) } else { null }`,
+			RevokeBelowRebalanceMsg, BloblangDuration("$rv"), BloblangDuration("$rb")),
+		fmt.Sprintf(`if $hb != null && $st != null && $hb > 0 && $st > 0 && $hb * 2 >= $st { %q.format(%s, %s) } else { null }`,
+			HeartbeatBelowSessionMsg, BloblangDuration("$hb"), BloblangDuration("$st")),
+	}, extra...)
+	return fmt.Sprintf(`let rv = this.revoke_timeout.or(%q).string().trim().parse_duration().catch(null)
+let rb = this.rebalance_timeout.or(%q).string().trim().parse_duration().catch(null)
+let hb = this.heartbeat_interval.or(%q).string().trim().parse_duration().catch(null)
+let st = this.session_timeout.or(%q).string().trim().parse_duration().catch(null)
+root = [
+  %s,
+].filter(v -> v != null)`, DefaultRevokeTimeout, DefaultRebalanceTimeout, DefaultHeartbeatInterval, DefaultSessionTimeout,
+		strings.Join(entries, ",\n  "))
+}
 
 // GroupConfig is how an input takes part in its consumer group and fetches:
 // the parsed consumer-group fields.
@@ -110,7 +152,7 @@ func GroupConfigFromParsed(conf *service.ParsedConfig) (g GroupConfig, err error
 		err = fmt.Errorf(RevokeBelowRebalanceMsg, g.RevokeTimeout, g.RebalanceTimeout)
 		return
 	}
-	if g.HeartbeatInterval >= g.SessionTimeout {
+	if 2*g.HeartbeatInterval >= g.SessionTimeout {
 		err = fmt.Errorf(HeartbeatBelowSessionMsg, g.HeartbeatInterval, g.SessionTimeout)
 		return
 	}

@@ -52,9 +52,10 @@ func TestGroupConfigRefuses(t *testing.T) {
 		"commit_period: 0s\n":                            `commit_period must be positive, got "0s"`,
 		"fetch_max_wait: -1s\n":                          `fetch_max_wait must be positive, got "-1s"`,
 		"revoke_timeout: 60s\n":                          "revoke_timeout (1m0s) must be below rebalance_timeout (1m0s)",
-		"heartbeat_interval: 45s\n":                      "heartbeat_interval (45s) must be below session_timeout (45s)",
+		"heartbeat_interval: 45s\n":                      "heartbeat_interval (45s) must be below half of session_timeout (45s)",
 		"fetch_max_partition_bytes: 2GiB\n":              "fetch_max_partition_bytes must be a positive byte size",
-		"session_timeout: 10s\nheartbeat_interval: 1m\n": "heartbeat_interval (1m0s) must be below session_timeout (10s)",
+		"session_timeout: 10s\nheartbeat_interval: 1m\n": "heartbeat_interval (1m0s) must be below half of session_timeout (10s)",
+		"session_timeout: 10s\nheartbeat_interval: 5s\n": "heartbeat_interval (5s) must be below half of session_timeout (10s)",
 	} {
 		_, err := parseGroup(t, yaml)
 		require.Error(t, err, yaml)

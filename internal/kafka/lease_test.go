@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,4 +44,42 @@ func TestGroupLeaseRenewsOnlyFromConfirmedRequests(t *testing.T) {
 	write(kmsg.JoinGroup, nil)
 	write(kmsg.Heartbeat, nil)
 	assert.Len(t, renewed, 2, "after a join the first heartbeat confirms nothing of before")
+}
+
+// LeaseGap is what GroupLease does: heartbeats written every hb renew the
+// lease at each write until the previous heartbeat's send + session/2, so
+// between two writes the lease is over for LeaseGap(hb, session) — none up
+// to a quarter of the session timeout, the whole interval from half of it
+// on (HeartbeatBelowSessionMsg).
+func TestLeaseGapIsTheLeasesOwnGap(t *testing.T) {
+	const session = 40 * time.Second
+	for _, hb := range []time.Duration{3 * time.Second, 10 * time.Second, 13 * time.Second, 19 * time.Second, 20 * time.Second, 30 * time.Second} {
+		var renewed []time.Time
+		l := NewGroupLease(session, func(until time.Time) { renewed = append(renewed, until) })
+		base := time.Now().Add(-10 * time.Minute)
+		// A heartbeat written at the virtual time base + k·hb: the hook
+		// takes now - timeToWrite as its send time.
+		writeAt := func(k int) time.Time {
+			at := base.Add(time.Duration(k) * hb)
+			l.OnBrokerWrite(kgo.BrokerMetadata{}, int16(kmsg.Heartbeat), 0, 0, time.Since(at), nil)
+			return at
+		}
+		l.OnBrokerWrite(kgo.BrokerMetadata{}, int16(kmsg.JoinGroup), 0, 0, 0, nil)
+		var at []time.Time
+		for k := 0; k < 4; k++ {
+			at = append(at, writeAt(k))
+		}
+		require.Len(t, renewed, 3, "hb %s: each write after the first confirms the one before", hb)
+		for i := 0; i+1 < len(renewed); i++ {
+			// The lease renewed at write i+1 lasts until renewed[i]; the
+			// next renewal comes at write i+2.
+			gap := max(at[i+2].Sub(renewed[i]), 0)
+			assert.InDelta(t, LeaseGap(hb, session).Seconds(), gap.Seconds(), 0.05, "hb %s", hb)
+			if 2*hb >= session {
+				assert.Less(t, renewed[i].Sub(at[i+1]), 50*time.Millisecond, "hb %s: the lease is over (give or take the clock between calls) when it is renewed", hb)
+			}
+		}
+	}
+	assert.Zero(t, LeaseGap(10*time.Second, 40*time.Second))
+	assert.Equal(t, 6*time.Second, LeaseGap(13*time.Second, 40*time.Second))
 }

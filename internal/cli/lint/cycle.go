@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
 // The cycle check warns about a kafka_txn → starrocks_txn config that can
@@ -24,6 +26,12 @@ const (
 	defaultMaxInFlight    = 1024
 )
 
+// The consumer-group defaults, as the inputs' specs give them.
+var (
+	defaultHeartbeat, _ = time.ParseDuration(kafka.DefaultHeartbeatInterval)
+	defaultSession, _   = time.ParseDuration(kafka.DefaultSessionTimeout)
+)
+
 // CheckCycleYAML returns a warning for every way the config's kafka_txn
 // input and starrocks_txn output keep a commit cycle from reaching its
 // commit_interval. Configs without both, and values given by environment
@@ -39,17 +47,24 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 	root := doc.Content[0]
 	in := mapValue(orEmpty(mapValue(root, "input")), "kafka_txn")
 	out := mapValue(orEmpty(mapValue(root, "output")), "starrocks_txn")
-	if in == nil || out == nil {
-		return nil, nil
-	}
 	var ps []Problem
 	warn := func(n *yaml.Node, format string, args ...any) {
 		ps = append(ps, Problem{Line: n.Line, Column: n.Column, What: "warning: " + fmt.Sprintf(format, args...)})
 	}
+	if out != nil {
+		for _, name := range []string{"kafka_txn", "debezium_txn"} {
+			if group := mapValue(orEmpty(mapValue(root, "input")), name); group != nil {
+				leaseGap(group, warn)
+			}
+		}
+	}
+	if in == nil || out == nil {
+		return ps, nil
+	}
 
 	commit, ok := durationOf(mapValue(out, "commit_interval"), defaultCommitInterval)
 	if !ok || commit <= 0 {
-		return nil, nil
+		return ps, nil
 	}
 	batching := orEmpty(mapValue(in, "batching"))
 	periodNode := mapValue(batching, "period")
@@ -75,6 +90,22 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 		warn(in, "kafka_txn cannot tell where source transactions end: no txn_assembler in the stream and no batching.check, so batches can end inside a source transaction and each waits in one of starrocks_txn's max_in_flight slots for the next; set batching.check to what marks a transaction's last record (the input's README, Ending batches at source-transaction ends)")
 	}
 	return ps, nil
+}
+
+// leaseGap warns when an input's heartbeat_interval lets its membership
+// lease lapse for part of every heartbeat (above a quarter of
+// session_timeout); from half of it on the input's own lint rule and its
+// start refuse the config.
+func leaseGap(in *yaml.Node, warn func(*yaml.Node, string, ...any)) {
+	hbNode := mapValue(in, kafka.FieldHeartbeatInterval)
+	hb, hbOK := durationOf(hbNode, defaultHeartbeat)
+	st, stOK := durationOf(mapValue(in, kafka.FieldSessionTimeout), defaultSession)
+	if !hbOK || !stOK || hb <= 0 || st <= 0 || 2*hb >= st {
+		return
+	}
+	if gap := kafka.LeaseGap(hb, st); gap > 0 {
+		warn(orNode(hbNode, in), kafka.HeartbeatLeaseGapMsg, hb, st, gap)
+	}
 }
 
 // mentions reports whether key occurs anywhere in n as a mapping key.

@@ -40,6 +40,31 @@ input:
 output:
   starrocks_txn: {}
 `, want: []string{"kafka_txn batching.period 1s is not below starrocks_txn commit_interval 1s: a partition's records wait for the period before the output sees them, so rows become visible after about 2s, not 1s"}, line: 6},
+		{name: "heartbeat above a quarter of the session timeout", conf: `
+input:
+  kafka_txn:
+    session_timeout: 10s
+    heartbeat_interval: 3s
+` + asm + `
+output:
+  starrocks_txn: {}
+`, want: []string{"heartbeat_interval (3s) is above a quarter of session_timeout (10s): the membership lease that lets the output commit lapses for 1s of every heartbeat interval"}, line: 5},
+		{name: "debezium heartbeat above a quarter of the session timeout", conf: `
+input:
+  debezium_txn:
+    heartbeat_interval: 15s
+output:
+  starrocks_txn: {}
+`, want: []string{"heartbeat_interval (15s) is above a quarter of session_timeout (45s): the membership lease that lets the output commit lapses for 7.5s of every heartbeat interval"}, line: 4},
+		{name: "heartbeat at a quarter of the session timeout", conf: `
+input:
+  kafka_txn:
+    session_timeout: 12s
+    heartbeat_interval: 3s
+` + asm + `
+output:
+  starrocks_txn: {}
+`},
 		{name: "period below a longer commit interval", conf: `
 input:
   kafka_txn:
