@@ -67,7 +67,10 @@ func (m *captureMetrics) get(key string) int64 {
 	return m.counters[key]
 }
 
-func TestMetrics(t *testing.T) {
+// captureStream runs a stream of one txn_assembler whose metrics go to the
+// returned capture; produce returns once its batch is acknowledged.
+func captureStream(t *testing.T) (context.Context, service.MessageBatchHandlerFunc, *captureMetrics) {
+	t.Helper()
 	capture := &captureMetrics{counters: map[string]int64{}}
 	env := service.NewEnvironment()
 	require.NoError(t, env.RegisterMetricsExporter("capture", service.NewConfigSpec(),
@@ -82,10 +85,15 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, b.AddBatchConsumerFunc(func(context.Context, service.MessageBatch) error { return nil }))
 	stream, err := b.Build()
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
 	go func() { _ = stream.Run(ctx) }()
-	defer func() { _ = stream.StopWithin(5 * time.Second) }()
+	t.Cleanup(func() { _ = stream.StopWithin(5 * time.Second) })
+	return ctx, produce, capture
+}
+
+func TestMetrics(t *testing.T) {
+	ctx, produce, capture := captureStream(t)
 
 	s := &src{topic: "t", part: 0}
 	require.NoError(t, produce(ctx, service.MessageBatch{
@@ -130,24 +138,7 @@ func metricsTraffic() []*service.Message {
 // processed so far.
 func metricSnapshots(t *testing.T, msgs []*service.Message, size int) map[int]map[string]int64 {
 	t.Helper()
-	capture := &captureMetrics{counters: map[string]int64{}}
-	env := service.NewEnvironment()
-	require.NoError(t, env.RegisterMetricsExporter("capture", service.NewConfigSpec(),
-		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return capture, nil }))
-	b := env.NewStreamBuilder()
-	require.NoError(t, b.SetMetricsYAML(`capture: {}`))
-	require.NoError(t, b.SetLoggerYAML(`level: none`))
-	b.SetThreads(1)
-	require.NoError(t, b.AddProcessorYAML(`txn_assembler: {}`))
-	produce, err := b.AddBatchProducerFunc()
-	require.NoError(t, err)
-	require.NoError(t, b.AddBatchConsumerFunc(func(context.Context, service.MessageBatch) error { return nil }))
-	stream, err := b.Build()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	go func() { _ = stream.Run(ctx) }()
-	defer func() { _ = stream.StopWithin(5 * time.Second) }()
+	ctx, produce, capture := captureStream(t)
 
 	snaps := map[int]map[string]int64{}
 	for i := 0; i < len(msgs); i += size {
