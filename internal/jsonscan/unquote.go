@@ -94,3 +94,89 @@ func hex4(p []byte) rune {
 	}
 	return r
 }
+
+// ScanUnquote is Scan that also decodes, in the same pass, the member of
+// f's unquote-th name when it is a string: its content is appended to dst
+// as AppendUnquoted appends it, and the extended dst returned (dst as
+// given when the member is absent or not a string). On any status but OK,
+// what was appended is unspecified.
+func (f *Fields) ScanUnquote(b []byte, out []Value, unquote int, dst []byte) (Status, []byte) {
+	return f.scan(b, out, unquote, dst)
+}
+
+// strAppend is str, outside canonical tracking, that also appends the
+// string's decoded content to dst as AppendUnquoted does. A multi-byte
+// sequence is decoded from the text on: it cannot run past the closing
+// quote (a quote, a backslash or any ASCII byte ends a sequence), so it
+// decodes as within the content alone.
+func (s *scanner) strAppend(dst []byte) (Status, []byte) {
+	b := s.b
+	i := s.i + 1
+	escaped, nonASCII := false, false
+	for {
+		run := i
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		dst = append(dst, b[run:i]...)
+		if i >= len(b) {
+			return Invalid, dst
+		}
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			s.lastPlain = !escaped && !nonASCII
+			return OK, dst
+		case c == '\\':
+			escaped = true
+			i++
+			if i >= len(b) {
+				return Invalid, dst
+			}
+			switch e := b[i]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				if len(b)-i < 5 || !isHex4(b[i+1:i+5]) {
+					return Invalid, dst
+				}
+				rr := hex4(b[i+1 : i+5])
+				i += 5
+				if utf16.IsSurrogate(rr) {
+					if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' && isHex4(b[i+2:i+6]) {
+						if dec := utf16.DecodeRune(rr, hex4(b[i+2:i+6])); dec != utf8.RuneError {
+							i += 6
+							dst = utf8.AppendRune(dst, dec)
+							continue
+						}
+					}
+					rr = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, rr)
+				continue
+			default:
+				return Invalid, dst
+			}
+			i++
+		case c < 0x20:
+			return Invalid, dst
+		default:
+			// Any byte >= 0x80 is accepted, invalid UTF-8 decoding to
+			// U+FFFD, as in str and AppendUnquoted.
+			nonASCII = true
+			rr, size := utf8.DecodeRune(b[i:])
+			i += size
+			dst = utf8.AppendRune(dst, rr)
+		}
+	}
+}

@@ -92,10 +92,23 @@ const (
 
 func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	var r event
-	v, ok := d.scanBody(msg, envelopeFields)
-	if !ok {
+	if d.off {
 		return r, false
 	}
+	b, err := msg.AsBytes()
+	if err != nil {
+		return r, false
+	}
+	if cap(d.buf) > maxScratch {
+		d.buf = nil // do not keep the largest row ever seen
+	}
+	// A row given as a string is decoded into d.buf in the same pass.
+	v := d.vals[:envelopeFields.Len()]
+	var st jsonscan.Status
+	if st, d.buf = envelopeFields.ScanUnquote(bytes.TrimSpace(b), v, envJSON, d.buf[:0]); st != jsonscan.OK {
+		return r, false
+	}
+	ok := false
 	ev := &r
 	// decodeEnvelope keeps the partition only when it is a non-empty
 	// string or a number, and ignores it otherwise.
@@ -136,11 +149,7 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 		row = j.Raw // validated with the envelope
 		hasOp = hasOpKey(row)
 	case jsonscan.KindString:
-		if cap(d.buf) > maxScratch {
-			d.buf = nil // do not keep the largest row ever seen
-		}
-		d.buf = jsonscan.AppendUnquoted(d.buf[:0], j.Raw)
-		row = bytes.TrimSpace(d.buf)
+		row = bytes.TrimSpace(d.buf) // decoded by the scan
 		if len(row) == 0 || row[0] != '{' {
 			return r, false
 		}
