@@ -17,36 +17,12 @@ func AppendUnquoted(dst, raw []byte) []byte {
 		switch {
 		case c == '\\':
 			r++
-			switch s[r] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				rr := hex4(s[r+1 : r+5])
-				r += 5
-				if utf16.IsSurrogate(rr) {
-					if len(s)-r >= 6 && s[r] == '\\' && s[r+1] == 'u' && isHex4(s[r+2:r+6]) {
-						if dec := utf16.DecodeRune(rr, hex4(s[r+2:r+6])); dec != utf8.RuneError {
-							r += 6
-							dst = utf8.AppendRune(dst, dec)
-							continue
-						}
-					}
-					rr = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, rr)
+			if e, ok := simpleEscape(s[r]); ok {
+				dst = append(dst, e)
+				r++
 				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, s[r])
 			}
-			r++
+			dst, r = appendUnicodeEscape(dst, s, r) // \u
 		case c < utf8.RuneSelf:
 			// Copy the run of plain ASCII at once.
 			start := r
@@ -133,41 +109,15 @@ func (s *scanner) strAppend(dst []byte) (Status, []byte) {
 			if i >= len(b) {
 				return Invalid, dst
 			}
-			switch e := b[i]; e {
-			case '"', '\\', '/':
+			if e, ok := simpleEscape(b[i]); ok {
 				dst = append(dst, e)
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				if len(b)-i < 5 || !isHex4(b[i+1:i+5]) {
-					return Invalid, dst
-				}
-				rr := hex4(b[i+1 : i+5])
-				i += 5
-				if utf16.IsSurrogate(rr) {
-					if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' && isHex4(b[i+2:i+6]) {
-						if dec := utf16.DecodeRune(rr, hex4(b[i+2:i+6])); dec != utf8.RuneError {
-							i += 6
-							dst = utf8.AppendRune(dst, dec)
-							continue
-						}
-					}
-					rr = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, rr)
+				i++
 				continue
-			default:
+			}
+			if b[i] != 'u' || len(b)-i < 5 || !isHex4(b[i+1:i+5]) {
 				return Invalid, dst
 			}
-			i++
+			dst, i = appendUnicodeEscape(dst, b, i)
 		case c < 0x20:
 			return Invalid, dst
 		default:
@@ -179,4 +129,42 @@ func (s *scanner) strAppend(dst []byte) (Status, []byte) {
 			dst = utf8.AppendRune(dst, rr)
 		}
 	}
+}
+
+// simpleEscape decodes the escape whose letter (after the backslash) is c,
+// for every escape but \u; ok is false for anything else.
+func simpleEscape(c byte) (byte, bool) {
+	switch c {
+	case '"', '\\', '/':
+		return c, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}
+
+// appendUnicodeEscape appends the character of the \u escape whose 'u' is
+// at s[i], its four hex digits checked already, and returns where the text
+// goes on: a surrogate joins the \u escape that follows when the two make a
+// pair, and a lone one decodes to U+FFFD, as in encoding/json.
+func appendUnicodeEscape(dst, s []byte, i int) ([]byte, int) {
+	rr := hex4(s[i+1 : i+5])
+	i += 5
+	if utf16.IsSurrogate(rr) {
+		if len(s)-i >= 6 && s[i] == '\\' && s[i+1] == 'u' && isHex4(s[i+2:i+6]) {
+			if dec := utf16.DecodeRune(rr, hex4(s[i+2:i+6])); dec != utf8.RuneError {
+				return utf8.AppendRune(dst, dec), i + 6
+			}
+		}
+		rr = utf8.RuneError
+	}
+	return utf8.AppendRune(dst, rr), i
 }
