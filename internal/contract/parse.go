@@ -148,7 +148,7 @@ func parse(msg *service.Message, st *stamp) Parsed {
 			p.Present = p.Present.with(FieldSeqSource)
 		}
 	} else {
-		p.SeqSource = st.meta.SeqSource
+		p.SeqSource = st.seqSource
 		p.fromStamp(st, FieldSeqSource)
 	}
 	for _, b := range []struct {
@@ -182,9 +182,9 @@ func parse(msg *service.Message, st *stamp) Parsed {
 			if st.present.Has(n.f) {
 				*n.has = true
 				if n.f == FieldSeq {
-					*n.dst = st.meta.Seq
+					*n.dst = st.seq
 				} else {
-					*n.dst = st.meta.SourceOffset
+					*n.dst = st.offset
 				}
 			}
 			p.fromStamp(st, n.f)

@@ -31,13 +31,14 @@ const KeyTyped = "starrocks_contract"
 var typedFields = [...]Field{FieldSeqSource, FieldTxnEnd, FieldTxnAbort, FieldMarker, FieldSeq, FieldSourceOffset}
 
 // stamp is the value under KeyTyped. It is immutable once written, so
-// message copies share it.
+// message copies share it. It holds the typed keys only (the string keys
+// are read from the strings), in a small value: one is made per message.
 type stamp struct {
-	// meta holds the typed keys' values (the string keys' too, as
-	// written, for Materialize's sake only: Parse reads those from the
-	// strings).
-	meta Meta
-	// present is the set of typed keys the writer set.
+	seqSource string
+	seq       int64
+	offset    int64
+	// present is the set of typed keys the writer set; for KeyTxnEnd,
+	// KeyTxnAbort and KeyMarker it is their value.
 	present Fields
 	// body is the row body set on the message, when hasRow: a JSON object
 	// whose __op says del.
@@ -67,7 +68,6 @@ func Materialize(msg *service.Message) bool {
 	if st == nil {
 		return false
 	}
-	m := &st.meta
 	for _, f := range typedFields {
 		if !st.present.Has(f) {
 			continue
@@ -78,13 +78,13 @@ func Materialize(msg *service.Message) bool {
 		var v string
 		switch f {
 		case FieldSeqSource:
-			v = m.SeqSource
+			v = st.seqSource
 		case FieldTxnEnd, FieldTxnAbort, FieldMarker:
 			v = "true"
 		case FieldSeq:
-			v = strconv.FormatInt(m.Seq, 10)
+			v = strconv.FormatInt(st.seq, 10)
 		case FieldSourceOffset:
-			v = strconv.FormatInt(m.SourceOffset, 10)
+			v = strconv.FormatInt(st.offset, 10)
 		}
 		msg.MetaSetMut(f.Key(), v)
 	}
@@ -116,13 +116,14 @@ func (st *stamp) MarshalJSON() ([]byte, error) {
 		Row          bool   `json:"row"`
 		Delete       bool   `json:"delete,omitempty"`
 	}
-	r := rendered{SeqSource: st.meta.SeqSource, TxnEnd: st.meta.TxnEnd, TxnAbort: st.meta.TxnAbort,
-		Marker: st.meta.Marker, Row: st.hasRow, Delete: st.del}
-	if st.meta.HasSeq {
-		r.Seq = &st.meta.Seq
+	r := rendered{SeqSource: st.seqSource, TxnEnd: st.present.Has(FieldTxnEnd),
+		TxnAbort: st.present.Has(FieldTxnAbort), Marker: st.present.Has(FieldMarker),
+		Row: st.hasRow, Delete: st.del}
+	if st.present.Has(FieldSeq) {
+		r.Seq = &st.seq
 	}
-	if st.meta.HasOffset {
-		r.SourceOffset = &st.meta.SourceOffset
+	if st.present.Has(FieldSourceOffset) {
+		r.SourceOffset = &st.offset
 	}
 	return json.Marshal(r)
 }
@@ -169,16 +170,13 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 		st = new(stamp)
 	}
 	// The stamp holds what Read would give: no number without its flag.
-	if !m.HasSeq {
-		m.Seq = 0
+	*st = stamp{seqSource: m.SeqSource}
+	if m.HasSeq {
+		st.seq = m.Seq
 	}
-	if !m.HasOffset {
-		m.SourceOffset = 0
+	if m.HasOffset {
+		st.offset = m.SourceOffset
 	}
-	if !m.HasEpoch {
-		m.Epoch = 0
-	}
-	st.meta = m
 	st.body, st.hasRow, st.del = body, body != nil, del && body != nil
 	w.setString(msg, FieldPartition, m.Partition)
 	w.setString(msg, FieldDatabase, m.Database)
@@ -187,7 +185,7 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 	// The typed keys live in the stamp only; a string left under one of
 	// them (by an input's headers, or an earlier writer) would override it.
 	for _, f := range typedFields {
-		msg.MetaDelete(f.Key())
+		deleteKey(msg, f.Key())
 	}
 	if m.SeqSource != "" {
 		st.present = st.present.with(FieldSeqSource)
@@ -218,7 +216,7 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 			msg.MetaSetMut(KeyPartitionEpoch, w.box(FieldPartitionEpoch, strconv.FormatUint(m.Epoch, 10)))
 		}
 	default:
-		msg.MetaDelete(KeyPartitionEpoch)
+		deleteKey(msg, KeyPartitionEpoch)
 	}
 	msg.MetaSetMut(KeyTyped, st)
 }
@@ -236,10 +234,18 @@ func isEpoch(v any, epoch uint64) bool {
 
 func (w *Writer) setString(msg *service.Message, f Field, v string) {
 	if v == "" {
-		msg.MetaDelete(f.Key())
+		deleteKey(msg, f.Key())
 		return
 	}
 	msg.MetaSetMut(f.Key(), w.box(f, v))
+}
+
+// deleteKey removes key from msg's metadata. It looks first: the key is
+// usually absent, and a lookup costs half what deleting an absent key does.
+func deleteKey(msg *service.Message, key string) {
+	if _, set := msg.MetaGetMut(key); set {
+		msg.MetaDelete(key)
+	}
 }
 
 // box returns s as an interface value, reusing the one made for the same

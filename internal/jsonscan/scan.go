@@ -16,7 +16,8 @@
 // A decoder for a new format (for example Debezium's envelope) declares its
 // member names once with NewFields, scans each message with Fields.Scan and
 // reads the returned Values; nested objects (Debezium's "source") can be
-// scanned again with another Fields.
+// scanned again with another Fields. Fields.ScanUnquote also decodes one
+// string member in the same pass (a row sent as a JSON string).
 package jsonscan
 
 import (
@@ -121,34 +122,41 @@ func (f *Fields) Len() int { return len(f.names) }
 // exactly then the result equals what encoding/json.Unmarshal gives for a
 // struct with one json.RawMessage field per name.
 func (f *Fields) Scan(b []byte, out []Value) Status {
+	st, _ := f.scan(b, out, -1, nil)
+	return st
+}
+
+// scan is Scan; when the member of the unquote-th name is a string, it
+// also appends its decoded content to dst (ScanUnquote).
+func (f *Fields) scan(b []byte, out []Value, unquote int, dst []byte) (Status, []byte) {
 	out = out[:len(f.names)]
 	clear(out)
 	s := scanner{b: b}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		// Not an object: left to encoding/json, which says what it is.
-		return Unusual
+		return Unusual, dst
 	}
 	s.i++
 	s.ws()
 	if s.peek() == '}' {
 		s.i++
-		return s.end()
+		return s.end(), dst
 	}
 	for {
 		if s.peek() != '"' {
-			return Invalid
+			return Invalid, dst
 		}
 		keyStart := s.i
 		st, plain := s.str()
 		if st != OK {
-			return st
+			return st, dst
 		}
 		key := s.b[keyStart+1 : s.i-1]
 		if !plain {
 			// An escaped or non-ASCII key may still name a wanted field
 			// (encoding/json unescapes and folds it).
-			return Unusual
+			return Unusual, dst
 		}
 		slot := -1
 		for n, name := range f.names {
@@ -160,23 +168,29 @@ func (f *Fields) Scan(b []byte, out []Value) Status {
 				break
 			}
 			if equalFoldASCII(key, name) {
-				return Unusual
+				return Unusual, dst
 			}
 		}
 		s.ws()
 		if s.peek() != ':' {
-			return Invalid
+			return Invalid, dst
 		}
 		s.i++
 		s.ws()
 		valStart := s.i
-		kind, st := s.value(1)
+		var kind Kind
+		if slot == unquote && s.peek() == '"' {
+			kind = KindString
+			st, dst = s.strAppend(dst)
+		} else {
+			kind, st = s.value(1)
+		}
 		if st != OK {
-			return st
+			return st, dst
 		}
 		if slot >= 0 {
 			if out[slot].Kind != KindNone {
-				return Unusual // a duplicate: encoding/json keeps the last
+				return Unusual, dst // a duplicate: encoding/json keeps the last
 			}
 			out[slot] = Value{Raw: s.b[valStart:s.i:s.i], Off: valStart, Kind: kind, Plain: kind == KindString && s.lastPlain}
 		}
@@ -187,9 +201,9 @@ func (f *Fields) Scan(b []byte, out []Value) Status {
 			s.ws()
 		case '}':
 			s.i++
-			return s.end()
+			return s.end(), dst
 		default:
-			return Invalid
+			return Invalid, dst
 		}
 	}
 }

@@ -71,6 +71,7 @@ func checkValid(t require.TestingT, b []byte) {
 func checkScan(t require.TestingT, b []byte) {
 	out := make([]Value, testFields.Len())
 	st := testFields.Scan(b, out)
+	checkScanUnquote(t, b, st, out)
 	valid := json.Valid(b)
 	switch st {
 	case Invalid:
@@ -101,6 +102,26 @@ func checkScan(t require.TestingT, b []byte) {
 				require.Equal(t, s, string(c), "a Plain string's content is its value")
 			}
 		}
+	}
+}
+
+// checkScanUnquote checks ScanUnquote against Scan and AppendUnquoted for
+// every member: the same status and values, and when OK the member's
+// decoded content appended to what dst held.
+func checkScanUnquote(t require.TestingT, b []byte, st Status, out []Value) {
+	for k := range testFields.Len() {
+		got := make([]Value, testFields.Len())
+		gotSt, dst := testFields.ScanUnquote(b, got, k, []byte("pre"))
+		require.Equal(t, st, gotSt, "ScanUnquote of member %d of %q", k, b)
+		if st != OK {
+			continue
+		}
+		require.Equal(t, out, got, "ScanUnquote's values of %q", b)
+		want := "pre"
+		if out[k].Kind == KindString {
+			want += string(AppendUnquoted(nil, out[k].Raw))
+		}
+		require.Equal(t, want, string(dst), "ScanUnquote's content of member %d of %q", k, b)
 	}
 }
 

@@ -77,14 +77,7 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 		return nil, err
 	}
 	p.log = mgr.Logger()
-	met := mgr.Metrics()
-	p.m = metrics{
-		ended:      met.NewCounter("txn_assembler_transactions_ended"),
-		aborted:    met.NewCounter("txn_assembler_transactions_aborted"),
-		dropped:    met.NewCounter("txn_assembler_dropped", "kind"),
-		errored:    met.NewCounter("txn_assembler_errors", "reason"),
-		violations: met.NewCounter("txn_assembler_contract_violations"),
-	}
+	p.m = newMetrics(mgr.Metrics())
 	p.reg = registry.Get(mgr)
 	p.reg.OnFence(p.Reset)
 	p.registerEnds(format, custom)

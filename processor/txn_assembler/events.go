@@ -16,10 +16,10 @@ func (p *Processor) begin(w *writer, ps *partState, msg *service.Message, partit
 	switch {
 	case ps.open == nil:
 		ps.openTxn(ev.txnID, true)
-		p.m.dropped.Incr(1, "begin")
+		p.m.dropped.incrLabel("begin")
 	case ps.open.id == ev.txnID:
 		// A re-sent BEGIN of the open transaction.
-		p.m.dropped.Incr(1, "begin")
+		p.m.dropped.incrLabel("begin")
 	default:
 		// The source restarted: discard the open transaction in place of this
 		// BEGIN, then open the new one.
@@ -29,7 +29,7 @@ func (p *Processor) begin(w *writer, ps *partState, msg *service.Message, partit
 			Partition: partition, TxnID: old, TxnAbort: true, Marker: true,
 			HasOffset: true, SourceOffset: off,
 		}})
-		p.m.aborted.Incr(1)
+		p.m.aborted.incr()
 		p.log.Debugf("txn_assembler: partition %q: BEGIN of %q while %q is open: %q aborted", partition, ev.txnID, old, old)
 		ps.openTxn(ev.txnID, true)
 	}
@@ -63,7 +63,7 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		ps.poison(ev.txnID, reason)
 		e.err = flagErr(partition, open.id, "field %q: %s%s", p.txnField, reason, suffix(dataErr))
 		e.reason = "violation"
-		p.m.violations.Incr(1)
+		p.m.violations.incr()
 		w.emit(msg, e)
 		return
 	}
@@ -75,7 +75,7 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		e.meta.TxnEnd = true
 		ps.unpoison(open.id)
 		ps.open = nil
-		p.m.ended.Incr(1)
+		p.m.ended.incr()
 	}
 	w.emit(msg, e)
 }
@@ -90,13 +90,13 @@ func suffix(err error) string {
 func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partition string, ev event, off int64) {
 	switch {
 	case ps.open == nil:
-		p.m.dropped.Incr(1, "end")
+		p.m.dropped.incrLabel("end")
 	case ps.open.id != ev.txnID:
 		// An END of a transaction that is not open (a duplicate, or the END
 		// of an aborted or interleaved one) ends nothing. Rows of an
 		// interleaved transaction were flagged already.
-		p.m.dropped.Incr(1, "end")
-		p.m.violations.Incr(1)
+		p.m.dropped.incrLabel("end")
+		p.m.violations.incr()
 		p.log.Warnf("txn_assembler: partition %q: END of transaction %q dropped while transaction %q is open", partition, ev.txnID, ps.open.id)
 	default:
 		open := ps.open
@@ -110,7 +110,7 @@ func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partitio
 		}
 		ps.unpoison(open.id)
 		ps.open = nil
-		p.m.ended.Incr(1)
+		p.m.ended.incr()
 		w.emit(msg, e)
 	}
 }
@@ -118,16 +118,16 @@ func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partitio
 func (p *Processor) abort(w *writer, ps *partState, msg *service.Message, partition string, ev event, off int64) {
 	switch {
 	case ps.open == nil:
-		p.m.dropped.Incr(1, "abort")
+		p.m.dropped.incrLabel("abort")
 	case ev.txnID != "" && ps.open.id != ev.txnID:
-		p.m.dropped.Incr(1, "abort")
-		p.m.violations.Incr(1)
+		p.m.dropped.incrLabel("abort")
+		p.m.violations.incr()
 		p.log.Warnf("txn_assembler: partition %q: abort of transaction %q dropped while transaction %q is open", partition, ev.txnID, ps.open.id)
 	default:
 		old := ps.open.id
 		ps.unpoison(old)
 		ps.open = nil
-		p.m.aborted.Incr(1)
+		p.m.aborted.incr()
 		w.emit(msg, emission{meta: contract.Meta{
 			Partition: partition, TxnID: old, TxnAbort: true, Marker: true,
 			HasOffset: true, SourceOffset: off,
@@ -178,7 +178,7 @@ func (p *Processor) bad(w *writer, ps *partState, msg *service.Message, partitio
 // changes no state.
 func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, partition string, ev event, decErr error, off int64) {
 	if decErr == nil && (ev.kind == kindBegin || ev.kind == kindSkip) {
-		p.m.dropped.Incr(1, ev.kind.String())
+		p.m.dropped.incrLabel(ev.kind.String())
 		return
 	}
 	txn := ev.txnID

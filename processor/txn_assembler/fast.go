@@ -92,10 +92,23 @@ const (
 
 func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	var r event
-	v, ok := d.scanBody(msg, envelopeFields)
-	if !ok {
+	if d.off {
 		return r, false
 	}
+	b, err := msg.AsBytes()
+	if err != nil {
+		return r, false
+	}
+	if cap(d.buf) > maxScratch {
+		d.buf = nil // do not keep the largest row ever seen
+	}
+	// A row given as a string is decoded into d.buf in the same pass.
+	v := d.vals[:envelopeFields.Len()]
+	var st jsonscan.Status
+	if st, d.buf = envelopeFields.ScanUnquote(bytes.TrimSpace(b), v, envJSON, d.buf[:0]); st != jsonscan.OK {
+		return r, false
+	}
+	ok := false
 	ev := &r
 	// decodeEnvelope keeps the partition only when it is a non-empty
 	// string or a number, and ignores it otherwise.
@@ -130,21 +143,19 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	}
 	var row []byte
 	var scanned *jsonscan.Row
+	hasOp := false
 	switch j := v[envJSON]; j.Kind {
 	case jsonscan.KindObject:
 		row = j.Raw // validated with the envelope
+		hasOp = hasOpKey(row)
 	case jsonscan.KindString:
-		if cap(d.buf) > maxScratch {
-			d.buf = nil // do not keep the largest row ever seen
-		}
-		d.buf = jsonscan.AppendUnquoted(d.buf[:0], j.Raw)
-		row = bytes.TrimSpace(d.buf)
+		row = bytes.TrimSpace(d.buf) // decoded by the scan
 		if len(row) == 0 || row[0] != '{' {
 			return r, false
 		}
 		// Validated once: with the analysis withOpFast needs when the row
 		// carries __op text, plainly otherwise.
-		if hasOpKey(row) {
+		if hasOp = hasOpKey(row); hasOp {
 			st, info := jsonscan.ScanRow(row, contract.OpField)
 			if st != jsonscan.OK {
 				return r, false
@@ -179,7 +190,7 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	default:
 		return r, false
 	}
-	ev.rowJSON, ev.del, ok = withOpFast("json", row, scanned, del, explicit)
+	ev.rowJSON, ev.del, ok = withOpFast("json", row, hasOp, scanned, del, explicit)
 	return r, ok
 }
 
@@ -290,7 +301,8 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 	if v[mxData].Kind != jsonscan.KindObject {
 		return r, false
 	}
-	ev.rowJSON, ev.del, ok = withOpFast("data", v[mxData].Raw, nil, del, true)
+	row := v[mxData].Raw
+	ev.rowJSON, ev.del, ok = withOpFast("data", row, hasOpKey(row), nil, del, true)
 	return r, ok
 }
 
@@ -298,12 +310,12 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 // the same result; it also returns the row's final __op. A row in
 // encoding/json's canonical form that already carries a top-level __op of 0
 // or 1 keeps its bytes (withOp would decode and re-encode it to the same
-// text); ok is false where withOp fails. scanned is ScanRow's analysis of
-// the row when the caller has it already.
-func withOpFast(field string, row []byte, scanned *jsonscan.Row, del, explicit bool) ([]byte, bool, bool) {
-	if !hasOpKey(row) {
+// text); ok is false where withOp fails. hasOp is hasOpKey(row), and
+// scanned ScanRow's analysis of the row when the caller has it already.
+func withOpFast(field string, row []byte, hasOp bool, scanned *jsonscan.Row, del, explicit bool) ([]byte, bool, bool) {
+	if !hasOp {
 		// withOp appends the __op: it is del.
-		out, ierr := withOp(field, row, del, explicit)
+		out, ierr := withOpKnown(field, row, false, del, explicit)
 		return out, del, ierr == nil
 	}
 	st, info := jsonscan.OK, jsonscan.Row{}
@@ -322,7 +334,7 @@ func withOpFast(field string, row []byte, scanned *jsonscan.Row, del, explicit b
 		out[op.Off] = opDigit(del)
 		return out, del, true
 	}
-	out, ierr := withOp(field, row, del, explicit)
+	out, ierr := withOpKnown(field, row, true, del, explicit)
 	if ierr != nil {
 		return nil, false, false
 	}

@@ -44,14 +44,6 @@ const maxPoisoned = 64
 
 const seqSourceRandomBytes = 6
 
-type metrics struct {
-	ended      *service.MetricCounter
-	aborted    *service.MetricCounter
-	dropped    *service.MetricCounter
-	errored    *service.MetricCounter
-	violations *service.MetricCounter
-}
-
 // Processor is the txn_assembler batch processor.
 type Processor struct {
 	decode decoder
@@ -115,7 +107,8 @@ func (p *Processor) Close(context.Context) error {
 // batch (or none when every message was dropped).
 func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
 	if !p.inFlight.CompareAndSwap(false, true) {
-		p.m.errored.Incr(int64(len(batch)), "concurrent_call")
+		// Not under the mutex: reported at once.
+		p.m.errored.c.Incr(int64(len(batch)), "concurrent_call")
 		p.log.Errorf("%v", ErrConcurrentCalls)
 		out := make(service.MessageBatch, len(batch))
 		for i, msg := range batch {
@@ -128,6 +121,7 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.m.flush()
 	w := &writer{p: p, out: make(service.MessageBatch, 0, len(batch))}
 	batch = p.distinct(batch)
 	for i := range batch {
@@ -208,7 +202,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 		// partition, and its new owner reads the message again. Dropping it
 		// keeps it from corrupting the reset state; its acknowledgement is
 		// ignored by the input.
-		p.m.dropped.Incr(1, "stale_epoch")
+		p.m.dropped.incrLabel("stale_epoch")
 		w.stale++
 		return
 	}
@@ -258,6 +252,6 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	case kindAbort:
 		p.abort(w, ps, msg, partition, ev, off)
 	case kindSkip:
-		p.m.dropped.Incr(1, "skip")
+		p.m.dropped.incrLabel("skip")
 	}
 }

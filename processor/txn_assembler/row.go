@@ -34,11 +34,17 @@ func hasOpKey(b []byte) bool {
 // an __op the row already carries is kept. A row without any "__op" text is
 // extended in place, without decoding it.
 func withOp(field string, rowJSON []byte, del, explicit bool) ([]byte, *inputError) {
+	return withOpKnown(field, rowJSON, hasOpKey(rowJSON), del, explicit)
+}
+
+// withOpKnown is withOp for a caller that knows hasOp, hasOpKey(rowJSON):
+// every row is searched for the key once.
+func withOpKnown(field string, rowJSON []byte, hasOp, del, explicit bool) ([]byte, *inputError) {
 	op := byte('0')
 	if del {
 		op = '1'
 	}
-	if !hasOpKey(rowJSON) {
+	if !hasOp {
 		body := bytes.TrimSpace(rowJSON)
 		if len(body) < 2 || body[len(body)-1] != '}' {
 			return nil, badField(field, "must be a JSON object")

@@ -66,7 +66,7 @@ func (w *writer) emit(msg *service.Message, e emission) {
 	}
 	if e.err != nil {
 		msg.SetError(e.err)
-		p.m.errored.Incr(1, e.reason)
+		p.m.errored.incrLabel(e.reason)
 		if w.flagged == nil {
 			w.flagged = map[string]int{}
 			w.firstErr = map[string]error{}

@@ -7,7 +7,10 @@ package txnassembler
 type partState struct {
 	hasHWM bool
 	hwm    int64
-	open   *openTxn
+	// open is the open transaction, or nil; it points at txn, which holds
+	// it, so that opening one allocates nothing.
+	open *openTxn
+	txn  openTxn
 	// taint is set when a message that could not be attributed to any
 	// transaction arrived with nothing open: the next transaction opened
 	// without a BEGIN may be missing that message and is flagged.
@@ -65,7 +68,8 @@ func (ps *partState) unpoison(id string) {
 
 // openTxn opens a transaction; explicit is true for a BEGIN.
 func (ps *partState) openTxn(id string, explicit bool) *openTxn {
-	t := &openTxn{id: id, poison: ps.poisoned[id]}
+	t := &ps.txn
+	*t = openTxn{id: id, poison: ps.poisoned[id]}
 	if !explicit && ps.taint != "" && t.poison == "" {
 		t.poison = ps.taint
 	}
