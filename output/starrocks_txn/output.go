@@ -98,6 +98,9 @@ type Output struct {
 	// waiting counts the WriteBatch calls in flight, for the
 	// starrocks_txn_waiting_write_batches gauge.
 	waiting int
+	// regionScratch is the manager tick's set of open regions, kept between
+	// ticks (manager.go).
+	regionScratch map[regionKey]struct{}
 	// unresolved counts the commits whose outcome is being resolved
 	// (commit.go: resolve); inFlight maps the label of every commit request
 	// sent and not resolved to its database, for Close to name what it
