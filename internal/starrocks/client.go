@@ -205,10 +205,10 @@ type call struct {
 	withBody bool
 	// refs, when set, counts the readers of body net/http holds
 	// (LoadRequest.Refs).
-	refs     BodyRefs
-	db       string
-	table    string
-	label    string
+	refs  BodyRefs
+	db    string
+	table string
+	label string
 }
 
 func (k *call) fail(class Class, rep *Reply, err error) *Error {

@@ -101,6 +101,8 @@ type Output struct {
 	// regionScratch is the manager tick's set of open regions, kept between
 	// ticks (manager.go).
 	regionScratch map[regionKey]struct{}
+	// bodies keeps load bodies for reuse (bodypool.go).
+	bodies bodyPool
 	// unresolved counts the commits whose outcome is being resolved
 	// (commit.go: resolve); inFlight maps the label of every commit request
 	// sent and not resolved to its database, for Close to name what it
