@@ -12,53 +12,33 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
 // A pooled body goes back to the pool only after its maker and every reader
 // released it; until then get never hands its memory out again.
 func TestPooledBodyReusedOnlyOnceEveryHoldReleased(t *testing.T) {
-	var p bodyPool
-	b := newPooledBody(&p, append(p.get(100), "[1]"...))
+	var p bufpool.FreeList
+	b := newPooledBody(&p, append(p.Get(100), "[1]"...))
 	b.Acquire() // net/http opens a reader
 	b.Acquire() // and one for a resend
 	b.Release() // the maker is done
 	b.Release() // the first reader is closed
-	other := p.get(100)
+	other := p.Get(100)
 	assert.NotSame(t, &b.buf[:1][0], &other[:1][0], "a reader still holds the body")
 	b.Release() // the last reader is closed
-	again := p.get(100)
+	again := p.Get(100)
 	assert.Same(t, &b.buf[:1][0], &again[:1][0], "reused once nothing holds it")
 	assert.Empty(t, again, "handed out empty")
-}
-
-// get takes the smallest free buffer that fits; put keeps at most
-// bodyPoolMax, dropping the smallest, and never one over bodyPoolMaxBytes.
-func TestBodyPoolKeepsTheLargestFew(t *testing.T) {
-	var p bodyPool
-	for i := range bodyPoolMax + 2 {
-		p.put(make([]byte, 0, 1000*(i+1)))
-	}
-	require.Len(t, p.free, bodyPoolMax)
-	for _, b := range p.free {
-		assert.GreaterOrEqual(t, cap(b), 3000, "the smallest were dropped")
-	}
-	p.put(make([]byte, 0, bodyPoolMaxBytes+1))
-	for _, b := range p.free {
-		assert.LessOrEqual(t, cap(b), bodyPoolMaxBytes)
-	}
-	got := p.get(4500)
-	assert.Equal(t, 5000, cap(got), "the smallest that fits")
-	fresh := p.get(bodyPoolMaxBytes / 2)
-	assert.GreaterOrEqual(t, cap(fresh), bodyPoolMaxBytes/2, "a new one when none fits")
 }
 
 // The body loadPending builds from the pool is the same JSON array as
 // loadBody's.
 func TestPooledLoadBodyEqualsLoadBody(t *testing.T) {
 	txns := benchTxns(50)
-	var p bodyPool
-	p.put(append(make([]byte, 0, 1<<20), "garbage left by the last use"...))
+	var p bufpool.FreeList
+	p.Put(append(make([]byte, 0, 1<<20), "garbage left by the last use"...))
 	for _, tbl := range []string{"orders", "none"} {
 		want, n := loadBody(txns, tbl)
 		size, m := loadBodySize(txns, tbl)
@@ -67,7 +47,7 @@ func TestPooledLoadBodyEqualsLoadBody(t *testing.T) {
 			continue
 		}
 		assert.Len(t, want, size)
-		assert.Equal(t, string(want), string(fillLoadBody(p.get(size), txns, tbl)))
+		assert.Equal(t, string(want), string(fillLoadBody(p.Get(size), txns, tbl)))
 	}
 }
 

@@ -60,7 +60,7 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 			c.sent[tbl] = len(c.txns)
 			continue
 		}
-		body := newPooledBody(&w.o.bodies, fillLoadBody(w.o.bodies.get(size), c.txns[from:], tbl))
+		body := newPooledBody(&w.o.bodies, fillLoadBody(w.o.bodies.Get(size), c.txns[from:], tbl))
 		jobs = append(jobs, loadJob{table: tbl, body: body.buf, held: body, upto: len(c.txns)})
 	}
 	if len(jobs) == 0 {

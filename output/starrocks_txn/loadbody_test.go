@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 )
 
 // The body is the JSON array of the table's rows in transaction order, each
@@ -74,14 +76,14 @@ func BenchmarkLoadBody(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 		})
 		b.Run(fmt.Sprintf("pooled/%d", n), func(b *testing.B) {
-			var p bodyPool
+			var p bufpool.FreeList
 			b.ReportAllocs()
 			for b.Loop() {
 				size, got := loadBodySize(txns, "orders")
 				if got != rows {
 					b.Fatal(got)
 				}
-				body := newPooledBody(&p, fillLoadBody(p.get(size), txns, "orders"))
+				body := newPooledBody(&p, fillLoadBody(p.Get(size), txns, "orders"))
 				body.Release()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")

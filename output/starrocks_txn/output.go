@@ -11,6 +11,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -102,7 +103,7 @@ type Output struct {
 	// ticks (manager.go).
 	regionScratch map[regionKey]struct{}
 	// bodies keeps load bodies for reuse (bodypool.go).
-	bodies bodyPool
+	bodies bufpool.FreeList
 	// unresolved counts the commits whose outcome is being resolved
 	// (commit.go: resolve); inFlight maps the label of every commit request
 	// sent and not resolved to its database, for Close to name what it
