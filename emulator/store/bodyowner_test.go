@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,4 +62,17 @@ func renderParsed(res *Parsed) string {
 	}
 	fmt.Fprintf(&b, "loaded %d filtered %d unselected %d errors %q", res.Loaded, res.Filtered, res.Unselected, res.Errors)
 	return b.String()
+}
+
+// A big array whose first element is tiny reserves a bounded result, and
+// the rows are the same as without the reservation.
+func TestReserveRowsBounded(t *testing.T) {
+	b := &rowBuilder{res: &Parsed{}}
+	b.reserveRows(1<<30, 2)
+	assert.LessOrEqual(t, cap(b.res.Rows), maxReservedRows)
+	b = &rowBuilder{res: &Parsed{Rows: make([]Row, 1, 1)}}
+	b.res.Rows[0].Op = OpDelete
+	b.reserveRows(1000, 100)
+	assert.GreaterOrEqual(t, cap(b.res.Rows), 10)
+	assert.Equal(t, []Row{{Op: OpDelete}}, b.res.Rows, "what was parsed is kept")
 }
