@@ -341,6 +341,10 @@ func (o *Output) sequenceLocked(it *item, now time.Time) {
 	}
 	s := o.sequencerLocked(it.pk.source)
 	seq := it.meta.Seq
+	if s.admitNext(seq, now) {
+		o.applyLocked(it, now)
+		return
+	}
 	ready, res := s.offer(seq, it, now)
 	switch res {
 	case offerLate:

@@ -171,6 +171,11 @@ type srcTxn struct {
 	// to dead_letter.
 	inCommit     bool
 	inDeadLetter bool
+
+	// itemsBuf and tablesBuf are where items and tables start: a usual
+	// transaction fits, in the allocation of the transaction itself.
+	itemsBuf  [8]*item
+	tablesBuf [4]string
 }
 
 // held reports whether a request that holds the transaction is in flight.
@@ -178,7 +183,9 @@ func (t *srcTxn) held() bool { return t.inCommit || t.inDeadLetter }
 
 // newTxnLocked starts a source transaction of p in state open.
 func newTxnLocked(p *partition, id string, t0 time.Time) *srcTxn {
-	return &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
+	t := &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
+	t.items, t.tables = t.itemsBuf[:0], t.tablesBuf[:0]
+	return t
 }
 
 // addRowLocked adds one row to an open transaction and counts its bytes in

@@ -64,6 +64,20 @@ func (s *sequencer[T]) offer(seq int64, v T, now time.Time) ([]T, offerResult) {
 	return s.drain(now), offerQueued
 }
 
+// admitNext admits seq at once when it is next and nothing waits: what
+// offer does then, without keeping the value or returning a slice (the
+// usual case, each message of an in-order stream). It reports whether it
+// did; otherwise nothing changed and the value goes through offer.
+func (s *sequencer[T]) admitNext(seq int64, now time.Time) bool {
+	if seq != s.next || len(s.pending) > 0 {
+		return false
+	}
+	s.touched = now
+	s.next++
+	s.gapSince = time.Time{}
+	return true
+}
+
 // drain admits the pending run that starts at next.
 func (s *sequencer[T]) drain(now time.Time) []T {
 	var ready []T

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
@@ -130,4 +131,24 @@ func TestHoldSeqsAsRuns(t *testing.T) {
 	o.holdSeqsLocked(items, -1)
 	assert.Empty(t, o.seqs["a"].held)
 	assert.Empty(t, o.seqs["b"].held)
+}
+
+// admitNext does what offer does for the next seq while nothing waits, and
+// nothing otherwise.
+func TestSequencerAdmitNextIsOfferInOrder(t *testing.T) {
+	now := time.Unix(100, 0)
+	a, b := newSequencer[string](), newSequencer[string]()
+	for seq := int64(1); seq <= 3; seq++ {
+		require.True(t, a.admitNext(seq, now.Add(time.Duration(seq))))
+		ready, res := b.offer(seq, "v", now.Add(time.Duration(seq)))
+		require.Equal(t, offerQueued, res)
+		require.Equal(t, []string{"v"}, ready)
+		assert.Equal(t, *b, *a)
+	}
+	assert.False(t, a.admitNext(3, now), "late")
+	assert.False(t, a.admitNext(5, now), "a gap")
+	a.offer(5, "e", now)
+	assert.False(t, a.admitNext(4, now), "something waits: offer admits both")
+	ready, _ := a.offer(4, "d", now)
+	assert.Equal(t, []string{"d", "e"}, ready)
 }
