@@ -99,6 +99,7 @@ import (
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 )
 
 // Defaults of Config.
@@ -240,6 +241,8 @@ type Emulator struct {
 	store  *store.Store
 	faults *Faults
 	ctr    counters
+	// bodies keeps load body buffers for reuse (load.go, ingest).
+	bodies bufpool.FreeList
 
 	// unlockDir releases the data directory's lock (nil without one).
 	unlockDir func() error

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 )
 
 const mb = 1 << 20
@@ -129,7 +131,7 @@ func (e *Emulator) ingest(q *req) {
 	limit := int64(e.cfg.StreamingLoadMaxMB)*mb - ctxBytes(t, tl) + 1
 	e.mu.Unlock()
 
-	body, err := readBody(q.r, limit)
+	body, err := readBody(q.r, limit, &e.bodies)
 	if err != nil {
 		e.mu.Lock()
 		tl.busy = false
@@ -161,6 +163,9 @@ func (e *Emulator) ingest(q *req) {
 			parseErr = err.Error()
 		}
 	}
+	// Nothing parsed keeps any of the body (store's
+	// FuzzParseKeepsNothingOfTheBody): its buffer serves the next load.
+	e.bodies.Put(body)
 	e.mu.Lock()
 	tl.busy = false
 	if !loadable(t) {
@@ -186,10 +191,15 @@ func (e *Emulator) ingest(q *req) {
 }
 
 // readBody reads at most limit bytes of the body, in one allocation when
-// the length is known.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// its length is known — a buffer of pool when that is set.
+func readBody(r *http.Request, limit int64, pool *bufpool.FreeList) ([]byte, error) {
 	if n := r.ContentLength; n > 0 && n < limit {
-		buf := make([]byte, n)
+		var buf []byte
+		if pool != nil {
+			buf = pool.Get(int(n))[:n]
+		} else {
+			buf = make([]byte, n)
+		}
 		if _, err := io.ReadFull(r.Body, buf); err != nil {
 			return nil, fmt.Errorf("reading the load body: %w", err)
 		}
@@ -320,7 +330,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 			return
 		}
 	}
-	body, err := readBody(q.r, int64(e.cfg.StreamingLoadMaxMB)*mb+1)
+	body, err := readBody(q.r, int64(e.cfg.StreamingLoadMaxMB)*mb+1, nil)
 	if err != nil {
 		e.mu.Lock()
 		e.abortLocked(t, "reading the body failed: "+err.Error())

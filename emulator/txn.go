@@ -118,7 +118,12 @@ func (e *Emulator) endStreamsLocked(t *txn) {
 
 // addParsedLocked adds a parse result to a table of t.
 func (e *Emulator) addParsedLocked(t *txn, tl *tableLoad, p *parsedLoad) {
-	tl.rows = append(tl.rows, p.Rows...)
+	if tl.rows == nil {
+		// The first load of the table: its rows are the table's, no copy.
+		tl.rows = p.Rows
+	} else {
+		tl.rows = append(tl.rows, p.Rows...)
+	}
 	tl.loaded += p.Loaded
 	tl.filtered += p.Filtered
 	tl.unsel += p.Unselected

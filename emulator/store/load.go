@@ -173,6 +173,9 @@ type rowBuilder struct {
 
 	// per row
 	vals []any
+	// slab is where the next rows' vals are cut from: a block for a few
+	// rows, not an allocation per row.
+	slab []any
 	seen []bool
 	op   Op
 	bad  string // first error of the row
@@ -308,11 +311,22 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 }
 
 func (b *rowBuilder) startRow() {
-	b.vals = make([]any, len(b.sc.Columns))
+	n := len(b.sc.Columns)
+	if len(b.slab) < n {
+		// A block per slabRows rows: a stored row keeps its block alive, so
+		// it stays small.
+		b.slab = make([]any, n*slabRows)
+	}
+	// Full slice expression: appending to a row's values never reaches the
+	// next row's.
+	b.vals, b.slab = b.slab[:n:n], b.slab[n:]
 	clear(b.seen)
 	b.op = OpUpsert
 	b.bad = ""
 }
+
+// slabRows is how many rows' values startRow allocates at once.
+const slabRows = 16
 
 // rowError records the first problem of the current row.
 func (b *rowBuilder) rowError(format string, args ...any) {

@@ -57,13 +57,14 @@ func (b *rowBuilder) parseJSON(body []byte) (*Parsed, error) {
 
 // streamArray converts the rows of a top-level array while scanning it.
 func (b *rowBuilder) streamArray(s *jscan) error {
+	start := s.i
 	s.i++ // [
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == ']' {
 		s.i++
 		return nil
 	}
-	for {
+	for first := true; ; first = false {
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == '{' {
 			if err := b.streamObject(s); err != nil {
@@ -75,6 +76,9 @@ func (b *rowBuilder) streamArray(s *jscan) error {
 				return err
 			}
 			b.jsonRow(k, s.b[st:en])
+		}
+		if first {
+			b.reserveRows(len(s.b)-start, s.i-start)
 		}
 		s.ws()
 		if s.i >= len(s.b) {
@@ -89,6 +93,24 @@ func (b *rowBuilder) streamArray(s *jscan) error {
 		default:
 			return s.fail(fmt.Sprintf("invalid character %q after array element", s.b[s.i]))
 		}
+	}
+}
+
+// maxReservedRows bounds what reserveRows makes room for.
+const maxReservedRows = 1 << 17
+
+// reserveRows makes room for the rows of an array of size bytes whose first
+// element took first bytes, rows of about the same size: the result grows
+// once, not in doublings that copy it over and over.
+func (b *rowBuilder) reserveRows(size, first int) {
+	if first <= 0 {
+		return
+	}
+	// Bounded: a small first element of a big body must not reserve a
+	// huge result (beyond it, append doubles as usual).
+	want := min(size/first+size/first/8, size/3, maxReservedRows)
+	if rows := b.res.Rows; cap(rows) < want {
+		b.res.Rows = append(make([]Row, 0, want), rows...)
 	}
 }
 

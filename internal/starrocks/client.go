@@ -158,7 +158,15 @@ func New(cfg Config) (*Client, error) {
 		Transport: c.transport,
 		// Redirects are followed by hand (see attempt): net/http drops
 		// Authorization when the host changes (FE → BE always does).
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		// The hop net/http prepared is never sent: its body (a reader
+		// GetBody made, which LoadRequest.Refs counts) is closed here, as
+		// net/http would leave it open.
+		CheckRedirect: func(next *http.Request, _ []*http.Request) error {
+			if next.Body != nil {
+				_ = next.Body.Close()
+			}
+			return http.ErrUseLastResponse
+		},
 	}
 	if cfg.Username != "" || cfg.Password != "" {
 		c.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Username+":"+cfg.Password))
@@ -213,9 +221,12 @@ type call struct {
 	header   http.Header
 	body     []byte
 	withBody bool
-	db       string
-	table    string
-	label    string
+	// refs, when set, counts the readers of body net/http holds
+	// (LoadRequest.Refs).
+	refs  BodyRefs
+	db    string
+	table string
+	label string
 }
 
 func (k *call) fail(class Class, rep *Reply, err error) *Error {
@@ -379,6 +390,9 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, e
 		req, err := http.NewRequestWithContext(ctx, k.method, u.String(), body)
 		if err != nil {
 			return nil, fmt.Errorf("building %s request: %w", k.op, err)
+		}
+		if k.refs != nil && len(k.body) > 0 {
+			countReaders(req, k.body, k.refs)
 		}
 		req.Header = k.header.Clone()
 		resp, err := c.http.Do(req)

@@ -97,7 +97,7 @@ func (c *Client) Load(ctx context.Context, r LoadRequest) (*Reply, error) {
 	}
 	return c.do(ctx, &call{
 		op: OpLoad, method: http.MethodPut, path: "/api/transaction/load", header: h,
-		body: body, withBody: true, db: r.DB, table: r.Table, label: r.Label,
+		body: body, withBody: true, refs: r.Refs, db: r.DB, table: r.Table, label: r.Label,
 	})
 }
 
@@ -124,7 +124,7 @@ func (c *Client) StreamLoad(ctx context.Context, r LoadRequest) (*Reply, error) 
 	}
 	return c.do(ctx, &call{
 		op: OpStreamLoad, method: http.MethodPut, path: "/api/" + r.DB + "/" + r.Table + "/_stream_load",
-		header: h, body: body, withBody: true, db: r.DB, table: r.Table, label: r.Label,
+		header: h, body: body, withBody: true, refs: r.Refs, db: r.DB, table: r.Table, label: r.Label,
 	})
 }
 

@@ -63,6 +63,22 @@ type LoadRequest struct {
 	// table within one transaction.
 	Headers map[string]string
 	Body    []byte
+	// Refs, when set, is told each time the client opens a reader over
+	// Body (Acquire) and when net/http is done with it (Release). net/http
+	// may read a request body after the request returned — a reply that
+	// came before the body was sent whole, a resend through GetBody — so a
+	// caller that reuses Body's memory may do so only once every Acquire
+	// was released (and its own hold with them). A reader that net/http
+	// never closes is never released: the memory is then left to the
+	// garbage collector, never reused.
+	Refs BodyRefs
+}
+
+// BodyRefs counts the readers of a load body that net/http holds
+// (LoadRequest.Refs). Both methods may be called from any goroutine.
+type BodyRefs interface {
+	Acquire()
+	Release()
 }
 
 // Class says what a reply means to the caller.

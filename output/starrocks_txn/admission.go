@@ -341,6 +341,10 @@ func (o *Output) sequenceLocked(it *item, now time.Time) {
 	}
 	s := o.sequencerLocked(it.pk.source)
 	seq := it.meta.Seq
+	if s.admitNext(seq, now) {
+		o.applyLocked(it, now)
+		return
+	}
 	ready, res := s.offer(seq, it, now)
 	switch res {
 	case offerLate:
@@ -373,12 +377,32 @@ func (o *Output) sequencerLocked(source string) *sequencer[*item] {
 
 // holdSeqsLocked records (delta 1) or forgets (delta -1) the seqs of a
 // WriteBatch call that waits before admission.
+// Consecutive seqs of one source are held as one run, so a batch costs a
+// map entry per run, not per message; the same items give the same runs.
 func (o *Output) holdSeqsLocked(items []*item, delta int) {
-	for _, it := range items {
-		if it.pk.partition != noContractPartition && !it.unsequenced {
-			o.sequencerLocked(it.pk.source).hold(it.meta.Seq, delta)
+	var (
+		src  string
+		run  seqRun
+		open bool
+	)
+	flush := func() {
+		if open {
+			o.sequencerLocked(src).holdRun(run, delta)
 		}
 	}
+	for _, it := range items {
+		if it.pk.partition == noContractPartition || it.unsequenced {
+			continue
+		}
+		seq := it.meta.Seq
+		if open && it.pk.source == src && seq == run.to+1 {
+			run.to = seq
+			continue
+		}
+		flush()
+		src, run, open = it.pk.source, seqRun{seq, seq}, true
+	}
+	flush()
 }
 
 func (o *Output) unholdSeqs(items []*item) {

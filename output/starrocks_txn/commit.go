@@ -373,24 +373,59 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	o.m.commitLatency.Timing(int64(now.Sub(start)), w.metricDB())
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// A fence or a stall may have taken a transaction while the commit was
+	// in flight: it is committed all the same. Its rows are counted only
+	// when the move is allowed (a refusal is reported by moveLocked), and
+	// before any move, which acknowledges messages: a caller whose
+	// WriteBatch returned reads the metrics that count it. A move changes
+	// no other transaction's state, so deciding them all first is the same
+	// as deciding each before its own move. The counters take one call per
+	// label set for the whole commit: a labelled call allocates.
+	db := w.metricDB()
+	counted := w.countedRows[:0]
+	var txns int64
 	for _, t := range c.txns {
-		// A fence or a stall may have taken it while the commit was in
-		// flight: it is committed all the same. Its rows are counted only
-		// when the move is allowed (a refusal is reported by moveLocked),
-		// and before it, which acknowledges its messages: a caller whose
-		// WriteBatch returned reads the metrics that count it.
-		if !t.state.over() && canMove(t.state, txnCommitted, t.inCommit, t.inDeadLetter) {
-			for _, tbl := range t.tables {
-				o.m.rows.Incr(int64(len(t.rows[tbl])), w.metricDB(), tbl)
-			}
-			o.m.srcTxns.Incr(1, w.metricDB())
-			o.m.visibility.Timing(int64(now.Sub(t.t0)), w.metricDB())
+		if t.state.over() || !canMove(t.state, txnCommitted, t.inCommit, t.inDeadLetter) {
+			continue
 		}
+		for _, tbl := range t.tables {
+			counted = addTableCount(counted, tbl, int64(len(t.rows[tbl])))
+		}
+		txns++
+		o.m.visibility.Timing(int64(now.Sub(t.t0)), db)
+	}
+	for _, tc := range counted {
+		o.m.rows.Incr(tc.n, db, tc.table)
+	}
+	if txns > 0 {
+		o.m.srcTxns.Incr(txns, db)
+	}
+	clear(counted)
+	w.countedRows = counted[:0]
+	for _, t := range c.txns {
 		if !t.state.over() {
 			o.moveLocked(t, txnCommitted)
 		}
 		t.inCommit = false
 	}
+}
+
+// tableCount is a table's rows in one commit (dbWorker.committed).
+type tableCount struct {
+	table string
+	n     int64
+}
+
+// addTableCount adds n rows of table to counts: a commit touches a few
+// tables, so a linear scan beats a map.
+func addTableCount(counts []tableCount, table string, n int64) []tableCount {
+	for i := range counts {
+		if counts[i].table == table {
+			counts[i].n += n
+			return counts
+		}
+	}
+	return append(counts, tableCount{table: table, n: n})
 }
 
 // begin opens the cycle's shared transaction under a new label, retrying

@@ -171,14 +171,30 @@ type srcTxn struct {
 	// to dead_letter.
 	inCommit     bool
 	inDeadLetter bool
+
+	// itemsBuf and tablesBuf are where items and tables start: a usual
+	// transaction fits, in the allocation of the transaction itself.
+	itemsBuf  [8]*item
+	tablesBuf [4]string
+	// rowsBuf is where the first tables' rows start, rowsPerTable each
+	// (carved by addRowLocked from rowsFree): one or two rows per table are
+	// usual, so most transactions need no allocation for their rows.
+	rowsBuf  [3 * rowsPerTable][]byte
+	rowsFree [][]byte
 }
+
+// rowsPerTable is the room for rows each of a transaction's first tables
+// gets in srcTxn.rowsBuf.
+const rowsPerTable = 2
 
 // held reports whether a request that holds the transaction is in flight.
 func (t *srcTxn) held() bool { return t.inCommit || t.inDeadLetter }
 
 // newTxnLocked starts a source transaction of p in state open.
 func newTxnLocked(p *partition, id string, t0 time.Time) *srcTxn {
-	return &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
+	t := &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
+	t.items, t.tables, t.rowsFree = t.itemsBuf[:0], t.tablesBuf[:0], t.rowsBuf[:]
+	return t
 }
 
 // addRowLocked adds one row to an open transaction and counts its bytes in
@@ -188,10 +204,16 @@ func (o *Output) addRowLocked(t *srcTxn, it *item) {
 		o.refuseLocked(t, fmt.Errorf("adding a row to source transaction %q of partition %s in state %s", t.id, t.p.key, t.state))
 		return
 	}
-	if _, seen := t.rows[it.table]; !seen {
+	rows, seen := t.rows[it.table]
+	if !seen {
 		t.tables = append(t.tables, it.table)
+		if len(t.rowsFree) >= rowsPerTable {
+			// Full slice expression: a table's rows past its room move
+			// out, never into the next table's.
+			rows, t.rowsFree = t.rowsFree[:0:rowsPerTable], t.rowsFree[rowsPerTable:]
+		}
 	}
-	t.rows[it.table] = append(t.rows[it.table], it.body)
+	t.rows[it.table] = append(rows, it.body)
 	if it.isDelete {
 		if t.deletes == nil {
 			t.deletes = map[string]bool{}

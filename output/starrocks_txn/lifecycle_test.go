@@ -355,3 +355,28 @@ func TestLifecycleCheckFindsDriftingCounters(t *testing.T) {
 // unobserved hides the fake server's observe method: its calls run no
 // lifecycle check.
 type unobserved struct{ txnClient }
+
+// A transaction's rows stay each table's own, in order, however many tables
+// and rows it has: a table's rows past its room in srcTxn.rowsBuf never
+// land in the next table's.
+func TestAddRowKeepsEachTablesRows(t *testing.T) {
+	o := &Output{}
+	txn := newTxnLocked(&partition{}, "t", time.Time{})
+	want := map[string][]string{}
+	tables := []string{"a", "b", "c", "d", "e"}
+	for i := range 40 {
+		tbl := tables[(i*7+i/3)%len(tables)]
+		body := fmt.Sprintf(`{"n":%d}`, i)
+		o.addRowLocked(txn, &item{table: tbl, body: []byte(body)})
+		want[tbl] = append(want[tbl], body)
+	}
+	got := map[string][]string{}
+	for tbl, rows := range txn.rows {
+		for _, r := range rows {
+			got[tbl] = append(got[tbl], string(r))
+		}
+	}
+	assert.Equal(t, want, got)
+	assert.ElementsMatch(t, tables, txn.tables)
+	assert.Equal(t, int64(len(`{"n":0}`)*10+len(`{"n":10}`)*30), txn.bytes)
+}

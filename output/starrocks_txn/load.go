@@ -53,18 +53,26 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		if from >= len(c.txns) {
 			continue
 		}
-		body, n := loadBody(c.txns[from:], tbl)
+		size, n := loadBodySize(c.txns[from:], tbl)
 		if n == 0 {
 			// An empty chunk sends no load: a table loaded with 0 rows
 			// fails the commit.
 			c.sent[tbl] = len(c.txns)
 			continue
 		}
-		jobs = append(jobs, loadJob{table: tbl, body: body, upto: len(c.txns)})
+		body := newPooledBody(&w.o.bodies, fillLoadBody(w.o.bodies.Get(size), c.txns[from:], tbl))
+		jobs = append(jobs, loadJob{table: tbl, body: body.buf, held: body, upto: len(c.txns)})
 	}
 	if len(jobs) == 0 {
 		return nil
 	}
+	// The bodies go back to the pool once every load (and resend) of them
+	// returned and net/http closed every reader it made of them.
+	defer func() {
+		for _, j := range jobs {
+			j.held.Release()
+		}
+	}()
 	errs := make([]error, len(jobs))
 	loadStart := time.Now()
 	var wg sync.WaitGroup
@@ -72,7 +80,7 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			errs[i] = w.loadOne(ctx, c.label, jobs[i].table, jobs[i].body)
+			errs[i] = w.loadOne(ctx, c.label, jobs[i].table, jobs[i].body, jobs[i].held)
 		}(i)
 	}
 	wg.Wait()
@@ -89,9 +97,20 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 // loadBody is the JSON array of the rows of txns for table, and how many
 // rows it holds. It is sized exactly before it is filled: one allocation of
 // the body's size, where a growing buffer allocates about twice that in
-// doublings (BenchmarkLoadBody).
+// doublings (BenchmarkLoadBody). loadPending takes the buffer from a pool
+// instead (loadBodySize, fillLoadBody).
 func loadBody(txns []*srcTxn, table string) ([]byte, int) {
-	size, n := 2, 0
+	size, n := loadBodySize(txns, table)
+	if n == 0 {
+		return nil, 0
+	}
+	return fillLoadBody(make([]byte, 0, size), txns, table), n
+}
+
+// loadBodySize is the size of the JSON array of the rows of txns for table,
+// and how many rows it holds.
+func loadBodySize(txns []*srcTxn, table string) (size, n int) {
+	size = 1
 	for _, t := range txns {
 		for _, r := range t.rows[table] {
 			size += len(r) + 1
@@ -99,9 +118,13 @@ func loadBody(txns []*srcTxn, table string) ([]byte, int) {
 		}
 	}
 	if n == 0 {
-		return nil, 0
+		return 0, 0
 	}
-	body := make([]byte, 0, size-1)
+	return size, n
+}
+
+// fillLoadBody appends the JSON array of the rows of txns for table to body.
+func fillLoadBody(body []byte, txns []*srcTxn, table string) []byte {
 	body = append(body, '[')
 	first := true
 	for _, t := range txns {
@@ -113,14 +136,17 @@ func loadBody(txns []*srcTxn, table string) ([]byte, int) {
 			body = append(body, r...)
 		}
 	}
-	return append(body, ']'), n
+	return append(body, ']')
 }
 
 // loadJob is one table's load of a cycle: the rows of c.txns[sent:upto].
 type loadJob struct {
 	table string
 	body  []byte
-	upto  int
+	// held is body's hold on its pooled buffer, released when the cycle's
+	// loads returned.
+	held *pooledBody
+	upto int
 }
 
 // loadResult applies the outcome of one load to the cycle: the one place
@@ -166,11 +192,12 @@ func classifyLoad(err error) (loadOutcome, *loadError) {
 }
 
 // loadOne loads body into table under label.
-func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte) error {
+func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte, refs starrocks.BodyRefs) error {
 	req := starrocks.LoadRequest{
 		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
 		Headers: w.o.conf.headersFor(w.db, table),
 		Body:    body,
+		Refs:    refs,
 	}
 	return w.send(ctx, req)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 )
 
 // The body is the JSON array of the table's rows in transaction order, each
@@ -44,26 +46,45 @@ func TestLoadBodyIsTheRowsAsAnArray(t *testing.T) {
 	})
 }
 
+// benchTxns is n source transactions of 5 rows of about 100 bytes each, of
+// table orders.
+func benchTxns(n int) []*srcTxn {
+	txns := make([]*srcTxn, n)
+	for i := range txns {
+		st := &srcTxn{rows: map[string][][]byte{}}
+		for j := 0; j < 5; j++ {
+			st.rows["orders"] = append(st.rows["orders"], []byte(fmt.Sprintf(`{"order_id":%d,"customer_id":%d,"status":"created","amount":"12.50","note":"a row of a usual size"}`, i, j)))
+		}
+		txns[i] = st
+	}
+	return txns
+}
+
 // BenchmarkLoadBody measures assembling one table's load body of a cycle
-// from its source transactions' rows (5 rows of about 100 bytes each).
+// from its source transactions' rows (5 rows of about 100 bytes each): made
+// anew (loadBody), and in a buffer of the pool as loadPending does.
 func BenchmarkLoadBody(b *testing.B) {
 	for _, n := range []int{200, 2000} {
+		txns, rows := benchTxns(n), 5*n
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			txns := make([]*srcTxn, n)
-			rows := 0
-			for i := range txns {
-				st := &srcTxn{rows: map[string][][]byte{}}
-				for j := 0; j < 5; j++ {
-					st.rows["orders"] = append(st.rows["orders"], []byte(fmt.Sprintf(`{"order_id":%d,"customer_id":%d,"status":"created","amount":"12.50","note":"a row of a usual size"}`, i, j)))
-					rows++
-				}
-				txns[i] = st
-			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, got := loadBody(txns, "orders"); got != rows {
 					b.Fatal(got)
 				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+		b.Run(fmt.Sprintf("pooled/%d", n), func(b *testing.B) {
+			var p bufpool.FreeList
+			b.ReportAllocs()
+			for b.Loop() {
+				size, got := loadBodySize(txns, "orders")
+				if got != rows {
+					b.Fatal(got)
+				}
+				body := newPooledBody(&p, fillLoadBody(p.Get(size), txns, "orders"))
+				body.Release()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 		})

@@ -61,18 +61,19 @@ func (o *Output) checkInFlightLocked(now time.Time) {
 
 func (o *Output) updateGaugesLocked() {
 	o.m.buffered.Set(o.buffered)
-	regions := map[string]struct{}{}
+	// The set of regions is kept between ticks (emptied, not made anew) and
+	// keyed by a struct: a tick walks every live transaction.
+	if o.regionScratch == nil {
+		o.regionScratch = map[regionKey]struct{}{}
+	}
+	regions := o.regionScratch
+	clear(regions)
 	for _, p := range o.parts {
-		add := func(t *srcTxn) {
-			for tbl := range t.rows {
-				regions[p.key.String()+"\x00"+t.db+"\x00"+tbl] = struct{}{}
-			}
-		}
 		for _, t := range p.active {
-			add(t)
+			addRegions(regions, p.key, t)
 		}
 		if p.open != nil {
-			add(p.open)
+			addRegions(regions, p.key, p.open)
 		}
 	}
 	o.m.openRegions.Set(int64(len(regions)))
@@ -83,6 +84,19 @@ func (o *Output) updateGaugesLocked() {
 		}
 	}
 	o.m.stalledPartitions.Set(int64(n))
+}
+
+// regionKey is one region: a (partition, database, table).
+type regionKey struct {
+	p         pkey
+	db, table string
+}
+
+// addRegions adds the regions t has rows in to regions.
+func addRegions(regions map[regionKey]struct{}, p pkey, t *srcTxn) {
+	for tbl := range t.rows {
+		regions[regionKey{p: p, db: t.db, table: tbl}] = struct{}{}
+	}
 }
 
 const (

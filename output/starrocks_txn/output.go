@@ -11,6 +11,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -98,6 +99,11 @@ type Output struct {
 	// waiting counts the WriteBatch calls in flight, for the
 	// starrocks_txn_waiting_write_batches gauge.
 	waiting int
+	// regionScratch is the manager tick's set of open regions, kept between
+	// ticks (manager.go).
+	regionScratch map[regionKey]struct{}
+	// bodies keeps load bodies for reuse (bodypool.go).
+	bodies bufpool.FreeList
 	// unresolved counts the commits whose outcome is being resolved
 	// (commit.go: resolve); inFlight maps the label of every commit request
 	// sent and not resolved to its database, for Close to name what it

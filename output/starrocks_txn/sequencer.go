@@ -18,14 +18,15 @@ type sequencer[T any] struct {
 	// held counts the seqs carried by WriteBatch calls that wait before
 	// admission (for buffer space, or while their bodies are parsed): a gap
 	// they fill is a call on its way, not a dropped message, and is never
-	// skipped.
-	held map[int64]int
+	// skipped. They are kept as runs of consecutive seqs, as a call brings
+	// them: one entry per run, not per message.
+	held map[seqRun]int
 	// touched is when a value was last offered.
 	touched time.Time
 }
 
 func newSequencer[T any]() *sequencer[T] {
-	return &sequencer[T]{next: 1, pending: map[int64]T{}, held: map[int64]int{}}
+	return &sequencer[T]{next: 1, pending: map[int64]T{}, held: map[seqRun]int{}}
 }
 
 // idle reports whether nothing waits or is held and nothing was offered
@@ -63,6 +64,20 @@ func (s *sequencer[T]) offer(seq int64, v T, now time.Time) ([]T, offerResult) {
 	return s.drain(now), offerQueued
 }
 
+// admitNext admits seq at once when it is next and nothing waits: what
+// offer does then, without keeping the value or returning a slice (the
+// usual case, each message of an in-order stream). It reports whether it
+// did; otherwise nothing changed and the value goes through offer.
+func (s *sequencer[T]) admitNext(seq int64, now time.Time) bool {
+	if seq != s.next || len(s.pending) > 0 {
+		return false
+	}
+	s.touched = now
+	s.next++
+	s.gapSince = time.Time{}
+	return true
+}
+
 // drain admits the pending run that starts at next.
 func (s *sequencer[T]) drain(now time.Time) []T {
 	var ready []T
@@ -83,19 +98,26 @@ func (s *sequencer[T]) drain(now time.Time) []T {
 	return ready
 }
 
+// seqRun is the seqs from … to, both included.
+type seqRun struct{ from, to int64 }
+
 // hold records (delta 1) or forgets (delta -1) a seq carried by a WriteBatch
 // call that waits before admission.
-func (s *sequencer[T]) hold(seq int64, delta int) {
-	if s.held[seq] += delta; s.held[seq] <= 0 {
-		delete(s.held, seq)
+func (s *sequencer[T]) hold(seq int64, delta int) { s.holdRun(seqRun{seq, seq}, delta) }
+
+// holdRun is hold for every seq of r: forgetting takes the same runs that
+// recording gave.
+func (s *sequencer[T]) holdRun(r seqRun, delta int) {
+	if s.held[r] += delta; s.held[r] <= 0 {
+		delete(s.held, r)
 	}
 }
 
 // heldBelow reports whether a seq in [next, below) is held by a WriteBatch
 // call that waits before admission.
 func (s *sequencer[T]) heldBelow(below int64) bool {
-	for k := range s.held {
-		if k >= s.next && k < below {
+	for r := range s.held {
+		if r.to >= s.next && r.from < below {
 			return true
 		}
 	}

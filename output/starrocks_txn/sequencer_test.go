@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // The sequencer alone, over strings: what it admits, keeps and skips.
@@ -91,4 +94,61 @@ func TestSequencerPendingWhere(t *testing.T) {
 	got := s.pendingWhere(func(v string) bool { return v[:2] == "p0" })
 	assert.ElementsMatch(t, []string{"p0-a", "p0-c"}, got)
 	assert.Equal(t, 3, s.waiting(), "what it returns stays pending")
+}
+
+// A held run holds a gap only where one of its seqs falls in it.
+func TestSequencerHeldRunOverlapsExactly(t *testing.T) {
+	s := newSequencer[string]()
+	now := time.Unix(100, 0)
+	s.holdRun(seqRun{4, 6}, 1)
+	s.offer(8, "h", now)
+	later := now.Add(time.Hour)
+	_, _, _, skipped := s.skipGap(later, time.Second)
+	assert.False(t, skipped, "4..6 fall in the gap 1..7")
+	s.holdRun(seqRun{4, 6}, -1)
+	assert.Empty(t, s.held)
+	s.holdRun(seqRun{8, 12}, 1)
+	_, _, _, skipped = s.skipGap(later.Add(time.Hour), time.Second)
+	assert.True(t, skipped, "a run from the lowest pending seq on holds nothing below it")
+}
+
+// holdSeqsLocked holds a call's seqs as runs of consecutive seqs of one
+// source, and exactly those seqs: a gap between two runs of the same call is
+// not held, and forgetting the call leaves nothing held.
+func TestHoldSeqsAsRuns(t *testing.T) {
+	o := &Output{seqs: map[string]*sequencer[*item]{}, now: time.Now}
+	mk := func(src string, seq int64) *item {
+		return &item{pk: pkey{source: src, partition: "p0"}, meta: contract.Meta{Seq: seq}}
+	}
+	items := []*item{mk("a", 1), mk("a", 2), mk("a", 3), mk("b", 4), mk("a", 7), mk("a", 8), {pk: pkey{partition: noContractPartition}}, mk("a", 9)}
+	o.holdSeqsLocked(items, 1)
+	assert.Equal(t, map[seqRun]int{{1, 3}: 1, {7, 9}: 1}, o.seqs["a"].held)
+	assert.Equal(t, map[seqRun]int{{4, 4}: 1}, o.seqs["b"].held)
+	a := o.seqs["a"]
+	a.next = 4
+	assert.False(t, a.heldBelow(7), "4..6 of a are not held")
+	assert.True(t, a.heldBelow(8))
+	o.holdSeqsLocked(items, -1)
+	assert.Empty(t, o.seqs["a"].held)
+	assert.Empty(t, o.seqs["b"].held)
+}
+
+// admitNext does what offer does for the next seq while nothing waits, and
+// nothing otherwise.
+func TestSequencerAdmitNextIsOfferInOrder(t *testing.T) {
+	now := time.Unix(100, 0)
+	a, b := newSequencer[string](), newSequencer[string]()
+	for seq := int64(1); seq <= 3; seq++ {
+		require.True(t, a.admitNext(seq, now.Add(time.Duration(seq))))
+		ready, res := b.offer(seq, "v", now.Add(time.Duration(seq)))
+		require.Equal(t, offerQueued, res)
+		require.Equal(t, []string{"v"}, ready)
+		assert.Equal(t, *b, *a)
+	}
+	assert.False(t, a.admitNext(3, now), "late")
+	assert.False(t, a.admitNext(5, now), "a gap")
+	a.offer(5, "e", now)
+	assert.False(t, a.admitNext(4, now), "something waits: offer admits both")
+	ready, _ := a.offer(4, "d", now)
+	assert.Equal(t, []string{"d", "e"}, ready)
 }

@@ -78,6 +78,9 @@ type dbWorker struct {
 	// does not exist): while it stands, no transaction is begun eagerly,
 	// only for source transactions that wait for one.
 	refused error
+	// countedRows is committed's scratch for the rows per table of a
+	// commit, kept between commits (guarded by o.mu).
+	countedRows []tableCount
 
 	// begun is set once StarRocks began a transaction in the database: it
 	// exists. Until then the worker's metrics use notBegunDB, so a database
