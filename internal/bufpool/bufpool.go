@@ -12,20 +12,27 @@ const (
 	// DefaultMax is how many free buffers a FreeList keeps by default.
 	DefaultMax = 8
 	// DefaultMaxBytes is the largest buffer a FreeList keeps by default; a
-	// larger one is left to the garbage collector.
-	DefaultMaxBytes = 64 << 20
+	// larger one is left to the garbage collector (its allocation is small
+	// beside filling it).
+	DefaultMaxBytes = 16 << 20
+	// DefaultMaxTotal bounds the bytes of all the free buffers a FreeList
+	// keeps by default: memory held for reuse, beyond what the output's
+	// buffer_size accounts for, stays small.
+	DefaultMaxTotal = 32 << 20
 )
 
-// FreeList is a bounded list of free buffers; its zero value keeps
-// DefaultMax buffers of at most DefaultMaxBytes. It is safe for concurrent
-// use. Whoever puts a buffer back must be sure nothing reads or writes it
-// any more.
+// FreeList is a bounded list of free buffers; its zero value keeps up to
+// DefaultMax buffers of at most DefaultMaxBytes each and DefaultMaxTotal in
+// all. It is safe for concurrent use. Whoever puts a buffer back must be
+// sure nothing reads or writes it any more.
 type FreeList struct {
-	// Max and MaxBytes bound what is kept (0: the defaults).
-	Max, MaxBytes int
+	// Max, MaxBytes and MaxTotal bound what is kept (0: the defaults).
+	Max, MaxBytes, MaxTotal int
 
 	mu   sync.Mutex
 	free [][]byte
+	// total is the capacity of the free buffers.
+	total int
 }
 
 // Get returns an empty buffer with room for n bytes: the smallest free one
@@ -44,6 +51,7 @@ func (l *FreeList) Get(n int) []byte {
 		last := len(l.free) - 1
 		l.free[best], l.free[last] = l.free[last], nil
 		l.free = l.free[:last]
+		l.total -= cap(b)
 		l.mu.Unlock()
 		return b[:0]
 	}
@@ -51,33 +59,42 @@ func (l *FreeList) Get(n int) []byte {
 	return make([]byte, 0, n+n/8)
 }
 
-// Put keeps b for reuse; when the list is full the smallest buffer goes.
+// Put keeps b for reuse; when the list is full (by count or by bytes) the
+// smallest buffers go to make room, and b goes instead when it is smaller
+// than what it would push out.
 func (l *FreeList) Put(b []byte) {
-	maxBytes, maxN := l.MaxBytes, l.Max
+	maxBytes, maxN, maxTotal := l.MaxBytes, l.Max, l.MaxTotal
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxBytes
 	}
 	if maxN == 0 {
 		maxN = DefaultMax
 	}
-	if cap(b) == 0 || cap(b) > maxBytes {
+	if maxTotal == 0 {
+		maxTotal = DefaultMaxTotal
+	}
+	if cap(b) == 0 || cap(b) > maxBytes || cap(b) > maxTotal {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.free) < maxN {
-		l.free = append(l.free, b[:0])
-		return
-	}
-	small := 0
-	for i := range l.free {
-		if cap(l.free[i]) < cap(l.free[small]) {
-			small = i
+	for len(l.free) >= maxN || l.total+cap(b) > maxTotal {
+		small := 0
+		for i := range l.free {
+			if cap(l.free[i]) < cap(l.free[small]) {
+				small = i
+			}
 		}
+		if cap(l.free[small]) >= cap(b) {
+			return
+		}
+		l.total -= cap(l.free[small])
+		last := len(l.free) - 1
+		l.free[small], l.free[last] = l.free[last], nil
+		l.free = l.free[:last]
 	}
-	if cap(l.free[small]) < cap(b) {
-		l.free[small] = b[:0]
-	}
+	l.free = append(l.free, b[:0])
+	l.total += cap(b)
 }
 
 // Len is how many free buffers are kept.

@@ -39,3 +39,39 @@ func TestFreeListBounds(t *testing.T) {
 	require.Equal(t, 1, l.Len())
 	assert.Equal(t, 60, cap(l.Get(10)), "the larger one was kept")
 }
+
+// The free buffers never hold more than MaxTotal bytes together: the
+// smallest go to make room for a larger one, and a buffer smaller than all
+// it would push out is dropped instead; Get takes a buffer's bytes off the
+// total.
+func TestFreeListBoundsTheTotalBytes(t *testing.T) {
+	l := FreeList{Max: 10, MaxBytes: 100, MaxTotal: 200}
+	sum := func() (n int) {
+		for _, b := range l.free {
+			n += cap(b)
+		}
+		return n
+	}
+	for _, c := range []int{80, 90, 70, 100, 10} {
+		l.Put(make([]byte, 0, c))
+		assert.LessOrEqual(t, sum(), 200, "after putting %d", c)
+		assert.Equal(t, sum(), l.total)
+	}
+	// 70 was smaller than the 80 it would have pushed out; 100 pushed
+	// out 80; 10 still fit.
+	assert.Equal(t, 200, sum())
+	assert.Equal(t, 3, l.Len())
+	got := l.Get(95)
+	assert.Equal(t, 100, cap(got))
+	assert.Equal(t, 100, l.total)
+	l.Put(make([]byte, 0, 100))
+	assert.Equal(t, 200, l.total)
+	l.Put(make([]byte, 0, 95))
+	assert.Equal(t, 195, l.total, "95 pushed out 10 and 90")
+	// Defaults: DefaultMaxTotal in all.
+	var d FreeList
+	for range DefaultMax {
+		d.Put(make([]byte, 0, DefaultMaxBytes))
+	}
+	assert.LessOrEqual(t, d.total, DefaultMaxTotal)
+}
