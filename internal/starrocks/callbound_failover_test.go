@@ -1,0 +1,102 @@
+package starrocks
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A StarRocks slower than request_timeout on every load is still loaded when
+// one of two load URLs refuses connections. The refused URL answers in a
+// millisecond, which must not count as "a call that needed under half of
+// its bound": each load that timed out moves the preference to the next URL
+// (do), which with two URLs is the refused one, so every replay first halves
+// the bound on the refused FE and then times out at RequestTimeout on the
+// live one, forever.
+func TestCallBoundGrowsPastARefusedLoadURL(t *testing.T) {
+	const base = 100 * time.Millisecond
+	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		select {
+		case <-time.After(base * 3 / 2):
+		case <-r.Context().Done():
+			return
+		}
+		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
+	})
+	c := newClient(t, Config{LoadURLs: []string{refusedURL(t), slow.srv.URL}, RequestTimeout: base})
+	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
+	var errs []error
+	for range 6 {
+		_, err := c.Load(context.Background(), LoadRequest{Txn: tx, Body: []byte("{}")})
+		if err == nil {
+			return
+		}
+		errs = append(errs, err)
+	}
+	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out: the bound never grew", "bound now %v; errors: %v", c.bound(OpLoad).current(), errs)
+}
+
+// The same with a proxy in front of a dead FE that answers 503 at once: the
+// quick 5xx is ambiguous (not failed over), moves the preference to the live
+// URL, and the next replay goes back to the proxy, halving the bound again.
+func TestCallBoundGrowsPastAQuick5xxLoadURL(t *testing.T) {
+	const base = 100 * time.Millisecond
+	proxy := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		writeJSON(w, 503, `no healthy upstream`)
+	})
+	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		select {
+		case <-time.After(base * 3 / 2):
+		case <-r.Context().Done():
+			return
+		}
+		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
+	})
+	c := newClient(t, Config{LoadURLs: []string{proxy.srv.URL, slow.srv.URL}, RequestTimeout: base})
+	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
+	for range 12 {
+		_, err := c.Load(context.Background(), LoadRequest{Txn: tx, Body: []byte("{}")})
+		if err == nil {
+			return
+		}
+	}
+	require.Fail(t, "twelve replays of a load 1.5 × request_timeout slow never succeeded", "bound now %v; slow URL got %d loads, proxy %d", c.bound(OpLoad).current(), len(slow.requests()), len(proxy.requests()))
+}
+
+// Two databases share the output's Client, so their loads share one bound
+// (per operation, not per database or table). A database whose loads are
+// slower than request_timeout (large bodies) next to one whose loads are
+// quick never commits: between two replays of the slow load (the output's
+// retry_backoff, at least 1 s by default) the quick database commits at
+// least once (commit_interval, 1 s by default), and its quick load halves
+// the bound the slow load's timeout had just doubled, so every replay runs
+// at request_timeout again.
+func TestCallBoundGrowsForASlowDatabaseBesideAQuickOne(t *testing.T) {
+	const base = 100 * time.Millisecond
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if r.Header.Get("db") == "big" {
+			select {
+			case <-time.After(base * 3 / 2):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
+	})
+	c := newClient(t, Config{LoadURLs: []string{f.srv.URL}, RequestTimeout: base})
+	big := Txn{DB: "big", Table: "t", Label: "l1", Multi: true}
+	small := Txn{DB: "small", Table: "t", Label: "l2", Multi: true}
+	for range 6 {
+		_, err := c.Load(context.Background(), LoadRequest{Txn: big, Body: []byte("{}")})
+		if err == nil {
+			return
+		}
+		// The other database's cycle between two replays of this one.
+		_, err = c.Load(context.Background(), LoadRequest{Txn: small, Body: []byte("{}")})
+		require.NoError(t, err)
+	}
+	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out while another database loaded quickly in between", "bound now %v", c.bound(OpLoad).current())
+}
