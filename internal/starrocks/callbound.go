@@ -17,12 +17,15 @@ const maxBoundFactor = 8
 // was.
 var errCallBound = fmt.Errorf("the call ran out of its time bound: %w", context.DeadlineExceeded)
 
-// callBound bounds the calls of one client to StarRocks (Meta's MySQL
-// statements, Client's HTTP requests). A call gets base while calls end in
-// time. A call that ran out of its bound doubles the next call's, up to
-// maxBoundFactor × base; a call that ended within half its bound halves it
-// again, down to base (one that needed more than half keeps it, so a
-// server slower than base every time is not timed out every other call). Callers retry a failed call (the output replays a load or a cycle
+// callBound bounds one kind of call to StarRocks (a Meta statement of one
+// kind, an HTTP operation on one table: keys.go). A call gets base while
+// calls end in time. A call that ran out of its bound doubles the next
+// call's, up to maxBoundFactor × base; a call that was answered within half
+// its bound halves it again, down to base. One that needed more than half
+// keeps it, so a server slower than base every time is not timed out every
+// other call; and one that got no answer (a refused connection, a 5xx from
+// a proxy, an error) says nothing about how long an answer takes, so it
+// keeps it too. Callers retry a failed call (the output replays a load or a cycle
 // whose call timed out, re-reads its progress, re-checks the tables a
 // cycle needs), so a StarRocks that answers every call slower than base —
 // a loaded FE, a BE writing a large body, a busy catalog — is still
@@ -38,17 +41,18 @@ type callBound struct {
 }
 
 // start returns ctx bounded for one call, and the function that ends the
-// call. A base of 0 or less leaves ctx unbounded.
-func (b *callBound) start(ctx context.Context) (context.Context, func()) {
+// call, told whether the call was answered. A base of 0 or less leaves ctx
+// unbounded.
+func (b *callBound) start(ctx context.Context) (context.Context, func(answered bool)) {
 	if b.base <= 0 {
-		return ctx, func() {}
+		return ctx, func(bool) {}
 	}
 	b.mu.Lock()
 	d := max(b.next, b.base)
 	b.mu.Unlock()
 	began := time.Now()
 	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallBound)
-	return cctx, func() {
+	return cctx, func(answered bool) {
 		// The caller's own deadline or cancellation has another cause.
 		ranOut := errors.Is(context.Cause(cctx), errCallBound)
 		cancel()
@@ -56,8 +60,10 @@ func (b *callBound) start(ctx context.Context) (context.Context, func()) {
 		defer b.mu.Unlock()
 		switch {
 		case ranOut:
-			b.next = min(2*d, maxBoundFactor*b.base)
-		case time.Since(began) <= d/2:
+			// max: a concurrent call that began with a larger bound and
+			// ran out too keeps its doubling.
+			b.next = min(max(b.next, 2*d), maxBoundFactor*b.base)
+		case answered && time.Since(began) <= d/2:
 			b.next = max(d/2, b.base)
 		}
 	}
@@ -68,4 +74,19 @@ func (b *callBound) current() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return max(b.next, b.base)
+}
+
+// callBounds holds a callBound per key, made on first use.
+type callBounds struct {
+	base time.Duration
+	m    sync.Map // string → *callBound
+}
+
+// get is key's callBound.
+func (bs *callBounds) get(key string) *callBound {
+	if b, ok := bs.m.Load(key); ok {
+		return b.(*callBound)
+	}
+	b, _ := bs.m.LoadOrStore(key, &callBound{base: bs.base})
+	return b.(*callBound)
 }

@@ -36,7 +36,7 @@ func TestCallBoundGrowsPastARefusedLoadURL(t *testing.T) {
 		}
 		errs = append(errs, err)
 	}
-	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out: the bound never grew", "bound now %v; errors: %v", c.bound(OpLoad).current(), errs)
+	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out: the bound never grew", "bound now %v; errors: %v", c.bound(OpLoad, "shop", "t").current(), errs)
 }
 
 // The same with a proxy in front of a dead FE that answers 503 at once: the
@@ -63,7 +63,7 @@ func TestCallBoundGrowsPastAQuick5xxLoadURL(t *testing.T) {
 			return
 		}
 	}
-	require.Fail(t, "twelve replays of a load 1.5 × request_timeout slow never succeeded", "bound now %v; slow URL got %d loads, proxy %d", c.bound(OpLoad).current(), len(slow.requests()), len(proxy.requests()))
+	require.Fail(t, "twelve replays of a load 1.5 × request_timeout slow never succeeded", "bound now %v; slow URL got %d loads, proxy %d", c.bound(OpLoad, "shop", "t").current(), len(slow.requests()), len(proxy.requests()))
 }
 
 // Two databases share the output's Client, so their loads share one bound
@@ -98,5 +98,5 @@ func TestCallBoundGrowsForASlowDatabaseBesideAQuickOne(t *testing.T) {
 		_, err = c.Load(context.Background(), LoadRequest{Txn: small, Body: []byte("{}")})
 		require.NoError(t, err)
 	}
-	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out while another database loaded quickly in between", "bound now %v", c.bound(OpLoad).current())
+	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out while another database loaded quickly in between", "bound now %v", c.bound(OpLoad, "big", "t").current())
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -62,23 +61,21 @@ type Client struct {
 	// health, when set, is told after each request whether StarRocks
 	// answered it (SetHealthObserver).
 	health atomic.Pointer[func(healthy bool)]
-	// bounds holds each operation's callBound (op → *callBound): a
+	// bounds holds a callBound per operation and table (boundKey): a
 	// request gets Config.RequestTimeout, or more after requests of its
-	// operation ran out of it, so that a StarRocks that answers every load
-	// (or every commit) slower than RequestTimeout — a large body on a busy
-	// BE — is answered after a few replays instead of never. Per operation:
-	// the quick rollback and begin between two slow loads do not shrink the
-	// loads' bound.
-	bounds sync.Map
+	// kind ran out of it, so that a StarRocks that answers every load of a
+	// table (or every commit of a database) slower than RequestTimeout — a
+	// large body on a busy BE — is answered after a few replays instead of
+	// never. Per operation and table: the quick rollback and begin between
+	// two slow loads, and another database's quick loads, do not shrink a
+	// slow table's bound.
+	bounds callBounds
 }
 
-// bound is op's callBound.
-func (c *Client) bound(op string) *callBound {
-	if b, ok := c.bounds.Load(op); ok {
-		return b.(*callBound)
-	}
-	b, _ := c.bounds.LoadOrStore(op, &callBound{base: c.cfg.RequestTimeout})
-	return b.(*callBound)
+// bound is the callBound of op on db.table (table empty for operations of
+// a whole transaction or database).
+func (c *Client) bound(op, db, table string) *callBound {
+	return c.bounds.get(op + "\x00" + db + "\x00" + table)
 }
 
 // SetHealthObserver makes the client call fn after every request it did not
@@ -106,7 +103,7 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.LoadURLs) == 0 {
 		return nil, errors.New("starrocks client: at least one load URL is required (an FE HTTP address such as http://fe:8030)")
 	}
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, bounds: callBounds{base: cfg.RequestTimeout}}
 	for i, raw := range cfg.LoadURLs {
 		u, err := parseLoadURL(raw)
 		if err != nil {
@@ -372,11 +369,11 @@ func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 // from https to http is refused (ErrInsecureRedirect) unless
 // Config.AllowInsecureRedirect. It returns the final reply, or an error
 // when no reply was obtained.
-func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (*Reply, error) {
-	// RequestTimeout, or more after requests of k's operation ran out of
-	// it (bounds).
-	ctx, end := c.bound(k.op).start(ctx)
-	defer end()
+func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (rep *Reply, err error) {
+	// RequestTimeout, or more after requests of k's kind ran out of it
+	// (bounds); only a reply below 500 tells how long StarRocks takes.
+	ctx, end := c.bound(k.op, k.db, k.table).start(ctx)
+	defer func() { end(err == nil && rep != nil && rep.HTTPCode < 500) }()
 	target := *base
 	target.Path = base.Path + k.path
 	target.RawQuery = k.query.Encode()

@@ -36,16 +36,18 @@ type Meta struct {
 	mu sync.Mutex
 	// models caches primary-key answers: db.table -> has a primary key.
 	models map[string]bool
-	// calls bounds each call: timeout, or more after calls ran out of
-	// their bound (see bound).
-	calls callBound
+	// calls bounds each call: timeout, or more after calls of its kind
+	// ran out of their bound (see bound).
+	calls callBounds
 }
 
-// bound returns ctx bounded for one call, and the function that ends the
-// call (callBound: a statement slower than Timeout every time is still
-// answered after a few attempts).
-func (m *Meta) bound(ctx context.Context) (context.Context, func()) {
-	return m.calls.start(ctx)
+// bound returns ctx bounded for one call of a kind (what it reads or
+// writes, and in which database), and the function that ends the call, told
+// whether it succeeded (callBound: a statement slower than Timeout every
+// time is still answered after a few attempts; per kind, so that quick
+// statements of other kinds in between do not shrink a slow one's bound).
+func (m *Meta) bound(ctx context.Context, kind, db string) (context.Context, func(ok bool)) {
+	return m.calls.get(kind+"\x00"+db).start(ctx)
 }
 
 // MetaConfig configures the metadata client.
@@ -102,7 +104,7 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	db.SetMaxOpenConns(4)
 	m := NewMeta(db)
 	m.addr, m.timeout = c.Addr, timeout
-	m.calls.base = timeout
+	m.calls = callBounds{base: timeout}
 	return m, nil
 }
 
@@ -122,7 +124,7 @@ func (d driverLogger) Print(v ...any) {
 
 // NewMeta uses an open connection pool (tests open their own).
 func NewMeta(db *sql.DB) *Meta {
-	return &Meta{db: db, models: map[string]bool{}, timeout: metaTimeout, calls: callBound{base: metaTimeout}}
+	return &Meta{db: db, models: map[string]bool{}, timeout: metaTimeout, calls: callBounds{base: metaTimeout}}
 }
 
 // Close closes the connections.
@@ -142,8 +144,8 @@ func (m *Meta) PrimaryKey(ctx context.Context, db, table string) (pk, known bool
 	if known {
 		return pk, true, nil
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "table_model", db)
+	defer func() { end(err == nil) }()
 	var model string
 	qerr := m.db.QueryRowContext(ctx,
 		"SELECT TABLE_MODEL FROM information_schema.tables_config WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table).Scan(&model)
@@ -198,14 +200,14 @@ func checkIdents(db string, tables ...string) error {
 
 // EnsureTables creates each table of db that is missing (its DDL must say IF
 // NOT EXISTS) and checks that it has the columns, in one call.
-func (m *Meta) EnsureTables(ctx context.Context, db string, tables ...TableDef) error {
+func (m *Meta) EnsureTables(ctx context.Context, db string, tables ...TableDef) (err error) {
 	for _, t := range tables {
 		if err := checkIdents(db, t.Name); err != nil {
 			return err
 		}
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "ensure_tables", db)
+	defer func() { end(err == nil) }()
 	for _, t := range tables {
 		if err := m.ensureTable(ctx, db, t); err != nil {
 			return err
@@ -247,9 +249,9 @@ func (m *Meta) ensureTable(ctx context.Context, db string, t TableDef) error {
 }
 
 // DatabasesWith lists the databases holding a table of that name.
-func (m *Meta) DatabasesWith(ctx context.Context, table string) ([]string, error) {
-	ctx, end := m.bound(ctx)
-	defer end()
+func (m *Meta) DatabasesWith(ctx context.Context, table string) (_ []string, err error) {
+	ctx, end := m.bound(ctx, "databases_with "+table, "")
+	defer func() { end(err == nil) }()
 	return m.databasesWith(ctx, table)
 }
 

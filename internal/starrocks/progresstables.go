@@ -113,12 +113,12 @@ type ProgressRow struct {
 
 // ReadProgress returns the row of pipeline's partition in the progress table
 // of every database that has one.
-func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) ([]ProgressRow, error) {
+func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) (_ []ProgressRow, err error) {
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "progress "+table, "")
+	defer func() { end(err == nil) }()
 	dbs, err := m.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err
@@ -157,12 +157,12 @@ type WriterRow struct {
 
 // ReadWriterRows returns pipeline's rows of the writers table, by database,
 // of every database that has one.
-func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (map[string][]WriterRow, error) {
+func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (_ map[string][]WriterRow, err error) {
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "writer_rows "+table, "")
+	defer func() { end(err == nil) }()
 	dbs, err := m.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err
@@ -213,8 +213,8 @@ func (m *Meta) ReadProgressRow(ctx context.Context, db, table, pipeline, partiti
 	if err := checkIdents(db, table); err != nil {
 		return r, false, err
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "progress_row "+table, db)
+	defer func() { end(err == nil) }()
 	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
 		ProgressOffsetCol, ProgressTxnEndCol, ProgressLabelCol, db, table, ProgressPipelineCol, ProgressPartitionCol)
 	var lbl sql.NullString
@@ -235,8 +235,8 @@ func (m *Meta) ReadWriterRow(ctx context.Context, db, table, pipeline, writer st
 	if err := checkIdents(db, table); err != nil {
 		return r, false, err
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "writer_row "+table, db)
+	defer func() { end(err == nil) }()
 	q := fmt.Sprintf("SELECT `writer`, `label_number`, `open_labels`, `label`, `updated_at` FROM `%s`.`%s` WHERE `pipeline_id` = ? AND `writer` = ?", db, table)
 	var open, lbl, updated sql.NullString
 	err = m.db.QueryRowContext(ctx, q, pipeline, writer).Scan(&r.Writer, &r.Number, &open, &lbl, &updated)
@@ -274,12 +274,12 @@ type ProgressDetail struct {
 
 // ReadPipelineProgress returns every progress row of pipeline, in every
 // database holding the progress table, by database then partition.
-func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string) ([]ProgressDetail, error) {
+func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string) (_ []ProgressDetail, err error) {
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
-	ctx, end := m.bound(ctx)
-	defer end()
+	ctx, end := m.bound(ctx, "pipeline_progress "+table, "")
+	defer func() { end(err == nil) }()
 	dbs, err := m.databasesWith(ctx, table)
 	if err != nil {
 		return nil, err

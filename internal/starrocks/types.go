@@ -21,8 +21,8 @@ type Config struct {
 	// ConnectTimeout bounds dialing; RequestTimeout bounds one whole request
 	// (0: none beyond the caller's context) while requests end in time: a
 	// request that ran out of it doubles the bound of the next request of
-	// its operation, up to 8 × RequestTimeout, and one that ended within
-	// half its bound halves it back.
+	// its operation on its table (or database), up to 8 × RequestTimeout,
+	// and one answered within half its bound halves it back.
 	ConnectTimeout time.Duration
 	RequestTimeout time.Duration
 	// ExpectContinueTimeout bounds the wait for "100 Continue" before a load
