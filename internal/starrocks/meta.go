@@ -47,7 +47,7 @@ type Meta struct {
 // time is still answered after a few attempts; per kind, so that quick
 // statements of other kinds in between do not shrink a slow one's bound).
 func (m *Meta) bound(ctx context.Context, kind, db string) (context.Context, func(ok bool)) {
-	return m.calls.get(kind+"\x00"+db).start(ctx)
+	return m.calls.get(kind + "\x00" + db).start(ctx)
 }
 
 // MetaConfig configures the metadata client.
