@@ -9,6 +9,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Field names of the consumer-group settings, the same in every input that
@@ -196,10 +197,37 @@ func (g GroupConfig) ConsumerOpts(r Rebalance) []kgo.Opt {
 		kgo.OnPartitionsLost(r.Lost),
 		kgo.AdjustFetchOffsetsFn(r.AdjustOffsets),
 		kgo.WithHooks(r.Lease),
+		kgo.RetryTimeoutFn(g.retryTimeout),
 		kgo.SessionTimeout(g.SessionTimeout),
 		kgo.RebalanceTimeout(g.RebalanceTimeout),
 		kgo.HeartbeatInterval(g.HeartbeatInterval),
 		kgo.FetchMaxWait(g.FetchMaxWait),
 		kgo.FetchMaxPartitionBytes(g.FetchMaxPartitionBytes),
 	}
+}
+
+// otherRequestsRetryTimeout is franz-go's default retry timeout of requests
+// other than the group's join, sync and heartbeat.
+const otherRequestsRetryTimeout = 30 * time.Second
+
+// retryTimeout is how long franz-go may re-send a request that failed. A
+// heartbeat is never re-sent inside its request: each re-send is a new
+// write, which the membership lease (GroupLease) takes as the confirmation
+// of the write before it, so retries of a heartbeat the coordinator keeps
+// refusing (NOT_COORDINATOR, for as long as session_timeout by default)
+// would extend the lease past the session the coordinator is timing out. A
+// failed heartbeat goes back to franz-go's heartbeat loop instead, which
+// rejoins the group (a JoinGroup breaks the chain of confirmations): a
+// coordinator that moved costs a rejoin, never a commit racing a new
+// owner. Join and sync keep franz-go's default (session_timeout), every
+// other request its 30 s. (franz-go takes 0 as no limit, so a heartbeat
+// gets 1 ns: the first failure is final.)
+func (g GroupConfig) retryTimeout(key int16) time.Duration {
+	switch kmsg.Key(key) {
+	case kmsg.Heartbeat:
+		return time.Nanosecond
+	case kmsg.JoinGroup, kmsg.SyncGroup:
+		return g.SessionTimeout
+	}
+	return otherRequestsRetryTimeout
 }
