@@ -125,6 +125,12 @@ type Options struct {
 	Progress func(string)
 	// Timeout bounds one row's run (default 5 minutes).
 	Timeout time.Duration
+	// Rate, when positive, adds to each at_least_once pipeline row a copy
+	// whose input is paced to this many records/s: with the topic read as
+	// fast as it goes, records queue behind the backlog inside the pipeline
+	// and the visibility latency measures that queue; paced below capacity
+	// it measures how fresh a pipeline that keeps up is.
+	Rate int
 }
 
 func (o *Options) defaults() {
@@ -186,6 +192,10 @@ type Config struct {
 	// MaxInFlight is the output's max_in_flight (starrocks_txn: 0 is its
 	// default; http_client: its own).
 	MaxInFlight int
+	// Rate, when positive, paces the row's input to this many records/s
+	// (Options.Rate): the row measures freshness below capacity, not
+	// throughput.
+	Rate int
 }
 
 // Loader reports whether the row loads into an emulator.
@@ -260,6 +270,18 @@ func Configs(o Options, t Topic) []Config {
 			mk(KindOutput, SemanticAtLeastOnce),
 			mk(KindDebezium, SemanticAtLeastOnce),
 		}
+	}
+	if o.Rate > 0 {
+		var paced []Config
+		for _, c := range cs {
+			paced = append(paced, c)
+			if c.Kind == KindPipeline && c.Semantic == SemanticAtLeastOnce {
+				c.Rate = o.Rate
+				c.Name += fmt.Sprintf(", paced at %d records/s", o.Rate)
+				paced = append(paced, c)
+			}
+		}
+		cs = paced
 	}
 	if len(o.Kinds) == 0 {
 		return cs

@@ -554,3 +554,42 @@ func TestLastEndOffsets(t *testing.T) {
 	require.Error(t, err, "fewer committed records than asked for ends with the context")
 	assert.Contains(t, err.Error(), fmt.Sprintf("%d of %d records read", len(committed), len(committed)+1))
 }
+
+// --rate adds a paced copy of each at_least_once pipeline row: its input
+// delivers no faster than the rate, it is verified like the others, it has
+// no ratio to drop, and the summary gives its visibility.
+func TestPacedRowKeepsItsRate(t *testing.T) {
+	const rate = 4000
+	o := Options{Txns: 600, Kinds: []string{KindDrop, KindPipeline}, Rate: rate}
+	var paced int
+	for _, c := range Configs(o, Topic{Partitions: 4}) {
+		if c.Rate > 0 {
+			paced++
+			assert.Equal(t, SemanticAtLeastOnce, c.Semantic)
+			assert.Contains(t, c.Name, "paced at 4000 records/s")
+		}
+	}
+	require.Equal(t, 1, paced, "one paced copy, of the at_least_once pipeline")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rs, err := Run(ctx, o)
+	require.NoError(t, err)
+	var found bool
+	for _, r := range rs {
+		if r.Rate == 0 {
+			continue
+		}
+		found = true
+		assert.True(t, r.Verified, r.Verification)
+		assert.LessOrEqual(t, r.RecordsPerSec(), rate*1.05, "the input kept the pace")
+		assert.Greater(t, r.RecordsPerSec(), rate*0.5, "and was not held far below it")
+	}
+	require.True(t, found)
+	var line string
+	for _, l := range Summary(rs) {
+		if strings.HasPrefix(l, "paced at 4000 records/s") {
+			line = l
+		}
+	}
+	assert.Contains(t, line, "p50 / p99 visibility", "the summary gives the paced row's visibility")
+}

@@ -39,6 +39,7 @@ kafka_txn → drop, the assembler and the pipeline on the others); --tables
 3,12,48 adds topics of a workload over that many tables (--sweep: both).`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "txns", Value: DefaultTxns, Usage: "committed source transactions per topic (about 5.5 rows each)"},
+			&cli.IntFlag{Name: "rate", Usage: "also run each at_least_once pipeline row with its input paced to this many records/s (below capacity: its visibility latency is then the pipeline's freshness, not the backlog's wait)"},
 			&cli.StringFlag{Name: "partitions", Value: strconv.Itoa(DefaultPartitions), Usage: "Kafka partitions, a comma-separated list: a topic per count"},
 			&cli.StringFlag{Name: "tables", Usage: "table counts of the wide workload, a comma-separated list: a topic per count (at the first partition count)"},
 			&cli.BoolFlag{Name: "sweep", Usage: "--partitions " + joinInts(SweepPartitions) + " --tables " + joinInts(SweepTables)},
@@ -79,7 +80,7 @@ kafka_txn → drop, the assembler and the pipeline on the others); --tables
 				}
 			}
 			o := Options{
-				Txns: c.Int("txns"), Partitions: parts, Tables: tables, Batch: c.Int("batch"),
+				Txns: c.Int("txns"), Rate: c.Int("rate"), Partitions: parts, Tables: tables, Batch: c.Int("batch"),
 				MaxInFlight: c.Int("max-in-flight"), HTTPMaxInFlight: c.Int("http-max-in-flight"),
 				BufferSize: c.Int("buffer-size"), CommitInterval: c.Duration("commit-interval"),
 				AbortRatio: c.Float64("abort-ratio"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),

@@ -95,7 +95,9 @@ func between(a, b usage) window {
 // of each batch, and the process's usage at the first read and at the last
 // acknowledgement (the row's measured window).
 type meter struct {
-	want    int64 // messages the run must deliver
+	want int64 // messages the run must deliver
+	// rate, when positive, is the pace of the timed input in records/s.
+	rate    int
 	read    atomic.Int64
 	batches atomic.Int64
 	acked   atomic.Int64

@@ -139,6 +139,7 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	}
 
 	m := newMeter(want)
+	m.rate = c.Rate
 	env := service.GlobalEnvironment().Clone()
 	capture, err := metricscap.Register(env, "bench_metrics")
 	if err != nil {

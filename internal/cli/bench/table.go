@@ -47,7 +47,7 @@ func WriteTable(w io.Writer, rs []Result) {
 		}
 		row([]string{
 			r.Topic.String(), r.Name,
-			fmt.Sprintf("%.0f", r.RecordsPerSec()), dash(r.Ratio() > 0, fmt.Sprintf("%.2f", r.Ratio())),
+			fmt.Sprintf("%.0f", r.RecordsPerSec()), dash(r.Ratio() > 0 && r.Rate == 0, fmt.Sprintf("%.2f", r.Ratio())),
 			fmt.Sprintf("%.0f", r.RowsPerSec()),
 			fmt.Sprintf("%.2f", r.CPUPerRecord()), fmt.Sprintf("%.0f", r.BytesPerRecord()), fmt.Sprintf("%.1f", r.AllocsPerRecord()),
 			fmt.Sprintf("%.2f", r.Cores()), fmt.Sprintf("%.0f", 100*r.GCShare),
@@ -116,7 +116,7 @@ func Summary(rs []Result) []string {
 	base := first.Topic
 	find := func(t Topic, kind, semantic string) (Result, bool) {
 		for _, r := range rs {
-			if r.Topic == t && r.Kind == kind && r.Semantic == semantic {
+			if r.Topic == t && r.Kind == kind && r.Semantic == semantic && r.Rate == 0 {
 				return r, true
 			}
 		}
@@ -139,7 +139,7 @@ func Summary(rs []Result) []string {
 			float64(eo.VisP99)/float64(pipe.VisP99), fmtDur(eo.VisP99), fmtDur(pipe.VisP99)))
 	}
 	for _, r := range rs {
-		if r.Kind != KindPipeline || r.Semantic != SemanticAtLeastOnce || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
+		if r.Kind != KindPipeline || r.Semantic != SemanticAtLeastOnce || r.Rate > 0 || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%d ÷ %d partitions (starrocks_txn rows/s, this run): %.2f (%.0f ÷ %.0f); p99 visibility %s",
@@ -147,7 +147,7 @@ func Summary(rs []Result) []string {
 	}
 	var parts []string
 	for _, r := range rs {
-		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Topic.Tables == 0 {
+		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Rate == 0 && r.Topic.Tables == 0 {
 			parts = append(parts, fmt.Sprintf("%d partitions %.1f", r.Topic.Partitions, r.LoadsPerCommit()))
 		}
 	}
@@ -156,12 +156,17 @@ func Summary(rs []Result) []string {
 	}
 	var tables []string
 	for _, r := range rs {
-		if r.Kind == KindPipeline && r.Topic.Tables > 0 {
+		if r.Kind == KindPipeline && r.Rate == 0 && r.Topic.Tables > 0 {
 			tables = append(tables, fmt.Sprintf("%d tables %.1f", r.Topic.Tables, r.LoadsPerCommit()))
 		}
 	}
 	if len(tables) > 0 {
 		out = append(out, "loads per commit (starrocks_txn, "+fmt.Sprint(base.Partitions)+" partitions): "+strings.Join(tables, ", "))
+	}
+	for _, r := range rs {
+		if r.Rate > 0 && r.Topic.Tables == 0 {
+			out = append(out, fmt.Sprintf("paced at %d records/s (%s): %.0f records/s delivered, p50 / p99 visibility %s / %s", r.Rate, r.Topic, r.RecordsPerSec(), fmtDur(r.VisP50), fmtDur(r.VisP99)))
+		}
 	}
 	return out
 }

@@ -40,6 +40,9 @@ func registerTimedInput(env *service.Environment, m *meter) error {
 type timedInput struct {
 	child *service.OwnedInput
 	m     *meter
+	// start and delivered pace the input when m.rate is set.
+	start     time.Time
+	delivered int64
 }
 
 func (t *timedInput) Connect(context.Context) error { return nil }
@@ -51,6 +54,23 @@ func (t *timedInput) ReadBatch(ctx context.Context) (service.MessageBatch, servi
 			return nil, nil, service.ErrEndOfInput
 		}
 		return nil, nil, err
+	}
+	if t.m.rate > 0 {
+		// Paced: the batch waits (before it counts as read) until the
+		// records delivered before it fit the rate.
+		if t.start.IsZero() {
+			t.start = time.Now()
+		}
+		due := t.start.Add(time.Duration(float64(t.delivered) / float64(t.m.rate) * float64(time.Second)))
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				_ = ack(ctx, ctx.Err())
+				return nil, nil, ctx.Err()
+			}
+		}
+		t.delivered += int64(len(batch))
 	}
 	now := time.Now()
 	// Boxed once: the wrapper should cost the rows as little as it can.
