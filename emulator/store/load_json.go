@@ -107,8 +107,10 @@ func (b *rowBuilder) reserveRows(size, first int) {
 		return
 	}
 	// Bounded: a small first element of a big body must not reserve a
-	// huge result (beyond it, append doubles as usual).
-	want := min(size/first+size/first/8, size/3, maxReservedRows)
+	// huge result (beyond it, append doubles as usual). size/16 rows keep
+	// the reservation within about 4 × the body's bytes (a Row is 64 B),
+	// which matters as a table's first load keeps its rows until commit.
+	want := min(size/first+size/first/8, size/16, maxReservedRows)
 	if rows := b.res.Rows; cap(rows) < want {
 		b.res.Rows = append(make([]Row, 0, want), rows...)
 	}

@@ -179,7 +179,9 @@ func (f *Fields) scan(b []byte, out []Value, unquote int, dst []byte) (Status, [
 		s.ws()
 		valStart := s.i
 		var kind Kind
-		if slot == unquote && s.peek() == '"' {
+		// slot is -1 for a key nobody asked for, as unquote is when Scan
+		// decodes no member: compare only a wanted key's slot.
+		if slot >= 0 && slot == unquote && s.peek() == '"' {
 			kind = KindString
 			st, dst = s.strAppend(dst)
 		} else {
