@@ -138,7 +138,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			continue
 		}
 		start := o.now()
-		committed, ok, err := w.commitLabel(ctx, c.label, carried{writerTop: c.rowTop, progress: c.progress})
+		committed, ok, err := w.commitLabel(ctx, c.label, carried{writerTop: c.rowTop, progress: c.progress, cycle: c})
 		w.log.Debugf("Commit of label %s with %d source transactions took %v (err %v)", c.label, len(c.txns), o.now().Sub(start), err)
 		if !ok {
 			w.endCommit(c)
@@ -196,6 +196,9 @@ func (w *dbWorker) endCommit(c *cycle) {
 type carried struct {
 	writerTop int64
 	progress  []progressRow
+	// cycle is the cycle the label commits (nil for a writer-row anchor):
+	// its partitions' leases are checked before a commit is sent again.
+	cycle *cycle
 }
 
 // commitLabel commits label and, when the reply is not OK, decides the
@@ -312,6 +315,26 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, r
 					note = fmt.Errorf("rollback: %w", rerr)
 				}
 			default:
+				if rows.cycle != nil {
+					if part := w.expiredLeaseOfCommit(rows.cycle); part != "" {
+						// Sending the commit again could race the new owner
+						// of part, which loads the same source transactions
+						// under its own label: roll this one back instead
+						// (which proves it did not commit); its cycle is
+						// replayed, and the replay's commit waits for the
+						// lease like any commit (awaitLeases).
+						rerr := w.tryRollback(ctx, label)
+						switch {
+						case rerr == nil:
+							w.log.Warnf("Label %s is %s after a commit without reply, and the consumer group membership of partition %s is no longer confirmed: rolled back rather than committed again; its cycle is replayed once the membership is", label, state, part)
+							return starrocks.StateAborted, true
+						case starrocks.RollbackRefusalOf(rerr) == starrocks.RefusalFinished:
+							return starrocks.StateVisible, true
+						}
+						note = fmt.Errorf("the lease of partition %s is over, so the commit is not sent again; rollback: %w", part, rerr)
+						break
+					}
+				}
 				cerr := o.client.Commit(ctx, w.txn(label))
 				if cerr == nil {
 					return starrocks.StateVisible, true

@@ -295,3 +295,45 @@ func TestCommitWaitsForTheGroupLease(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "the fenced transaction was never committed")
 }
+
+// A commit whose reply was lost leaves its label PREPARE, and the output
+// sends the commit again. If the partition's consumer-group lease ended
+// meanwhile (the broker may have given the partition to another member,
+// which loads the same source transactions under its own label), the
+// commit must not be sent again: the label is rolled back instead, and
+// the replayed cycle waits for the lease like any commit.
+func TestAmbiguousCommitIsNotResentWithoutTheGroupLease(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\n", f, nil)
+	reg := registry.Get(res)
+	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
+	var lost atomic.Bool
+	f.mu.Lock()
+	f.hook = func(op string, ft *fakeTxn, _ string) (error, bool) {
+		if op == "commit" && len(ft.pending["a"]) > 0 && lost.CompareAndSwap(false, true) {
+			// Loaded, committed by nobody, the reply lost; meanwhile the
+			// lease ends.
+			ft.state = starrocks.StatePrepare
+			// Leases only move forward: the test stands for one whose
+			// last renewal has run out.
+			reg.Unlease([]string{"p0"})
+			reg.Renew([]string{"p0"}, time.Now().Add(-time.Millisecond))
+			return srErr("commit", starrocks.ClassAmbiguous, "reply lost"), true
+		}
+		return nil, false
+	}
+	f.mu.Unlock()
+	s := newSrc("asm")
+	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+	time.Sleep(1500 * time.Millisecond)
+	require.True(t, lost.Load(), "the first commit's reply was lost")
+	assert.Empty(t, f.rows("a"), "nothing is committed while the lease is over, not even by a commit sent again")
+	select {
+	case err := <-done:
+		t.Fatalf("acknowledged while the lease was over: %v", err)
+	default:
+	}
+	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
+	waitAll(t, []chan error{done}, 10*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "committed once the lease was back, once")
+}

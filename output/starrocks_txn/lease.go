@@ -21,17 +21,7 @@ func (w *dbWorker) awaitLeases(ctx context.Context, c *cycle) bool {
 	o := w.o
 	noted := false
 	for {
-		o.mu.Lock()
-		var expired string
-		var until time.Time
-		now := time.Now()
-		for _, t := range o.liveTxnsLocked(c.txns) {
-			if ok, u := o.reg.Leased(t.p.key.partition, now); !ok {
-				expired, until = t.p.key.partition, u
-				break
-			}
-		}
-		o.mu.Unlock()
+		expired, until := w.expiredLease(c)
 		if expired == "" || o.closing() {
 			return true
 		}
@@ -45,4 +35,36 @@ func (w *dbWorker) awaitLeases(ctx context.Context, c *cycle) bool {
 			return false
 		}
 	}
+}
+
+// expiredLease returns a partition of cycle c whose lease is over and
+// when it ended, or "" when every live transaction's partition is leased.
+func (w *dbWorker) expiredLease(c *cycle) (string, time.Time) {
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.expiredLeaseLocked(o.liveTxnsLocked(c.txns))
+}
+
+// expiredLeaseOfCommit is expiredLease for a cycle whose commit was sent:
+// every transaction of it counts (they are in the commit's state, not
+// live), fenced ones too (their lease is dropped, and what a fence waits
+// for is the commit's outcome, which a rollback decides as well as a
+// commit).
+func (w *dbWorker) expiredLeaseOfCommit(c *cycle) string {
+	o := w.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	part, _ := o.expiredLeaseLocked(c.txns)
+	return part
+}
+
+func (o *Output) expiredLeaseLocked(txns []*srcTxn) (string, time.Time) {
+	now := time.Now()
+	for _, t := range txns {
+		if ok, u := o.reg.Leased(t.p.key.partition, now); !ok {
+			return t.p.key.partition, u
+		}
+	}
+	return "", time.Time{}
 }
