@@ -315,25 +315,22 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, r
 					note = fmt.Errorf("rollback: %w", rerr)
 				}
 			default:
-				if rows.cycle != nil {
-					if part := w.expiredLeaseOfCommit(rows.cycle); part != "" {
-						// Sending the commit again could race the new owner
-						// of part, which loads the same source transactions
-						// under its own label: roll this one back instead
-						// (which proves it did not commit); its cycle is
-						// replayed, and the replay's commit waits for the
-						// lease like any commit (awaitLeases).
-						rerr := w.tryRollback(ctx, label)
-						switch {
-						case rerr == nil:
+				if part := w.expiredLeaseOfCommit(rows.cycle); part != "" {
+					// Sending the commit again could race the new owner of
+					// part, which loads the same source transactions under
+					// its own label: roll this one back instead (which
+					// proves it did not commit); its cycle is replayed, and
+					// the replay's commit waits for the lease like any
+					// commit (awaitLeases).
+					st, decided, rerr := w.rollbackDecides(ctx, label)
+					if decided {
+						if st == starrocks.StateAborted {
 							w.log.Warnf("Label %s is %s after a commit without reply, and the consumer group membership of partition %s is no longer confirmed: rolled back rather than committed again; its cycle is replayed once the membership is", label, state, part)
-							return starrocks.StateAborted, true
-						case starrocks.RollbackRefusalOf(rerr) == starrocks.RefusalFinished:
-							return starrocks.StateVisible, true
 						}
-						note = fmt.Errorf("the lease of partition %s is over, so the commit is not sent again; rollback: %w", part, rerr)
-						break
+						return st, true
 					}
+					note = fmt.Errorf("the lease of partition %s is over, so the commit is not sent again; rollback: %w", part, rerr)
+					break
 				}
 				cerr := o.client.Commit(ctx, w.txn(label))
 				if cerr == nil {
@@ -344,13 +341,12 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, r
 				}
 				note = fmt.Errorf("commit sent again: %w", cerr)
 				if overdue {
-					rerr := w.tryRollback(ctx, label)
-					switch {
-					case rerr == nil:
-						w.log.Warnf("Label %s stayed %s for unknown_commit_timeout (%v) while its commits failed (%v); rolled back, its cycle is replayed", label, state, o.conf.unknownCommit, cerr)
-						return starrocks.StateAborted, true
-					case starrocks.RollbackRefusalOf(rerr) == starrocks.RefusalFinished:
-						return starrocks.StateVisible, true
+					st, decided, rerr := w.rollbackDecides(ctx, label)
+					if decided {
+						if st == starrocks.StateAborted {
+							w.log.Warnf("Label %s stayed %s for unknown_commit_timeout (%v) while its commits failed (%v); rolled back, its cycle is replayed", label, state, o.conf.unknownCommit, cerr)
+						}
+						return st, true
 					}
 					note = fmt.Errorf("%v; rollback: %v", note, rerr)
 				}
@@ -529,4 +525,19 @@ func (w *dbWorker) rollback(label string) {
 // reasonOf is the cycle_retries reason of a failure: its class.
 func reasonOf(err error) string {
 	return starrocks.ClassOf(err).String()
+}
+
+// rollbackDecides rolls back a label that is not final: a rollback that
+// succeeds proves it aborted, one refused because the label finished
+// proves it committed. decided is false, with the rollback's error, when
+// neither is proven.
+func (w *dbWorker) rollbackDecides(ctx context.Context, label string) (state starrocks.LabelState, decided bool, err error) {
+	err = w.tryRollback(ctx, label)
+	switch {
+	case err == nil:
+		return starrocks.StateAborted, true, nil
+	case starrocks.RollbackRefusalOf(err) == starrocks.RefusalFinished:
+		return starrocks.StateVisible, true, nil
+	}
+	return "", false, err
 }

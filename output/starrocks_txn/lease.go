@@ -46,12 +46,16 @@ func (w *dbWorker) expiredLease(c *cycle) (string, time.Time) {
 	return o.expiredLeaseLocked(o.liveTxnsLocked(c.txns))
 }
 
-// expiredLeaseOfCommit is expiredLease for a cycle whose commit was sent:
+// expiredLeaseOfCommit is expiredLease for a cycle whose commit was sent
+// (nil, a writer-row anchor, has no partitions: ""):
 // every transaction of it counts (they are in the commit's state, not
 // live), fenced ones too (their lease is dropped, and what a fence waits
 // for is the commit's outcome, which a rollback decides as well as a
 // commit).
 func (w *dbWorker) expiredLeaseOfCommit(c *cycle) string {
+	if c == nil {
+		return ""
+	}
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
