@@ -17,21 +17,23 @@ const maxBoundFactor = 8
 // was.
 var errCallBound = fmt.Errorf("the call ran out of its time bound: %w", context.DeadlineExceeded)
 
-// callBound bounds one kind of call to StarRocks (a Meta statement of one
-// kind, an HTTP operation on one table: keys.go). A call gets base while
-// calls end in time. A call that ran out of its bound doubles the next
-// call's, up to maxBoundFactor × base; a call that was answered within half
-// its bound halves it again, down to base. One that needed more than half
-// keeps it, so a server slower than base every time is not timed out every
-// other call; and one that got no answer (a refused connection, a 5xx from
-// a proxy, an error) says nothing about how long an answer takes, so it
-// keeps it too. Callers retry a failed call (the output replays a load or a cycle
-// whose call timed out, re-reads its progress, re-checks the tables a
-// cycle needs), so a StarRocks that answers every call slower than base —
-// a loaded FE, a BE writing a large body, a busy catalog — is still
-// answered after a few attempts, instead of every attempt timing out at the
-// same bound and starting over forever. The growth is bounded, so a server
-// that never answers is still given up on.
+// callBound bounds one kind of call to StarRocks (a Meta statement kind in
+// one database: Meta.bound; an HTTP operation on one table or database:
+// Client.bound). A call gets base while calls end in time. A call that ran
+// out of its bound doubles the next call's, up to maxBoundFactor × base; a
+// call answered within half its bound halves it again, down to base. One
+// that needed more than half keeps it, so a server slower than base every
+// time is not timed out every other call; one that got no answer (a
+// refused connection, a proxy's 5xx, an error) says nothing about how long
+// an answer takes, so it keeps it too.
+//
+// Callers retry a failed call (the output replays a load or a cycle whose
+// call timed out, re-reads its progress, re-checks the tables a cycle
+// needs), so a StarRocks that answers every call slower than base — a
+// loaded FE, a BE writing a large body, a busy catalog — is still answered
+// after a few attempts, instead of every attempt timing out at the same
+// bound and starting over forever. The growth is bounded, so a server that
+// never answers is still given up on.
 type callBound struct {
 	base time.Duration
 
