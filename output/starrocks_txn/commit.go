@@ -250,7 +250,10 @@ const (
 //   - PREPARE (loaded, not final): the same commit is sent again — commit is
 //     idempotent ("already committed" is OK, "already committing" fails and
 //     is polled again), so this never loads anything twice, and a commit
-//     that never reached the server is not left to expire.
+//     that never reached the server is not left to expire. Except when a
+//     partition of the cycle lost its membership lease or was fenced
+//     (expiredLeaseOfCommit): another member may own it, so the label is
+//     rolled back instead and the cycle replayed (rollbackDecides).
 //   - UNKNOWN: a rollback that succeeds proves nothing was committed; one
 //     refused because the transaction is committed proves the commit. One
 //     that finds no transaction means StarRocks has forgotten the label

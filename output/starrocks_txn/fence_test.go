@@ -337,3 +337,49 @@ func TestAmbiguousCommitIsNotResentWithoutTheGroupLease(t *testing.T) {
 	waitAll(t, []chan error{done}, 10*time.Second)
 	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "committed once the lease was back, once")
 }
+
+// The same after the partition was taken away: a fence that gave up while
+// the commit was in doubt, then the input dropped the partition's lease
+// (Unlease: no lease tracked reads as leased). The commit must still not
+// be sent again for the fenced transaction — the partition belongs to
+// another member now — and nothing of it is committed.
+func TestAmbiguousCommitIsNotResentAfterAFenceGaveUp(t *testing.T) {
+	f := newFakeSR()
+	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\n", f, nil)
+	reg := registry.Get(res)
+	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
+	var lost atomic.Bool
+	fenced := make(chan struct{})
+	f.mu.Lock()
+	f.hook = func(op string, ft *fakeTxn, _ string) (error, bool) {
+		if op == "commit" && len(ft.pending["a"]) > 0 && lost.CompareAndSwap(false, true) {
+			ft.state = starrocks.StatePrepare
+			go func() {
+				// The input loses p0; its fence gives up at once on the
+				// commit in doubt, and it forgets the lease.
+				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				_ = reg.Fence(ctx, "p0")
+				reg.Unlease([]string{"p0"})
+				close(fenced)
+			}()
+			return srErr("commit", starrocks.ClassAmbiguous, "reply lost"), true
+		}
+		if op == "state" && lost.Load() {
+			// The label state is asked for after the fence gave up.
+			select {
+			case <-fenced:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return nil, false
+	}
+	f.mu.Unlock()
+	s := newSrc("asm")
+	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+	<-fenced
+	time.Sleep(1500 * time.Millisecond)
+	assert.Empty(t, f.rows("a"), "a fenced transaction's commit is never sent again")
+	waitAll(t, []chan error{done}, 10*time.Second)
+	assert.Empty(t, f.rows("a"), "released by the fence, never committed")
+}

@@ -49,9 +49,9 @@ func (w *dbWorker) expiredLease(c *cycle) (string, time.Time) {
 // expiredLeaseOfCommit is expiredLease for a cycle whose commit was sent
 // (nil, a writer-row anchor, has no partitions: ""):
 // every transaction of it counts (they are in the commit's state, not
-// live), fenced ones too (their lease is dropped, and what a fence waits
-// for is the commit's outcome, which a rollback decides as well as a
-// commit).
+// live), and a fenced one counts as expired whatever its lease says (the
+// input drops a released partition's lease; what the fence waits for is
+// the commit's outcome, which a rollback decides as well as a commit).
 func (w *dbWorker) expiredLeaseOfCommit(c *cycle) string {
 	if c == nil {
 		return ""
@@ -59,6 +59,14 @@ func (w *dbWorker) expiredLeaseOfCommit(c *cycle) string {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, t := range c.txns {
+		if t.state == txnFenced {
+			// A fence took it while the commit was in doubt: the input
+			// gave the partition up (and may have dropped its lease, which
+			// then reads as leased), so another member may own it.
+			return t.p.key.partition
+		}
+	}
 	part, _ := o.expiredLeaseLocked(c.txns)
 	return part
 }
