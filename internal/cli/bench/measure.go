@@ -25,6 +25,8 @@ import (
 type usage struct {
 	at          time.Time
 	cpu         time.Duration
+	sys         time.Duration // the system part of cpu
+	minFaults   int64         // minor page faults (first touches of memory)
 	allocBytes  uint64
 	allocObjs   uint64
 	gcCPU       float64 // seconds
@@ -45,6 +47,7 @@ func readUsage() usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		u.sys, u.minFaults = time.Duration(ru.Stime.Nano()), ru.Minflt
 	}
 	usageMu.Lock()
 	s := slices.Clone(usageSamples)
@@ -69,7 +72,8 @@ func sampleFloat(s metrics.Sample) float64 {
 
 // window is the usage between two samples.
 type window struct {
-	wall, cpu            time.Duration
+	wall, cpu, sys       time.Duration
+	minFaults            int64
 	allocBytes, allocObj uint64
 	// gcShare is the garbage collector's share of the runtime's CPU time
 	// over the window (the runtime's own estimate, refreshed at each GC).
@@ -77,7 +81,7 @@ type window struct {
 }
 
 func between(a, b usage) window {
-	w := window{wall: b.at.Sub(a.at), cpu: b.cpu - a.cpu}
+	w := window{wall: b.at.Sub(a.at), cpu: b.cpu - a.cpu, sys: b.sys - a.sys, minFaults: b.minFaults - a.minFaults}
 	if b.allocBytes >= a.allocBytes {
 		w.allocBytes = b.allocBytes - a.allocBytes
 	}

@@ -29,6 +29,11 @@ type Result struct {
 	AllocBytes   uint64
 	AllocObjects uint64
 	GCShare      float64
+	// Sys is the system part of CPU (the kernel's: syscalls on loopback,
+	// page faults); MinFaults the minor page faults over the window, each
+	// a first touch of memory the process was given or given back.
+	Sys       time.Duration
+	MinFaults int64
 	// VisP50 and VisP99: for starrocks_txn its own
 	// starrocks_txn_visibility_latency_ns per source transaction, measured
 	// from the time the record was read (the bench stamps
@@ -36,6 +41,10 @@ type Result struct {
 	// acknowledgement time of each record.
 	VisP50, VisP99 time.Duration
 	LatencySource  string
+	// CommitP50 and CommitP99: for starrocks_txn its
+	// starrocks_txn_commit_latency_ns per cycle (from the cut to the commit's
+	// reply), the part of the visibility latency after the cycle's wait.
+	CommitP50, CommitP99 time.Duration
 	// Loads and Commits are the emulator's HTTP loads (transaction and
 	// plain stream loads) and committed transactions.
 	Loads, Commits int64
@@ -48,6 +57,17 @@ type Result struct {
 	// in this run (0 when it did not run).
 	DropRecordsPerSec float64
 }
+
+// SysShare is the kernel's share of the row's CPU time.
+func (r Result) SysShare() float64 {
+	if r.CPU <= 0 {
+		return 0
+	}
+	return float64(r.Sys) / float64(r.CPU)
+}
+
+// FaultsPerRecord is the row's minor page faults per record of the topic.
+func (r Result) FaultsPerRecord() float64 { return perRecord(float64(r.MinFaults), r.Records) }
 
 func perSec(n int64, d time.Duration) float64 {
 	if d <= 0 {

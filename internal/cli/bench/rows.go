@@ -96,6 +96,7 @@ func runFranz(ctx context.Context, res Result, tp *loadedTopic, prof *profiler, 
 	}
 	w := between(first, last)
 	res.Elapsed, res.CPU, res.AllocBytes, res.AllocObjects, res.GCShare = w.wall, w.cpu, w.allocBytes, w.allocObj, w.gcShare
+	res.Sys, res.MinFaults = w.sys, w.minFaults
 	res.PeakRSS = max(res.StartRSS, readRSS())
 	res.LatencySource = "-"
 	res.Verified = seen == tp.records
@@ -219,6 +220,7 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	wg.Wait()
 	if w, ok := m.measured(); ok {
 		res.Elapsed, res.CPU, res.AllocBytes, res.AllocObjects, res.GCShare = w.wall, w.cpu, w.allocBytes, w.allocObj, w.gcShare
+		res.Sys, res.MinFaults = w.sys, w.minFaults
 	}
 	if first := m.startedAt(); !first.IsZero() {
 		res.StartDelay = first.Sub(started)
@@ -252,6 +254,8 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 		lat := capture.Timings("starrocks_txn_visibility_latency_ns")
 		res.VisP50, res.VisP99 = metricscap.Quantile(lat, 0.5), metricscap.Quantile(lat, 0.99)
 		res.LatencySource = "starrocks_txn_visibility_latency_ns"
+		cl := capture.Timings("starrocks_txn_commit_latency_ns")
+		res.CommitP50, res.CommitP99 = metricscap.Quantile(cl, 0.5), metricscap.Quantile(cl, 0.99)
 	} else {
 		res.VisP50, res.VisP99 = m.quantile(0.5), m.quantile(0.99)
 		res.LatencySource = "read → ack"

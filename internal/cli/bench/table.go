@@ -10,7 +10,7 @@ import (
 // Columns are the table's headings, in order.
 var Columns = []string{
 	"topic", "configuration", "records/s", "÷ kafka_txn → drop", "rows/s", "CPU µs/record", "B/record",
-	"allocs/record", "cores", "GC %", "batch (mean)", "p50 / p99 visibility", "loads/s", "loads/commit",
+	"allocs/record", "cores", "GC %", "sys % (faults/record)", "batch (mean)", "p50 / p99 visibility", "loads/s", "loads/commit",
 	"commits", "peak RSS MiB (start)", "peak buffered MiB", "verified",
 }
 
@@ -51,6 +51,7 @@ func WriteTable(w io.Writer, rs []Result) {
 			fmt.Sprintf("%.0f", r.RowsPerSec()),
 			fmt.Sprintf("%.2f", r.CPUPerRecord()), fmt.Sprintf("%.0f", r.BytesPerRecord()), fmt.Sprintf("%.1f", r.AllocsPerRecord()),
 			fmt.Sprintf("%.2f", r.Cores()), fmt.Sprintf("%.0f", 100*r.GCShare),
+			fmt.Sprintf("%.0f (%.2f)", 100*r.SysShare(), r.FaultsPerRecord()),
 			dash(r.Kind != KindFranz, fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch())),
 			vis,
 			dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerSec())), dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerCommit())),
@@ -70,7 +71,8 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "  to the last one acknowledged (for the loaders: visible); rows/s the same for data rows. ÷ kafka_txn → drop:")
 	fmt.Fprintln(w, "  records/s over that row's on the same topic in this run. CPU, B and allocs per record: the whole process")
 	fmt.Fprintln(w, "  over that window (the in-process Kafka and emulator included), divided by the topic's records; cores: CPU")
-	fmt.Fprintln(w, "  time ÷ wall time; GC %: the runtime's estimate of the garbage collector's share of its CPU time.")
+	fmt.Fprintln(w, "  time ÷ wall time; GC %: the runtime's estimate of the garbage collector's share of its CPU time;")
+	fmt.Fprintln(w, "  sys %: the kernel's share of it (loopback syscalls, page faults), with the minor page faults per record.")
 	fmt.Fprintln(w, "  batch: kafka_txn batching.count, the mean delivered batch in brackets.")
 	fmt.Fprintln(w, "Visibility: starrocks_txn: its starrocks_txn_visibility_latency_ns per source transaction, from the time")
 	fmt.Fprintln(w, "  the record was read to the StarRocks commit; the others: per record, read → acknowledgement")
@@ -165,7 +167,7 @@ func Summary(rs []Result) []string {
 	}
 	for _, r := range rs {
 		if r.Rate > 0 && r.Topic.Tables == 0 {
-			out = append(out, fmt.Sprintf("paced at %d records/s (%s): %.0f records/s delivered, p50 / p99 visibility %s / %s", r.Rate, r.Topic, r.RecordsPerSec(), fmtDur(r.VisP50), fmtDur(r.VisP99)))
+			out = append(out, fmt.Sprintf("paced at %d records/s (%s): %.0f records/s delivered, p50 / p99 visibility %s / %s (commit request p50 / p99 %s / %s)", r.Rate, r.Topic, r.RecordsPerSec(), fmtDur(r.VisP50), fmtDur(r.VisP99), fmtDur(r.CommitP50), fmtDur(r.CommitP99)))
 		}
 	}
 	return out
