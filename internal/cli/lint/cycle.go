@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,9 @@ var (
 
 // CheckCycleYAML returns a warning for every way the config's kafka_txn
 // input and starrocks_txn output keep a commit cycle from reaching its
-// commit_interval. Configs without both, and values given by environment
+// commit_interval. The components are found wherever they sit: at the top,
+// under a broker, a switch, a fallback, a sequence or a retry, or as
+// resources. Configs without both, and values given by environment
 // interpolation, are not judged.
 func CheckCycleYAML(conf []byte) ([]Problem, error) {
 	var doc yaml.Node
@@ -45,26 +48,74 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 		return nil, nil
 	}
 	root := doc.Content[0]
-	in := mapValue(orEmpty(mapValue(root, "input")), "kafka_txn")
-	out := mapValue(orEmpty(mapValue(root, "output")), "starrocks_txn")
-	var ps []Problem
-	warn := func(n *yaml.Node, format string, args ...any) {
-		ps = append(ps, Problem{Line: n.Line, Column: n.Column, What: "warning: " + fmt.Sprintf(format, args...)})
-	}
-	if out != nil {
-		for _, name := range []string{"kafka_txn", "debezium_txn"} {
-			if group := mapValue(orEmpty(mapValue(root, "input")), name); group != nil {
-				leaseGap(group, warn)
-			}
+	var ins, groups, outs []*yaml.Node
+	for _, key := range []string{"input", "input_resources"} {
+		if n := mapValue(root, key); n != nil {
+			ins = append(ins, components(n, "kafka_txn")...)
+			groups = append(groups, components(n, "kafka_txn", "debezium_txn")...)
 		}
 	}
-	if in == nil || out == nil {
-		return ps, nil
+	for _, key := range []string{"output", "output_resources"} {
+		if n := mapValue(root, key); n != nil {
+			outs = append(outs, components(n, "starrocks_txn")...)
+		}
 	}
+	var ps []Problem
+	seen := map[Problem]bool{}
+	warn := func(n *yaml.Node, format string, args ...any) {
+		p := Problem{Line: n.Line, Column: n.Column, What: "warning: " + fmt.Sprintf(format, args...)}
+		if !seen[p] {
+			seen[p] = true
+			ps = append(ps, p)
+		}
+	}
+	if len(outs) > 0 {
+		for _, g := range groups {
+			leaseGap(g, warn)
+		}
+	}
+	assembled := mentions(root, Assembler)
+	for _, in := range ins {
+		for _, out := range outs {
+			checkCycle(in, out, assembled, warn)
+		}
+	}
+	return ps, nil
+}
 
+// components returns the configuration of every component named one of
+// names in n, however deep (a mapping key of that name whose value is a
+// mapping, or empty).
+func components(n *yaml.Node, names ...string) []*yaml.Node {
+	var found []*yaml.Node
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if slices.Contains(names, k.Value) {
+				if v.Kind == yaml.MappingNode {
+					found = append(found, v)
+				} else if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
+					found = append(found, &yaml.Node{Kind: yaml.MappingNode, Line: k.Line, Column: k.Column})
+				}
+				continue
+			}
+			found = append(found, components(v, names...)...)
+		}
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			found = append(found, components(c, names...)...)
+		}
+	}
+	return found
+}
+
+// checkCycle warns about one kafka_txn input feeding one starrocks_txn
+// output; assembled tells whether the stream has a txn_assembler.
+func checkCycle(in, out *yaml.Node, assembled bool, warn func(*yaml.Node, string, ...any)) {
 	commit, ok := durationOf(mapValue(out, "commit_interval"), defaultCommitInterval)
 	if !ok || commit <= 0 {
-		return ps, nil
+		return
 	}
 	batching := orEmpty(mapValue(in, "batching"))
 	periodNode := mapValue(batching, "period")
@@ -86,10 +137,9 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 			period, mif, commit, mif/perPart, perPart)
 	}
 
-	if check := mapValue(batching, "check"); check == nil && !mentions(root, Assembler) {
+	if check := mapValue(batching, "check"); check == nil && !assembled {
 		warn(in, "kafka_txn cannot tell where source transactions end: no txn_assembler in the stream and no batching.check, so batches can end inside a source transaction and each waits in one of starrocks_txn's max_in_flight slots for the next; set batching.check to what marks a transaction's last record (the input's README, Ending batches at source-transaction ends)")
 	}
-	return ps, nil
 }
 
 // leaseGap warns when an input's heartbeat_interval lets its membership

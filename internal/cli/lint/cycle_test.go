@@ -139,6 +139,63 @@ output:
   starrocks_txn:
     commit_interval: ${INTERVAL:1s}
 `},
+		{name: "output under a broker", conf: `
+input:
+  kafka_txn:
+    batching:
+      period: 2s
+` + asm + `
+output:
+  broker:
+    pattern: fan_out
+    outputs:
+      - starrocks_txn:
+          commit_interval: 1s
+      - drop: {}
+`, want: []string{"kafka_txn batching.period 2s is not below starrocks_txn commit_interval 1s"}, line: 5},
+		{name: "output under a switch, heartbeat of a nested input", conf: `
+input:
+  broker:
+    inputs:
+      - kafka_txn:
+          session_timeout: 10s
+          heartbeat_interval: 3s
+          coalesce: false
+          batching:
+            period: 100ms
+` + asm + `
+output:
+  switch:
+    cases:
+      - check: 'true'
+        output:
+          starrocks_txn:
+            max_in_flight: 256
+`, want: []string{"heartbeat_interval (3s) is above a quarter of session_timeout (10s)", "max_in_flight 256 slots until its commit"}, line: 7},
+		{name: "output as a resource", conf: `
+input:
+  kafka_txn:
+    batching:
+      period: 3s
+` + asm + `
+output:
+  resource: sr
+output_resources:
+  - label: sr
+    starrocks_txn:
+      commit_interval: 2s
+`, want: []string{"kafka_txn batching.period 3s is not below starrocks_txn commit_interval 2s"}, line: 5},
+		{name: "an output left empty", conf: `
+input:
+  kafka_txn:
+    batching:
+      period: 1s
+` + asm + `
+output:
+  fallback:
+    - starrocks_txn:
+    - drop: {}
+`, want: []string{"kafka_txn batching.period 1s is not below starrocks_txn commit_interval 1s"}, line: 5},
 		{name: "another output", conf: `
 input:
   kafka_txn:
