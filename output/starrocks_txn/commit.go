@@ -530,17 +530,26 @@ func reasonOf(err error) string {
 	return starrocks.ClassOf(err).String()
 }
 
-// rollbackDecides rolls back a label that is not final: a rollback that
-// succeeds proves it aborted, one refused because the label finished
-// proves it committed. decided is false, with the rollback's error, when
-// neither is proven.
+// rollbackDecides rolls back a PREPARE label: a rollback that succeeds
+// proves it aborted, one refused because the label finished proves it
+// committed. A rollback that finds no task for it (an FE restart or a
+// leader change lost the load task, the transaction stays PREPARE) is
+// followed by a cancel, which aborts it through the transaction manager,
+// as the take-over does (takeOver.finalizeLabel): the caller's next label
+// query sees ABORTED instead of waiting for the FE's own transaction
+// timeout. decided is false, with the error, when neither is proven.
 func (w *dbWorker) rollbackDecides(ctx context.Context, label string) (state starrocks.LabelState, decided bool, err error) {
 	err = w.tryRollback(ctx, label)
-	switch {
+	switch refusal := starrocks.RollbackRefusalOf(err); {
 	case err == nil:
 		return starrocks.StateAborted, true, nil
-	case starrocks.RollbackRefusalOf(err) == starrocks.RefusalFinished:
+	case refusal == starrocks.RefusalFinished:
 		return starrocks.StateVisible, true, nil
+	case refusal == starrocks.RefusalNotFound:
+		cctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
+		cerr := w.o.client.Cancel(cctx, w.db, label)
+		cancel()
+		return "", false, fmt.Errorf("%w; cancel: %v", err, cerr)
 	}
 	return "", false, err
 }

@@ -383,3 +383,60 @@ func TestAmbiguousCommitIsNotResentAfterAFenceGaveUp(t *testing.T) {
 	waitAll(t, []chan error{done}, 10*time.Second)
 	assert.Empty(t, f.rows("a"), "released by the fence, never committed")
 }
+
+// taskLostSR is a fake whose rollback of a PREPARE label finds no load task
+// (an FE restart or a leader change lost it, the transaction stays
+// PREPARE); only the cancel API aborts it. Cancels are counted.
+type taskLostSR struct {
+	*fakeSR
+	cancels atomic.Int32
+}
+
+func (s *taskLostSR) Rollback(ctx context.Context, t starrocks.Txn) error {
+	s.mu.Lock()
+	ft, ok := s.txns[t.Label]
+	prepared := ok && ft.state == starrocks.StatePrepare
+	s.mu.Unlock()
+	if prepared {
+		return srErr("rollback", starrocks.ClassPerTxn, "stream load task"+t.Label+"does not exist")
+	}
+	return s.fakeSR.Rollback(ctx, t)
+}
+
+func (s *taskLostSR) Cancel(ctx context.Context, db, label string) error {
+	s.cancels.Add(1)
+	return s.fakeSR.Rollback(ctx, starrocks.Txn{DB: db, Label: label, Multi: true})
+}
+
+// A commit in doubt while the lease is over is rolled back, not sent again;
+// when the rollback finds no load task for the PREPARE label, it is
+// cancelled, so the label aborts now and the cycle is replayed once the
+// lease is back — rather than waiting for the FE's transaction timeout
+// (txn_timeout: 10 min here; the test waits a few seconds).
+func TestAmbiguousCommitWithoutTheLeaseCancelsALabelWhoseTaskIsLost(t *testing.T) {
+	f := newFakeSR()
+	sr := &taskLostSR{fakeSR: f}
+	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\ntxn_timeout: 10m\n", f, nil, withClient(sr))
+	reg := registry.Get(res)
+	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
+	var lost atomic.Bool
+	f.mu.Lock()
+	f.hook = func(op string, ft *fakeTxn, _ string) (error, bool) {
+		if op == "commit" && len(ft.pending["a"]) > 0 && lost.CompareAndSwap(false, true) {
+			ft.state = starrocks.StatePrepare
+			reg.Unlease([]string{"p0"})
+			reg.Renew([]string{"p0"}, time.Now().Add(-time.Millisecond))
+			return srErr("commit", starrocks.ClassAmbiguous, "reply lost"), true
+		}
+		return nil, false
+	}
+	f.mu.Unlock()
+	s := newSrc("asm")
+	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+	require.Eventually(t, func() bool { return sr.cancels.Load() > 0 }, 5*time.Second, 10*time.Millisecond,
+		"the PREPARE label whose rollback found no task is cancelled")
+	assert.Empty(t, f.rows("a"), "nothing committed while the lease is over")
+	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
+	waitAll(t, []chan error{done}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "replayed and committed once the lease was back, once")
+}
