@@ -51,8 +51,11 @@ type Result struct {
 	PeakRSS        int64 // bytes, sampled VmRSS of the process during the run
 	StartRSS       int64 // bytes, VmRSS when the row started
 	PeakBuffered   int64 // bytes, peak starrocks_txn_buffered_bytes
-	Verified       bool
-	Verification   string
+	// PeakInFlight is the most input messages read and not yet
+	// acknowledged at one time (sampled): what the pipeline holds.
+	PeakInFlight int64
+	Verified     bool
+	Verification string
 	// DropRecordsPerSec is kafka_txn → drop's records/s on the same topic
 	// in this run (0 when it did not run).
 	DropRecordsPerSec float64

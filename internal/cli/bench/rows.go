@@ -168,7 +168,7 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	if em != nil {
 		before = em.Counters()
 	}
-	var peakRSS, peakBuf atomic.Int64
+	var peakRSS, peakBuf, peakInFlight atomic.Int64
 	peakRSS.Store(res.StartRSS)
 	sampleCtx, stopSampling := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -183,6 +183,9 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 			}
 			if v := capture.Gauge("starrocks_txn_buffered_bytes"); v > peakBuf.Load() {
 				peakBuf.Store(v)
+			}
+			if v := m.read.Load() - m.acked.Load(); v > peakInFlight.Load() {
+				peakInFlight.Store(v)
 			}
 			select {
 			case <-sampleCtx.Done():
@@ -225,7 +228,7 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	if first := m.startedAt(); !first.IsZero() {
 		res.StartDelay = first.Sub(started)
 	}
-	res.PeakRSS, res.PeakBuffered = peakRSS.Load(), peakBuf.Load()
+	res.PeakRSS, res.PeakBuffered, res.PeakInFlight = peakRSS.Load(), peakBuf.Load(), peakInFlight.Load()
 	// A finished run stops gracefully; an interrupted or failed one (whose
 	// held batches may never commit) does not wait long.
 	stopWithin := 15 * time.Second
