@@ -60,6 +60,9 @@ type ProducerOptions struct {
 	Rate float64
 	// TransactionalID names the producer (default "workload-producer").
 	TransactionalID string
+	// BatchMaxBytes caps the size of a record batch (0: franz-go's
+	// default). GuardFetches needs the topic's batches below a bound.
+	BatchMaxBytes int32
 }
 
 // ProducerStats count what a Producer did.
@@ -88,13 +91,17 @@ func NewProducer(opts ProducerOptions, gen *Generator, model *Model) (*Producer,
 	if opts.TransactionalID == "" {
 		opts.TransactionalID = "workload-producer"
 	}
-	cl, err := kgo.NewClient(
+	kopts := []kgo.Opt{
 		kgo.SeedBrokers(opts.Brokers...),
 		kgo.TransactionalID(opts.TransactionalID),
 		kgo.DefaultProduceTopic(opts.Topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionTimeout(30*time.Second),
-	)
+		kgo.TransactionTimeout(30 * time.Second),
+	}
+	if opts.BatchMaxBytes > 0 {
+		kopts = append(kopts, kgo.ProducerBatchMaxBytes(opts.BatchMaxBytes))
+	}
+	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating producer: %w", err)
 	}
