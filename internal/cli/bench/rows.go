@@ -64,6 +64,7 @@ func runFranz(ctx context.Context, res Result, tp *loadedTopic, prof *profiler, 
 		kgo.ConsumeTopics(topicName),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(consumerFetchMaxBytes),
 	)
 	if err != nil {
 		_ = prof.stop(name)

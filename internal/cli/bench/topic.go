@@ -18,6 +18,12 @@ var Schema string
 
 const topicName = "cdc"
 
+// consumerFetchMaxBytes is the response size the topic's consumers fetch
+// with: franz-go's default, which kafka_txn keeps (it has no field for it)
+// and runFranz and LastEndOffsets set. The fetch guard caps the producer's
+// batches by it. A variable for the test that lowers it.
+var consumerFetchMaxBytes int32 = 50 << 20
+
 // loadedTopic is a topic pre-loaded into its own in-process Kafka, and what
 // the producer committed to it.
 type loadedTopic struct {
@@ -39,9 +45,24 @@ func (t *loadedTopic) close() { t.cluster.Close() }
 // loadTopic starts a Kafka with t's partitions and produces o.Txns committed
 // source transactions of the workload into it (and aborted ones at
 // o.AbortRatio), before any row reads it, so that no producer limits a row.
+//
+// The topic is guarded (workload.CreateGuardedTopic): kfake leaves out the
+// aborted transactions of the partition a fetch response ends in when the
+// response reaches its byte limit, which at 256 partitions served
+// read_committed consumers a few hundred records of aborted transactions.
+// The producer's batches are capped for the guard, for the consumers'
+// fetches of franz-go's default size.
 func loadTopic(ctx context.Context, o Options, t Topic) (*loadedTopic, error) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(t.Partitions), topicName))
+	maxBatch, err := workload.GuardedBatchBytes(int32(t.Partitions), consumerFetchMaxBytes)
 	if err != nil {
+		return nil, err
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
+	}
+	if err := workload.CreateGuardedTopic(cluster, topicName, int32(t.Partitions), maxBatch); err != nil {
+		cluster.Close()
 		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
 	}
 	lt := &loadedTopic{Topic: t, cluster: cluster, brokers: cluster.ListenAddrs(), model: workload.NewModel(), schema: Schema}
@@ -51,7 +72,7 @@ func loadTopic(ctx context.Context, o Options, t Topic) (*loadedTopic, error) {
 	gen := workload.NewGenerator(workload.Options{Partitions: int32(t.Partitions), Seed: o.Seed, Events: true, Tables: t.Tables})
 	prod, err := workload.NewProducer(workload.ProducerOptions{
 		Brokers: lt.brokers, Topic: topicName, AbortRatio: o.AbortRatio, TxnsPerKafkaTxn: 50,
-		TransactionalID: "bench-producer",
+		TransactionalID: "bench-producer", BatchMaxBytes: maxBatch,
 	}, gen, lt.model)
 	if err != nil {
 		cluster.Close()
@@ -85,6 +106,7 @@ func LastEndOffsets(ctx context.Context, brokers []string, topic string, records
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(consumerFetchMaxBytes),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kafka client: %w", err)
