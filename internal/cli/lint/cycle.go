@@ -85,17 +85,23 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 
 // components returns the configuration of every component named one of
 // names in n, however deep (a mapping key of that name whose value is a
-// mapping, or empty).
+// mapping, or null). Processor lists are not searched: no processor holds
+// an input or an output, and some name their parts with keys of the user's
+// choice (workflow's branches), which may be a component's name. Neither is
+// a key whose value is a string, even an empty one (a header's, say).
 func components(n *yaml.Node, names ...string) []*yaml.Node {
 	var found []*yaml.Node
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "processors" {
+				continue
+			}
 			if slices.Contains(names, k.Value) {
 				if v.Kind == yaml.MappingNode {
 					found = append(found, v)
-				} else if v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "") {
+				} else if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 					found = append(found, &yaml.Node{Kind: yaml.MappingNode, Line: k.Line, Column: k.Column})
 				}
 				continue

@@ -196,6 +196,32 @@ output:
     - starrocks_txn:
     - drop: {}
 `, want: []string{"kafka_txn batching.period 1s is not below starrocks_txn commit_interval 1s"}, line: 5},
+		{name: "a workflow branch named kafka_txn is no input", conf: `
+input:
+  generate:
+    mapping: root = {}
+  processors:
+    - workflow:
+        branches:
+          kafka_txn:
+            processors:
+              - mapping: root = this
+output:
+  starrocks_txn:
+    commit_interval: 1s
+`},
+		{name: "a header named starrocks_txn is no output", conf: `
+input:
+  kafka_txn:
+    batching:
+      period: 1s
+` + asm + `
+output:
+  http_client:
+    url: http://sink:8080/
+    headers:
+      starrocks_txn: ""
+`},
 		{name: "another output", conf: `
 input:
   kafka_txn:
