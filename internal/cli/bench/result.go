@@ -42,8 +42,9 @@ type Result struct {
 	VisP50, VisP99 time.Duration
 	LatencySource  string
 	// CommitP50 and CommitP99: for starrocks_txn its
-	// starrocks_txn_commit_latency_ns per cycle (from the cut to the commit's
-	// reply), the part of the visibility latency after the cycle's wait.
+	// starrocks_txn_commit_latency_ns per committed cycle: from the commit
+	// request's start (after the cycle's loads, its progress rows and the
+	// lease wait) to its outcome, a commit in doubt's resolution included.
 	CommitP50, CommitP99 time.Duration
 	// Loads and Commits are the emulator's HTTP loads (transaction and
 	// plain stream loads) and committed transactions.
