@@ -197,3 +197,36 @@ func TestForgottenCommitIsSettledByItsRows(t *testing.T) {
 		})
 	}
 }
+
+// A label whose load task the FE lost (the transaction stays PREPARE, every
+// commit and rollback of it answers "does not exist") is cancelled once
+// unknown_commit_timeout has passed, while the lease holds: the cycle is
+// replayed and committed once, the database does not wait for the FE's
+// transaction timeout (txn_timeout: 10 min here; the test waits seconds).
+func TestOverdueCommitOfALabelWhoseTaskIsLostIsCancelled(t *testing.T) {
+	f := newFakeSR()
+	sr := &taskLostSR{fakeSR: f}
+	var lost string
+	f.mu.Lock()
+	f.hook = func(op string, ft *fakeTxn, _ string) (error, bool) {
+		if op != "commit" || len(ft.pending["a"]) == 0 {
+			return nil, false
+		}
+		if lost == "" {
+			lost = ft.label
+		}
+		if ft.label == lost && ft.state == starrocks.StatePrepare {
+			return srErr("commit", starrocks.ClassTransient, "stream load task "+ft.label+" does not exist"), true
+		}
+		return nil, false
+	}
+	f.mu.Unlock()
+	o, _ := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 50ms\nunknown_commit_timeout: 300ms\ntxn_timeout: 10m\nretry_backoff: {initial_interval: 10ms, max_interval: 50ms}\n", f, nil, withClient(sr))
+	s := newSrc("asm")
+	start := time.Now()
+	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
+	waitAll(t, []chan error{done}, 10*time.Second)
+	assert.Positive(t, sr.cancels.Load(), "the PREPARE label whose rollback found no task was cancelled")
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "cancelled only after unknown_commit_timeout")
+	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "replayed and committed once")
+}
