@@ -72,7 +72,7 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "  records/s over that row's on the same topic in this run. CPU, B and allocs per record: the whole process")
 	fmt.Fprintln(w, "  over that window (the in-process Kafka and emulator included), divided by the topic's records; cores: CPU")
 	fmt.Fprintln(w, "  time ÷ wall time; GC %: the runtime's estimate of the garbage collector's share of its CPU time;")
-	fmt.Fprintln(w, "  sys %: the kernel's share of it (loopback syscalls, page faults), with the minor page faults per record.")
+	fmt.Fprintln(w, "  sys %: the kernel's share of the process's CPU time (loopback syscalls, page faults), with minor page faults per record.")
 	fmt.Fprintln(w, "  batch: kafka_txn batching.count, the mean delivered batch in brackets.")
 	fmt.Fprintln(w, "Visibility: starrocks_txn: its starrocks_txn_visibility_latency_ns per source transaction, from the time")
 	fmt.Fprintln(w, "  the record was read to the StarRocks commit; the others: per record, read → acknowledgement")
