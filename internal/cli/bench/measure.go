@@ -276,6 +276,17 @@ func slug(s string) string {
 
 // readRSS returns the process's resident set size (VmRSS) in bytes, 0 where
 // /proc is not available.
+// readLiveHeap returns the heap the last garbage collection marked live
+// (runtime/metrics /gc/heap/live:bytes).
+func readLiveHeap() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
 func readRSS() int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {

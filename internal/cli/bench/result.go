@@ -51,7 +51,10 @@ type Result struct {
 	Loads, Commits int64
 	PeakRSS        int64 // bytes, sampled VmRSS of the process during the run
 	StartRSS       int64 // bytes, VmRSS when the row started
-	PeakBuffered   int64 // bytes, peak starrocks_txn_buffered_bytes
+	// PeakLive and StartLive are the heap the garbage collector marked
+	// live: the largest seen during the run, and after the GC before it.
+	PeakLive, StartLive int64
+	PeakBuffered        int64 // bytes, peak starrocks_txn_buffered_bytes
 	// PeakInFlight is the most input messages read and not yet
 	// acknowledged at one time (sampled): what the pipeline holds.
 	PeakInFlight int64

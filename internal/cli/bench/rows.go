@@ -53,6 +53,7 @@ func settle() int64 {
 // process.
 func runFranz(ctx context.Context, res Result, tp *loadedTopic, prof *profiler, name string) (Result, error) {
 	res.StartRSS = settle()
+	res.StartLive = readLiveHeap()
 	if err := prof.start(name); err != nil {
 		return res, err
 	}
@@ -99,6 +100,7 @@ func runFranz(ctx context.Context, res Result, tp *loadedTopic, prof *profiler, 
 	res.Elapsed, res.CPU, res.AllocBytes, res.AllocObjects, res.GCShare = w.wall, w.cpu, w.allocBytes, w.allocObj, w.gcShare
 	res.Sys, res.MinFaults = w.sys, w.minFaults
 	res.PeakRSS = max(res.StartRSS, readRSS())
+	res.PeakLive = max(res.StartLive, readLiveHeap())
 	res.LatencySource = "-"
 	res.Verified = seen == tp.records
 	res.Verification = fmt.Sprintf("OK: all %d records read", seen)
@@ -169,8 +171,10 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	if em != nil {
 		before = em.Counters()
 	}
-	var peakRSS, peakBuf, peakInFlight atomic.Int64
+	res.StartLive = readLiveHeap()
+	var peakRSS, peakBuf, peakInFlight, peakLive atomic.Int64
 	peakRSS.Store(res.StartRSS)
+	peakLive.Store(res.StartLive)
 	sampleCtx, stopSampling := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -181,6 +185,9 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 		for {
 			if v := readRSS(); v > peakRSS.Load() {
 				peakRSS.Store(v)
+			}
+			if v := readLiveHeap(); v > peakLive.Load() {
+				peakLive.Store(v)
 			}
 			if v := capture.Gauge("starrocks_txn_buffered_bytes"); v > peakBuf.Load() {
 				peakBuf.Store(v)
@@ -229,7 +236,7 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	if first := m.startedAt(); !first.IsZero() {
 		res.StartDelay = first.Sub(started)
 	}
-	res.PeakRSS, res.PeakBuffered, res.PeakInFlight = peakRSS.Load(), peakBuf.Load(), peakInFlight.Load()
+	res.PeakRSS, res.PeakBuffered, res.PeakInFlight, res.PeakLive = peakRSS.Load(), peakBuf.Load(), peakInFlight.Load(), peakLive.Load()
 	// A finished run stops gracefully; an interrupted or failed one (whose
 	// held batches may never commit) does not wait long.
 	stopWithin := 15 * time.Second

@@ -11,7 +11,7 @@ import (
 var Columns = []string{
 	"topic", "configuration", "records/s", "÷ kafka_txn → drop", "rows/s", "CPU µs/record", "B/record",
 	"allocs/record", "cores", "GC %", "sys % (faults/record)", "batch (mean)", "p50 / p99 visibility", "loads/s", "loads/commit",
-	"commits", "peak RSS MiB (start)", "peak buffered MiB (records in flight)", "verified",
+	"commits", "peak RSS MiB (start)", "peak live heap MiB (start)", "peak buffered MiB (records in flight)", "verified",
 }
 
 // WriteTable prints the results as one Markdown table, then the ratios the
@@ -57,6 +57,7 @@ func WriteTable(w io.Writer, rs []Result) {
 			dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerSec())), dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerCommit())),
 			dash(r.Loader(), fmt.Sprint(r.Commits)),
 			fmt.Sprintf("%.0f (%.0f)", float64(r.PeakRSS)/(1<<20), float64(r.StartRSS)/(1<<20)),
+			fmt.Sprintf("%.0f (%.0f)", float64(r.PeakLive)/(1<<20), float64(r.StartLive)/(1<<20)),
 			dash(r.StarRocksTxn(), fmt.Sprintf("%.1f (%d)", float64(r.PeakBuffered)/(1<<20), r.PeakInFlight)),
 			verified,
 		})
@@ -96,7 +97,8 @@ func WriteTable(w io.Writer, rs []Result) {
 		}
 	}
 	fmt.Fprintln(w, "RSS: VmRSS of this whole process (in-process Kafka holding the workload and the emulator holding the")
-	fmt.Fprintln(w, "  tables included), sampled every 25 ms; start = after a GC, before the row ran. Peak buffered: the")
+	fmt.Fprintln(w, "  tables included), sampled every 25 ms; start = after a GC, before the row ran. Live heap: what the")
+	fmt.Fprintln(w, "  last garbage collection marked live (runtime/metrics /gc/heap/live:bytes), sampled alike. Peak buffered: the")
 	fmt.Fprintln(w, "  output's starrocks_txn_buffered_bytes (row bytes, what buffer_size bounds), with the most records read")
 	fmt.Fprintln(w, "  and not yet acknowledged at one time (each held whole, with its metadata, until its commit).")
 }
