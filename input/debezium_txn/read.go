@@ -46,6 +46,7 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 	for _, em := range in.batchEms {
 		inBatcher += len(em.msgs)
 	}
+	buffered, heads := a.buffered, len(a.ends)
 	full := false
 	for !full {
 		n := in.unacked + len(msgs) + inBatcher
@@ -81,6 +82,13 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 		in.log.Errorf("%s", n)
 	}
 	a.notes = nil
+	if a.buffered != buffered || len(a.ends) != heads {
+		// Emitting freed buffer space and moved the oldest transaction:
+		// what the next one needs is resumed now. The poll loop looks
+		// again only when a fetch returns, and at the bound none may be
+		// in flight, everything read being paused (ARCHITECTURE.md §13.8).
+		in.updatePausesLocked()
+	}
 	in.syncMetricsLocked()
 	var wait time.Duration
 	if in.batcher != nil {

@@ -1,0 +1,70 @@
+package debezium_txn
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests pin how the buffer bound reads a backlog (ARCHITECTURE.md
+// §13.8). The bench's 160 000 transactions (1.2 GB of Debezium events with
+// schemas) ran at a fifth of the speed of 40 000, at 0.4 cores: at the bound
+// the oldest transaction, once complete, needs no partition, so every data
+// partition was paused, and only the poll loop, when a fetch returned, or an
+// acknowledgement resumed what the next transaction needed.
+
+// boundHarness is pauseHarness with what nextBatchLocked needs, the
+// transaction topic named.
+func boundHarness(t *testing.T, a *assembler, parts ...tp) *Input {
+	in := pauseHarness(t, a, parts...)
+	in.conf.transactionTopic = testTxnTopic
+	in.conf.checkpointLimit = 1 << 20
+	in.log = service.MockResources().Logger()
+	return in
+}
+
+// clientPaused is what the franz-go client has paused: what a fetch leaves
+// out.
+func clientPaused(in *Input) map[tp]bool {
+	out := map[tp]bool{}
+	for topic, parts := range in.cl.PauseFetchPartitions(nil) {
+		for _, p := range parts {
+			out[tp{topic, p}] = true
+		}
+	}
+	return out
+}
+
+// Emitting the complete oldest transaction at the bound resumes, at once,
+// the partition the next one misses an event of: before, it stayed paused
+// until a fetch returned or an acknowledgement came, and at the bound the
+// fetch in flight may be one of nothing to read (or none at all).
+func TestEmittingAtTheBoundResumesWhatTheNextTransactionNeeds(t *testing.T) {
+	cfg := testConfig()
+	cfg.maxBufferedBytes = 2000
+	f := newFeeder(t, cfg, orders0, items0)
+	f.a.markEmpty(items0) // nothing there at the start
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "t1", 1, 1))
+	f.meta(dbzEnd("t1", "test.orders", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 2, "t2", 1, 1))
+	f.meta(dbzEnd("t2", "test.orders", 1, "test.items", 1))
+	// orders/0 was read far ahead: later transactions fill the buffer
+	// past the bound even without t1.
+	for i := 3; f.a.buffered < 2*cfg.maxBufferedBytes; i++ {
+		f.data(orders0, dbzEvent(opCreate, "orders", i, "t"+itoa(int64(i)), 1, 1))
+	}
+	in := boundHarness(t, f.a, orders0, items0)
+	in.updatePausesLocked()
+	require.True(t, clientPaused(in)[items0], "t1 is complete and needs nothing: everything is paused")
+	require.True(t, clientPaused(in)[orders0])
+
+	batch, _, _ := in.nextBatchLocked(context.Background())
+	require.Len(t, batch, 1, "t1 is emitted")
+	require.GreaterOrEqual(t, f.a.buffered, cfg.maxBufferedBytes, "still at the bound")
+	paused := clientPaused(in)
+	assert.False(t, paused[items0], "t2, now the oldest, misses its items event: items/0 must be read from the emission on")
+	assert.True(t, paused[orders0], "orders/0 is past t2")
+}
