@@ -94,58 +94,6 @@ func (a *assembler) floors() (data map[tp]int64, txn int64) {
 	return data, txn
 }
 
-// mustRead returns the data partitions that must stay read at the buffer
-// bound for the oldest transaction by END order (the head) to be emitted
-// (ARCHITECTURE.md §13.8): the partitions a gate holding it waits for, and
-// every partition of a topic it still misses events of, unless that
-// partition has already delivered an event of a later transaction — Kafka
-// keeps a partition's order and Debezium writes in commit order, so the
-// head has nothing more there. ok is false when no END is read for the
-// buffered events (nothing tells which partitions they need).
-func (a *assembler) mustRead() (parts map[tp]bool, ok bool) {
-	var head *txnState
-	for _, t := range a.ends {
-		if t.status == txnOpen {
-			head = t
-			break
-		}
-	}
-	if head == nil {
-		return nil, false
-	}
-	parts = map[tp]bool{}
-	for _, p := range a.sortedParts() {
-		if a.assigned[p.tp] && !p.started {
-			parts[p.tp] = true // start gate
-		}
-	}
-	if !a.beforeSnapshot(head) {
-		for _, p := range a.openParts(head) {
-			parts[p.tp] = true // snapshot gate
-		}
-	}
-	if head.err != nil {
-		return parts, true
-	}
-	for _, p := range a.sortedParts() {
-		if p.failed == nil && head.seen[p.tp.topic] < head.expected[p.tp.topic] && !a.pastHead(p, head) {
-			parts[p.tp] = true
-		}
-	}
-	return parts, true
-}
-
-// pastHead reports that a partition's latest transaction event belongs to
-// a transaction after head in commit order.
-func (a *assembler) pastHead(p *partState, head *txnState) bool {
-	n := len(p.txnEvents)
-	if n == 0 {
-		return false
-	}
-	x := p.txnEvents[n-1].txn
-	return x != head && x.status == txnOpen && (!x.hasEnd || x.endOffset > head.endOffset)
-}
-
 // problem is one condition to report.
 type problem struct {
 	// key identifies the condition for rate limiting.

@@ -68,3 +68,41 @@ func TestEmittingAtTheBoundResumesWhatTheNextTransactionNeeds(t *testing.T) {
 	assert.False(t, paused[items0], "t2, now the oldest, misses its items event: items/0 must be read from the emission on")
 	assert.True(t, paused[orders0], "orders/0 is past t2")
 }
+
+// At the bound, the transaction topic is read only while no END of the
+// buffered events is known: once the oldest transaction's END is read, more
+// END events cannot complete it, and a fetch that holds the transaction
+// topic alone, read to its end, waits fetch_max_wait and delays every
+// partition resumed meanwhile. Below the bound it is read again.
+func TestTransactionTopicIsPausedAtTheBoundOnceTheOldestEndIsRead(t *testing.T) {
+	cfg := testConfig()
+	cfg.maxBufferedBytes = 2000
+	f := newFeeder(t, cfg, orders0, items0)
+	f.a.markEmpty(items0)
+	txn := tp{testTxnTopic, 0}
+	n := 0
+	for ; f.a.buffered < cfg.maxBufferedBytes; n++ {
+		f.data(orders0, dbzEvent(opCreate, "orders", n, "u"+itoa(int64(n)), 1, 1))
+	}
+	in := boundHarness(t, f.a, orders0, items0)
+	in.updatePausesLocked()
+	paused := clientPaused(in)
+	assert.False(t, paused[txn], "no END is known: the transaction topic is what tells which partitions the events need")
+	assert.True(t, paused[orders0])
+
+	f.meta(dbzEnd("u0", "test.orders", 1, "test.items", 1))
+	in.updatePausesLocked()
+	paused = clientPaused(in)
+	assert.True(t, paused[txn], "u0's END is read: only its items event can complete it")
+	assert.False(t, paused[items0], "u0 misses its items event")
+	assert.True(t, paused[orders0], "orders/0 is past u0")
+
+	f.data(items0, dbzEvent(opCreate, "items", 0, "u0", 2, 1))
+	for i := 1; i < n; i++ {
+		f.meta(dbzEnd("u"+itoa(int64(i)), "test.orders", 1))
+	}
+	batch, _, _ := in.nextBatchLocked(context.Background())
+	require.NotEmpty(t, batch)
+	require.Less(t, f.a.buffered, cfg.maxBufferedBytes)
+	assert.Empty(t, clientPaused(in), "below the bound everything is read")
+}
