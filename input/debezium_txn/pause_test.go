@@ -106,3 +106,33 @@ func TestTransactionTopicIsPausedAtTheBoundOnceTheOldestEndIsRead(t *testing.T) 
 	require.Less(t, f.a.buffered, cfg.maxBufferedBytes)
 	assert.Empty(t, clientPaused(in), "below the bound everything is read")
 }
+
+// END events count toward the bound: the transaction topic read far ahead
+// of the data topics (its records are small, so a fetch holds many more
+// transactions) fills the buffer, and then it is paused while the oldest
+// transaction's partitions are read. Before, a backlog's transaction topic
+// was held whole in memory (160 000 transactions in the bench).
+func TestEndEventsCountTowardTheBound(t *testing.T) {
+	cfg := testConfig()
+	cfg.maxBufferedBytes = 2000
+	f := newFeeder(t, cfg, orders0, items0)
+	f.a.markEmpty(items0)
+	var size int64
+	n := 0
+	for ; size < cfg.maxBufferedBytes; n++ {
+		end := dbzEnd("v"+itoa(int64(n)), "test.orders", 1)
+		size += int64(len(end))
+		f.meta(end)
+	}
+	require.Equal(t, size, f.a.buffered, "every END held is counted")
+	in := boundHarness(t, f.a, orders0, items0)
+	in.updatePausesLocked()
+	paused := clientPaused(in)
+	assert.True(t, paused[tp{testTxnTopic, 0}], "the transaction topic is paused at the bound")
+	assert.False(t, paused[orders0], "the oldest transaction's orders event is still to read")
+	for i := 0; i < n; i++ {
+		f.data(orders0, dbzEvent(opCreate, "orders", i, "v"+itoa(int64(i)), 1, 1))
+	}
+	require.Len(t, f.drain(), n)
+	assert.Zero(t, f.a.buffered, "emitted transactions hold nothing of the bound")
+}

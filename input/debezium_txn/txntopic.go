@@ -45,6 +45,11 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 		return nil
 	}
 	t.hasEnd, t.endOffset, t.endAt = true, offset, now
+	// The END counts toward max_buffered_bytes like an event: it is held
+	// until the transaction is emitted, and the transaction topic may be
+	// read far ahead of the data topics (ARCHITECTURE.md §13.8).
+	t.bytes += int64(len(value))
+	a.buffered += int64(len(value))
 	t.expected, t.names = map[string]int64{}, map[string][]string{}
 	for _, c := range m.collections {
 		topic := a.cfg.topicOf(c.name)
