@@ -132,7 +132,9 @@ type assembler struct {
 	listing         *endsListing
 	listingInFlight bool
 	buffered        int64
-	stats           assemblerStats
+	// full: the buffer bound holds (bound.go).
+	full  bool
+	stats assemblerStats
 }
 
 func newAssembler(cfg assemblerConfig) *assembler {

@@ -1,7 +1,28 @@
 // This file holds the assembler's side of the buffer bound (ARCHITECTURE.md
-// §13.8): what must still be read while it holds.
+// §13.8): when it holds, and what must still be read while it does.
 
 package debezium_txn
+
+// boundSlackShare sets how far below max_buffered_bytes the buffer must
+// fall, once at the bound, before everything is read again: an eighth.
+const boundSlackShare = 8
+
+// atBound reports whether the bound holds: from max_buffered_bytes on, and
+// until the buffer has fallen an eighth below it. Resuming every partition
+// as soon as one transaction is emitted would pause most of them again at
+// the next fetch, whose data for them franz-go then throws away.
+func (a *assembler) atBound() bool {
+	limit := a.cfg.maxBufferedBytes
+	switch {
+	case limit <= 0:
+		a.full = false
+	case a.buffered >= limit:
+		a.full = true
+	case a.buffered < limit-limit/boundSlackShare:
+		a.full = false
+	}
+	return a.full
+}
 
 // readSet is what stays read at the bound.
 type readSet struct {

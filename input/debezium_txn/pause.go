@@ -4,12 +4,12 @@
 
 package debezium_txn
 
-// updatePausesLocked pauses stopped partitions and, at max_buffered_bytes,
-// every data partition the oldest transaction does not need
-// (assembler.mustRead), and the transaction topic once that transaction's
-// END is read. A transaction larger than the bound still completes: the
-// partitions it needs stay read however much is buffered (ARCHITECTURE.md
-// §13.8).
+// updatePausesLocked pauses stopped partitions and, while the bound holds
+// (assembler.atBound), every data partition the oldest transaction does not
+// need (assembler.mustRead), and the transaction topic once that
+// transaction's END is read. A transaction larger than the bound still
+// completes: the partitions it needs stay read however much is buffered
+// (ARCHITECTURE.md §13.8).
 //
 // franz-go sends a resumed partition only with the next fetch, after the
 // one in flight, and a fetch of partitions with nothing to read waits
@@ -21,7 +21,7 @@ package debezium_txn
 func (in *Input) updatePausesLocked() {
 	a := in.asm
 	want := map[tp]bool{}
-	full := a.cfg.maxBufferedBytes > 0 && a.buffered >= a.cfg.maxBufferedBytes
+	full := a.atBound()
 	var rs readSet
 	if full {
 		rs = a.mustRead()

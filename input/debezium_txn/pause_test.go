@@ -11,10 +11,13 @@ import (
 
 // These tests pin how the buffer bound reads a backlog (ARCHITECTURE.md
 // §13.8). The bench's 160 000 transactions (1.2 GB of Debezium events with
-// schemas) ran at a fifth of the speed of 40 000, at 0.4 cores: at the bound
+// schemas) ran at a fifth of the speed of 40 000 at 0.4 cores: at the bound
 // the oldest transaction, once complete, needs no partition, so every data
-// partition was paused, and only the poll loop, when a fetch returned, or an
-// acknowledgement resumed what the next transaction needed.
+// partition was paused and the fetch in flight held only the transaction
+// topic, read to its end. franz-go sends a resumed partition only with the
+// next fetch, so what the next transaction needed waited fetch_max_wait
+// (500 ms) twice per transaction switch: once for the fetch in flight, once
+// because nothing but the poll loop (or an acknowledgement) resumed it.
 
 // boundHarness is pauseHarness with what nextBatchLocked needs, the
 // transaction topic named.
@@ -135,4 +138,38 @@ func TestEndEventsCountTowardTheBound(t *testing.T) {
 	}
 	require.Len(t, f.drain(), n)
 	assert.Zero(t, f.a.buffered, "emitted transactions hold nothing of the bound")
+}
+
+// Once at the bound, what is paused stays paused until the buffer fell an
+// eighth below it. Resuming everything as soon as one transaction is
+// emitted, just under the bound, brings one fetch of every partition, over
+// the bound again, and the fetch then in flight (issued before the pause)
+// is thrown away: a pause and resume of every partition per transaction.
+func TestBoundHoldsUntilTheBufferFellAnEighthBelowIt(t *testing.T) {
+	cfg := testConfig()
+	cfg.maxBufferedBytes = 8000
+	f := newFeeder(t, cfg, orders0, items0)
+	f.a.markEmpty(items0)
+	for i := 0; f.a.buffered < cfg.maxBufferedBytes; i++ {
+		id := "w" + itoa(int64(i))
+		f.data(orders0, dbzEvent(opCreate, "orders", i, id, 1, 1))
+		f.meta(dbzEnd(id, "test.orders", 1))
+	}
+	in := boundHarness(t, f.a, orders0, items0)
+	in.updatePausesLocked()
+	require.True(t, clientPaused(in)[orders0], "at the bound, the complete oldest transaction needs nothing")
+	low := cfg.maxBufferedBytes - cfg.maxBufferedBytes/8
+	emitted := 0
+	for f.a.buffered >= low {
+		em := f.a.next(1)
+		require.NotNil(t, em)
+		emitted++
+		in.updatePausesLocked()
+		if f.a.buffered >= low {
+			require.True(t, clientPaused(in)[orders0], "%d bytes buffered after %d transactions emitted, not an eighth below the bound: still paused", f.a.buffered, emitted)
+			require.True(t, clientPaused(in)[tp{testTxnTopic, 0}])
+		}
+	}
+	assert.Greater(t, emitted, 1, "more than one transaction emitted per pause and resume")
+	assert.Empty(t, clientPaused(in), "an eighth below the bound everything is read again")
 }
