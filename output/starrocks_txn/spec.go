@@ -134,7 +134,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example("5s").
 				Default(defaultCommitInterval),
 			service.NewIntField(fieldBufferSize).
-				Description("Bytes of uncommitted rows held in memory. Reaching it commits the cycle early; at twice this size admission blocks (unless nothing buffered is committable, in which case an error names this field).").
+				Description("Bytes of uncommitted rows held in memory (the row bodies only: each message in flight also holds its metadata and the input's record, about 3.5 KB in all in the bench, so size the process's memory by the records in flight, not by this). Reaching it commits the cycle early; at twice this size admission blocks (unless nothing buffered is committable, in which case an error names this field).").
 				Example(268435456).
 				Default(defaultBufferSize),
 			service.NewDurationField(fieldTxnTimeout).
