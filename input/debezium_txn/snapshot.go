@@ -112,12 +112,31 @@ func (a *assembler) openParts(t *txnState) []*partState {
 	return out
 }
 
-// beforeSnapshot reports a transaction with an event before a snapshot row
-// of the same partition: it precedes that snapshot and must not wait for it.
+// beforeSnapshot reports a transaction that precedes a snapshot and must
+// not wait for it: one with an event before a snapshot row of the same
+// partition, or committed at the source before a transaction that has one
+// (a later END). Debezium streams nothing during such a snapshot, so the
+// later transaction, and t before it, were streamed before it began. Without
+// the second case t would wait for that snapshot row's commit, which waits
+// for the later transaction's (rule 1 of ARCHITECTURE.md §13.5), which
+// waits for t: nothing would be emitted again.
 func (a *assembler) beforeSnapshot(t *txnState) bool {
 	for part, off := range t.first {
 		if p := a.parts[part]; p != nil && off < p.lastGate {
 			return true
+		}
+	}
+	if !t.hasEnd {
+		return false
+	}
+	for _, p := range a.sortedParts() {
+		for _, h := range p.txnEvents {
+			if h.offset >= p.lastGate {
+				break
+			}
+			if x := h.txn; x.status != txnCommitted && x.hasEnd && x.endOffset > t.endOffset {
+				return true
+			}
 		}
 	}
 	return false
