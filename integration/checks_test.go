@@ -35,19 +35,21 @@ func TestHarnessCatchesBrokenPipelines(t *testing.T) {
 			}
 			return n
 		}
-		r, src, rd := runBroken(t, pipeOpts{group: "g-uncommitted", batchCount: 3, isolation: "read_uncommitted"},
-			func(r *rig, src *source, _ *reader) bool { return abortedEvents(r, src) > 0 })
-		aborted := abortedEvents(r, src)
-		src.mu.Lock()
-		defer src.mu.Unlock()
-		seen := 0
-		for v := range rd.seen {
-			if src.abortedOrders[v] {
-				seen++
-			}
+		// The reader must have read an aborted order value too: the run
+		// goes on until both showed, not only the events (it stopped at
+		// the first aborted event before, and the reader had not yet read
+		// an aborted order value on a loaded machine).
+		abortedOrdersSeen := func(src *source, rd *reader) int {
+			src.mu.Lock()
+			defer src.mu.Unlock()
+			return rd.saw(func(v orderVersion) bool { return src.abortedOrders[v] })
 		}
-		assert.Positive(t, aborted, "events of aborted producer transactions are found in the target")
-		assert.Positive(t, seen, "the reader saw order values only aborted transactions wrote")
+		r, src, rd := runBroken(t, pipeOpts{group: "g-uncommitted", batchCount: 3, isolation: "read_uncommitted"},
+			func(r *rig, src *source, rd *reader) bool {
+				return abortedEvents(r, src) > 0 && abortedOrdersSeen(src, rd) > 0
+			})
+		assert.Positive(t, abortedEvents(r, src), "events of aborted producer transactions are found in the target")
+		assert.Positive(t, abortedOrdersSeen(src, rd), "the reader saw order values only aborted transactions wrote")
 	})
 
 	// A hand-written mapping that makes every message its own transaction

@@ -312,8 +312,11 @@ type reader struct {
 	problems []string
 	versions map[int64]int64
 	gone     map[int64]bool
-	seen     map[orderVersion]bool
 	lastErr  string
+	// seen is every order value a round read; seenMu guards it, so that
+	// a test can ask while the reader runs (saw).
+	seenMu sync.Mutex
+	seen   map[orderVersion]bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -366,7 +369,9 @@ func (rd *reader) round(ctx context.Context) error {
 			return fmt.Errorf("scanning orders: %w", err)
 		}
 		present[id] = true
+		rd.seenMu.Lock()
 		rd.seen[orderVersion{id, status}] = true
+		rd.seenMu.Unlock()
 		v := versionOf(status)
 		if prev, ok := rd.versions[id]; ok && rd.checkOrder && v < prev {
 			rd.problem("round %d: order %d went back from version %d to %d", n, id, prev, v)
@@ -385,6 +390,19 @@ func (rd *reader) round(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// saw counts the order values read so far that match.
+func (rd *reader) saw(match func(orderVersion) bool) int {
+	rd.seenMu.Lock()
+	defer rd.seenMu.Unlock()
+	n := 0
+	for v := range rd.seen {
+		if match(v) {
+			n++
+		}
+	}
+	return n
 }
 
 // stop ends the reader; its results are safe to read afterwards.

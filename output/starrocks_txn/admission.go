@@ -30,6 +30,10 @@ const noContractPartition = ""
 type call struct {
 	pending int
 	done    chan struct{}
+	// held is set while the call counts in Output.held: from the moment
+	// its messages are sequenced until the first of its last item done or
+	// its return.
+	held bool
 }
 
 // item is one message of a WriteBatch.
@@ -126,8 +130,17 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	for _, it := range items {
 		o.sequenceLocked(it, now)
 	}
+	if c.pending > 0 {
+		c.held = true
+		o.held++
+	}
 	o.wakeAtSoftCapLocked()
 	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.releaseCallLocked(c)
+		o.mu.Unlock()
+	}()
 
 	select {
 	case <-c.done:

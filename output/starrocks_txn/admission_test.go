@@ -264,6 +264,26 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
 }
 
+// Calls still parsing their bodies fill every max_in_flight slot for a while
+// on a busy machine, with nothing in their partitions yet: that is not
+// starvation and is not reported (it was, at 1024 partitions under -race).
+func TestSlowParseIsNotMaxInFlightStarvation(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\nmax_in_flight: 2\n", f, nil)
+	o.parseHook = func() { time.Sleep(2 * time.Second) }
+	s := newSrc("a1")
+	var chs []chan error
+	for i := 0; i < 2; i++ {
+		txn := fmt.Sprintf("t%d", i)
+		chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", txn, "a", map[string]any{"id": i, "txn": txn}, true)}))
+	}
+	waitAll(t, chs, 10*time.Second)
+	assertAtomic(t, f, map[string]int{"t0": 1, "t1": 1})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported while the calls parsed")
+}
+
 // A message that names its partition and source transaction but carries a
 // malformed contract value poisons that transaction whole — it goes to
 // dead_letter with all its messages — and never becomes a transaction of

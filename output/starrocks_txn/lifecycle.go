@@ -277,7 +277,16 @@ func (o *Output) itemDoneLocked(it *item) {
 	it.finished = true
 	it.call.pending--
 	if it.call.pending == 0 {
+		o.releaseCallLocked(it.call)
 		close(it.call.done)
+	}
+}
+
+// releaseCallLocked takes call c out of Output.held, once.
+func (o *Output) releaseCallLocked(c *call) {
+	if c.held {
+		c.held = false
+		o.held--
 	}
 }
 

@@ -32,31 +32,54 @@ func (o *Output) manager() {
 
 // checkInFlightLocked reports when every WriteBatch slot waits on open source
 // transactions: nothing can commit, and nothing new can arrive to end them.
+// Only calls whose messages are all in their partitions count (Output.held),
+// and the state must last starveHold: a call still parsing or one whose
+// transactions just committed passes through it on a busy machine, while
+// real starvation lasts for good.
 func (o *Output) checkInFlightLocked(now time.Time) {
-	if o.waiting < o.conf.maxInFlight || o.committable > 0 {
+	if !o.starvedLocked() {
+		o.starvedSince = time.Time{}
 		return
 	}
-	if len(o.progressWait) > 0 {
-		// Waiting for a progress read, which reports its own errors.
-		return
+	if o.starvedSince.IsZero() {
+		o.starvedSince = now
 	}
-	for _, sq := range o.seqs {
-		if len(sq.pending) > 0 {
-			// Waiting for a sequence gap, which is reported on its own.
-			return
-		}
-	}
-	for _, w := range o.workers {
-		if len(w.queue) > 0 || w.busy || w.committing > 0 {
-			return
-		}
-	}
-	if now.Sub(o.lastMIFErr) < reportEvery {
+	if now.Sub(o.starvedSince) < o.starveHold() || now.Sub(o.lastMIFErr) < reportEvery {
 		return
 	}
 	o.lastMIFErr = now
 	o.log.Errorf("All max_in_flight (%d) WriteBatch calls wait on open source transactions whose END is in a batch that cannot be delivered: raise max_in_flight to at least (batches per commit cycle + batches one source transaction spans) × partitions", o.conf.maxInFlight)
 	o.m.mifStarved.Incr(1)
+}
+
+// starveHold is how long every slot must stay held on open transactions
+// before that is reported: two commit intervals, at least a second.
+func (o *Output) starveHold() time.Duration {
+	return max(2*o.conf.commitInterval, time.Second)
+}
+
+// starvedLocked reports whether every WriteBatch slot is held on open source
+// transactions with nothing else under way that could end the wait.
+func (o *Output) starvedLocked() bool {
+	if o.held < o.conf.maxInFlight || o.committable > 0 {
+		return false
+	}
+	if len(o.progressWait) > 0 {
+		// Waiting for a progress read, which reports its own errors.
+		return false
+	}
+	for _, sq := range o.seqs {
+		if len(sq.pending) > 0 {
+			// Waiting for a sequence gap, which is reported on its own.
+			return false
+		}
+	}
+	for _, w := range o.workers {
+		if len(w.queue) > 0 || w.busy || w.committing > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (o *Output) updateGaugesLocked() {

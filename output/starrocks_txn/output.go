@@ -99,6 +99,14 @@ type Output struct {
 	// waiting counts the WriteBatch calls in flight, for the
 	// starrocks_txn_waiting_write_batches gauge.
 	waiting int
+	// held counts the WriteBatch calls whose messages are all sequenced
+	// (in their partitions) and not all done: the calls the max_in_flight
+	// starvation check counts. A call still parsing, held at the hard cap
+	// or returning is in waiting but not here.
+	held int
+	// starvedSince is when the starvation check first found every slot
+	// held on open transactions, zero while it does not (manager.go).
+	starvedSince time.Time
 	// regionScratch is the manager tick's set of open regions, kept between
 	// ticks (manager.go).
 	regionScratch map[regionKey]struct{}
