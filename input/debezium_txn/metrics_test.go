@@ -84,7 +84,17 @@ func TestMetricsExistFromTheStart(t *testing.T) {
 		"debezium_txn_tombstones", "debezium_txn_truncates_skipped", "debezium_txn_incomplete_reports", "debezium_txn_commits",
 		"debezium_txn_commit_errors", "debezium_txn_fences", "debezium_txn_buffered_bytes", "debezium_txn_buffered_transactions",
 		"debezium_txn_buffer_full", "debezium_txn_in_flight", "debezium_txn_stopped", "debezium_txn_standby"}
-	require.Eventually(t, func() bool { _, ok := capture.get(names[0]); return ok }, 10*time.Second, 10*time.Millisecond)
+	// The input sets its metrics to 0 one after another at its start:
+	// wait for the last of them, or a poll between two fails (it did once
+	// under -race).
+	require.Eventually(t, func() bool {
+		for _, n := range names {
+			if _, ok := capture.get(n); !ok {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "every metric exists soon after the start")
 	for _, n := range names {
 		v, ok := capture.get(n)
 		assert.True(t, ok, "%s exists before any event", n)
