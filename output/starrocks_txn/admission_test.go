@@ -284,6 +284,41 @@ func TestSlowParseIsNotMaxInFlightStarvation(t *testing.T) {
 	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported while the calls parsed")
 }
 
+// A call that gives up (its context ends) frees its max_in_flight slot even
+// though its messages stay in their open transaction: the output, idle after
+// it, must not count it as a slot held and report starvation.
+func TestCancelledCallsFreeTheirMaxInFlightSlots(t *testing.T) {
+	f := newFakeSR()
+	o, _ := testOutput(t, "commit_interval: 100ms\nmax_in_flight: 2\n", f, nil)
+	s := newSrc("a1")
+	var chs []chan error
+	for i := 0; i < 2; i++ {
+		m := s.row("p0", "open", "a", map[string]any{"id": i}, false)
+		ch := make(chan error, 1)
+		go func() {
+			// Shorter than the starvation hold: no report while they wait.
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			ch <- o.WriteBatch(ctx, service.MessageBatch{m})
+		}()
+		chs = append(chs, ch)
+	}
+	for _, ch := range chs {
+		select {
+		case err := <-ch:
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call whose context ended did not return")
+		}
+	}
+	// Idle for longer than the starvation hold (starveHold).
+	time.Sleep(o.starveHold() + 500*time.Millisecond)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.Zero(t, o.held, "no call is in flight")
+	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported once the calls returned")
+}
+
 // A message that names its partition and source transaction but carries a
 // malformed contract value poisons that transaction whole — it goes to
 // dead_letter with all its messages — and never becomes a transaction of
