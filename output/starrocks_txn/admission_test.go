@@ -253,6 +253,7 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 	s := newSrc("a1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	start := time.Now()
 	for i := 0; i < 2; i++ {
 		m := s.row("p0", "open", "a", map[string]any{"id": i}, false)
 		go func() { _ = o.WriteBatch(ctx, service.MessageBatch{m}) }()
@@ -262,6 +263,9 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 		defer o.mu.Unlock()
 		return !o.lastMIFErr.IsZero()
 	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.GreaterOrEqual(t, o.lastMIFErr.Sub(start), o.starveHold(), "reported once the state lasted starveHold, not at its first sight")
 }
 
 // Calls still parsing their bodies fill every max_in_flight slot for a while

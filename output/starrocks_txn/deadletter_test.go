@@ -81,6 +81,36 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 	}
 }
 
+// Calls held on a stalled partition (poisoned without dead_letter) are not
+// max_in_flight starvation: the stall is reported on its own, and raising
+// max_in_flight, which the starvation error tells the user to do, would not
+// help.
+func TestStalledPartitionIsNotMaxInFlightStarvation(t *testing.T) {
+	f := newFakeSR()
+	f.unknownTables["missing"] = true
+	o, _ := testOutput(t, "commit_interval: 100ms\nmax_in_flight: 2\n", f, nil)
+	s := newSrc("a1")
+	bad := writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1, "txn": "bad"}, true)})
+	later := writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2, "txn": "later"}, true)})
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		p := o.parts[pkey{"a1", "p0"}]
+		return p != nil && p.stalled != nil && o.held == 2
+	}, 5*time.Second, 10*time.Millisecond, "both calls held on the stalled partition")
+	time.Sleep(o.starveHold() + 500*time.Millisecond)
+	for _, ch := range []chan error{bad, later} {
+		select {
+		case <-ch:
+			t.Fatal("a stalled partition's batch was acknowledged")
+		default:
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.True(t, o.lastMIFErr.IsZero(), "a stall is not reported as max_in_flight starvation")
+}
+
 // StarRocks refuses to begin a transaction in a database that does not
 // exist (a per-transaction error): the source transactions to it are
 // poisoned, not retried forever holding their calls and the buffer.

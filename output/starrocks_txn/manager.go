@@ -79,6 +79,16 @@ func (o *Output) starvedLocked() bool {
 			return false
 		}
 	}
+	for _, p := range o.parts {
+		if p.stalled != nil || len(p.parked) > 0 {
+			// A stalled partition holds its calls until it is fenced or
+			// the poison is dealt with, and is reported on its own
+			// (starrocks_txn_stalled_partition): raising max_in_flight
+			// would not help. Parked messages are poisoned after
+			// sequence_gap_timeout.
+			return false
+		}
+	}
 	return true
 }
 
