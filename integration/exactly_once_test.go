@@ -496,7 +496,12 @@ func TestExactlyOnceKillCheckCatchesAtLeastOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	p := w.startProc("alo", pipeline)
 	dups := 0
-	for i := 0; i < 6 && dups == 0; i++ {
+	// A kill makes duplicates only when it falls between a StarRocks commit
+	// and the offset commit after it; on a loaded machine a restarted
+	// process may not have committed anything yet. Kill until one did (at
+	// most 15 times), each run once it has its partitions.
+	for i := 0; i < 15 && dups == 0; i++ {
+		p.waitLogged(t, "Assigned partitions", 60*time.Second)
 		time.Sleep(time.Duration(1200+rng.IntN(1500)) * time.Millisecond)
 		p.kill()
 		p = w.startProc("alo", pipeline)
@@ -530,18 +535,36 @@ func TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting(t *testing.T) {
 	pipeline := w.pipelineFile("exactly_once", false)
 	stopProducer, stopReader, kills, rng := w.traffic(20, 11)
 	p := w.startProc("solo", pipeline)
-	for i := 0; i < kills; i++ {
+	waited := func() int { return w.grepLogs("became visible while this output waited for it") }
+	// On a loaded machine the successor can start after the late commit
+	// landed: then it has nothing to wait for, and the check below that
+	// the scenario happened cannot hold. Kill again (at most 4 more
+	// times, the commit kept late for 4 s) until a successor waited.
+	done := 0
+	for i := 0; i < kills || (waited() == 0 && i < kills+4); i++ {
+		done++
+		delay := "1500ms"
+		if i >= kills {
+			delay = "4s"
+		}
+		p.waitLogged(t, "Assigned partitions", 60*time.Second)
 		// Past the writer's anchor: the fault hits a commit of data.
 		time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
-		w.fault(`{"op":"commit","action":"commit_late","delay":"1500ms"}`)
+		w.fault(`{"op":"commit","action":"commit_late","delay":"` + delay + `"}`)
 		p.kill()
 		p = w.startProc("solo", pipeline)
+		if i+1 >= kills {
+			// Give the successor its start before the loop asks whether
+			// it waited.
+			p.waitLogged(t, "Assigned partitions", 60*time.Second)
+			time.Sleep(time.Second)
+		}
 	}
 	time.Sleep(time.Second)
-	w.finish(stopProducer, stopReader, []*eoProc{p}, kills, true)
-	waited := w.grepLogs("became visible while this output waited for it")
-	t.Logf("successors waited for %d transactions a killed process left committing", waited)
-	assert.Positive(t, waited, "a successor found a dead process's committing transaction and waited for it")
+	w.finish(stopProducer, stopReader, []*eoProc{p}, done, true)
+	n := waited()
+	t.Logf("successors waited for %d transactions a killed process left committing", n)
+	assert.Positive(t, n, "a successor found a dead process's committing transaction and waited for it")
 }
 
 // fault adds an emulator fault over its HTTP admin API and waits until a
