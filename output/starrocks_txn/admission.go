@@ -106,6 +106,9 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		o.mu.Lock()
 		o.waiting--
 		o.m.waiting.Set(int64(o.waiting))
+		// Out of Output.held too (a no-op unless the call returns before
+		// its last message is done: ctx ended or the output closed).
+		o.releaseCallLocked(c)
 		o.mu.Unlock()
 	}()
 
@@ -136,11 +139,6 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	}
 	o.wakeAtSoftCapLocked()
 	o.mu.Unlock()
-	defer func() {
-		o.mu.Lock()
-		o.releaseCallLocked(c)
-		o.mu.Unlock()
-	}()
 
 	select {
 	case <-c.done:
