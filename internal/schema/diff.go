@@ -1,0 +1,102 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Diff is what separates the StarRocks table from a source table
+// (Compare).
+type Diff struct {
+	// Add are the source columns the table lacks, as ADD COLUMN takes
+	// them: nullable, with the source's default.
+	Add []Column
+	// Modify are the table's columns to widen to the source's type, as
+	// MODIFY COLUMN takes them: the new type with the column's own
+	// nullability, default and comment (a MODIFY that states another
+	// default is refused).
+	Modify []Modify
+	// Conflicts are the source columns the table cannot take and
+	// StarRocks cannot be made to take automatically.
+	Conflicts []Conflict
+	// Dropped are the table's columns the source no longer has: they stay,
+	// and later rows leave them NULL or their default.
+	Dropped []string
+}
+
+// Modify is one column to widen.
+type Modify struct {
+	Column Column
+	From   Type
+}
+
+// Conflict is a source column the table cannot take as it is.
+type Conflict struct {
+	Column string
+	// Have is the StarRocks column's type, Want the source's.
+	Have, Want Type
+	Reason     string
+}
+
+// Error names the column, both types and why.
+func (c Conflict) Error() string {
+	return fmt.Sprintf("column %s is %s in StarRocks and %s at the source: %s", c.Column, c.Have, c.Want, c.Reason)
+}
+
+// Changes reports whether the diff asks StarRocks for a change.
+func (d Diff) Changes() bool { return len(d.Add) > 0 || len(d.Modify) > 0 }
+
+// Compare returns what the StarRocks table have lacks to take the rows of
+// the source table want. Columns match by name, ignoring case, as StarRocks
+// does. A source key that differs from the table's (when both are known) is
+// a conflict: StarRocks cannot change a primary key.
+func Compare(have, want *Table) Diff {
+	var d Diff
+	for _, w := range want.Columns {
+		h, ok := have.Column(w.Name)
+		if !ok {
+			add := w
+			add.Nullable = true
+			d.Add = append(d.Add, add)
+			continue
+		}
+		switch {
+		case Holds(h.Type, w.Type):
+		case !Widens(h.Type, w.Type):
+			d.Conflicts = append(d.Conflicts, Conflict{Column: h.Name, Have: h.Type, Want: w.Type,
+				Reason: "StarRocks cannot change the column to the source's type without losing values"})
+		case have.IsKey(h.Name) && !(h.Type.Kind == KindVarchar && w.Type.Kind == KindVarchar):
+			d.Conflicts = append(d.Conflicts, Conflict{Column: h.Name, Have: h.Type, Want: w.Type,
+				Reason: "it is a primary-key column, which StarRocks changes only to a longer VARCHAR"})
+		default:
+			m := h
+			m.Type = w.Type
+			d.Modify = append(d.Modify, Modify{Column: m, From: h.Type})
+		}
+	}
+	for _, h := range have.Columns {
+		if _, ok := want.Column(h.Name); !ok {
+			d.Dropped = append(d.Dropped, h.Name)
+		}
+	}
+	if len(have.Key) > 0 && len(want.Key) > 0 && !sameNames(have.Key, want.Key) {
+		d.Conflicts = append(d.Conflicts, Conflict{Column: strings.Join(want.Key, ","),
+			Reason: fmt.Sprintf("the source's primary key (%s) differs from the table's (%s), and StarRocks cannot change a primary key",
+				strings.Join(want.Key, ", "), strings.Join(have.Key, ", "))})
+	}
+	return d
+}
+
+// sameNames reports whether a and b name the same columns in the same
+// order, ignoring case.
+func sameNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !strings.EqualFold(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
