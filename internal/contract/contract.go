@@ -57,6 +57,14 @@ const (
 	// batch that arrives after its partition was revoked is never applied.
 	// Absent: no epoch checking.
 	KeyPartitionEpoch = "starrocks_partition_epoch"
+	// KeySchemaChange is "true" on a message whose body is a table
+	// definition (schema.Table as JSON: its columns in StarRocks types and
+	// its primary key) for KeyDatabase.KeyTable: an explicit schema change
+	// at this point of the partition's stream (Maxwell's DDL events, the
+	// envelope's SCHEMA event, a custom mapping). It is a source transaction
+	// of its own, or part of one; the output applies it in order
+	// (ARCHITECTURE.md §14.1) and never loads its body as a row.
+	KeySchemaChange = "starrocks_schema_change"
 )
 
 // OpField is the JSON key that marks a row as an upsert (0) or a delete (1).
@@ -84,6 +92,7 @@ type Meta struct {
 	SourceOffset int64
 	HasEpoch     bool
 	Epoch        uint64
+	SchemaChange bool
 }
 
 // HasContract reports whether the message carries the contract at all (a
@@ -131,7 +140,7 @@ func epochValue(v any) (uint64, bool, error) {
 // keys as strings, so that a message never carries a stale value. A Writer
 // does the same with fewer allocations; use one per assembler.
 func Write(msg *service.Message, m Meta) {
-	write(nil, msg, m, nil, false)
+	write(nil, msg, m, nil, RowFacts{})
 }
 
 func boolValue(key string, v any) (bool, error) {

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -23,6 +24,7 @@ const (
 	FieldSeq
 	FieldSourceOffset
 	FieldPartitionEpoch
+	FieldSchemaChange
 	numFields
 )
 
@@ -38,6 +40,7 @@ var fieldKeys = [numFields]string{
 	FieldSeq:            KeySeq,
 	FieldSourceOffset:   KeySourceOffset,
 	FieldPartitionEpoch: KeyPartitionEpoch,
+	FieldSchemaChange:   KeySchemaChange,
 }
 
 // Key returns the metadata key of f.
@@ -198,6 +201,14 @@ func parse(msg *service.Message, st *stamp) Parsed {
 	var err error
 	p.Epoch, p.HasEpoch, err = epochValue(v)
 	p.note(FieldPartitionEpoch, v, err)
+	if v, set := msg.MetaGetMut(KeySchemaChange); !set && st != nil {
+		p.SchemaChange = st.present.Has(FieldSchemaChange)
+		p.fromStamp(st, FieldSchemaChange)
+	} else {
+		x, err := boolValue(KeySchemaChange, v)
+		p.note(FieldSchemaChange, v, err)
+		p.SchemaChange = x
+	}
 	return p
 }
 
@@ -248,6 +259,8 @@ func (p *Parsed) readPrefix() Meta {
 			m.SourceOffset, m.HasOffset = 0, false
 		case FieldPartitionEpoch:
 			m.Epoch, m.HasEpoch = 0, false
+		case FieldSchemaChange:
+			m.SchemaChange = false
 		}
 	}
 	return m
@@ -266,11 +279,19 @@ func (p Parsed) Row(body []byte) (row RowFacts, ok bool) {
 	if st == nil || !st.hasRow || len(body) == 0 || len(body) != len(st.body) || &body[0] != &st.body[0] {
 		return RowFacts{}, false
 	}
-	return RowFacts{Delete: st.del}, true
+	return RowFacts{Delete: st.del, Schema: st.schema, Keys: st.keys}, true
 }
 
 // RowFacts is what the assembler knows about a row body it built.
 type RowFacts struct {
 	// Delete is set when the row's top-level __op is 1.
 	Delete bool
+	// Schema, when set, is the row's table as the source defines it
+	// (a Kafka Connect schema, say): its columns in StarRocks types and its
+	// primary key, one value shared by every row of that source schema, so
+	// that the output checks it against StarRocks once (ARCHITECTURE.md
+	// §14.1). Immutable.
+	Schema *schema.Table
+	// Keys, when not zero, is KeysHash of the row's top-level keys.
+	Keys uint64
 }

@@ -47,6 +47,7 @@ func writeReference(msg *service.Message, m Meta) {
 	} else {
 		msg.MetaDelete(KeyPartitionEpoch)
 	}
+	refSet(KeySchemaChange, flagStr(m.SchemaChange))
 }
 
 func readReference(msg *service.Message) (Meta, error) {
@@ -81,6 +82,9 @@ func readReference(msg *service.Message) (Meta, error) {
 		return m, err
 	}
 	if m.Epoch, m.HasEpoch, err = ReadEpoch(msg); err != nil {
+		return m, err
+	}
+	if m.SchemaChange, err = readBool(msg, KeySchemaChange); err != nil {
 		return m, err
 	}
 	return m, nil

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // KeyTyped holds the typed form of the contract, written by Write and
@@ -28,7 +30,7 @@ import (
 const KeyTyped = "starrocks_contract"
 
 // typedFields are the keys the typed value carries, in Field order.
-var typedFields = [...]Field{FieldSeqSource, FieldTxnEnd, FieldTxnAbort, FieldMarker, FieldSeq, FieldSourceOffset}
+var typedFields = [...]Field{FieldSeqSource, FieldTxnEnd, FieldTxnAbort, FieldMarker, FieldSeq, FieldSourceOffset, FieldSchemaChange}
 
 // stamp is the value under KeyTyped. It is immutable once written, so
 // message copies share it. It holds the typed keys only (the string keys
@@ -45,6 +47,9 @@ type stamp struct {
 	body   []byte
 	hasRow bool
 	del    bool
+	// schema and keys are RowFacts.Schema and RowFacts.Keys.
+	schema *schema.Table
+	keys   uint64
 }
 
 // typedValue returns the stamp a message carries, or nil.
@@ -79,7 +84,7 @@ func Materialize(msg *service.Message) bool {
 		switch f {
 		case FieldSeqSource:
 			v = st.seqSource
-		case FieldTxnEnd, FieldTxnAbort, FieldMarker:
+		case FieldTxnEnd, FieldTxnAbort, FieldMarker, FieldSchemaChange:
 			v = "true"
 		case FieldSeq:
 			v = strconv.FormatInt(st.seq, 10)
@@ -115,10 +120,11 @@ func (st *stamp) MarshalJSON() ([]byte, error) {
 		Marker       bool   `json:"marker,omitempty"`
 		Row          bool   `json:"row"`
 		Delete       bool   `json:"delete,omitempty"`
+		SchemaChange bool   `json:"schema_change,omitempty"`
 	}
 	r := rendered{SeqSource: st.seqSource, TxnEnd: st.present.Has(FieldTxnEnd),
 		TxnAbort: st.present.Has(FieldTxnAbort), Marker: st.present.Has(FieldMarker),
-		Row: st.hasRow, Delete: st.del}
+		Row: st.hasRow, Delete: st.del, SchemaChange: st.present.Has(FieldSchemaChange)}
 	if st.present.Has(FieldSeq) {
 		r.Seq = &st.seq
 	}
@@ -149,7 +155,7 @@ const (
 
 // Write stamps m onto msg, as the package function Write does.
 func (w *Writer) Write(msg *service.Message, m Meta) {
-	write(w, msg, m, nil, false)
+	write(w, msg, m, nil, RowFacts{})
 }
 
 // WriteRow stamps m onto a data row whose body the caller has just set to
@@ -158,11 +164,17 @@ func (w *Writer) Write(msg *service.Message, m Meta) {
 // exactly when del is set. Parsed.Row hands this to the output, which then
 // skips its own validation of the body.
 func (w *Writer) WriteRow(msg *service.Message, m Meta, body []byte, del bool) {
-	write(w, msg, m, body, del)
+	write(w, msg, m, body, RowFacts{Delete: del})
+}
+
+// WriteRowFacts is WriteRow with more of what the writer knows of the row:
+// its source schema, and the hash of its keys (RowFacts).
+func (w *Writer) WriteRowFacts(msg *service.Message, m Meta, body []byte, facts RowFacts) {
+	write(w, msg, m, body, facts)
 }
 
 // write is Write for a nil w, WriteRow for a non-nil body.
-func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
+func write(w *Writer, msg *service.Message, m Meta, body []byte, facts RowFacts) {
 	var st *stamp
 	if w != nil {
 		st = w.stamp()
@@ -177,7 +189,10 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 	if m.HasOffset {
 		st.offset = m.SourceOffset
 	}
-	st.body, st.hasRow, st.del = body, body != nil, del && body != nil
+	st.body, st.hasRow, st.del = body, body != nil, facts.Delete && body != nil
+	if body != nil {
+		st.schema, st.keys = facts.Schema, facts.Keys
+	}
 	w.setString(msg, FieldPartition, m.Partition)
 	w.setString(msg, FieldDatabase, m.Database)
 	w.setString(msg, FieldTable, m.Table)
@@ -198,6 +213,9 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, del bool) {
 	}
 	if m.Marker {
 		st.present = st.present.with(FieldMarker)
+	}
+	if m.SchemaChange {
+		st.present = st.present.with(FieldSchemaChange)
 	}
 	if m.HasSeq {
 		st.present = st.present.with(FieldSeq)

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"encoding/json"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 	"math"
 	"strconv"
 	"testing"
@@ -50,6 +51,7 @@ func genMeta(t *rapid.T) Meta {
 		HasSeq: rapid.Bool().Draw(t, "hasSeq"), Seq: rapid.SampledFrom([]int64{1, 42, 99, 100, 123456789, -7, math.MaxInt64, math.MinInt64}).Draw(t, "seq"),
 		HasOffset: rapid.Bool().Draw(t, "hasOffset"), SourceOffset: rapid.Int64().Draw(t, "offset"),
 		HasEpoch: rapid.Bool().Draw(t, "hasEpoch"), Epoch: rapid.SampledFrom([]uint64{0, 1, 2, 150, math.MaxInt64, math.MaxInt64 + 1}).Draw(t, "epoch"),
+		SchemaChange: rapid.Bool().Draw(t, "schemaChange"),
 	}
 }
 
@@ -131,7 +133,7 @@ func checkParse(t require.TestingT, msg *service.Message) Parsed {
 			present = ok && v != nil && v != ""
 			var ferr error
 			switch f {
-			case FieldTxnEnd, FieldTxnAbort, FieldMarker:
+			case FieldTxnEnd, FieldTxnAbort, FieldMarker, FieldSchemaChange:
 				_, ferr = boolValue(f.Key(), v)
 			case FieldPartitionEpoch:
 				_, _, ferr = epochValue(v)
@@ -335,4 +337,31 @@ func TestWriterReusesButNeverConfusesValues(t *testing.T) {
 		v, _ := Materialized(msg).MetaGet(KeySeq)
 		assert.Equal(t, strconv.Itoa(1000+i), v)
 	}
+}
+
+// WriteRowFacts hands the row's schema and key hash to the output through
+// Parsed.Row, for the very body it was written with only.
+func TestRowFactsCarrySchemaAndKeys(t *testing.T) {
+	var w Writer
+	tbl := &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}}, Key: []string{"id"}}
+	body := []byte(`{"id":1}`)
+	msg := service.NewMessage(nil)
+	msg.SetBytes(body)
+	w.WriteRowFacts(msg, Meta{Partition: "p", TxnID: "t", HasSeq: true, Seq: 1}, body, RowFacts{Schema: tbl, Keys: 42})
+	p := Parse(msg)
+	facts, ok := p.Row(body)
+	require.True(t, ok)
+	assert.Same(t, tbl, facts.Schema)
+	assert.Equal(t, uint64(42), facts.Keys)
+	_, ok = p.Row([]byte(`{"id":1}`))
+	assert.False(t, ok, "another body is not vouched for")
+
+	change := service.NewMessage([]byte(`{"columns":[]}`))
+	w.Write(change, Meta{Partition: "p", TxnID: "t2", HasSeq: true, Seq: 2, SchemaChange: true, TxnEnd: true})
+	p = Parse(change)
+	assert.True(t, p.SchemaChange)
+	assert.True(t, p.Present.Has(FieldSchemaChange))
+	Materialize(change)
+	v, _ := change.MetaGet(KeySchemaChange)
+	assert.Equal(t, "true", v)
 }
