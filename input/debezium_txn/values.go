@@ -79,6 +79,11 @@ type wireSchema struct {
 	Field      string            `json:"field"`
 	Fields     []wireSchema      `json:"fields"`
 	Parameters map[string]string `json:"parameters"`
+	Optional   bool              `json:"optional"`
+	Default    json.RawMessage   `json:"default"`
+	Doc        string            `json:"doc"`
+	// Items is an array's element schema.
+	Items *wireSchema `json:"items"`
 }
 
 // planFromEnvelopeSchema builds the plan of a Debezium envelope's row from
@@ -120,37 +125,22 @@ func planFromEnvelopeSchema(raw []byte) (*rowPlan, error) {
 	return p, nil
 }
 
+// convFor is the conversion of a field's value: its logical type's rule
+// (columns.go), or none.
 func convFor(f wireSchema) (fieldConv, error) {
-	switch f.Name {
-	case logicalDecimal:
+	r, ok := logicalRules[f.Name]
+	if !ok || r.conv == convNone {
+		return fieldConv{}, nil
+	}
+	if r.conv == convDecimal {
 		sc := f.Parameters[parameterDecimalScale]
 		n, err := strconv.ParseInt(sc, 10, 32)
 		if err != nil {
 			return fieldConv{}, fmt.Errorf("%s without a valid scale parameter (%q)", logicalDecimal, sc)
 		}
 		return fieldConv{kind: convDecimal, scale: int32(n)}, nil
-	case logicalVariableDecimal:
-		return fieldConv{kind: convVariableDecimal}, nil
-	case logicalJSON:
-		return fieldConv{kind: convJSON}, nil
-	case logicalDate, logicalConnectDate:
-		return fieldConv{kind: convDate}, nil
-	case logicalTime, logicalConnectTime:
-		return fieldConv{kind: convTimeMillis}, nil
-	case logicalMicroTime:
-		return fieldConv{kind: convTimeMicros}, nil
-	case logicalNanoTime:
-		return fieldConv{kind: convTimeNanos}, nil
-	case logicalTimestamp, logicalConnectTimestamp:
-		return fieldConv{kind: convTimestampMS}, nil
-	case logicalMicroTimestamp:
-		return fieldConv{kind: convTimestampUS}, nil
-	case logicalNanoTimestamp:
-		return fieldConv{kind: convTimestampNS}, nil
-	case logicalZonedTimestamp, logicalIsoTimestamp, logicalIsoDate:
-		return fieldConv{kind: convZoned}, nil
 	}
-	return fieldConv{}, nil
+	return fieldConv{kind: r.conv}, nil
 }
 
 // valueWriter renders converted values. loc is the zone DATETIME text of a
