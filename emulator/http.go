@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
 )
 
 // req is the parsed transport view of one request.
