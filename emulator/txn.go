@@ -314,9 +314,9 @@ func (e *Emulator) reap(now time.Time) {
 		switch {
 		case t.status != statusPrepare || t.tables[0].busy:
 		case t.timeout > 0 && now.Sub(t.created) > t.timeout:
-			reasons[t] = fmt.Sprintf("transaction is aborted by timeout %d seconds.", int64(t.timeout/time.Second))
+			reasons[t] = e.ver.beTimeoutMsg("timeout", t.timeout)
 		case t.idleTimeout > 0 && now.Sub(t.lastActive) > t.idleTimeout:
-			reasons[t] = fmt.Sprintf("transaction is aborted by idle timeout %d seconds.", int64(t.idleTimeout/time.Second))
+			reasons[t] = e.ver.beTimeoutMsg("idle timeout", t.idleTimeout)
 		}
 	}
 	for _, d := range e.dbs {

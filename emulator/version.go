@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The StarRocks version the emulator answers as (Config.StarRocksVersion, --starrocks-version),
@@ -93,6 +94,16 @@ func (v srVersion) inProcessingMsg() string {
 		return "Transaction is in processing"
 	}
 	return "Transaction in processing, please retry later"
+}
+
+// beTimeoutMsg is the reason the BE's reaper (TransactionMgr::_clean_stream_context) gives a
+// transaction it rolls back for its timeout or idle timeout: 3.3 names neither the kind's
+// seconds ("transaction is aborted by timeout."), 3.4 on does.
+func (v srVersion) beTimeoutMsg(kind string, d time.Duration) string {
+	if v.atLeast(3, 4, 0) {
+		return fmt.Sprintf("transaction is aborted by %s %d seconds.", kind, int64(d/time.Second))
+	}
+	return fmt.Sprintf("transaction is aborted by %s.", kind)
 }
 
 // errNoPartitionsHaveData is ERR_NO_PARTITIONS_HAVE_DATA_LOAD (5603) as 3.3 and 3.4 word it.
