@@ -387,7 +387,7 @@ func TestV3PreparedExpiry(t *testing.T) {
 		_, err := openMySQL(t, e).Exec("ADMIN SET FRONTEND CONFIG ('prepared_transaction_default_timeout_second' = '10')")
 		require.NoError(t, err)
 		clk.Add(298 * time.Second) // 299.001 s since the prepares
-		stays(t, e, c, "h2") // its timeout was fixed at its prepare
+		stays(t, e, c, "h2")       // its timeout was fixed at its prepare
 		stays(t, e, c, "h3")
 		clk.Add(time.Second)
 		aborted(t, c, "h3")
