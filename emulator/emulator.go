@@ -30,6 +30,12 @@
 // @@version_comment (see package store). Config.DataDir keeps the committed
 // data and the label states across restarts (persist.go).
 //
+// Config.StarRocksVersion (--starrocks-version) picks the release the
+// emulator answers as, 4.0 by default: below 4.0 there are no multi-table
+// transactions and the FE routes classic ones through its label → BE map
+// (classic3x.go); below 3.5.4 the prepare's prepared_timeout is not read
+// (version.go; docs/notes/starrocks-protocol.md §12).
+//
 // The conformance suite (conformance_test.go) replays StarRocks's own
 // regression-test sequences; each case names its source.
 //
@@ -45,7 +51,8 @@
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
 //	POST   /_emulator/evict_labels  {"db":"test","labels":["l1"]} (both optional):
 //	                            forget finished labels at once (Emulator.EvictLabels)
-//	POST   /_emulator/restart   emulate an FE restart (open transactions abort, PREPARED ones stay)
+//	POST   /_emulator/restart   emulate an FE restart (open transactions abort, PREPARED ones stay;
+//	                            below 4.0 open ones are forgotten)
 //
 // # Faults
 //
