@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 )
 
 // The StarRocks 3.x mode (Config.StarRocksVersion below 4.0): each test names the
@@ -486,4 +488,44 @@ func TestV3DataDirRestart(t *testing.T) {
 	classicFlow(t, c, "d-run", 3, 1, true)
 	requireStatus(t, c.commit(ctlH("d-run")), "OK", "")
 	assert.Equal(t, 3, countRows(t, e, "orders"))
+}
+
+// TestCommandStarRocksVersion: the emulator subcommand's --starrocks-version, and its refusal
+// of a version it does not model.
+func TestCommandStarRocksVersion(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	app := &cli.App{Name: "test", Commands: []*cli.Command{Command()}, Writer: &out, ErrWriter: &out}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunContext(ctx, []string{"test", "emulator", "--http", "127.0.0.1:0", "--mysql", "", "--be", "127.0.0.1:0",
+			"--starrocks-version", "3.3"})
+	}()
+	var fe string
+	require.Eventually(t, func() bool {
+		s := out.String()
+		i := strings.Index(s, "fe=")
+		if i < 0 {
+			return false
+		}
+		fe = strings.Fields(s[i+3:])[0]
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Contains(t, out.String(), "starrocks emulator 3.3.0 listening")
+	c := &client{t: t, base: fe, user: "root", hc: &http.Client{Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	r := c.begin(hdrs{"db": "d", "label": "cli3", "transaction_type": "multi"})
+	requireStatus(t, r, "FAILED", pfx3+"Database[d] does not exist.")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the emulator command did not stop")
+	}
+
+	err := app.Run([]string{"test", "emulator", "--http", "127.0.0.1:0", "--mysql", "", "--starrocks-version", "2.5"})
+	assert.ErrorContains(t, err, "starting the emulator: the StarRocks version 2.5.0 is older than the emulator models")
 }
