@@ -183,9 +183,10 @@ type Config struct {
 	// rollback before the FE aborts it ("timeout by txn manager"). From 3.5.4 a prepare's
 	// prepared_timeout header overrides it for that transaction.
 	PreparedTxnTimeout time.Duration
-	// Now is the emulator's clock (default time.Now). Every timeout and retention is
-	// measured on it, so a test can step it past a timeout instead of waiting; the reaper
-	// still runs every ReaperInterval of real time.
+	// Now is the emulator's clock (default time.Now). Transaction timeouts (begin, idle,
+	// prepared), retention by age and an abort_pending fault's end are measured on it, so a
+	// test can step it past a timeout instead of waiting; the reaper still runs every
+	// ReaperInterval of real time, and the delays of the other faults are real time.
 	Now func() time.Time
 	// Logger is optional.
 	Logger *slog.Logger

@@ -44,9 +44,6 @@ func txnInfo(t *txn) store.TxnInfo {
 // prepared_transaction_default_timeout_second before).
 func (e *Emulator) txnInfo(t *txn) store.TxnInfo {
 	ti := txnInfo(t)
-	if t.stream || t.multi {
-		return ti
-	}
 	ti.PreparedTime = t.preparedAt
 	ti.PreparedTimeoutMs = e.cfg.PreparedTxnTimeout.Milliseconds()
 	if t.preparedTimeout > 0 {
