@@ -35,6 +35,12 @@ func (e *Emulator) feClassic(q *req) {
 		e.feClassicV3(q)
 		return
 	}
+	if _, ok := e.store.DatabaseID(q.db); !ok {
+		// TransactionWithoutChannelHandler.handle (and getTxnOperationHandler before it)
+		// checks the database of every op before any routing.
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("Database[%s] does not exist.", q.db)))
+		return
+	}
 	switch q.op {
 	case "begin":
 		if e.beLn != nil {

@@ -56,7 +56,11 @@ func TestClassicFlow(t *testing.T) {
 	requireStatus(t, c.load(classicH("nolabel"), orderRows(1, 1)), "FAILED",
 		pfx+"Can't find the transaction with db [test] and label[nolabel]. The possible reasons: 1. FE leader is started or switched; 2. The transaction timeouts and is cleaned.")
 	requireStatus(t, c.load(hdrs{"db": "test", "label": "c1", "table": "order_items"}, itemRows(1, 1)), "INVALID_ARGUMENT", "Request table order_items not equal transaction table orders")
-	requireStatus(t, c.load(hdrs{"db": "nodb", "label": "c1", "table": "orders"}, itemRows(1, 1)), "INVALID_ARGUMENT", "Request database nodb not equal transaction database test")
+	// an unknown database is the FE's refusal (TransactionWithoutChannelHandler.handle), another
+	// one the BE's
+	requireStatus(t, c.load(hdrs{"db": "nodb", "label": "c1", "table": "orders"}, itemRows(1, 1)), "FAILED", pfx+"Database[nodb] does not exist.")
+	require.NoError(t, e.Store().ExecScript("CREATE DATABASE other"))
+	requireStatus(t, c.load(hdrs{"db": "other", "label": "c1", "table": "orders"}, itemRows(1, 1)), "INVALID_ARGUMENT", "Request database other not equal transaction database test")
 	r = c.load(classicH("c1"), orderRows(1, 2))
 	requireStatus(t, r, "OK", "")
 	assert.Equal(t, []string{"Label", "LoadBytes", "Message", "ReceivedDataTimeMs", "Status", "StreamLoadPlanTimeMs", "TxnId"}, keysOf(r))
@@ -145,7 +149,8 @@ func TestClassicErrors(t *testing.T) {
 		assert.Equal(t, "ABORTED", c.state("test", "e3"))
 	})
 	t.Run("unknown db and table", func(t *testing.T) {
-		requireStatus(t, c.begin(hdrs{"db": "nodb", "label": "e4", "table": "orders"}), "ANALYSIS_ERROR", "unknown database, database=nodb")
+		// the FE checks the database before it routes a begin to the BE (TransactionWithoutChannelHandler.handle)
+		requireStatus(t, c.begin(hdrs{"db": "nodb", "label": "e4", "table": "orders"}), "FAILED", pfx+"Database[nodb] does not exist.")
 		requireStatus(t, c.begin(hdrs{"db": "test", "label": "e4", "table": "nope"}), "ANALYSIS_ERROR", `unknown table "test.nope"`)
 		requireStatus(t, c.begin(hdrs{"db": "test", "label": "e4", "table": "orders", "timeout": "-3"}), "INVALID_ARGUMENT", "Invalid timeout format")
 	})
