@@ -11,9 +11,6 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
 )
 
-// defaultPreparedTimeout is prepared_transaction_default_timeout_second.
-const defaultPreparedTimeout = 86400 * time.Second
-
 type storeChanges = store.TableChange
 
 type parsedLoad = store.Parsed
@@ -34,6 +31,16 @@ func parseParams(h map[string]string) (store.LoadParams, error) {
 // load go to the BE; prepare/commit/rollback are answered by the FE from the
 // transaction's status, or sent to the BE while it is PREPARE.
 func (e *Emulator) feClassic(q *req) {
+	if !e.ver.multiTable() {
+		e.feClassicV3(q)
+		return
+	}
+	if _, ok := e.store.DatabaseID(q.db); !ok {
+		// TransactionWithoutChannelHandler.handle (and getTxnOperationHandler before it)
+		// checks the database of every op before any routing.
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("Database[%s] does not exist.", q.db)))
+		return
+	}
 	switch q.op {
 	case "begin":
 		if e.beLn != nil {
@@ -44,7 +51,7 @@ func (e *Emulator) feClassic(q *req) {
 		return
 	case "load":
 		if msg := e.coordinatorErr(q.db, q.label); msg != "" {
-			writeJSON(q.w, http.StatusOK, feFailed(msg))
+			writeJSON(q.w, http.StatusOK, e.feFailed(msg))
 			return
 		}
 		if e.beLn != nil {
@@ -60,10 +67,10 @@ func (e *Emulator) feClassic(q *req) {
 		outcome, cached := e.outcomes[outcomeKey(q.db, q.label)]
 		e.mu.Unlock()
 		if cached && q.op != "prepare" {
-			writeJSON(q.w, http.StatusOK, cachedOutcomeReply(q.op, outcome, q.label))
+			writeJSON(q.w, http.StatusOK, e.cachedOutcomeReply(q.op, outcome, q.label))
 			return
 		}
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("No transaction found with db[%s] and label[%s]", q.db, q.label)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(e.noTxnMsg(q.db, q.label)))
 		return
 	}
 	st := t.labelState()
@@ -71,7 +78,7 @@ func (e *Emulator) feClassic(q *req) {
 		// A multi transaction addressed without transaction_type: the
 		// classic handler looks for a BE coordinator that does not exist.
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Transaction with label %s has no backend", q.label)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("Transaction with label %s has no backend", q.label)))
 		return
 	}
 	if q.op == "prepare" || st == statusPrepare {
@@ -84,7 +91,24 @@ func (e *Emulator) feClassic(q *req) {
 		return
 	}
 	e.mu.Unlock()
-	f, done := e.takeFault(q, feShape(q))
+	e.feDecide(q, t)
+}
+
+// noTxnMsg is the FE's error for a commit, prepare or rollback of a label it holds no
+// transaction state of.
+func (e *Emulator) noTxnMsg(db, label string) string {
+	if !e.ver.multiTable() {
+		return noTxnByLabel(label)
+	}
+	return fmt.Sprintf("No transaction found with db[%s] and label[%s]", db, label)
+}
+
+// feDecide is TransactionWithoutChannelHandler's commit or rollback of a transaction that
+// is no longer running (t, PREPARED or over), which the FE answers itself: it commits or
+// aborts a PREPARED one (commitPreparedTransaction, abortTransaction "User Aborted") and
+// answers the others from their state. Faults of op commit and rollback hit it here.
+func (e *Emulator) feDecide(q *req, t *txn) {
+	f, done := e.takeFault(q, e.feShape(q))
 	if done {
 		return
 	}
@@ -93,11 +117,11 @@ func (e *Emulator) feClassic(q *req) {
 		t = t2
 		if t == nil {
 			e.mu.Unlock()
-			writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("No transaction found with db[%s] and label[%s]", q.db, q.label)))
+			writeJSON(q.w, http.StatusOK, e.feFailed(e.noTxnMsg(q.db, q.label)))
 			return
 		}
 	}
-	st = t.labelState()
+	st := t.labelState()
 	withID := func(r reply) reply { return r.with("TxnId", t.id).with("Label", t.label) }
 	var res reply
 	switch {
@@ -121,14 +145,14 @@ func (e *Emulator) feClassic(q *req) {
 	case q.op == "commit" && (st == statusCommitted || st == statusVisible):
 		res = withID(txnResult("OK", fmt.Sprintf("Transaction %d has already committed, label is %s", t.id, t.label)))
 	case q.op == "commit":
-		res = txnResult("FAILED", fmt.Sprintf("Can not commit %s transaction %d, label is %s", st, t.id, t.label))
+		res = e.feFailed(fmt.Sprintf("Can not commit %s transaction %d, label is %s", st, t.id, t.label))
 	case st == statusPrepared:
 		e.abortLocked(t, reasonUser)
 		res = withID(txnResult("OK", ""))
 	case st == statusAborted:
 		res = withID(txnResult("OK", fmt.Sprintf("Transaction %d has already aborted, label is %s", t.id, t.label)))
 	default:
-		res = txnResult("FAILED", fmt.Sprintf("Can not abort %s transaction %d, label is %s", st, t.id, t.label))
+		res = e.feFailed(fmt.Sprintf("Can not abort %s transaction %d, label is %s", st, t.id, t.label))
 	}
 	e.mu.Unlock()
 	writeJSON(q.w, http.StatusOK, res)
@@ -158,18 +182,20 @@ func (e *Emulator) coordinatorErr(db, label string) string {
 }
 
 // cachedOutcomeReply answers commit/rollback of an evicted transaction from
-// its cached final state.
-func cachedOutcomeReply(op, state, label string) reply {
+// its cached final state (4.x: TransactionWithoutChannelHandler's
+// commitEvictedTransactionByLabel and rollbackEvictedTransactionByLabel;
+// their refusals are exceptions, printed with their class).
+func (e *Emulator) cachedOutcomeReply(op, state, label string) reply {
 	committed := state == statusCommitted || state == statusVisible
 	switch {
 	case op == "commit" && committed:
-		return txnResult("OK", "Transaction has already committed, label is "+label)
+		return txnResult("OK", "Transaction has already committed, label is "+label).with("Label", label)
 	case op == "commit":
-		return txnResult("FAILED", "Can not commit ABORTED transaction, label is "+label)
+		return e.feFailed("Can not commit ABORTED transaction, label is " + label)
 	case committed:
-		return txnResult("FAILED", "Can not abort COMMITTED transaction, label is "+label)
+		return e.feFailed("Can not abort COMMITTED transaction, label is " + label)
 	}
-	return txnResult("OK", "Transaction has already aborted, label is "+label)
+	return txnResult("OK", "Transaction has already aborted, label is "+label).with("Label", label)
 }
 
 // beTransaction handles /api/transaction/{op} on the BE listener.
@@ -187,8 +213,9 @@ func (e *Emulator) beTransaction(q *req, op string) {
 		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "empty label", q.label))
 		return
 	}
-	if q.header("transaction_type") != "" && op != "load" {
-		// any transaction_type at all, not only multi
+	if q.header("transaction_type") != "" && op != "load" && e.ver.multiTable() {
+		// any transaction_type at all, not only multi; a 3.x BE does not
+		// look at the header (§12.1)
 		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Multi-statement transaction requests can only be sent to FE nodes, not BE nodes", q.label))
 		return
 	}
@@ -200,7 +227,11 @@ func (e *Emulator) beTransaction(q *req, op string) {
 	case "prepare", "commit", "rollback":
 		e.beOp(q)
 	default:
-		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", "Unknown transaction operation: "+op, q.label))
+		msg := "Unknown transaction operation: " + op
+		if !e.ver.multiTable() {
+			msg = "unsupport transaction operation " + op // 3.3.7 TransactionManagerAction::handle
+		}
+		writeJSON(q.w, http.StatusOK, beReply("INVALID_ARGUMENT", msg, q.label))
 	}
 }
 
@@ -260,7 +291,12 @@ func listEntry(t *txn) reply {
 		with("TransactionTimeoutSec", t.beTimeoutSec).with("IdleTransactionTimeoutSec", t.beIdleSec)
 }
 
-// classicBegin is the BE begin_transaction (plus the FE label checks).
+// classicBegin is the BE begin_transaction and the FE's loadTxnBegin, checked in their
+// order: a context the BE holds for the label (LABEL_ALREADY_EXISTS, nothing else read),
+// the BE's timeout headers, then the FE's database, table, label format, label use and
+// running limit. The BE does not check the table header: a begin without one (a
+// multi-table begin sent to a 3.x FE) fails at the FE, `unknown table "db."`
+// (docs/notes/starrocks-protocol.md §12.1).
 func (e *Emulator) classicBegin(q *req) {
 	q.op = "begin"
 	if _, done := e.takeFault(q, beShape(q)); done {
@@ -271,8 +307,11 @@ func (e *Emulator) classicBegin(q *req) {
 		fail("INVALID_ARGUMENT", "Invalid label ")
 		return
 	}
-	if q.table == "" {
-		fail("INVALID_ARGUMENT", "Invalid table name")
+	e.mu.Lock()
+	held := e.beContexts[q.label] != nil
+	e.mu.Unlock()
+	if held {
+		writeJSON(q.w, http.StatusOK, reply{{"Status", "LABEL_ALREADY_EXISTS"}, {"ExistingJobStatus", ""}, {"Message", ""}})
 		return
 	}
 	timeout := e.cfg.DefaultTxnTimeout
@@ -298,17 +337,17 @@ func (e *Emulator) classicBegin(q *req) {
 		idle = time.Duration(n) * time.Second
 		beIdle = int64(n)
 	}
-	if !labelRe.MatchString(q.label) {
-		fail("ANALYSIS_ERROR", labelFormatMsg(q.label))
-		return
-	}
 	dbID, ok := e.store.DatabaseID(q.db)
 	if !ok {
 		fail("ANALYSIS_ERROR", "unknown database, database="+q.db)
 		return
 	}
-	if _, err := e.store.Table(q.db, q.table); err != nil {
+	if _, err := e.store.Table(q.db, q.table); q.table == "" || err != nil {
 		fail("ANALYSIS_ERROR", fmt.Sprintf("unknown table \"%s.%s\"", q.db, q.table))
+		return
+	}
+	if !labelRe.MatchString(q.label) {
+		fail("ANALYSIS_ERROR", labelFormatMsg(q.label))
 		return
 	}
 	e.mu.Lock()
@@ -337,7 +376,7 @@ func (e *Emulator) classicBegin(q *req) {
 func (e *Emulator) newClassicLocked(label, db, table string, dbID int64, timeout time.Duration) *txn {
 	t := &txn{
 		id: e.newIDLocked(), label: label, db: db, dbID: dbID, table: table, status: statusPrepare,
-		created: time.Now(), timeout: timeout, byTable: map[string]*tableLoad{},
+		created: e.now(), timeout: timeout, byTable: map[string]*tableLoad{},
 	}
 	t.lastActive = t.created
 	tl := &tableLoad{name: table, subID: t.id}
@@ -354,7 +393,7 @@ func (e *Emulator) countersReply(t *txn) reply {
 	r := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).
 		with("NumberTotalRows", loaded+filtered+unsel).with("NumberLoadedRows", loaded).
 		with("NumberFilteredRows", filtered).with("NumberUnselectedRows", unsel).
-		with("LoadBytes", bytes).with("LoadTimeMs", time.Since(t.created).Milliseconds()).
+		with("LoadBytes", bytes).with("LoadTimeMs", e.now().Sub(t.created).Milliseconds()).
 		with("StreamLoadPlanTimeMs", 0).with("ReceivedDataTimeMs", 0).with("WriteDataTimeMs", 0).
 		with("CommitAndPublishTimeMs", 0)
 	if f := t.tables[0].errFile; f != "" {
@@ -371,7 +410,8 @@ func (e *Emulator) beOp(q *req) {
 	}
 	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
 	var preparedTimeout time.Duration
-	if v := q.header("prepared_timeout"); q.op == "prepare" && v != "" {
+	// prepared_timeout exists from 3.5.4; an older BE does not read it (§12.3).
+	if v := q.header("prepared_timeout"); q.op == "prepare" && v != "" && e.ver.preparedTimeout() {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
 			fail("INVALID_ARGUMENT", "Invalid prepared_timeout: "+v)
@@ -394,7 +434,14 @@ func (e *Emulator) beOp(q *req) {
 	tl := t.tables[0]
 	if tl.busy {
 		e.mu.Unlock()
-		fail("TXN_IN_PROCESSING", "Transaction is in processing")
+		fail("TXN_IN_PROCESSING", e.ver.inProcessingMsg())
+		return
+	}
+	if t.feLost {
+		// The FE restarted (3.x) and forgot the transaction (classic3x.go).
+		r := e.feLostLocked(t)
+		e.mu.Unlock()
+		writeJSON(q.w, http.StatusOK, r)
 		return
 	}
 	if q.op == "rollback" {
@@ -432,7 +479,7 @@ func (e *Emulator) beOp(q *req) {
 		abort(tl.parseErr, false)
 		return
 	case tl.loaded == 0 && !e.emptyLoadOK.Load():
-		abort(errNoRowsImported, tl.filtered > 0)
+		abort(e.ver.noRowsMsg(), tl.filtered > 0)
 		return
 	}
 	if f != nil && f.Action == ActCommitAbort {
@@ -449,10 +496,16 @@ func (e *Emulator) beOp(q *req) {
 	delete(e.beContexts, t.label)
 	if q.op == "prepare" {
 		t.status = statusPrepared
-		t.preparedAt = time.Now()
-		t.preparedTimeout = preparedTimeout
-		if t.preparedTimeout <= 0 {
-			t.preparedTimeout = defaultPreparedTimeout
+		t.preparedAt = e.now()
+		// From 3.5.4 the transaction keeps its own prepared timeout (the header, or
+		// prepared_transaction_default_timeout_second now); before, the FE reads the
+		// config each time it checks (0 here, txn.go reap).
+		t.preparedTimeout = 0
+		if e.ver.preparedTimeout() {
+			t.preparedTimeout = preparedTimeout
+			if t.preparedTimeout <= 0 {
+				t.preparedTimeout = e.cfg.PreparedTxnTimeout
+			}
 		}
 		e.journalPreparedLocked(t)
 		res := e.countersReply(t)

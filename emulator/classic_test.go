@@ -41,7 +41,8 @@ func TestClassicFlow(t *testing.T) {
 	e := startEmu(t, nil)
 	c := newClient(t, e)
 
-	requireStatus(t, c.begin(hdrs{"db": "test", "label": "x0"}), "INVALID_ARGUMENT", "Invalid table name")
+	// the BE does not check the table header; the FE's loadTxnBegin finds no table "" (§12.1)
+	requireStatus(t, c.begin(hdrs{"db": "test", "label": "x0"}), "ANALYSIS_ERROR", `unknown table "test."`)
 	r := c.begin(ctlH("c1"))
 	requireStatus(t, r, "OK", "")
 	assert.Equal(t, []string{"BeginTxnTimeMs", "Label", "Message", "Status", "TxnId"}, keysOf(r))
@@ -55,7 +56,11 @@ func TestClassicFlow(t *testing.T) {
 	requireStatus(t, c.load(classicH("nolabel"), orderRows(1, 1)), "FAILED",
 		pfx+"Can't find the transaction with db [test] and label[nolabel]. The possible reasons: 1. FE leader is started or switched; 2. The transaction timeouts and is cleaned.")
 	requireStatus(t, c.load(hdrs{"db": "test", "label": "c1", "table": "order_items"}, itemRows(1, 1)), "INVALID_ARGUMENT", "Request table order_items not equal transaction table orders")
-	requireStatus(t, c.load(hdrs{"db": "nodb", "label": "c1", "table": "orders"}, itemRows(1, 1)), "INVALID_ARGUMENT", "Request database nodb not equal transaction database test")
+	// an unknown database is the FE's refusal (TransactionWithoutChannelHandler.handle), another
+	// one the BE's
+	requireStatus(t, c.load(hdrs{"db": "nodb", "label": "c1", "table": "orders"}, itemRows(1, 1)), "FAILED", pfx+"Database[nodb] does not exist.")
+	require.NoError(t, e.Store().ExecScript("CREATE DATABASE other"))
+	requireStatus(t, c.load(hdrs{"db": "other", "label": "c1", "table": "orders"}, itemRows(1, 1)), "INVALID_ARGUMENT", "Request database other not equal transaction database test")
 	r = c.load(classicH("c1"), orderRows(1, 2))
 	requireStatus(t, r, "OK", "")
 	assert.Equal(t, []string{"Label", "LoadBytes", "Message", "ReceivedDataTimeMs", "Status", "StreamLoadPlanTimeMs", "TxnId"}, keysOf(r))
@@ -85,7 +90,7 @@ func TestClassicFlow(t *testing.T) {
 
 	t.Log("§4.4 COMMITTED/VISIBLE")
 	requireStatus(t, c.commit(ctlH("c1")), "OK", fmt.Sprintf("Transaction %d has already committed, label is c1", id))
-	requireStatus(t, c.rollback(ctlH("c1")), "FAILED", fmt.Sprintf("Can not abort VISIBLE transaction %d, label is c1", id))
+	requireStatus(t, c.rollback(ctlH("c1")), "FAILED", pfx+fmt.Sprintf("Can not abort VISIBLE transaction %d, label is c1", id))
 	r = c.begin(ctlH("c1"))
 	requireStatus(t, r, "LABEL_ALREADY_EXISTS", "Label [c1] has already been used.")
 	assert.Equal(t, "FINISHED", r.str("ExistingJobStatus"))
@@ -99,7 +104,7 @@ func TestClassicFlow(t *testing.T) {
 	id2 := r.num("TxnId")
 	assert.NotZero(t, id2)
 	assert.Equal(t, "ABORTED", c.state("test", "c2"))
-	requireStatus(t, c.commit(ctlH("c2")), "FAILED", fmt.Sprintf("Can not commit ABORTED transaction %d, label is c2", id2))
+	requireStatus(t, c.commit(ctlH("c2")), "FAILED", pfx+fmt.Sprintf("Can not commit ABORTED transaction %d, label is c2", id2))
 	requireStatus(t, c.rollback(ctlH("c2")), "OK", fmt.Sprintf("Transaction %d has already aborted, label is c2", id2))
 	requireStatus(t, c.begin(ctlH("c2")), "OK", "")
 	assert.Equal(t, "PREPARE", c.state("test", "c2"))
@@ -144,7 +149,8 @@ func TestClassicErrors(t *testing.T) {
 		assert.Equal(t, "ABORTED", c.state("test", "e3"))
 	})
 	t.Run("unknown db and table", func(t *testing.T) {
-		requireStatus(t, c.begin(hdrs{"db": "nodb", "label": "e4", "table": "orders"}), "ANALYSIS_ERROR", "unknown database, database=nodb")
+		// the FE checks the database before it routes a begin to the BE (TransactionWithoutChannelHandler.handle)
+		requireStatus(t, c.begin(hdrs{"db": "nodb", "label": "e4", "table": "orders"}), "FAILED", pfx+"Database[nodb] does not exist.")
 		requireStatus(t, c.begin(hdrs{"db": "test", "label": "e4", "table": "nope"}), "ANALYSIS_ERROR", `unknown table "test.nope"`)
 		requireStatus(t, c.begin(hdrs{"db": "test", "label": "e4", "table": "orders", "timeout": "-3"}), "INVALID_ARGUMENT", "Invalid timeout format")
 	})
@@ -309,8 +315,8 @@ func TestClassicEvictedOutcome(t *testing.T) {
 	assert.Equal(t, "UNKNOWN", c.state("test", "v2"))
 	assert.Equal(t, "VISIBLE", c.state("test", "v3"))
 	requireStatus(t, c.commit(ctlH("v1")), "OK", "Transaction has already committed, label is v1")
-	requireStatus(t, c.rollback(ctlH("v1")), "FAILED", "Can not abort COMMITTED transaction, label is v1")
-	requireStatus(t, c.commit(ctlH("v2")), "FAILED", "Can not commit ABORTED transaction, label is v2")
+	requireStatus(t, c.rollback(ctlH("v1")), "FAILED", pfx+"Can not abort COMMITTED transaction, label is v1")
+	requireStatus(t, c.commit(ctlH("v2")), "FAILED", pfx+"Can not commit ABORTED transaction, label is v2")
 	requireStatus(t, c.rollback(ctlH("v2")), "OK", "Transaction has already aborted, label is v2")
 	t.Log("an evicted label can be used again")
 	requireStatus(t, c.begin(ctlH("v1")), "OK", "")

@@ -33,6 +33,7 @@ func Command() *cli.Command {
 			&cli.DurationFlag{Name: "txn-timeout", Value: DefaultTxnTimeout, Usage: "transaction timeout when a begin has no `timeout` header"},
 			&cli.IntFlag{Name: "max-running-txn-per-db", Value: DefaultMaxRunningTxnPerDB, Usage: "max_running_txn_num_per_db"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep committed data and label states in this directory across restarts ('' keeps them in memory)"},
+			&cli.StringFlag{Name: "starrocks-version", Usage: "the StarRocks release to answer as: 3.3, 3.4, 3.5, 3.5.4, 4.0 … ('' is 4.0); below 4.0 there are no multi-table transactions, below 3.5.4 no prepared_timeout header"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every transaction step"},
 		},
 		Action: func(c *cli.Context) error {
@@ -45,6 +46,7 @@ func Command() *cli.Command {
 				DefaultTxnTimeout:  c.Duration("txn-timeout"),
 				MaxRunningTxnPerDB: c.Int("max-running-txn-per-db"),
 				DataDir:            c.String("data-dir"),
+				StarRocksVersion:   c.String("starrocks-version"),
 			}
 			level := slog.LevelInfo
 			if c.Bool("verbose") {
@@ -71,7 +73,7 @@ func Command() *cli.Command {
 			if out == nil {
 				out = os.Stdout
 			}
-			fmt.Fprintf(out, "starrocks emulator listening: fe=%s", em.FEURL())
+			fmt.Fprintf(out, "starrocks emulator %s listening: fe=%s", em.StarRocksVersion(), em.FEURL())
 			if be := em.BEURL(); be != "" {
 				fmt.Fprintf(out, " be=%s", be)
 			}

@@ -30,6 +30,12 @@
 // @@version_comment (see package store). Config.DataDir keeps the committed
 // data and the label states across restarts (persist.go).
 //
+// Config.StarRocksVersion (--starrocks-version) picks the release the
+// emulator answers as, 4.0 by default: below 4.0 there are no multi-table
+// transactions and the FE routes classic ones through its label → BE map
+// (classic3x.go); below 3.5.4 the prepare's prepared_timeout is not read
+// (version.go; docs/notes/starrocks-protocol.md §12).
+//
 // The conformance suite (conformance_test.go) replays StarRocks's own
 // regression-test sequences; each case names its source.
 //
@@ -45,7 +51,8 @@
 //	GET    /_emulator/counters  begins, loads, commits, rollbacks, rows, bytes…
 //	POST   /_emulator/evict_labels  {"db":"test","labels":["l1"]} (both optional):
 //	                            forget finished labels at once (Emulator.EvictLabels)
-//	POST   /_emulator/restart   emulate an FE restart (open transactions abort, PREPARED ones stay)
+//	POST   /_emulator/restart   emulate an FE restart (open transactions abort, PREPARED ones stay;
+//	                            below 4.0 open ones are forgotten)
 //
 // # Faults
 //
@@ -116,6 +123,8 @@ const (
 	// DefaultJSONMaxBatchMB is the BE's streaming_load_max_batch_size_mb.
 	DefaultJSONMaxBatchMB = 100
 	DefaultReaperInterval = time.Second
+	// DefaultPreparedTxnTimeout is prepared_transaction_default_timeout_second (86400 s).
+	DefaultPreparedTxnTimeout = 86400 * time.Second
 )
 
 // Config configures an Emulator. The zero value of a field means its
@@ -162,6 +171,23 @@ type Config struct {
 	// holds a lock on it while it runs: a second one on it fails to start.
 	// Empty: memory only.
 	DataDir string
+	// StarRocksVersion is the StarRocks release the emulator answers as: "3.3", "3.4", "3.5",
+	// "3.5.4", "4.0" … (a missing patch is 0). Empty: 4.0, the behaviour the emulator has
+	// always had. Below 4.0 there are no multi-table transactions (transaction_type means
+	// nothing to the FE or the BE) and the FE routes classic transactions through its
+	// label → BE map; below 3.5.4 the prepare's prepared_timeout header is ignored. See
+	// version.go and docs/notes/starrocks-protocol.md §12.
+	StarRocksVersion string
+	// PreparedTxnTimeout is prepared_transaction_default_timeout_second (86400 s, ADMIN SET
+	// FRONTEND CONFIG changes it): how long a PREPARED transaction waits for its commit or
+	// rollback before the FE aborts it ("timeout by txn manager"). From 3.5.4 a prepare's
+	// prepared_timeout header overrides it for that transaction.
+	PreparedTxnTimeout time.Duration
+	// Now is the emulator's clock (default time.Now). Transaction timeouts (begin, idle,
+	// prepared), retention by age and an abort_pending fault's end are measured on it, so a
+	// test can step it past a timeout instead of waiting; the reaper still runs every
+	// ReaperInterval of real time, and the delays of the other faults are real time.
+	Now func() time.Time
 	// Logger is optional.
 	Logger *slog.Logger
 }
@@ -200,6 +226,12 @@ func (c *Config) applyDefaults() {
 	if c.ReaperInterval <= 0 {
 		c.ReaperInterval = DefaultReaperInterval
 	}
+	if c.PreparedTxnTimeout <= 0 {
+		c.PreparedTxnTimeout = DefaultPreparedTxnTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -237,6 +269,7 @@ type counters struct {
 // Emulator is a running StarRocks-compatible server.
 type Emulator struct {
 	cfg    Config
+	ver    srVersion
 	log    *slog.Logger
 	store  *store.Store
 	faults *Faults
@@ -259,6 +292,8 @@ type Emulator struct {
 	multi      map[string]*txn    // multi-statement tasks by label, across databases
 	dbs        map[string]*dbTxns // the per-database transaction managers
 	beContexts map[string]*txn    // classic BE transaction contexts by label
+	// nodes is the 3.x FE's label → BE map (nodemap.go); unused from 4.0.
+	nodes *txnNodeMap
 	// finishedTasks are the finished multi tasks in finish order, for the
 	// stream load manager's retention.
 	finishedTasks []*txn
@@ -292,8 +327,14 @@ type dbTxns struct {
 // 127.0.0.1:9030: bind: address already in use".
 func Start(cfg Config) (*Emulator, error) {
 	cfg.applyDefaults()
+	ver, err := parseVersion(cfg.StarRocksVersion)
+	if err != nil {
+		return nil, err
+	}
 	e := &Emulator{
 		cfg:        cfg,
+		ver:        ver,
+		nodes:      newTxnNodeMap(1),
 		log:        cfg.Logger,
 		store:      store.New(),
 		faults:     newFaults(),
@@ -304,7 +345,7 @@ func Start(cfg Config) (*Emulator, error) {
 		errorLogs:  map[string][]string{},
 		outcomes:   map[string]string{},
 		stop:       make(chan struct{}),
-		started:    time.Now(),
+		started:    cfg.Now(),
 	}
 	replayed := false
 	if cfg.DataDir != "" {
@@ -325,7 +366,6 @@ func Start(cfg Config) (*Emulator, error) {
 	}
 	// A listen error names the address ("listen tcp 127.0.0.1:9030: bind:
 	// address already in use"); callers add what they were starting.
-	var err error
 	if e.feLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		closeJournal()
 		return nil, err
@@ -338,7 +378,7 @@ func Start(cfg Config) (*Emulator, error) {
 		}
 	}
 	if cfg.MySQLAddr != "" {
-		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault), store.WithSystem(sysView{e})); err != nil {
+		if e.mysql, err = e.store.ServeMySQL(cfg.MySQLAddr, cfg.User, cfg.Password, store.WithStatementHook(e.statementFault), store.WithSystem(sysView{e}), store.WithVersion(e.serverVersion())); err != nil {
 			_ = e.feLn.Close()
 			if e.beLn != nil {
 				_ = e.beLn.Close()
@@ -363,7 +403,7 @@ func Start(cfg Config) (*Emulator, error) {
 	}
 	e.bg.Add(1)
 	go e.reaper()
-	e.log.Info("starrocks emulator started", "fe", e.FEURL(), "be", e.BEURL(), "mysql", e.MySQLAddr())
+	e.log.Info("starrocks emulator started", "fe", e.FEURL(), "be", e.BEURL(), "mysql", e.MySQLAddr(), "starrocks_version", e.ver.String())
 	return e, nil
 }
 
@@ -385,6 +425,10 @@ func (e *Emulator) MySQLAddr() string {
 	}
 	return e.mysql.Addr()
 }
+
+// StarRocksVersion is the StarRocks release the emulator answers as, major.minor.patch
+// (Config.StarRocksVersion).
+func (e *Emulator) StarRocksVersion() string { return e.ver.String() }
 
 // Store is the table model behind the emulator.
 func (e *Emulator) Store() *store.Store { return e.store }
@@ -417,9 +461,15 @@ func (e *Emulator) statements() int64 {
 // BE transaction contexts are lost. Committed data, finished labels and
 // PREPARED transactions survive: the FE journals a prepare and keeps the
 // transaction until its prepared timeout, so it can still be committed.
+// Below 4.0 the FE forgets its running transactions instead, and its label →
+// BE map; the BE keeps its contexts (restartV3, classic3x.go).
 func (e *Emulator) Restart() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.ver.multiTable() {
+		e.restartV3Locked()
+		return
+	}
 	for _, d := range e.dbs {
 		for _, t := range d.running {
 			if (t.multi && t.state == stateCommitting) || (!t.multi && (t.status == statusCommitted || t.status == statusPrepared)) {
@@ -475,6 +525,9 @@ func (e *Emulator) Close() error {
 	return e.closeErr
 }
 
+// now is the emulator's clock (Config.Now).
+func (e *Emulator) now() time.Time { return e.cfg.Now() }
+
 // sleep waits d, or less when the emulator closes or ctx ends; it reports
 // whether the full time passed.
 func (e *Emulator) sleep(ctx context.Context, d time.Duration) bool {
@@ -501,8 +554,8 @@ func (e *Emulator) reaper() {
 		select {
 		case <-e.stop:
 			return
-		case now := <-tick.C:
-			e.reap(now)
+		case <-tick.C:
+			e.reap(e.now())
 		}
 	}
 }

@@ -60,7 +60,7 @@ func (e *Emulator) fire(q *req, f *Fault, shape func(status, msg string) reply) 
 		return true
 	case ActTxnInProcessing:
 		if msg == "" {
-			msg = "Transaction is in processing"
+			msg = e.ver.inProcessingMsg()
 		}
 		writeJSON(q.w, http.StatusOK, shape("TXN_IN_PROCESSING", msg))
 		return true
@@ -97,11 +97,11 @@ func (e *Emulator) fire(q *req, f *Fault, shape func(status, msg string) reply) 
 }
 
 // feShape shapes fault replies of FE transaction operations.
-func feShape(q *req) func(status, msg string) reply {
+func (e *Emulator) feShape(q *req) func(status, msg string) reply {
 	return func(status, msg string) reply {
 		switch status {
 		case "RUNNING_TXN_LIMIT":
-			return feFailed(msg)
+			return e.feFailed(msg)
 		case "LABEL_ALREADY_EXISTS":
 			return txnResult(status, msg).with("ExistingJobStatus", "RUNNING")
 		case "TXN_IN_PROCESSING":

@@ -50,7 +50,9 @@ func labelState(e *Emulator, db, label string) string {
 	return statusUnknown
 }
 
-func matrixOps(t *testing.T) []matrixOp {
+// matrixOps are the operations of the matrix; v3 leaves out the multi-table ones, which a
+// 3.x FE does not have, and reads and cancels a classic transaction instead.
+func matrixOps(t *testing.T, v3 bool) []matrixOp {
 	orderBody := func(label string) string {
 		// one row whose key is derived from the label, so rows are countable
 		var id int
@@ -71,6 +73,14 @@ func matrixOps(t *testing.T) []matrixOp {
 		requireStatus(c.t, c.begin(ctlH(label)), "OK", "")
 		requireStatus(c.t, c.load(classicH(label), orderBody(label)), "OK", "")
 	}
+	classicPrepared := func(c *client, label string) {
+		classicLoaded(c, label)
+		requireStatus(c.t, c.prepare(ctlH(label)), "OK", "")
+	}
+	readSetup := multiLoaded
+	if v3 {
+		readSetup = classicLoaded
+	}
 	// loadedRows commits the label (whatever the faulted load did) and
 	// tells whether its row arrived.
 	loadedRows := func(commit func(c *client, label string)) func(t *testing.T, e *Emulator, c *client, label string) bool {
@@ -80,7 +90,7 @@ func matrixOps(t *testing.T) []matrixOp {
 			return countRows(t, e, "orders") > before
 		}
 	}
-	return []matrixOp{
+	ops := []matrixOp{
 		{
 			name: "multi begin", op: OpBegin,
 			setup: func(*client, string) {},
@@ -139,6 +149,21 @@ func matrixOps(t *testing.T) []matrixOp {
 			applied: state(statusVisible),
 		},
 		{
+			// the FE's own commit (commitPreparedTransaction): the second phase
+			name: "classic commit of a prepared label", op: OpCommit, setup: classicPrepared,
+			request: func(e *Emulator, l string) *http.Request {
+				return newRequest(t, http.MethodPost, e.FEURL()+"/api/transaction/commit", ctlH(l), "")
+			},
+			applied: state(statusVisible),
+		},
+		{
+			name: "classic rollback of a prepared label", op: OpRollback, setup: classicPrepared,
+			request: func(e *Emulator, l string) *http.Request {
+				return newRequest(t, http.MethodPost, e.FEURL()+"/api/transaction/rollback", ctlH(l), "")
+			},
+			applied: state(statusAborted),
+		},
+		{
 			name: "multi rollback", op: OpRollback, setup: multiLoaded,
 			request: func(e *Emulator, l string) *http.Request {
 				return newRequest(t, http.MethodPost, e.FEURL()+"/api/transaction/rollback", multiH("test", l), "")
@@ -153,7 +178,7 @@ func matrixOps(t *testing.T) []matrixOp {
 			applied: state(statusAborted),
 		},
 		{
-			name: "get_load_state", op: OpGetLoadState, setup: multiLoaded,
+			name: "get_load_state", op: OpGetLoadState, setup: readSetup,
 			request: func(e *Emulator, l string) *http.Request {
 				return newRequest(t, http.MethodGet, e.FEURL()+"/api/test/get_load_state?label="+l, nil, "")
 			},
@@ -162,7 +187,7 @@ func matrixOps(t *testing.T) []matrixOp {
 			applied: nil,
 		},
 		{
-			name: "cancel", op: OpCancel, setup: multiLoaded,
+			name: "cancel", op: OpCancel, setup: readSetup,
 			request: func(e *Emulator, l string) *http.Request {
 				return newRequest(t, http.MethodPost, e.FEURL()+"/api/test/"+l+"/_cancel", nil, "")
 			},
@@ -177,6 +202,16 @@ func matrixOps(t *testing.T) []matrixOp {
 			applied: state(statusVisible),
 		},
 	}
+	if !v3 {
+		return ops
+	}
+	classic := ops[:0]
+	for _, op := range ops {
+		if !strings.HasPrefix(op.name, "multi ") {
+			classic = append(classic, op)
+		}
+	}
+	return classic
 }
 
 // outcome is what the client of one faulted request saw.
@@ -260,35 +295,41 @@ func TestFaultMatrixHTTP(t *testing.T) {
 			}},
 	}
 	var n atomic.Int64
-	for _, op := range matrixOps(t) {
-		// One emulator per operation: the cells of one operation run in
-		// order (a fault is taken by the next matching request), the
-		// operations in parallel.
-		t.Run(op.name, func(t *testing.T) {
-			t.Parallel()
-			e := startEmu(t, nil)
-			for _, cl := range cells {
-				t.Run(cl.name, func(t *testing.T) {
-					c := newClient(t, e)
-					label := fmt.Sprintf("fm%d", n.Add(1))
-					op.setup(c, label)
-					before := e.Counters().LabelStates
-					require.NoError(t, e.Faults().Add(cl.fault(op.op)))
-					cl.check(t, send(t, op.request(e, label), cl.timeout))
-					assert.Empty(t, e.Faults().Pending(), "the fault fired")
-					if op.applied == nil {
-						assert.Equal(t, before+1, e.Counters().LabelStates)
-						return
-					}
-					if cl.applied {
-						require.Eventually(t, func() bool { return op.applied(t, e, c, label) }, 5*time.Second, 10*time.Millisecond,
-							"the operation took effect")
-					} else {
-						assert.False(t, op.applied(t, e, c, label), "the operation did not take effect")
-					}
-				})
+	for _, version := range []string{"", "3.3"} {
+		for _, op := range matrixOps(t, version != "") {
+			// One emulator per operation: the cells of one operation run in
+			// order (a fault is taken by the next matching request), the
+			// operations in parallel.
+			name := op.name
+			if version != "" {
+				name = version + " " + name
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := startEmu(t, func(c *Config) { c.StarRocksVersion = version })
+				for _, cl := range cells {
+					t.Run(cl.name, func(t *testing.T) {
+						c := newClient(t, e)
+						label := fmt.Sprintf("fm%d", n.Add(1))
+						op.setup(c, label)
+						before := e.Counters().LabelStates
+						require.NoError(t, e.Faults().Add(cl.fault(op.op)))
+						cl.check(t, send(t, op.request(e, label), cl.timeout))
+						assert.Empty(t, e.Faults().Pending(), "the fault fired")
+						if op.applied == nil {
+							assert.Equal(t, before+1, e.Counters().LabelStates)
+							return
+						}
+						if cl.applied {
+							require.Eventually(t, func() bool { return op.applied(t, e, c, label) }, 5*time.Second, 10*time.Millisecond,
+								"the operation took effect")
+						} else {
+							assert.False(t, op.applied(t, e, c, label), "the operation did not take effect")
+						}
+					})
+				}
+			})
+		}
 	}
 }
 

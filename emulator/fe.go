@@ -26,27 +26,27 @@ func (e *Emulator) feTransaction(q *req, opStr string) {
 	switch op {
 	case "begin", "load", "prepare", "commit", "rollback":
 	default:
-		writeJSON(q.w, http.StatusOK, feFailed("Unknown transaction operation: "+opStr))
+		writeJSON(q.w, http.StatusOK, e.feFailed("Unknown transaction operation: "+opStr))
 		return
 	}
 	q.op = op
 	if q.db == "" {
-		writeJSON(q.w, http.StatusOK, feFailed("No database selected."))
+		writeJSON(q.w, http.StatusOK, e.feFailed("No database selected."))
 		return
 	}
 	if q.label == "" {
-		writeJSON(q.w, http.StatusOK, feFailed("Empty label."))
+		writeJSON(q.w, http.StatusOK, e.feFailed("Empty label."))
 		return
 	}
 	switch chID, chNum := q.header("channel_id"), q.header("channel_num"); {
 	case chID == "" && chNum != "":
-		writeJSON(q.w, http.StatusOK, feFailed("Must provide channel_id when stream load begin."))
+		writeJSON(q.w, http.StatusOK, e.feFailed("Must provide channel_id when stream load begin."))
 		return
 	case chID != "" && chNum == "":
-		writeJSON(q.w, http.StatusOK, feFailed("Must provide channel_num when stream load begin."))
+		writeJSON(q.w, http.StatusOK, e.feFailed("Must provide channel_num when stream load begin."))
 		return
 	case chID != "":
-		writeJSON(q.w, http.StatusOK, feFailed("Parallel transaction stream load (channel_id/channel_num) is not supported by the emulator"))
+		writeJSON(q.w, http.StatusOK, e.feFailed("Parallel transaction stream load (channel_id/channel_num) is not supported by the emulator"))
 		return
 	}
 	if op != "load" {
@@ -83,7 +83,7 @@ func (e *Emulator) feTransaction(q *req, opStr string) {
 			e.multiLoad(q)
 		case "prepare":
 			// The multi-statement handler has no TXN_PREPARE case.
-			writeJSON(q.w, http.StatusOK, feFailed("Unsupported operation: TXN_PREPARE"))
+			writeJSON(q.w, http.StatusOK, e.feFailed("Unsupported operation: TXN_PREPARE"))
 		case "commit":
 			e.multiCommit(q)
 		case "rollback":
@@ -95,16 +95,16 @@ func (e *Emulator) feTransaction(q *req, opStr string) {
 }
 
 func (e *Emulator) multiBegin(q *req) {
-	if _, done := e.takeFault(q, feShape(q)); done {
+	if _, done := e.takeFault(q, e.feShape(q)); done {
 		return
 	}
 	dbID, ok := e.store.DatabaseID(q.db)
 	if !ok {
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Database[%s] does not exist", q.db)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("Database[%s] does not exist", q.db)))
 		return
 	}
 	if !labelRe.MatchString(q.label) {
-		writeJSON(q.w, http.StatusOK, feFailed(labelFormatMsg(q.label)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(labelFormatMsg(q.label)))
 		return
 	}
 	e.mu.Lock()
@@ -134,7 +134,7 @@ func (e *Emulator) multiBegin(q *req) {
 	}
 	t := &txn{
 		id: e.newIDLocked(), label: q.label, db: q.db, dbID: dbID, multi: true, state: stateBegin,
-		created: time.Now(), timeout: timeout, byTable: map[string]*tableLoad{},
+		created: e.now(), timeout: timeout, byTable: map[string]*tableLoad{},
 	}
 	e.multi[q.label] = t
 	e.log.Debug("multi transaction begun", "label", t.label, "txn_id", t.id, "db", t.db)
@@ -148,7 +148,7 @@ func (e *Emulator) multiLoad(q *req) {
 	t := e.multi[q.label]
 	if t == nil {
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("stream load task %s does not exist", q.label)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("stream load task %s does not exist", q.label)))
 		return
 	}
 	if q.db != t.db {
@@ -157,19 +157,19 @@ func (e *Emulator) multiLoad(q *req) {
 			e.abortLocked(t, "LOAD exception: "+msg)
 		}
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feFailed(msg))
+		writeJSON(q.w, http.StatusOK, e.feFailed(msg))
 		return
 	}
 	if msg := notLoadableMsg(t); msg != "" {
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feFailed(msg))
+		writeJSON(q.w, http.StatusOK, e.feFailed(msg))
 		return
 	}
 	if t.byTable[q.table] == nil {
 		fail := func(msg string) {
 			e.abortLocked(t, "LOAD exception: "+msg)
 			e.mu.Unlock()
-			writeJSON(q.w, http.StatusOK, feFailed(msg))
+			writeJSON(q.w, http.StatusOK, e.feFailed(msg))
 		}
 		if _, err := e.store.Table(q.db, q.table); err != nil {
 			fail(err.Error())
@@ -246,7 +246,7 @@ func multiCommitReply(status, msg string, t *txn) reply {
 }
 
 func (e *Emulator) multiCommit(q *req) {
-	f, done := e.takeCommitFault(q, feShape(q))
+	f, done := e.takeCommitFault(q, e.feShape(q))
 	if done {
 		return
 	}
@@ -254,12 +254,12 @@ func (e *Emulator) multiCommit(q *req) {
 	t := e.multi[q.label]
 	if t == nil {
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("stream load task %s does not exist", q.label)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("stream load task %s does not exist", q.label)))
 		return
 	}
 	if q.db != t.db {
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("Request database %s not equal transaction database %s", q.db, t.db)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("Request database %s not equal transaction database %s", q.db, t.db)))
 		return
 	}
 	var res reply
@@ -277,7 +277,7 @@ func (e *Emulator) multiCommit(q *req) {
 	if res != nil && commitFailure(f) {
 		// The state checks run before the commit; a transaction that is
 		// over is not touched by the failure.
-		res = feShape(q)("INTERNAL_ERROR", injectedMsg(f, "injected internal error"))
+		res = e.feShape(q)("INTERNAL_ERROR", injectedMsg(f, "injected internal error"))
 	}
 	if res != nil {
 		e.mu.Unlock()
@@ -288,7 +288,7 @@ func (e *Emulator) multiCommit(q *req) {
 		msg := injectedMsg(f, "injected internal error")
 		e.abortLocked(t, msg)
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, feShape(q)("INTERNAL_ERROR", msg))
+		writeJSON(q.w, http.StatusOK, e.feShape(q)("INTERNAL_ERROR", msg))
 		return
 	}
 	e.endStreamsLocked(t)
@@ -398,7 +398,7 @@ func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
 	if e.cfg.DataDir != "" {
 		// the commit's record carries the VISIBLE state: both survive a restart or neither
 		e.mu.Lock()
-		now := time.Now()
+		now := e.now()
 		saved := t.committedAt
 		t.committedAt, t.finishedAt = now, now
 		meta = t.record(statusVisible)
@@ -412,7 +412,7 @@ func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
 		e.abortLocked(t, err.Error())
 		return fmt.Errorf("applying transaction %d: %w", t.id, err)
 	}
-	t.committedAt = time.Now()
+	t.committedAt = e.now()
 	if t.multi {
 		t.state = stateFinished
 	} else {
@@ -427,7 +427,7 @@ func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
 }
 
 func (e *Emulator) multiRollback(q *req) {
-	f, done := e.takeFault(q, feShape(q))
+	f, done := e.takeFault(q, e.feShape(q))
 	if done {
 		return
 	}
@@ -435,7 +435,7 @@ func (e *Emulator) multiRollback(q *req) {
 	defer e.mu.Unlock()
 	t := e.multi[q.label]
 	if t == nil {
-		writeJSON(q.w, http.StatusOK, feFailed(fmt.Sprintf("stream load task%sdoes not exist", q.label)))
+		writeJSON(q.w, http.StatusOK, e.feFailed(fmt.Sprintf("stream load task%sdoes not exist", q.label)))
 		return
 	}
 	var res reply
@@ -448,7 +448,7 @@ func (e *Emulator) multiRollback(q *req) {
 			}
 			t.state = stateAborting
 			t.reason = "user rollback"
-			t.abortingUntil = time.Now().Add(delay)
+			t.abortingUntil = e.now().Add(delay)
 			res = txnResult("OK", fmt.Sprintf("stream load %s abort initiated, rollback pending (background retry will continue)", t.label))
 			break
 		}

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
 )
 
 // req is the parsed transport view of one request.
@@ -31,12 +29,15 @@ type req struct {
 
 func (q *req) header(name string) string { return strings.TrimSpace(q.r.Header.Get(name)) }
 
-func newReq(w http.ResponseWriter, r *http.Request, node string) *req {
+// newReq parses a request's headers. transaction_type: multi makes a multi-table request
+// only from 4.0; a 3.x FE and BE do not know the header (docs/notes/starrocks-protocol.md
+// §12.1).
+func (e *Emulator) newReq(w http.ResponseWriter, r *http.Request, node string) *req {
 	q := &req{w: w, r: r, node: node}
 	q.db = q.header("db")
 	q.label = q.header("label")
 	q.table = q.header("table")
-	q.multi = strings.EqualFold(q.header("transaction_type"), "multi")
+	q.multi = e.ver.multiTable() && strings.EqualFold(q.header("transaction_type"), "multi")
 	return q
 }
 
@@ -94,7 +95,7 @@ func (e *Emulator) serveFE(w http.ResponseWriter, r *http.Request) {
 		if !e.checkAuth(w, r) {
 			return
 		}
-		q := newReq(w, r, "fe")
+		q := e.newReq(w, r, "fe")
 		defer e.release(q)
 		e.feTransaction(q, seg[1])
 	case len(seg) == 2 && seg[1] == "get_load_state":
@@ -180,7 +181,7 @@ func (e *Emulator) serveBE(w http.ResponseWriter, r *http.Request) {
 		if !e.checkAuth(w, r) {
 			return
 		}
-		q := newReq(w, r, "be")
+		q := e.newReq(w, r, "be")
 		defer e.release(q)
 		e.beTransaction(q, op)
 	case len(seg) == 3 && seg[2] == "_stream_load":
@@ -204,7 +205,7 @@ func (e *Emulator) serveLiveness(w http.ResponseWriter, which string) {
 	n := sysView{e}.Nodes()
 	writeJSON(w, http.StatusOK, reply{{"status", "OK"}, {"msg", "Success"}, {"replayedJournalId", 0},
 		{"queryPort", n.QueryPort}, {"rpcPort", 9020}, {"arrowFlightSqlPort", -1}, {"feStartTime", e.started.UnixMilli()},
-		{"feVersion", store.Version}})
+		{"feVersion", e.ver.buildVersion()}})
 }
 
 // serveStreamLoad routes PUT /api/{db}/{table}/_stream_load on either node
@@ -218,7 +219,7 @@ func (e *Emulator) serveStreamLoad(w http.ResponseWriter, r *http.Request, node,
 	if !e.checkAuth(w, r) {
 		return
 	}
-	q := newReq(w, r, node)
+	q := e.newReq(w, r, node)
 	defer e.release(q)
 	e.streamLoad(q, db, table)
 }

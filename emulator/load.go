@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 )
@@ -47,7 +46,7 @@ func (e *Emulator) ingest(q *req) {
 	shape := beShape(q)
 	if q.multi {
 		// Multi loads are checked by the FE first: its error shapes.
-		shape = feShape(q)
+		shape = e.feShape(q)
 	}
 	fail := func(status, msg string) { writeJSON(q.w, http.StatusOK, beReply(status, msg, q.label)) }
 	if q.label == "" {
@@ -85,7 +84,7 @@ func (e *Emulator) ingest(q *req) {
 	}
 	if tl.busy {
 		e.mu.Unlock()
-		fail("TXN_IN_PROCESSING", "Transaction is in processing")
+		fail("TXN_IN_PROCESSING", e.ver.inProcessingMsg())
 		return
 	}
 	if !loadable(t) {
@@ -183,7 +182,7 @@ func (e *Emulator) ingest(q *req) {
 	tl.bytes += n
 	t.beLoadBytes = n
 	tl.loads++
-	t.lastActive = time.Now()
+	t.lastActive = e.now()
 	res := txnResult("OK", "").with("Label", t.label).with("TxnId", t.id).with("LoadBytes", n).
 		with("StreamLoadPlanTimeMs", 0).with("ReceivedDataTimeMs", 0)
 	e.mu.Unlock()
@@ -220,12 +219,12 @@ func loadable(t *txn) bool {
 }
 
 // streamLoadReply is the plain Stream Load reply.
-func streamLoadReply(t *txn, label, status, msg string) reply {
+func (e *Emulator) streamLoadReply(t *txn, label, status, msg string) reply {
 	var id, loaded, filtered, unsel, bytes, ms int64
 	if t != nil {
 		id = t.id
 		loaded, filtered, unsel, bytes = t.totals()
-		ms = time.Since(t.created).Milliseconds()
+		ms = e.now().Sub(t.created).Milliseconds()
 	}
 	return reply{{"TxnId", id}, {"Label", label}, {"Status", status}, {"Message", msg},
 		{"NumberTotalRows", loaded + filtered + unsel}, {"NumberLoadedRows", loaded},
@@ -254,12 +253,12 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	if label == "" {
 		label = newLabel()
 	}
-	failNoTxn := func(msg string) { writeJSON(q.w, http.StatusOK, streamLoadReply(nil, label, "Fail", msg)) }
+	failNoTxn := func(msg string) { writeJSON(q.w, http.StatusOK, e.streamLoadReply(nil, label, "Fail", msg)) }
 	shape := func(status, msg string) reply {
 		if status == "LABEL_ALREADY_EXISTS" {
-			return streamLoadReply(nil, label, "Label Already Exists", msg).with("ExistingJobStatus", "RUNNING")
+			return e.streamLoadReply(nil, label, "Label Already Exists", msg).with("ExistingJobStatus", "RUNNING")
 		}
-		return streamLoadReply(nil, label, "Fail", msg)
+		return e.streamLoadReply(nil, label, "Fail", msg)
 	}
 	if _, done := e.takeFault(q, shape); done {
 		return
@@ -297,7 +296,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	e.mu.Lock()
 	if u := e.usedLocked(db, label); u != nil {
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, streamLoadReply(nil, label, "Label Already Exists",
+		writeJSON(q.w, http.StatusOK, e.streamLoadReply(nil, label, "Label Already Exists",
 			fmt.Sprintf("Label [%s] has already been used.", label)).with("ExistingJobStatus", jobStatus(u.labelState())))
 		return
 	}
@@ -315,7 +314,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	fail := func(msg string, withURL bool) {
 		e.mu.Lock()
 		e.abortLocked(t, msg)
-		r := streamLoadReply(t, label, "Fail", msg)
+		r := e.streamLoadReply(t, label, "Fail", msg)
 		// The BE adds ErrorURL whenever the load wrote an error log,
 		// whatever the failure (StreamLoadContext::to_json).
 		if withURL || tl.errFile != "" {
@@ -362,7 +361,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	}
 	if t.status != statusPrepare {
 		e.mu.Unlock()
-		writeJSON(q.w, http.StatusOK, streamLoadReply(t, label, "Fail", "current transaction is aborted"))
+		writeJSON(q.w, http.StatusOK, e.streamLoadReply(t, label, "Fail", "current transaction is aborted"))
 		return
 	}
 	e.mu.Unlock()
@@ -374,20 +373,26 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	case p.Loaded == 0 && !e.emptyLoadOK.Load():
 		// All rows filtered within max_filter_ratio: the FE refuses the
 		// empty commit, and the reply still points at the rejected rows.
-		fail(errNoRowsImported, p.Filtered > 0)
+		fail(e.ver.noRowsMsg(), p.Filtered > 0)
 		return
 	}
 	e.mu.Lock()
+	if t.feLost {
+		// a 3.x FE restarted during the load and forgot its transaction
+		e.mu.Unlock()
+		fail(fmt.Sprintf("transaction not found: %d", t.id), false)
+		return
+	}
 	t.status = statusCommitted
 	changes := t.changes()
-	res := streamLoadReply(t, label, "Success", "OK")
+	res := e.streamLoadReply(t, label, "Success", "OK")
 	if tl.errFile != "" {
 		res = res.with("ErrorURL", e.errorURL(tl.errFile))
 	}
 	e.mu.Unlock()
 	if err := e.completeCommit(t, changes); err != nil {
 		e.mu.Lock()
-		r := streamLoadReply(t, label, "Fail", err.Error())
+		r := e.streamLoadReply(t, label, "Fail", err.Error())
 		e.mu.Unlock()
 		writeJSON(q.w, http.StatusOK, r)
 		return

@@ -47,6 +47,8 @@ func TestFaultMatrixMySQL(t *testing.T) {
 		applied func(e *Emulator, n int) bool
 		// result checks a successful reply.
 		result func(t *testing.T, rows *sql.Rows)
+		// version is the StarRocks version the emulator answers as ("": 4.0).
+		version string
 	}
 	scalar := func(want string) func(t *testing.T, rows *sql.Rows) {
 		return func(t *testing.T, rows *sql.Rows) {
@@ -78,6 +80,17 @@ func TestFaultMatrixMySQL(t *testing.T) {
 			name: "SELECT of the progress table", pattern: `FROM test\.orders`,
 			query:  func(int) string { return "SELECT COUNT(*) FROM test.orders" },
 			result: scalar("0"),
+		},
+		{
+			// what transaction_mode auto reads of a FE (docs/notes/starrocks-protocol.md §12.2)
+			name: "3.3 current_version()", pattern: `current_version`, version: "3.3",
+			query:  func(int) string { return "SELECT current_version()" },
+			result: scalar("3.3.0-emulator"),
+		},
+		{
+			// how a client finds its prepared labels after a crash (§12.4)
+			name: "3.3 SHOW PROC of the running transactions", pattern: `(?i)^\s*show\s+proc`, version: "3.3",
+			query: func(int) string { return "SHOW PROC '/transactions/test/running'" },
 		},
 	}
 	type cell struct {
@@ -122,7 +135,7 @@ func TestFaultMatrixMySQL(t *testing.T) {
 	for _, st := range stmts {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0" })
+			e := startEmu(t, func(c *Config) { c.MySQLAddr = "127.0.0.1:0"; c.StarRocksVersion = st.version })
 			var n atomic.Int64
 			for _, cl := range cells {
 				t.Run(cl.name, func(t *testing.T) {

@@ -19,7 +19,8 @@ import (
 // transaction in its edit log until its prepared timeout, so after a restart it is still
 // PREPARED and can be committed or rolled back. A restart replays the journal: committed data,
 // label states and prepared transactions come back; what was running and not prepared when
-// the process stopped is ABORTED ("cancelled after FE restart"), as an FE restart leaves it.
+// the process stopped is ABORTED ("cancelled after FE restart"), as an FE restart leaves it
+// (below 4.0 it is forgotten: the 3.x FE journals a BE's transaction from its prepare on).
 // Retention then applies as usual. The BE's transaction contexts, the fault queue, the
 // counters and the error logs are not kept.
 
@@ -161,7 +162,7 @@ func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
 		ordered = append(ordered, r)
 	}
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].ID < ordered[j].ID })
-	now := time.Now()
+	now := e.now()
 	var restored, prepared []*txn
 	for _, r := range ordered {
 		dbID, ok := e.store.DatabaseID(r.DB)
@@ -191,6 +192,11 @@ func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
 				}
 			}
 			prepared = append(prepared, t)
+			continue
+		}
+		if state == statusPrepare && !t.multi && !e.ver.multiTable() {
+			// running when the process stopped: a 3.x FE never journaled it
+			// (classic3x.go restartV3Locked), so it knows nothing of it now
 			continue
 		}
 		if state != statusVisible && state != statusAborted {

@@ -10,10 +10,6 @@ import (
 // The JSON replies, with their keys in StarRocks's order: the FE's TransactionResult, the
 // BE's transaction replies, the REST results of the FE's other actions.
 
-// exceptionPrefix is how the FE action prints an exception's class before
-// its message in a FAILED TransactionResult.
-const exceptionPrefix = "class com.starrocks.common.StarRocksException: "
-
 // kv is one entry of an ordered JSON object.
 type kv struct {
 	k string
@@ -122,8 +118,12 @@ func txnResult(status, msg string) reply {
 	return reply{{"Status", status}, {"Message", msg}}
 }
 
-// feFailed is a FAILED TransactionResult for an exception thrown in the FE.
-func feFailed(msg string) reply { return txnResult("FAILED", exceptionPrefix+msg) }
+// feFailed is a FAILED TransactionResult for an exception thrown in the FE:
+// the FE action prints the exception's class before its message (the class
+// depends on the version, srVersion.exceptionPrefix).
+func (e *Emulator) feFailed(msg string) reply {
+	return txnResult("FAILED", e.ver.exceptionPrefix()+msg)
+}
 
 // beReply is a BE transaction reply: Status, then ExistingJobStatus (label
 // exists) or Label (in processing), then Message.

@@ -39,6 +39,19 @@ func txnInfo(t *txn) store.TxnInfo {
 	return ti
 }
 
+// txnInfo is t as SHOW PROC shows it, with the prepared columns of 3.5.4 on: PreparedTime
+// (empty until the prepare) and PreparedTimeoutMs (the transaction's own from its prepare,
+// prepared_transaction_default_timeout_second before).
+func (e *Emulator) txnInfo(t *txn) store.TxnInfo {
+	ti := txnInfo(t)
+	ti.PreparedTime = t.preparedAt
+	ti.PreparedTimeoutMs = e.cfg.PreparedTxnTimeout.Milliseconds()
+	if t.preparedTimeout > 0 {
+		ti.PreparedTimeoutMs = t.preparedTimeout.Milliseconds()
+	}
+	return ti
+}
+
 // Transactions lists what the database's transaction manager holds: classic transactions
 // from begin, multi ones from their first load, until retention drops them.
 func (v sysView) Transactions(db string) []store.TxnInfo {
@@ -52,7 +65,7 @@ func (v sysView) Transactions(db string) []store.TxnInfo {
 	var out []store.TxnInfo
 	for _, ts := range d.labels {
 		for _, t := range ts {
-			out = append(out, txnInfo(t))
+			out = append(out, e.txnInfo(t))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -141,7 +154,7 @@ func port(addr string) int {
 // Nodes describes the emulated cluster: one FE (the leader) and one BE.
 func (v sysView) Nodes() store.NodeInfo {
 	e := v.e
-	n := store.NodeInfo{Host: localCoordinator, FEHTTPPort: port(e.feLn.Addr().String()), StartTime: e.started, Version: store.Version}
+	n := store.NodeInfo{Host: localCoordinator, FEHTTPPort: port(e.feLn.Addr().String()), StartTime: e.started, Version: e.ver.buildVersion()}
 	n.BEHTTPPort = n.FEHTTPPort
 	if e.beLn != nil {
 		n.BEHTTPPort = port(e.beLn.Addr().String())
@@ -173,6 +186,8 @@ var settings = []setting{
 		func(c *Config) int64 { return int64(c.StreamLoadTaskKeepMaxAge / time.Second) }, func(c *Config, n int64) { c.StreamLoadTaskKeepMaxAge = time.Duration(n) * time.Second }},
 	{"max_running_txn_num_per_db", "int", "running transactions allowed per database",
 		func(c *Config) int64 { return int64(c.MaxRunningTxnPerDB) }, func(c *Config, n int64) { c.MaxRunningTxnPerDB = int(n) }},
+	{"prepared_transaction_default_timeout_second", "int", "seconds a PREPARED transaction waits for its commit or rollback (from 3.5.4 a prepare's prepared_timeout overrides it)",
+		func(c *Config) int64 { return int64(c.PreparedTxnTimeout / time.Second) }, func(c *Config, n int64) { c.PreparedTxnTimeout = time.Duration(n) * time.Second }},
 }
 
 // Configs lists the settings ADMIN SET FRONTEND CONFIG can change.
@@ -217,10 +232,10 @@ func (v sysView) SetConfig(key, value string) error {
 		}
 		e.mu.Lock()
 		s.set(&e.cfg, n)
-		e.evictLocked(time.Now())
+		e.evictLocked(e.now())
 		e.mu.Unlock()
 		e.log.Info("frontend config set", "key", key, "value", n)
 		return nil
 	}
-	return fmt.Errorf("Config '%s' does not exist or is not mutable (the emulator has label_keep_max_num, label_keep_max_second, stream_load_task_keep_max_num, stream_load_task_keep_max_second, max_running_txn_num_per_db, empty_load_as_error)", key)
+	return fmt.Errorf("Config '%s' does not exist or is not mutable (the emulator has label_keep_max_num, label_keep_max_second, stream_load_task_keep_max_num, stream_load_task_keep_max_second, max_running_txn_num_per_db, prepared_transaction_default_timeout_second, empty_load_as_error)", key)
 }

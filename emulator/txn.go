@@ -57,7 +57,7 @@ type txn struct {
 	// CANCELLED.
 	abortingUntil time.Time
 	// Classic only: idle_transaction_timeout (from the last request) and
-	// prepared_timeout (PREPARED → aborted).
+	// prepared_timeout (PREPARED → aborted; 0 below 3.5.4, where the FE config applies).
 	idleTimeout     time.Duration
 	lastActive      time.Time
 	preparedTimeout time.Duration
@@ -69,6 +69,9 @@ type txn struct {
 	// resets when a load starts).
 	beTimeoutSec, beIdleSec int64
 	beLoadBytes             int64
+	// feLost marks a BE context whose transaction the FE forgot in a 3.x FE restart
+	// (classic3x.go): its prepare, commit or rollback fails.
+	feLost bool
 
 	tables  []*tableLoad // in first-load order
 	byTable map[string]*tableLoad
@@ -239,7 +242,7 @@ func (e *Emulator) finishLocked(t *txn) {
 		return
 	}
 	t.done = true
-	t.finishedAt = time.Now()
+	t.finishedAt = e.now()
 	if d := e.dbs[t.db]; d != nil && t.registered {
 		delete(d.running, t.id)
 		d.finished = append(d.finished, t)
@@ -311,15 +314,15 @@ func (e *Emulator) reap(now time.Time) {
 		switch {
 		case t.status != statusPrepare || t.tables[0].busy:
 		case t.timeout > 0 && now.Sub(t.created) > t.timeout:
-			reasons[t] = fmt.Sprintf("transaction is aborted by timeout %d seconds.", int64(t.timeout/time.Second))
+			reasons[t] = e.ver.beTimeoutMsg("timeout", t.timeout)
 		case t.idleTimeout > 0 && now.Sub(t.lastActive) > t.idleTimeout:
-			reasons[t] = fmt.Sprintf("transaction is aborted by idle timeout %d seconds.", int64(t.idleTimeout/time.Second))
+			reasons[t] = e.ver.beTimeoutMsg("idle timeout", t.idleTimeout)
 		}
 	}
 	for _, d := range e.dbs {
 		for _, t := range d.running {
-			if !t.multi && t.status == statusPrepared && t.preparedTimeout > 0 && now.Sub(t.preparedAt) > t.preparedTimeout {
-				reasons[t] = fmt.Sprintf("prepared transaction is aborted by timeout %d seconds.", int64(t.preparedTimeout/time.Second))
+			if !t.multi && t.status == statusPrepared && e.preparedExpiredLocked(t, now) {
+				reasons[t] = txnTimeoutByManager
 			}
 		}
 	}
@@ -327,6 +330,23 @@ func (e *Emulator) reap(now time.Time) {
 		e.abortLocked(t, why)
 	}
 	e.evictLocked(now)
+}
+
+// txnTimeoutByManager is the reason DatabaseTransactionMgr.abortTimeoutTxns gives a
+// transaction it aborts (TXN_TIMEOUT_BY_MANAGER): a PREPARED one past its prepared timeout
+// reads "ABORTED|…|timeout by txn manager" (test_prepared_timeout).
+const txnTimeoutByManager = "timeout by txn manager"
+
+// preparedExpiredLocked is TransactionState.isTimeout for a PREPARED transaction. From 3.5.4
+// it has its own prepared timeout (the header, or the config at its prepare); before, the
+// FE compares whole seconds since the prepare with prepared_transaction_default_timeout_second
+// as it is now ((now - preparedTime) / 1000 > config, 3.3.7 and 3.4.3 sources), so ADMIN
+// SET FRONTEND CONFIG also moves the deadline of transactions already prepared.
+func (e *Emulator) preparedExpiredLocked(t *txn, now time.Time) bool {
+	if e.ver.preparedTimeout() {
+		return t.preparedTimeout > 0 && now.Sub(t.preparedAt) > t.preparedTimeout
+	}
+	return int64(now.Sub(t.preparedAt)/time.Second) > int64(e.cfg.PreparedTxnTimeout/time.Second)
 }
 
 // changesLocked builds the store changes of t: tables in first-load order,

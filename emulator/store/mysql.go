@@ -10,8 +10,6 @@ import (
 
 	"github.com/dolthub/go-mysql-server/server"
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/go-mysql-server/sql/expression"
-	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
@@ -40,11 +38,7 @@ func (s *Store) ServeMySQL(addr, user, password string, opts ...MySQLOption) (My
 	br := &sqlBridge{store: s}
 	engine := newEngine(br)
 	engine.Analyzer.Catalog.InfoSchema = &infoSchema{Database: engine.Analyzer.Catalog.InfoSchema, bridge: br}
-	// current_version() and @@version_comment answer as StarRocks does, naming the emulator.
-	engine.Analyzer.Catalog.RegisterFunction(sql.NewEmptyContext(), sql.NewFunction0("current_version", func() sql.Expression {
-		return expression.NewLiteral(Version, types.LongText)
-	}))
-	setVersionComment()
+	setGlobals()
 	mdb := engine.Analyzer.Catalog.MySQLDb
 	ed := mdb.Editor()
 	mdb.AddSuperUser(ed, user, "%", password)
@@ -56,11 +50,13 @@ func (s *Store) ServeMySQL(addr, user, password string, opts ...MySQLOption) (My
 		return nil, err // "listen tcp <addr>: …" names what failed
 	}
 	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln, Version: "8.0.33-StarRocks-emulator"}
-	h := &ddlHandler{bridge: br, stop: make(chan struct{})}
+	h := &ddlHandler{bridge: br, stop: make(chan struct{}), version: defaultServerVersion}
 	for _, o := range opts {
 		o(h)
 	}
-	srv, err := server.NewServerWithHandler(cfg, engine, sql.NewContext, sessionBuilder, nil,
+	// current_version() and @@version_comment answer as StarRocks does (version.go).
+	h.registerVersion(engine.Analyzer.Catalog)
+	srv, err := server.NewServerWithHandler(cfg, engine, sql.NewContext, h.sessionBuilder, nil,
 		func(inner mysql.Handler) (mysql.Handler, error) {
 			h.Handler = inner
 			return h, nil
@@ -96,14 +92,14 @@ func (m *mysqlServer) Close() error {
 	return m.err
 }
 
-var versionOnce sync.Once
+var globalsOnce sync.Once
 
-// setVersionComment sets @@version_comment and @@time_zone (StarRocks's default,
-// Asia/Shanghai, not the machine's SYSTEM), globals of go-mysql-server's process-wide
-// system variables, once.
-func setVersionComment() {
-	versionOnce.Do(func() {
-		_ = sql.SystemVariables.AssignValues(map[string]any{"version_comment": VersionComment, "time_zone": DefaultTimeZone})
+// setGlobals sets @@time_zone (StarRocks's default, Asia/Shanghai, not the machine's
+// SYSTEM), a global of go-mysql-server's process-wide system variables, once.
+// @@version_comment is set per session (version.go).
+func setGlobals() {
+	globalsOnce.Do(func() {
+		_ = sql.SystemVariables.AssignValues(map[string]any{"time_zone": DefaultTimeZone})
 	})
 }
 
@@ -123,7 +119,9 @@ type ddlHandler struct {
 	bridge *sqlBridge
 	sm     *server.SessionManager
 	hook   StatementHook // nil: no faults
-	stop   chan struct{} // closed when the server closes
+	// version is what current_version(), @@version_comment and SHOW PROC's columns say.
+	version ServerVersion
+	stop    chan struct{} // closed when the server closes
 	// executed counts the statements that ran (faulted ones included,
 	// unless the fault refused or reset them first).
 	executed atomic.Int64

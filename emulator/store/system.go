@@ -30,6 +30,9 @@ type TxnInfo struct {
 	Reason, ErrMsg                               string
 	TimeoutMs                                    int64
 	Running                                      bool
+	// PreparedTime and PreparedTimeoutMs are shown from 3.5.4 (ServerVersion.PreparedColumns).
+	PreparedTime      time.Time
+	PreparedTimeoutMs int64
 }
 
 // LoadInfo is one table of one transaction stream load, a row of information_schema.loads.
@@ -266,10 +269,10 @@ func (h *ddlHandler) showProc(p *parser, sys System) (*sqltypes.Result, error) {
 	var rows [][]*string
 	for _, t := range txns {
 		if t.Running == (parts[2] == "running") {
-			rows = append(rows, transRow(t))
+			rows = append(rows, h.transRow(t))
 		}
 	}
-	return textResult(transColumns, rows), nil
+	return textResult(h.transColumns(), rows), nil
 }
 
 // showTransaction is SHOW TRANSACTION [FROM db] WHERE ID = n, StarRocks's only form
@@ -303,13 +306,13 @@ func (h *ddlHandler) showTransaction(p *parser, sys System, cur string) (*sqltyp
 	var rows [][]*string
 	for _, t := range sys.Transactions(h.canonicalDB(db)) {
 		if strconv.FormatInt(t.ID, 10) == val.text {
-			rows = append(rows, transRow(t))
+			rows = append(rows, h.transRow(t))
 		}
 	}
 	if len(rows) == 0 {
 		return nil, sysErr("transaction with id %s does not exist", val.text)
 	}
-	return textResult(transColumns, rows), nil
+	return textResult(h.transColumns(), rows), nil
 }
 
 func (h *ddlHandler) canonicalDB(name string) string {
