@@ -33,6 +33,7 @@ func Command() *cli.Command {
 			&cli.DurationFlag{Name: "txn-timeout", Value: DefaultTxnTimeout, Usage: "transaction timeout when a begin has no `timeout` header"},
 			&cli.IntFlag{Name: "max-running-txn-per-db", Value: DefaultMaxRunningTxnPerDB, Usage: "max_running_txn_num_per_db"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep committed data and label states in this directory across restarts ('' keeps them in memory)"},
+			&cli.DurationFlag{Name: "schema-change-time", Value: DefaultSchemaChangeTime, Usage: "how long a schema change job (an ALTER TABLE without fast schema evolution) stays RUNNING"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every transaction step"},
 		},
 		Action: func(c *cli.Context) error {
@@ -45,6 +46,7 @@ func Command() *cli.Command {
 				DefaultTxnTimeout:  c.Duration("txn-timeout"),
 				MaxRunningTxnPerDB: c.Int("max-running-txn-per-db"),
 				DataDir:            c.String("data-dir"),
+				SchemaChangeTime:   c.Duration("schema-change-time"),
 			}
 			level := slog.LevelInfo
 			if c.Bool("verbose") {

@@ -116,6 +116,8 @@ const (
 	// DefaultJSONMaxBatchMB is the BE's streaming_load_max_batch_size_mb.
 	DefaultJSONMaxBatchMB = 100
 	DefaultReaperInterval = time.Second
+	// DefaultSchemaChangeTime is how long a schema change job stays RUNNING.
+	DefaultSchemaChangeTime = store.DefaultSchemaChangeRunTime
 )
 
 // Config configures an Emulator. The zero value of a field means its
@@ -162,6 +164,10 @@ type Config struct {
 	// holds a lock on it while it runs: a second one on it fails to start.
 	// Empty: memory only.
 	DataDir string
+	// SchemaChangeTime is how long a schema change job (an ALTER TABLE that is not a
+	// fast schema evolution) stays RUNNING before it is FINISHED (200 ms); ADMIN SET
+	// FRONTEND CONFIG ('emulator_schema_change_run_ms' = …) changes it (alterjobs.go).
+	SchemaChangeTime time.Duration
 	// Logger is optional.
 	Logger *slog.Logger
 }
@@ -199,6 +205,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.ReaperInterval <= 0 {
 		c.ReaperInterval = DefaultReaperInterval
+	}
+	if c.SchemaChangeTime <= 0 {
+		c.SchemaChangeTime = DefaultSchemaChangeTime
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -306,6 +315,7 @@ func Start(cfg Config) (*Emulator, error) {
 		stop:       make(chan struct{}),
 		started:    time.Now(),
 	}
+	e.initSchemaChanges()
 	replayed := false
 	if cfg.DataDir != "" {
 		var err error
@@ -363,6 +373,8 @@ func Start(cfg Config) (*Emulator, error) {
 	}
 	e.bg.Add(1)
 	go e.reaper()
+	e.bg.Add(1)
+	go e.schemaChangeLoop()
 	e.log.Info("starrocks emulator started", "fe", e.FEURL(), "be", e.BEURL(), "mysql", e.MySQLAddr())
 	return e, nil
 }
@@ -439,6 +451,7 @@ func (e *Emulator) Restart() {
 		}
 		delete(e.beContexts, l)
 	}
+	e.store.RequeueSchemaChanges() // RUNNING is not journaled: the job runs again
 	e.log.Info("emulated FE restart: open transactions aborted, prepared ones kept")
 }
 
