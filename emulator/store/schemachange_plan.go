@@ -169,7 +169,7 @@ func planAlter(old *TableSchema, st alterTableStmt) (*alterPlan, error) {
 			if oc == nil || i < 0 {
 				return nil, fmt.Errorf("Column[%s] does not exists", op.col.Name)
 			}
-			base := &cols[i]
+			base := cols[i] // a copy: cols changes below
 			mc, mkey := resolveModify(old, op.col, &base.c, base.key)
 			if err := checkModifyModel(old, op.col, &mc, oc, isKey(oi)); err != nil {
 				return nil, err
