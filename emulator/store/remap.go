@@ -53,6 +53,9 @@ func (m *colMap) convert(vals []any, at time.Time) ([]any, error) {
 			return nil, fmt.Errorf("a row has %d values, the schema it was loaded under %d columns", len(vals), len(m.from.Columns))
 		}
 		v, err := convertStored(&m.from.Columns[j], c, vals[j])
+		if err == nil && v != nil {
+			v, err = normalizeValue(c, v) // the storage form of the new type (a DECIMAL's scale)
+		}
 		if err != nil {
 			if !c.Nullable {
 				return nil, fmt.Errorf("column '%s': the value %s does not convert to %s, and the column is NOT NULL",

@@ -173,12 +173,12 @@ func (p *parser) showAlterFilter() (func([]*string) bool, error) {
 		}
 	}
 	v := p.next()
-	if op == "" || v.kind != tokString {
-		return nil, sysErr("Where clause should looks like: TableName = \"your_table_name\", or State = \"FINISHED|CANCELLED|RUNNING|PENDING|WAITING_TXN\", or CreateTime|FinishTime >|>=|<|<=|=|!= \"2019-12-02|2019-12-02 14:54:00\"")
-	}
 	col := map[string]int{"tablename": 1, "createtime": 2, "finishtime": 3, "state": 9}[strings.ToLower(name)]
 	if col == 0 {
 		return nil, sysErr("%s", only)
+	}
+	if op == "" || v.kind != tokString {
+		return nil, sysErr("Where clause should looks like: TableName = \"your_table_name\", or State = \"FINISHED|CANCELLED|RUNNING|PENDING|WAITING_TXN\", or CreateTime|FinishTime >|>=|<|<=|=|!= \"2019-12-02|2019-12-02 14:54:00\"")
 	}
 	if (col == 1 || col == 9) && op != "=" && op != "!=" && op != "<>" {
 		return nil, sysErr("Only operator = and != are supported for %s", name)
