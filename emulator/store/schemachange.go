@@ -545,7 +545,8 @@ func (s *Store) RequeueSchemaChanges() {
 	defer s.mu.Unlock()
 	for _, j := range s.sc.jobs {
 		if j.state == JobRunning {
-			j.state = JobWaitingTxn
+			// The tasks are sent again: an injected fault was the first run's.
+			j.state, j.fault = JobWaitingTxn, JobFault{}
 		}
 	}
 	s.wakeSchemaChanges()
