@@ -224,7 +224,11 @@ func TestAlterJobRestarts(t *testing.T) {
 	require.Equal(t, store.JobRunning, before[1].State)
 	require.NoError(t, e.Close())
 
-	e2 := startEmu(t, func(c *Config) { c.DataDir = dir; c.MySQLAddr = "127.0.0.1:0"; c.SchemaChangeTime = 50 * time.Millisecond })
+	e2 := startEmu(t, func(c *Config) {
+		c.DataDir = dir
+		c.MySQLAddr = "127.0.0.1:0"
+		c.SchemaChangeTime = 50 * time.Millisecond
+	})
 	after := e2.Store().AlterJobs()
 	require.Len(t, after, 3)
 	assert.Equal(t, store.JobFinished, after[0].State)
