@@ -30,6 +30,15 @@
 // @@version_comment (see package store). Config.DataDir keeps the committed
 // data and the label states across restarts (persist.go).
 //
+// ALTER TABLE ADD/DROP/MODIFY COLUMN runs as a StarRocks schema change job
+// (alterjobs.go, package store): fast on fast_schema_evolution tables, else
+// WAITING_TXN until the transactions begun before it on the table end (a
+// multi-table one from its first load into the table), RUNNING for
+// Config.SchemaChangeTime, then FINISHED; SHOW ALTER TABLE COLUMN lists the
+// jobs, CANCEL ALTER TABLE COLUMN cancels one. The fault op alter_job acts on
+// the next jobs: delay (RUNNING that long), cancel or error (CANCELLED with
+// the fault's message).
+//
 // The conformance suite (conformance_test.go) replays StarRocks's own
 // regression-test sequences; each case names its source.
 //
