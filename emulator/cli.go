@@ -34,6 +34,7 @@ func Command() *cli.Command {
 			&cli.IntFlag{Name: "max-running-txn-per-db", Value: DefaultMaxRunningTxnPerDB, Usage: "max_running_txn_num_per_db"},
 			&cli.StringFlag{Name: "data-dir", Usage: "keep committed data and label states in this directory across restarts ('' keeps them in memory)"},
 			&cli.StringFlag{Name: "starrocks-version", Usage: "the StarRocks release to answer as: 3.3, 3.4, 3.5, 3.5.4, 4.0 … ('' is 4.0); below 4.0 there are no multi-table transactions, below 3.5.4 no prepared_timeout header"},
+			&cli.DurationFlag{Name: "schema-change-time", Value: DefaultSchemaChangeTime, Usage: "how long a schema change job (an ALTER TABLE without fast schema evolution) stays RUNNING"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every transaction step"},
 		},
 		Action: func(c *cli.Context) error {
@@ -47,6 +48,7 @@ func Command() *cli.Command {
 				MaxRunningTxnPerDB: c.Int("max-running-txn-per-db"),
 				DataDir:            c.String("data-dir"),
 				StarRocksVersion:   c.String("starrocks-version"),
+				SchemaChangeTime:   c.Duration("schema-change-time"),
 			}
 			level := slog.LevelInfo
 			if c.Bool("verbose") {

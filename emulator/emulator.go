@@ -35,6 +35,14 @@
 // transactions and the FE routes classic ones through its label → BE map
 // (classic3x.go); below 3.5.4 the prepare's prepared_timeout is not read
 // (version.go; docs/notes/starrocks-protocol.md §12).
+// ALTER TABLE ADD/DROP/MODIFY COLUMN runs as a StarRocks schema change job
+// (alterjobs.go, package store): fast on fast_schema_evolution tables, else
+// WAITING_TXN until the transactions begun before it on the table end (a
+// multi-table one from its first load into the table), RUNNING for
+// Config.SchemaChangeTime, then FINISHED; SHOW ALTER TABLE COLUMN lists the
+// jobs, CANCEL ALTER TABLE COLUMN cancels one. The fault op alter_job acts on
+// the next jobs: delay (RUNNING that long), cancel or error (CANCELLED with
+// the fault's message).
 //
 // The conformance suite (conformance_test.go) replays StarRocks's own
 // regression-test sequences; each case names its source.
@@ -125,6 +133,8 @@ const (
 	DefaultReaperInterval = time.Second
 	// DefaultPreparedTxnTimeout is prepared_transaction_default_timeout_second (86400 s).
 	DefaultPreparedTxnTimeout = 86400 * time.Second
+	// DefaultSchemaChangeTime is how long a schema change job stays RUNNING.
+	DefaultSchemaChangeTime = store.DefaultSchemaChangeRunTime
 )
 
 // Config configures an Emulator. The zero value of a field means its
@@ -188,6 +198,10 @@ type Config struct {
 	// test can step it past a timeout instead of waiting; the reaper still runs every
 	// ReaperInterval of real time, and the delays of the other faults are real time.
 	Now func() time.Time
+	// SchemaChangeTime is how long a schema change job (an ALTER TABLE that is not a
+	// fast schema evolution) stays RUNNING before it is FINISHED (200 ms); ADMIN SET
+	// FRONTEND CONFIG ('emulator_schema_change_run_ms' = …) changes it (alterjobs.go).
+	SchemaChangeTime time.Duration
 	// Logger is optional.
 	Logger *slog.Logger
 }
@@ -231,6 +245,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.SchemaChangeTime <= 0 {
+		c.SchemaChangeTime = DefaultSchemaChangeTime
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -347,6 +364,7 @@ func Start(cfg Config) (*Emulator, error) {
 		stop:       make(chan struct{}),
 		started:    cfg.Now(),
 	}
+	e.initSchemaChanges()
 	replayed := false
 	if cfg.DataDir != "" {
 		var err error
@@ -403,6 +421,8 @@ func Start(cfg Config) (*Emulator, error) {
 	}
 	e.bg.Add(1)
 	go e.reaper()
+	e.bg.Add(1)
+	go e.schemaChangeLoop()
 	e.log.Info("starrocks emulator started", "fe", e.FEURL(), "be", e.BEURL(), "mysql", e.MySQLAddr(), "starrocks_version", e.ver.String())
 	return e, nil
 }
@@ -489,6 +509,7 @@ func (e *Emulator) Restart() {
 		}
 		delete(e.beContexts, l)
 	}
+	e.store.RequeueSchemaChanges() // RUNNING is not journaled: the job runs again
 	e.log.Info("emulated FE restart: open transactions aborted, prepared ones kept")
 }
 

@@ -27,6 +27,9 @@ const (
 	OpStreamLoad   Op = "stream_load"
 	OpCancel       Op = "cancel"
 	OpMySQL        Op = "mysql"
+	// OpAlterJob is a schema change job (ALTER TABLE … ADD/DROP/MODIFY COLUMN that runs in
+	// the background): its fault is taken when the job is created (alterjobfault.go).
+	OpAlterJob Op = "alter_job"
 )
 
 // httpOps are the HTTP operations, in the order error messages list them.
@@ -128,6 +131,9 @@ const (
 	// initiated, rollback pending" and keeps the task ABORTING for Delay
 	// (default 3 s) before it is CANCELLED.
 	ActAbortPending Action = "abort_pending"
+	// ActCancel (op alter_job) ends the job CANCELLED when it would finish,
+	// Msg Message (default "user cancelled"), as a CANCEL ALTER racing it.
+	ActCancel Action = "cancel"
 )
 
 // actionScope says which ops an action applies to.
@@ -151,7 +157,8 @@ var actionRules = map[Action]actionRule{
 	ActRedirect: {scope: scopeHTTP},
 	ActReset:    {scope: scopeAny}, ActDelay: {scope: scopeAny},
 	ActReplyLost: {scope: scopeAny}, ActReplyLate: {scope: scopeAny}, ActNoAnswer: {scope: scopeAny},
-	ActSQLError: {scope: scopeOps, ops: []Op{OpMySQL}},
+	ActSQLError: {scope: scopeOps, ops: []Op{OpMySQL, OpAlterJob}},
+	ActCancel:   {scope: scopeOps, ops: []Op{OpAlterJob}},
 
 	ActBeginReplyLost: {scopeOps, []Op{OpBegin}}, ActLoadReplyLost: {scopeOps, []Op{OpLoad}},
 	ActPrepareReplyLost: {scopeOps, []Op{OpPrepare}}, ActCommitReplyLost: {scopeOps, []Op{OpCommit}},
@@ -275,8 +282,11 @@ func (f Fault) Validate() error {
 
 // compile validates f and compiles its statement pattern.
 func (f Fault) compile() (*regexp.Regexp, error) {
-	if f.Op != OpMySQL && !slices.Contains(httpOps, f.Op) {
-		return nil, fmt.Errorf("fault op %q is unknown: use begin, load, prepare, commit, rollback, get_load_state, stream_load, cancel or mysql", f.Op)
+	if f.Op != OpMySQL && f.Op != OpAlterJob && !slices.Contains(httpOps, f.Op) {
+		return nil, fmt.Errorf("fault op %q is unknown: use begin, load, prepare, commit, rollback, get_load_state, stream_load, cancel, mysql or alter_job", f.Op)
+	}
+	if f.Op == OpAlterJob && f.Action != ActDelay && f.Action != ActCancel && f.Action != ActSQLError {
+		return nil, fmt.Errorf("fault action %q does not apply to op alter_job: use delay, cancel or error", f.Action)
 	}
 	rule, ok := actionRules[f.Action]
 	if !ok {
@@ -286,7 +296,7 @@ func (f Fault) compile() (*regexp.Regexp, error) {
 	case rule.scope == scopeHTTP && f.Op == OpMySQL:
 		return nil, fmt.Errorf("fault action %q does not apply to op mysql: use error, reset, delay, reply_lost, reply_late or no_answer", f.Action)
 	case rule.scope == scopeOps && !slices.Contains(rule.ops, f.Op):
-		return nil, fmt.Errorf("fault action %q only applies to op %q", f.Action, rule.ops[0])
+		return nil, fmt.Errorf("fault action %q only applies to op %s", f.Action, quoteOps(rule.ops))
 	}
 	if f.Count < 0 {
 		return nil, fmt.Errorf("fault count %d must not be negative", f.Count)
@@ -379,4 +389,13 @@ func (fs *Faults) takeIf(match func(*Fault) bool) *Fault {
 		return &fired
 	}
 	return nil
+}
+
+// quoteOps lists ops for an error: "mysql" or "mysql" or "alter_job".
+func quoteOps(ops []Op) string {
+	q := make([]string, len(ops))
+	for i, o := range ops {
+		q[i] = fmt.Sprintf("%q", o)
+	}
+	return strings.Join(q, " or ")
 }

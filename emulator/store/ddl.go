@@ -22,6 +22,7 @@ type createTableStmt struct {
 type dropTableStmt struct {
 	db, name string
 	ifExists bool
+	force    bool
 }
 
 type dropDatabaseStmt struct {
@@ -32,19 +33,6 @@ type dropDatabaseStmt struct {
 type useStmt struct{ name string }
 
 type truncateTableStmt struct{ db, name string }
-
-// alterTableStmt is ALTER TABLE … ADD COLUMN / DROP COLUMN (one or more, comma-separated).
-type alterTableStmt struct {
-	db, name string
-	ops      []alterOp
-}
-
-type alterOp struct {
-	add   *Column // ADD COLUMN; nil for DROP COLUMN
-	after string  // AFTER col
-	first bool    // FIRST
-	drop  string  // DROP COLUMN
-}
 
 func (createDatabaseStmt) ddl() {}
 func (createTableStmt) ddl()    {}
@@ -100,7 +88,7 @@ func parseDDL(toks []token) (ddlStmt, error) {
 				return nil, err
 			}
 			s.db, s.name = db, name
-			p.accept("force")
+			s.force = p.accept("force")
 			return s, p.done()
 		default:
 			return nil, p.errAt(k, "DATABASE or TABLE")
@@ -114,7 +102,7 @@ func parseDDL(toks []token) (ddlStmt, error) {
 		return truncateTableStmt{db: db, name: name}, p.done()
 	case t.is("alter"):
 		if k := p.next(); !k.is("table") {
-			return nil, fmt.Errorf("ALTER %s is not supported by the emulator: only ALTER TABLE … ADD COLUMN / DROP COLUMN are", strings.ToUpper(k.text))
+			return nil, fmt.Errorf("ALTER %s is not supported by the emulator: only ALTER TABLE … ADD / DROP / MODIFY COLUMN are", strings.ToUpper(k.text))
 		}
 		return p.alterTable()
 	case t.is("use"):
@@ -125,82 +113,6 @@ func parseDDL(toks []token) (ddlStmt, error) {
 		return useStmt{name: name}, p.done()
 	default:
 		return nil, p.errAt(t, "CREATE DATABASE, CREATE TABLE, ALTER TABLE, DROP TABLE, DROP DATABASE, TRUNCATE TABLE or USE")
-	}
-}
-
-// alterTable parses the actions of ALTER TABLE [db.]t: ADD COLUMN col_def [FIRST | AFTER col],
-// ADD COLUMN (col_def, …), DROP COLUMN col; the rollup and property clauses StarRocks allows
-// after them are accepted and ignored.
-func (p *parser) alterTable() (ddlStmt, error) {
-	db, name, err := p.qualifiedName("a table name")
-	if err != nil {
-		return nil, err
-	}
-	s := alterTableStmt{db: db, name: name}
-	for {
-		switch t := p.next(); {
-		case t.is("add"):
-			p.accept("column")
-			if p.acceptPunct("(") {
-				for {
-					c, err := p.columnDef()
-					if err != nil {
-						return nil, err
-					}
-					s.ops = append(s.ops, alterOp{add: &c})
-					if p.acceptPunct(",") {
-						continue
-					}
-					if err := p.expectPunct(")"); err != nil {
-						return nil, err
-					}
-					break
-				}
-			} else {
-				c, err := p.columnDef()
-				if err != nil {
-					return nil, err
-				}
-				op := alterOp{add: &c}
-				switch {
-				case p.accept("first"):
-					op.first = true
-				case p.accept("after"):
-					if op.after, err = p.ident("a column name"); err != nil {
-						return nil, err
-					}
-				}
-				s.ops = append(s.ops, op)
-			}
-		case t.is("drop"):
-			if !p.accept("column") {
-				return nil, fmt.Errorf("ALTER TABLE … DROP %s is not supported by the emulator: only ADD COLUMN and DROP COLUMN are", strings.ToUpper(p.peek().text))
-			}
-			col, err := p.ident("a column name")
-			if err != nil {
-				return nil, err
-			}
-			s.ops = append(s.ops, alterOp{drop: col})
-		default:
-			if t.kind == tokEOF {
-				return nil, p.errAt(t, "ADD COLUMN or DROP COLUMN")
-			}
-			return nil, fmt.Errorf("ALTER TABLE … %s is not supported by the emulator: only ADD COLUMN and DROP COLUMN are", strings.ToUpper(t.text))
-		}
-		if p.accept("to") || p.accept("from") {
-			if _, err := p.ident("a rollup name"); err != nil {
-				return nil, err
-			}
-		}
-		if p.accept("properties") {
-			if _, err := p.properties(); err != nil {
-				return nil, err
-			}
-		}
-		if p.acceptPunct(",") {
-			continue
-		}
-		return s, p.done()
 	}
 }
 

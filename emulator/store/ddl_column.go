@@ -161,6 +161,7 @@ var aggKeywords = map[string]AggType{"sum": AggSum, "max": AggMax, "min": AggMin
 
 func (p *parser) columnDef() (Column, error) {
 	var c Column
+	c.defStart = p.peek()
 	name, err := p.ident("a column name")
 	if err != nil {
 		return c, err
@@ -172,16 +173,19 @@ func (p *parser) columnDef() (Column, error) {
 	}
 	for {
 		t := p.peek()
+		if p.pos > 0 {
+			c.defLast = p.toks[p.pos-1]
+		}
 		switch {
 		case t.is("not"):
 			p.next()
 			if err := p.expect("null"); err != nil {
 				return c, err
 			}
-			c.Nullable = false
+			c.Nullable, c.nullSet = false, true
 		case t.is("null"):
 			p.next()
-			c.Nullable = true
+			c.Nullable, c.nullSet = true, true
 		case t.is("default"):
 			p.next()
 			d := p.next()
@@ -214,7 +218,8 @@ func (p *parser) columnDef() (Column, error) {
 			}
 			c.Comment = s.text
 		case t.is("key"):
-			p.next() // "col INT KEY" marks a key column in old syntax; the key clause decides
+			p.next() // "col INT KEY" marks a key column; in CREATE TABLE the key clause decides
+			c.keySet = true
 		case t.kind == tokIdent && aggKeywords[strings.ToLower(t.text)] != AggNone:
 			p.next()
 			if c.Agg != AggNone {

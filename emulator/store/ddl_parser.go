@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -174,4 +175,34 @@ func (p *parser) nameList(what string) ([]string, error) {
 		}
 		return out, nil
 	}
+}
+
+// acceptOp consumes an operator of one or two symbols (=, <, >=, !=, <>) written without a
+// space inside.
+func (p *parser) acceptOp(op string) bool {
+	if p.pos+len(op) > len(p.toks) {
+		return false
+	}
+	for i := 0; i < len(op); i++ {
+		t := p.toks[p.pos+i]
+		if !t.isPunct(op[i:i+1]) || i > 0 && p.toks[p.pos+i-1].end != t.off {
+			return false
+		}
+	}
+	if n := p.pos + len(op); n < len(p.toks) && p.toks[n].kind == tokPunct && p.toks[n].off == p.toks[n-1].end &&
+		strings.ContainsAny(p.toks[n].text, "=<>") {
+		return false // a longer operator
+	}
+	p.pos += len(op)
+	return true
+}
+
+// number reads a non-negative integer.
+func (p *parser) number() (int, error) {
+	t := p.next()
+	n, err := strconv.Atoi(t.text)
+	if t.kind != tokNumber || err != nil || n < 0 {
+		return 0, p.errAt(t, "a number")
+	}
+	return n, nil
 }

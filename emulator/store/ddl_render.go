@@ -13,23 +13,7 @@ func (sc *TableSchema) DDL() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", quoteIdent(sc.Name))
 	for i := range sc.Columns {
-		c := &sc.Columns[i]
-		fmt.Fprintf(&b, "  %s %s", quoteIdent(c.Name), displayType(c))
-		if c.Agg != AggNone {
-			b.WriteString(" " + c.Agg.String())
-		}
-		if c.Nullable {
-			b.WriteString(" NULL")
-		} else {
-			b.WriteString(" NOT NULL")
-		}
-		switch {
-		case c.DefaultCurrentTimestamp:
-			b.WriteString(" DEFAULT CURRENT_TIMESTAMP")
-		case c.Default != nil:
-			b.WriteString(" DEFAULT " + quoteString(*c.Default))
-		}
-		b.WriteString(" COMMENT " + quoteString(c.Comment))
+		b.WriteString("  " + columnSQL(&sc.Columns[i]))
 		if i < len(sc.Columns)-1 {
 			b.WriteString(",")
 		}
@@ -55,17 +39,16 @@ func (sc *TableSchema) DDL() string {
 	if len(sc.sortKeys) > 0 {
 		fmt.Fprintf(&b, "ORDER BY(%s)\n", quoteList(sc.sortKeys))
 	}
-	if len(sc.properties) > 0 {
-		b.WriteString("PROPERTIES (\n")
-		for i, p := range sc.properties {
-			fmt.Fprintf(&b, "%s = %s", quoteString(p[0]), quoteString(p[1]))
-			if i < len(sc.properties)-1 {
-				b.WriteString(",")
-			}
-			b.WriteString("\n")
+	props := sc.printedProperties()
+	b.WriteString("PROPERTIES (\n")
+	for i, p := range props {
+		fmt.Fprintf(&b, "%s = %s", quoteString(p[0]), quoteString(p[1]))
+		if i < len(props)-1 {
+			b.WriteString(",")
 		}
-		b.WriteString(")")
+		b.WriteString("\n")
 	}
+	b.WriteString(")")
 	b.WriteString(";")
 	return b.String()
 }

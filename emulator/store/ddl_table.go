@@ -209,7 +209,9 @@ func (p *parser) createTable() (ddlStmt, error) {
 			if err != nil {
 				return nil, err
 			}
-			ts.properties = props
+			if ts.properties, err = checkTableProperties(ts, props); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, p.errAt(t, "ENGINE, a key description, COMMENT, PARTITION BY, DISTRIBUTED BY, ORDER BY or PROPERTIES")
 		}
@@ -247,6 +249,11 @@ func finishSchema(ts *TableSchema) error {
 		if c.Agg != AggNone {
 			return fmt.Errorf("Key column '%s' should not specify an aggregation type (%s)", c.Name, c.Agg)
 		}
+		if ts.KeyType == PrimaryKey && !c.nullSet {
+			// A primary key column without NULL or NOT NULL is NOT NULL (CREATE TABLE's
+			// analyzer); written NULL, it is refused below.
+			c.Nullable = false
+		}
 		if ts.KeyType == PrimaryKey && c.Nullable {
 			return fmt.Errorf("primary key column[%s] cannot be nullable: declare it NOT NULL", c.Name)
 		}
@@ -266,6 +273,15 @@ func finishSchema(ts *TableSchema) error {
 			return fmt.Errorf("Invalid default value for '%s': %s", c.Name, *c.Default)
 		}
 		c.defaultValue = v
+	}
+	for i := range ts.Columns {
+		c := &ts.Columns[i]
+		if c.uid == 0 {
+			ts.maxUID++
+			c.uid = ts.maxUID
+		}
+		// What the definition said is the statement's, not the table's.
+		c.nullSet, c.keySet, c.defStart, c.defLast = false, false, token{}, token{}
 	}
 	ts.index()
 	return nil

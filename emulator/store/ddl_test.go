@@ -35,6 +35,7 @@ func TestDDLOrdersStatementUnchanged(t *testing.T) {
 
 func stripInternal(c Column) Column {
 	c.defaultValue = nil
+	c.uid = 0
 	return c
 }
 

@@ -9,9 +9,18 @@
 // ExecScript/ExecDDL accept CREATE DATABASE [IF NOT EXISTS], CREATE TABLE [IF NOT EXISTS]
 // in StarRocks syntax (ENGINE=OLAP, PRIMARY|DUPLICATE|UNIQUE|AGGREGATE KEY, COMMENT, PARTITION
 // BY, DISTRIBUTED BY, ORDER BY, PROPERTIES; the physical clauses are validated for syntax and
-// otherwise ignored), ALTER TABLE … ADD COLUMN col_def [FIRST | AFTER col] / ADD COLUMN (…) /
-// DROP COLUMN col (immediate; existing rows take the default or NULL), DROP TABLE / DROP
-// DATABASE [IF EXISTS] [FORCE], TRUNCATE TABLE and USE. Key columns must lead the column list
+// otherwise ignored; a property StarRocks does not know is refused, "Unknown properties: {k=v}"),
+// ALTER TABLE … ADD COLUMN col_def [FIRST | AFTER col] / ADD COLUMN (…) / DROP COLUMN col /
+// MODIFY COLUMN col_def [FIRST | AFTER col] (comma-separated; StarRocks's refusals and texts;
+// schemachange_plan.go), DROP TABLE / DROP DATABASE [IF EXISTS] [FORCE], TRUNCATE TABLE and
+// USE. A column ALTER is a schema change job as StarRocks runs it (schemachange.go): on a table
+// with fast_schema_evolution (the default, FE config enable_fast_schema_evolution) an ADD or
+// DROP of value columns and a VARCHAR widening change the schema at once and leave a FINISHED
+// job; any other change is a job that waits in WAITING_TXN for the transactions begun before
+// it on the table (TxnOracle), is RUNNING for a while, then FINISHED (the new schema visible,
+// older rows converted) or CANCELLED (CANCEL ALTER, the timeout, a failed conversion, a
+// JobFault). Rows loaded under an older schema take the table's schema at commit (remap.go);
+// a load keeps the schema it was planned with, so a key for a column not yet there is lost. Key columns must lead the column list
 // in key order (StarRocks' rule, with its error text); PRIMARY KEY columns must be NOT NULL;
 // FLOAT/DOUBLE/JSON/ARRAY/MAP cannot be key columns. AGGREGATE KEY value columns carry SUM,
 // MAX, MIN, REPLACE or REPLACE_IF_NOT_NULL. Constructs the emulator lacks (BITMAP, HLL, STRUCT
@@ -119,7 +128,7 @@
 // statements (system.go): SHOW PROC '/transactions…', SHOW TRANSACTION, SHOW LOAD, SHOW
 // [ALL] STREAM LOAD, SHOW FRONTENDS, SHOW BACKENDS, ADMIN SET / SHOW FRONTEND CONFIG
 // (answered from a System, the server around the store), SHOW CREATE TABLE (StarRocks DDL)
-// and SHOW ALTER TABLE COLUMN (alterjobs.go); CREATE MATERIALIZED VIEW, SHOW PARTITIONS,
+// and SHOW ALTER TABLE COLUMN (schemachange_show.go); CREATE MATERIALIZED VIEW, SHOW PARTITIONS,
 // SHOW TABLET and SHOW DATA get an error saying so (unsupported.go). current_version() and
 // @@version_comment name the emulator. INSERT (an upsert on PRIMARY KEY and UNIQUE KEY
 // tables, a merge on AGGREGATE KEY tables, an append on DUPLICATE KEY tables), UPDATE and
@@ -129,8 +138,11 @@
 // information_schema.tables_config reports each table's TABLE_MODEL with the FE's KeysType
 // names (PRIMARY_KEYS, DUP_KEYS, UNIQUE_KEYS, AGG_KEYS); information_schema.loads (StarRocks
 // 4.0's columns) and load_tracking_logs show the transaction stream loads the System knows;
-// information_schema.columns shows COLUMN_KEY PRI for PRIMARY KEY tables only. Types map as
-// BIGINT→bigint, DECIMAL(p,s)→decimal(p,s), LARGEINT→decimal(39,0), BOOLEAN→tinyint(1),
-// DATETIME→datetime(6), STRING→text, JSON→json, ARRAY/MAP→longtext. WithStatementHook lets
-// the server inject faults per statement (mysql_fault.go).
+// information_schema.columns, DESC and SHOW [FULL] COLUMNS print StarRocks's values
+// (describe.go): COLUMN_KEY PRI/UNI/DUP/AGG on key columns, COLUMN_TYPE int(11), bigint(20),
+// varchar(65533) for STRING, decimal(18, 2), datetime, json, array<int(11)>, tinyint(1) for
+// BOOLEAN, bigint(20) unsigned for LARGEINT. SHOW ALTER TABLE COLUMN, CANCEL ALTER TABLE
+// COLUMN and SYNC are answered too. Query results keep go-mysql-server's column types
+// (LARGEINT decimal(39,0), DATETIME datetime(6), STRING text, ARRAY/MAP longtext).
+// WithStatementHook lets the server inject faults per statement (mysql_fault.go).
 package store

@@ -26,6 +26,9 @@ func (d *infoSchema) GetTableInsensitive(ctx *sql.Context, name string) (sql.Tab
 	if strings.EqualFold(name, tablesConfigName) {
 		return &tablesConfigTable{snap: d.bridge.snapFor(ctx)}, true, nil
 	}
+	if strings.EqualFold(name, columnsName) {
+		return &columnsTable{snap: d.bridge.snapFor(ctx)}, true, nil
+	}
 	if strings.EqualFold(name, loadsName) {
 		return &virtualTable{name: loadsName, schema: loadsSchema, rows: d.loadsRows}, true, nil
 	}

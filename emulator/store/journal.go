@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,16 +24,36 @@ import (
 // truncated to the last whole record: an Apply is visible after a restart exactly when its
 // record was complete, and its label facts with it.
 //
-// Two things are not journaled: the load time a DEFAULT CURRENT_TIMESTAMP of an ALTER TABLE
-// ADD COLUMN gives existing rows (replay gives them the replay's time), and nothing that is
-// not a store change (the caller's own facts go through Journal).
+// Schema change jobs are journaled as StarRocks's edit log has them (schemachange.go): the
+// creation with the statement, then WAITING_TXN, FINISHED and CANCELLED; the existing rows
+// of a finished job are converted again on replay, with the job's creation time for a
+// DEFAULT CURRENT_TIMESTAMP column it added. A CREATE TABLE record keeps the
+// fast_schema_evolution the table took from the FE config. Nothing that is not a store
+// change is journaled (the caller's own facts go through Journal).
 
 type journalRecord struct {
 	Kind    string          `json:"k"`
-	DB      string          `json:"db,omitempty"`  // ddl: the current database
-	SQL     string          `json:"sql,omitempty"` // ddl
+	DB      string          `json:"db,omitempty"`  // ddl, alter: the current database
+	SQL     string          `json:"sql,omitempty"` // ddl, alter (the job's creation)
 	Changes []journalChange `json:"changes,omitempty"`
 	Meta    json.RawMessage `json:"meta,omitempty"`
+	// FSE is the fast_schema_evolution a CREATE TABLE without the property took from the
+	// FE config.
+	FSE *bool `json:"fse,omitempty"`
+	// Job is a schema change job's state (alter): its creation with SQL, then each
+	// transition StarRocks journals (WAITING_TXN, FINISHED, CANCELLED).
+	Job *jobRecord `json:"job,omitempty"`
+}
+
+// jobRecord is a schema change job as the journal keeps it.
+type jobRecord struct {
+	ID        int64         `json:"id"`
+	State     AlterJobState `json:"state"`
+	Created   time.Time     `json:"created"`
+	Finished  time.Time     `json:"finished,omitzero"`
+	Watershed int64         `json:"watershed"`
+	Msg       string        `json:"msg,omitempty"`
+	Timeout   time.Duration `json:"timeout"`
 }
 
 type journalChange struct {
@@ -80,6 +101,11 @@ func (s *Store) OpenJournal(path string, meta func(json.RawMessage) error) (bool
 		return false, fmt.Errorf("positioning the journal %s: %w", path, err)
 	}
 	s.journal = &journal{f: f, w: bufio.NewWriter(f)}
+	for _, j := range s.sc.jobs {
+		if !j.state.final() {
+			s.wakeSchemaChanges() // a job the last run left unfinished runs on
+		}
+	}
 	return replayed, nil
 }
 
@@ -131,11 +157,77 @@ func (s *Store) writeLocked(r journalRecord) error {
 	return nil
 }
 
-func (s *Store) journalDDLLocked(curDB, text string) error {
+func (s *Store) journalDDLLocked(curDB, text string, fse *bool) error {
 	if s.journal == nil || s.replaying {
 		return nil
 	}
-	return s.writeLocked(journalRecord{Kind: "ddl", DB: curDB, SQL: text})
+	return s.writeLocked(journalRecord{Kind: "ddl", DB: curDB, SQL: text, FSE: fse})
+}
+
+// journalJobLocked journals a job's state; created: the record of its creation, with the
+// statement.
+func (s *Store) journalJobLocked(j *alterJob, created bool) error {
+	if s.journal == nil || s.replaying {
+		return nil
+	}
+	r := journalRecord{Kind: "alter", Job: &jobRecord{ID: j.id, State: j.state, Created: j.created,
+		Finished: j.finished, Watershed: j.watershed, Msg: j.msg, Timeout: j.timeout}}
+	if created {
+		r.DB, r.SQL = j.curDB, j.sql
+	}
+	return s.writeLocked(r)
+}
+
+// replayJobLocked replays a job record: the job's creation, or a transition.
+func (s *Store) replayJobLocked(r journalRecord) error {
+	jr := r.Job
+	if r.SQL != "" {
+		toks, err := lexScript(r.SQL)
+		if err != nil {
+			return err
+		}
+		st, err := parseDDL(toks)
+		if err != nil {
+			return err
+		}
+		at, ok := st.(alterTableStmt)
+		if !ok {
+			return fmt.Errorf("the job %d was created by %q, which is no ALTER TABLE", jr.ID, abbreviate(r.SQL))
+		}
+		return s.alterTableLocked(at, r.DB, r.SQL, jr)
+	}
+	var j *alterJob
+	for _, x := range s.sc.jobs {
+		if x.id == jr.ID {
+			j = x
+		}
+	}
+	if j == nil {
+		return fmt.Errorf("the journal has a state of the schema change job %d before its creation", jr.ID)
+	}
+	switch jr.State {
+	case JobWaitingTxn:
+		j.state, j.watershed = JobWaitingTxn, jr.Watershed
+	case JobFinished:
+		d, t := s.tableByID(j.tableID)
+		if t == nil {
+			return fmt.Errorf("the schema change job %d finished on table %d, which the journal does not have", j.id, j.tableID)
+		}
+		target := copySchema(j.target)
+		target.indexID, target.schemaHash = j.indexID, j.schemaHash
+		if err := finishSchema(target); err != nil {
+			return err
+		}
+		nt, err := convertTable(t, target, j.created)
+		if err != nil {
+			return err
+		}
+		j.state, j.finished = JobFinished, jr.Finished
+		s.publishTableLocked(d, nt)
+	case JobCancelled:
+		j.state, j.msg, j.finished = JobCancelled, jr.Msg, jr.Finished
+	}
+	return nil
 }
 
 func (s *Store) journalApplyLocked(next *snapshot, changes []TableChange, meta any) error {
@@ -165,8 +257,16 @@ func encodeChanges(sn *snapshot, changes []TableChange) ([]journalChange, error)
 		if err != nil {
 			return nil, err
 		}
-		jc := journalChange{DB: ch.DB, Table: ch.Table, Rows: make([]journalRow, len(ch.Rows))}
-		for i, row := range ch.Rows {
+		rows := ch.Rows
+		if slices.ContainsFunc(rows, func(r Row) bool { return r.sc != nil && r.sc != t.schema }) {
+			// Rows loaded under an older schema are kept under the current one.
+			rows = slices.Clone(rows)
+			if err := remapRows(t.schema, rows, time.Now()); err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", ch.DB, ch.Table, err)
+			}
+		}
+		jc := journalChange{DB: ch.DB, Table: ch.Table, Rows: make([]journalRow, len(rows))}
+		for i, row := range rows {
 			jr := journalRow{Op: row.Op, Set: row.Set, MergeCol: row.MergeCol, Values: make([]json.RawMessage, len(row.Values))}
 			for c, v := range row.Values {
 				jr.Values[c] = encodeValue(&t.schema.Columns[c], v)
@@ -227,8 +327,18 @@ func (s *Store) replayLocked(f *os.File, meta func(json.RawMessage) error) (bool
 			if err != nil {
 				return any, off, fmt.Errorf("record %d: %w", n, err)
 			}
-			if err := s.execLocked(toks, &cur, r.SQL); err != nil {
+			s.sc.replayFSE = r.FSE
+			err = s.execLocked(toks, &cur, r.SQL)
+			s.sc.replayFSE = nil
+			if err != nil {
 				return any, off, fmt.Errorf("record %d (%s): %w", n, abbreviate(r.SQL), err)
+			}
+		case "alter":
+			if r.Job == nil {
+				return any, off, fmt.Errorf("record %d is a schema change record without its job", n)
+			}
+			if err := s.replayJobLocked(r); err != nil {
+				return any, off, fmt.Errorf("record %d (schema change job %d): %w", n, r.Job.ID, err)
 			}
 		case "apply":
 			changes, err := s.decodeChanges(r.Changes)
@@ -264,7 +374,7 @@ func (s *Store) decodeChanges(jcs []journalChange) ([]TableChange, error) {
 			if len(jr.Values) != len(t.schema.Columns) {
 				return nil, fmt.Errorf("a row of %s.%s has %d values, the table %d columns", jc.DB, jc.Table, len(jr.Values), len(t.schema.Columns))
 			}
-			row := Row{Op: jr.Op, Set: jr.Set, MergeCol: jr.MergeCol, Values: make([]any, len(jr.Values))}
+			row := Row{Op: jr.Op, Set: jr.Set, MergeCol: jr.MergeCol, Values: make([]any, len(jr.Values)), sc: t.schema}
 			for c, raw := range jr.Values {
 				v, err := decodeValue(&t.schema.Columns[c], raw)
 				if err != nil {

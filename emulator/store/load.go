@@ -55,8 +55,12 @@ func (s *Store) Parse(db, table string, body []byte, p LoadParams) (*Parsed, err
 //
 // CSV: the bodies form one stream (see Stream): the records the body completes are
 // converted, an unterminated last record stays open in st for the next body or EndStream.
+//
+// The stream keeps the table's schema from its first body on, as a transaction's table keeps
+// the plan of its first load: a schema change that finishes meanwhile does not change how
+// the later bodies are read, and Apply maps the rows onto the new schema (remap.go).
 func (s *Store) ParseStream(db, table string, body []byte, p LoadParams, st *Stream) (*Parsed, error) {
-	b, err := s.rowBuilder(db, table, p)
+	b, err := s.streamBuilder(db, table, p, st)
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +86,24 @@ func (s *Store) EndStream(db, table string, p LoadParams, st *Stream) (*Parsed, 
 		st.rest = nil
 		return &Parsed{}, nil
 	}
-	b, err := s.rowBuilder(db, table, p)
+	b, err := s.streamBuilder(db, table, p, st)
 	if err != nil {
 		return nil, err
 	}
 	return b.parseCSV(nil, st, true)
+}
+
+// streamBuilder is the row builder of a load stream, under the schema the stream took at
+// its first body.
+func (s *Store) streamBuilder(db, table string, p LoadParams, st *Stream) (*rowBuilder, error) {
+	if st.sc == nil {
+		sc, err := s.Table(db, table)
+		if err != nil {
+			return nil, err
+		}
+		st.sc = sc
+	}
+	return s.rowBuilderFor(st.sc, p)
 }
 
 // merge adds o's rows and counters to r (o's rows come after r's).
@@ -120,6 +137,11 @@ func (s *Store) rowBuilder(db, table string, p LoadParams) (*rowBuilder, error) 
 	if err != nil {
 		return nil, err
 	}
+	return s.rowBuilderFor(sc, p)
+}
+
+// rowBuilderFor checks the load parameters against the schema sc and builds the converter.
+func (s *Store) rowBuilderFor(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 	if p.PartialUpdate && sc.KeyType != PrimaryKey {
 		return nil, fmt.Errorf("Only primary key table support partial update")
 	}
@@ -413,7 +435,7 @@ func (b *rowBuilder) finishRow(rowText func() string) {
 			return
 		}
 	}
-	b.res.Rows = append(b.res.Rows, Row{Op: b.op, Values: b.vals, Set: set, MergeCol: b.mergeCol})
+	b.res.Rows = append(b.res.Rows, Row{Op: b.op, Values: b.vals, Set: set, MergeCol: b.mergeCol, sc: b.sc})
 	b.res.Loaded++
 }
 

@@ -19,6 +19,8 @@ type Stream struct {
 	rest    []byte
 	started bool
 	skip    int
+	// sc is the table's schema when the stream's first body was parsed.
+	sc *TableSchema
 }
 
 // Pending reports whether the stream holds an open record that EndStream will end.

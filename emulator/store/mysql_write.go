@@ -42,6 +42,9 @@ func (e *sqlEditor) StatementComplete(*sql.Context) error {
 		return nil
 	}
 	sc := e.table.state.schema
+	for i := range e.rows {
+		e.rows[i].sc = sc // the rows are the pinned snapshot's: a schema change since maps them
+	}
 	err := e.table.store.Apply([]TableChange{{DB: sc.DB, Table: sc.Name, Rows: e.rows}})
 	e.rows = nil
 	return err

@@ -26,8 +26,8 @@ type Store struct {
 	// (journal.go); replaying is set while the journal is being replayed.
 	journal   *journal
 	replaying bool
-	// alterJobs are the applied ALTER TABLEs SHOW ALTER TABLE COLUMN shows (alterjobs.go).
-	alterJobs []alterJob
+	// sc are the schema change jobs and their settings (schemachange.go).
+	sc schemaChanges
 }
 
 type snapshot struct {
@@ -49,7 +49,7 @@ type tableState struct {
 
 // New returns an empty store.
 func New() *Store {
-	s := &Store{nextID: 10000}
+	s := &Store{nextID: 10000, sc: newSchemaChanges()}
 	s.cur.Store(&snapshot{dbs: map[string]*dbState{}})
 	return s
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -86,6 +87,9 @@ func (s *Store) applyLocked(changes []TableChange, meta any) error {
 // apply applies rows to an owned (cloned) table state.
 func (t *tableState) apply(rows []Row) error {
 	sc := t.schema
+	if err := remapRows(sc, rows, time.Now()); err != nil {
+		return err
+	}
 	var kb []byte
 	for i := range rows {
 		r := &rows[i]

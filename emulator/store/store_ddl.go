@@ -2,9 +2,7 @@ package store
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 )
 
 // DDL on the store: statements run under the store lock and publish a new snapshot whose
@@ -21,10 +19,11 @@ func (s *Store) ExecDDL(stmt string) error {
 	if len(stmts) != 1 {
 		return fmt.Errorf("ddl: expected exactly one statement, got %d", len(stmts))
 	}
+	txnID := s.takeAlterTxnID(stmts[0])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.useDB
-	if err := s.execLocked(stmts[0], &cur, stmt); err != nil {
+	if err := s.execWithTxnLocked(stmts[0], &cur, stmt, txnID); err != nil {
 		return fmt.Errorf("ddl %q: %w", abbreviate(stmt), err)
 	}
 	s.useDB = cur
@@ -38,11 +37,16 @@ func (s *Store) ExecScript(script string) error {
 	if err != nil {
 		return fmt.Errorf("ddl script: %w", err)
 	}
+	stmts := splitStatements(toks)
+	txnIDs := make([]int64, len(stmts))
+	for i, st := range stmts {
+		txnIDs[i] = s.takeAlterTxnID(st)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.useDB
-	for i, st := range splitStatements(toks) {
-		if err := s.execLocked(st, &cur, script[st[0].off:st[len(st)-1].end]); err != nil {
+	for i, st := range stmts {
+		if err := s.execWithTxnLocked(st, &cur, script[st[0].off:st[len(st)-1].end], txnIDs[i]); err != nil {
 			return fmt.Errorf("ddl script statement %d (line %d, %q): %w", i+1, st[0].line, abbreviate(script[st[0].off:st[len(st)-1].end]), err)
 		}
 	}
@@ -60,9 +64,18 @@ func (s *Store) execDDLIn(stmt string, curDB *string) error {
 	if len(stmts) != 1 {
 		return fmt.Errorf("expected exactly one statement, got %d", len(stmts))
 	}
+	txnID := s.takeAlterTxnID(stmts[0])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.execLocked(stmts[0], curDB, stmt)
+	return s.execWithTxnLocked(stmts[0], curDB, stmt, txnID)
+}
+
+// execWithTxnLocked is execLocked for a statement that took a transaction id beforehand
+// (takeAlterTxnID: an ALTER TABLE's fast schema evolution job records it).
+func (s *Store) execWithTxnLocked(toks []token, curDB *string, text string, txnID int64) error {
+	s.sc.alterTxnID = txnID
+	defer func() { s.sc.alterTxnID = 0 }()
+	return s.execLocked(toks, curDB, text)
 }
 
 func abbreviate(s string) string {
@@ -77,41 +90,46 @@ func abbreviate(s string) string {
 // held.
 func (s *Store) execLocked(toks []token, curDB *string, text string) error {
 	before := *curDB
-	if err := s.execStmtLocked(toks, curDB); err != nil {
-		return err
-	}
-	if len(toks) > 0 && toks[0].is("use") {
-		return nil
-	}
-	if len(toks) > 0 && toks[0].is("alter") && !s.replaying {
-		s.recordAlterLocked(toks, before)
-	}
-	return s.journalDDLLocked(before, text)
-}
-
-func (s *Store) execStmtLocked(toks []token, curDB *string) error {
 	st, err := parseDDL(toks)
 	if err != nil {
 		return err
 	}
+	if at, ok := st.(alterTableStmt); ok {
+		return s.alterTableLocked(at, before, text, nil)
+	}
+	fse, err := s.execStmtLocked(st, curDB)
+	if err != nil {
+		return err
+	}
+	if _, ok := st.(useStmt); ok {
+		return nil
+	}
+	return s.journalDDLLocked(before, text, fse)
+}
+
+// execStmtLocked runs a statement other than ALTER TABLE; for a CREATE TABLE without the
+// property it returns the fast_schema_evolution the table took from the FE config (the
+// journal keeps it, as the config may differ when the journal is replayed).
+func (s *Store) execStmtLocked(st ddlStmt, curDB *string) (*bool, error) {
 	old := s.snap()
 	next := &snapshot{version: old.version + 1, dbs: make(map[string]*dbState, len(old.dbs)+1)}
 	for k, v := range old.dbs {
 		next.dbs[k] = v
 	}
+	var fse *bool
 	switch st := st.(type) {
 	case useStmt:
 		if _, ok := old.db(st.name); !ok {
-			return unknownDatabase(st.name)
+			return nil, unknownDatabase(st.name)
 		}
 		*curDB = st.name
-		return nil
+		return nil, nil
 	case createDatabaseStmt:
 		if _, ok := old.db(st.name); ok {
 			if st.ifNotExists {
-				return nil
+				return nil, nil
 			}
-			return fmt.Errorf("Can't create database '%s'; database exists", st.name)
+			return nil, fmt.Errorf("Can't create database '%s'; database exists", st.name)
 		}
 		s.nextID++
 		next.dbs[st.name] = &dbState{name: st.name, id: s.nextID, tables: map[string]*tableState{}}
@@ -119,9 +137,9 @@ func (s *Store) execStmtLocked(toks []token, curDB *string) error {
 		d, ok := old.db(st.name)
 		if !ok {
 			if st.ifExists {
-				return nil
+				return nil, nil
 			}
-			return fmt.Errorf("Can't drop database '%s'; database doesn't exist", st.name)
+			return nil, fmt.Errorf("Can't drop database '%s'; database doesn't exist", st.name)
 		}
 		delete(next.dbs, d.name)
 		if strings.EqualFold(*curDB, d.name) {
@@ -130,175 +148,82 @@ func (s *Store) execStmtLocked(toks []token, curDB *string) error {
 	case createTableStmt:
 		dbName, err := tableDB(st.db, st.name, *curDB)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d, ok := old.db(dbName)
 		if !ok {
-			return unknownDatabase(dbName)
+			return nil, unknownDatabase(dbName)
 		}
 		if _, ok := d.table(st.name); ok {
 			if st.ifNotExists {
-				return nil
+				return nil, nil
 			}
-			return fmt.Errorf("Table '%s' already exists", st.name)
+			return nil, fmt.Errorf("Table '%s' already exists", st.name)
 		}
 		s.nextID++
 		st.schema.DB = d.name
 		st.schema.ID = s.nextID
+		st.schema.indexID = st.schema.ID
+		if !st.schema.fseSet {
+			// PropertyAnalyzer: without the property, the FE config decides.
+			st.schema.fse = s.sc.fseDefault
+			if s.sc.replayFSE != nil {
+				st.schema.fse = *s.sc.replayFSE
+			}
+			v := st.schema.fse
+			fse = &v
+		}
+		st.schema.schemaHash = schemaHash(st.schema, 0)
 		nd := d.withTable(st.name, &tableState{schema: st.schema, rows: newBtree()})
 		next.dbs[d.name] = nd
 	case dropTableStmt:
 		dbName, err := tableDB(st.db, st.name, *curDB)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d, ok := old.db(dbName)
 		if !ok {
 			if st.ifExists {
-				return nil
+				return nil, nil
 			}
-			return unknownDatabase(dbName)
+			return nil, unknownDatabase(dbName)
 		}
 		t, ok := d.table(st.name)
 		if !ok {
 			if st.ifExists {
-				return nil
+				return nil, nil
 			}
-			return fmt.Errorf("Unknown table '%s'", st.name)
+			return nil, fmt.Errorf("Unknown table '%s'", st.name)
+		}
+		if !st.force && s.unfinishedJob(t.schema.ID) != nil {
+			// LocalMetastore.dropTable: a table under a schema change is dropped with FORCE
+			// only (its job then ends CANCELLED: the table no longer exists).
+			return nil, fmt.Errorf("The table [%s]'s state is SCHEMA_CHANGE, cannot be dropped. please cancel the operation on olap table firstly. If you want to forcibly drop(cannot be recovered), please use \"DROP table FORCE\".", t.schema.Name)
 		}
 		nd := d.withTable(t.schema.Name, nil)
 		next.dbs[d.name] = nd
 	case truncateTableStmt:
 		dbName, err := tableDB(st.db, st.name, *curDB)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d, ok := old.db(dbName)
 		if !ok {
-			return unknownDatabase(dbName)
+			return nil, unknownDatabase(dbName)
 		}
 		t, ok := d.table(st.name)
 		if !ok {
-			return unknownTable(d.name, st.name)
+			return nil, unknownTable(d.name, st.name)
+		}
+		if s.unfinishedJob(t.schema.ID) != nil {
+			return nil, fmt.Errorf("Table' state is not NORMAL: SCHEMA_CHANGE")
 		}
 		next.dbs[d.name] = d.withTable(t.schema.Name, &tableState{schema: t.schema, rows: newBtree()})
-	case alterTableStmt:
-		dbName, err := tableDB(st.db, st.name, *curDB)
-		if err != nil {
-			return err
-		}
-		d, ok := old.db(dbName)
-		if !ok {
-			return unknownDatabase(dbName)
-		}
-		t, ok := d.table(st.name)
-		if !ok {
-			return unknownTable(d.name, st.name)
-		}
-		nt, err := t.alter(st.ops)
-		if err != nil {
-			return err
-		}
-		next.dbs[d.name] = d.withTable(t.schema.Name, nt)
 	default:
-		return fmt.Errorf("unsupported statement %T", st)
+		return nil, fmt.Errorf("unsupported statement %T", st)
 	}
 	s.cur.Store(next)
-	return nil
-}
-
-// alter applies ADD COLUMN and DROP COLUMN to a copy of t: existing rows take an added
-// column's default (or NULL), and lose a dropped one. The schema change is immediate; a
-// transaction that loaded rows for the old columns fails at commit.
-func (t *tableState) alter(ops []alterOp) (*tableState, error) {
-	old := t.schema
-	cols := append([]Column(nil), old.Columns...)
-	// src[i] is the old index of new column i, -1 for an added one
-	src := make([]int, len(cols))
-	for i := range src {
-		src[i] = i
-	}
-	for _, op := range ops {
-		if op.drop != "" {
-			i := -1
-			for k, c := range cols {
-				if strings.EqualFold(c.Name, op.drop) {
-					i = k
-				}
-			}
-			switch {
-			case i < 0:
-				return nil, fmt.Errorf("Column does not exists: %s", op.drop)
-			case i < len(old.Key):
-				return nil, fmt.Errorf("Can not drop key column %s: the emulator drops value columns only", cols[i].Name)
-			case slices.ContainsFunc(old.distKeys, func(k string) bool { return strings.EqualFold(k, op.drop) }):
-				return nil, fmt.Errorf("Can not drop column %s: it is a distribution column", cols[i].Name)
-			case slices.ContainsFunc(old.sortKeys, func(k string) bool { return strings.EqualFold(k, op.drop) }):
-				return nil, fmt.Errorf("Can not drop column %s: it is a sort key column", cols[i].Name)
-			case len(cols) == 1:
-				return nil, fmt.Errorf("Can not drop column %s: a table keeps at least one column", cols[i].Name)
-			}
-			cols = append(cols[:i:i], cols[i+1:]...)
-			src = append(src[:i:i], src[i+1:]...)
-			continue
-		}
-		c := *op.add
-		for _, x := range cols {
-			if strings.EqualFold(x.Name, c.Name) {
-				return nil, fmt.Errorf("Duplicate column name '%s'", c.Name)
-			}
-		}
-		if !c.Nullable && c.Default == nil {
-			return nil, fmt.Errorf("column '%s' is NOT NULL without a DEFAULT: the rows already in %s would have no value; give a DEFAULT or make it NULL", c.Name, old.Name)
-		}
-		pos := len(cols)
-		switch {
-		case op.first:
-			pos = 0
-		case op.after != "":
-			pos = -1
-			for k, x := range cols {
-				if strings.EqualFold(x.Name, op.after) {
-					pos = k + 1
-				}
-			}
-			if pos < 0 {
-				return nil, fmt.Errorf("Column does not exists: %s", op.after)
-			}
-		}
-		if pos < len(old.Key) {
-			return nil, fmt.Errorf("column '%s' would become a key column: the emulator adds value columns after the key columns %s", c.Name, strings.Join(old.Key, ", "))
-		}
-		cols = append(cols[:pos], append([]Column{c}, cols[pos:]...)...)
-		src = append(src[:pos], append([]int{-1}, src[pos:]...)...)
-	}
-	ns := *old
-	ns.Columns = cols
-	ns.Key = append([]string(nil), old.Key...)
-	ns.keyIdx = nil
-	ns.version++
-	if err := finishSchema(&ns); err != nil {
-		return nil, err
-	}
-	rows := newBtree()
-	t.rows.ascend(func(key string, vals []any) bool {
-		nv := make([]any, len(cols))
-		for i, from := range src {
-			if from >= 0 {
-				nv[i] = vals[from]
-				continue
-			}
-			if c := &ns.Columns[i]; c.DefaultCurrentTimestamp {
-				now := time.Now()
-				nv[i] = time.Date(now.Year(), now.Month(), now.Day(), now.Hour(), now.Minute(), now.Second(), 0, time.UTC)
-			} else {
-				nv[i] = c.defaultValue
-			}
-		}
-		rows.set(key, nv)
-		return true
-	})
-	return &tableState{schema: &ns, rows: rows, seq: t.seq}, nil
+	return fse, nil
 }
 
 // withTable returns a copy of d with table name set to t (nil: removed).

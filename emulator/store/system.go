@@ -130,11 +130,15 @@ func sysErr(format string, args ...any) error {
 // systemStatement answers a StarRocks system statement; ok is false when query is not one.
 func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query string) (*sqltypes.Result, bool, error) {
 	q := strings.TrimSpace(query)
+	if strings.EqualFold(strings.TrimRight(q, "; \t\r\n"), "sync") {
+		// SYNC waits until this FE has replayed the leader's journal; the emulator is one FE.
+		return &sqltypes.Result{}, true, nil
+	}
 	if len(q) < 4 {
 		return nil, false, nil
 	}
 	switch strings.ToLower(q[:4]) {
-	case "show", "admi", "crea":
+	case "show", "admi", "crea", "desc", "canc", "sync":
 	default:
 		return nil, false, nil
 	}
@@ -165,6 +169,13 @@ func (h *ddlHandler) systemStatement(ctx context.Context, c *mysql.Conn, query s
 		p.pos = 1
 		res, err := h.showAlter(p, cur)
 		return res, true, err
+	case toks[0].is("cancel") && toks[1].is("alter"):
+		res, err := h.cancelAlter(p, cur)
+		return res, true, err
+	case toks[0].is("desc") || toks[0].is("describe"):
+		return h.describe(p, cur)
+	case toks[0].is("show") && (toks[1].is("columns") || toks[1].is("fields") || toks[1].is("full")):
+		return h.showColumns(p, cur)
 	}
 	sys := h.bridge.sys
 	if sys == nil {
@@ -363,6 +374,12 @@ func (h *ddlHandler) admin(p *parser) (*sqltypes.Result, error) {
 		if err != nil || p.done() != nil || len(props) != 1 {
 			return nil, sysErr("ADMIN SET FRONTEND CONFIG takes one (\"key\" = \"value\") pair")
 		}
+		if ok, err := h.bridge.store.setSchemaChangeConfig(props[0][0], props[0][1]); ok {
+			if err != nil {
+				return nil, sysErr("%s", err.Error())
+			}
+			return &sqltypes.Result{}, nil
+		}
 		if sys == nil {
 			return nil, sysErr("Config '%s' does not exist or is not mutable", props[0][0])
 		}
@@ -386,13 +403,15 @@ func (h *ddlHandler) admin(p *parser) (*sqltypes.Result, error) {
 			return nil, sysErr("ADMIN SHOW FRONTEND CONFIG [LIKE 'pattern']")
 		}
 		var rows [][]*string
+		items := h.bridge.store.schemaChangeConfigItems()
 		if sys != nil {
-			for _, c := range sys.Configs() {
-				if like != "" && !likeMatch(like, c.Key) {
-					continue
-				}
-				rows = append(rows, []*string{str(c.Key), str("[]"), str(c.Value), str(c.Type), str("true"), str(c.Comment)})
+			items = append(sys.Configs(), items...)
+		}
+		for _, c := range items {
+			if like != "" && !likeMatch(like, c.Key) {
+				continue
 			}
+			rows = append(rows, []*string{str(c.Key), str("[]"), str(c.Value), str(c.Type), str("true"), str(c.Comment)})
 		}
 		return textResult([]string{"Key", "AliasNames", "Value", "Type", "IsMutable", "Comment"}, rows), nil
 	}

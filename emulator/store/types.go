@@ -129,6 +129,15 @@ type Column struct {
 	Elem, MapKey *Column
 
 	defaultValue any // Default converted to the column type (nil = NULL)
+	// uid is the column's unique id within its table (StarRocks's column unique id): a
+	// schema change keeps it for the columns it keeps, so rows loaded under an older
+	// schema map onto the current one (remap.go). 0 until the table assigns one.
+	uid int
+	// What the column definition said, for the ALTER TABLE rules: NULL or NOT NULL
+	// written (else the model decides), KEY written, and where the definition starts and
+	// ends in the statement (StarRocks's analyzer errors quote the positions).
+	nullSet, keySet   bool
+	defStart, defLast token
 }
 
 // SQLType renders the column type in StarRocks syntax, e.g. "DECIMAL(10,2)", "VARCHAR(32)"
@@ -163,6 +172,16 @@ type TableSchema struct {
 	byName map[string]int // lower-case and exact column name -> index
 	// version counts the schema changes (ALTER TABLE) of the table, for caches keyed by ID.
 	version int
+	// fse is the table property fast_schema_evolution (schemachange.go); fseSet records
+	// that CREATE TABLE gave it (else the FE config enable_fast_schema_evolution decides).
+	fse, fseSet bool
+	// maxUID is the largest column uid the table ever gave out.
+	maxUID int
+	// indexID is the base index's id, schemaVersion and schemaHash its schema version and
+	// hash, as SHOW ALTER TABLE COLUMN prints them (IndexId, SchemaVersion).
+	indexID       int64
+	schemaVersion int
+	schemaHash    int32
 
 	// physical clauses, kept for information_schema.tables_config
 	distType   string // HASH or RANDOM
@@ -216,6 +235,10 @@ type Row struct {
 	Values   []any
 	Set      []bool
 	MergeCol int
+
+	// sc is the schema the row was converted under (nil: the table's current one); Apply
+	// maps a row of an older schema onto the current one (remap.go).
+	sc *TableSchema
 }
 
 // TableChange is a list of rows for one table, applied in order.
