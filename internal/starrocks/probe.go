@@ -88,6 +88,14 @@ func (c Cause) String() string {
 // bounds the retries for those who want it to).
 func (c Cause) Definite() bool { return c != CauseUnreachable && c != CauseRedirect }
 
+// Shared reports whether a definite cause concerns every FE alike: the
+// credentials and the database live in the cluster's catalog, which all FEs
+// share, so one FE's refusal is every FE's. The other definite causes
+// concern one address (a proxy or a BE in the list, a name that does not
+// resolve, a certificate), and another load URL may still be an FE that
+// answers.
+func (c Cause) Shared() bool { return c == CauseAuth || c == CauseNoDatabase }
+
 // ProbeError is the failed probe of one address.
 type ProbeError struct {
 	// Addr is the load URL (or MySQL address) probed, without credentials.
@@ -110,10 +118,14 @@ type ProbeReport struct {
 	Failed []*ProbeError
 }
 
-// Definite returns the first failure no retry can cure, or nil.
+// Definite returns the first failure no retry can cure, or nil: a failure
+// every FE shares (Cause.Shared) whatever the other load URLs answered, and
+// a failure of one address only when no load URL answered. A load URL that
+// fails so while another answers is the caller's to report (Failed); the
+// client sends its requests to those that answered (Client.Probe).
 func (r ProbeReport) Definite() *ProbeError {
 	for _, f := range r.Failed {
-		if f.Cause.Definite() {
+		if f.Cause.Definite() && (f.Cause.Shared() || len(r.OK) == 0) {
 			return f
 		}
 	}
@@ -127,19 +139,31 @@ func (r ProbeReport) Definite() *ProbeError {
 // "unknown database" for a database that does not exist, and changes
 // nothing. With db empty the database is not checked. The credentials,
 // TLS settings and redirect rules are the client's own.
+//
+// A load URL that failed with a definite cause of its own (not an FE, a
+// name that does not resolve, TLS) while another answered is set aside: the
+// client's requests go to the others, and it is tried only when none of
+// them can be reached, until a later probe finds it healthy (Client.do).
 func (c *Client) Probe(ctx context.Context, db string) ProbeReport {
 	checkDB := db != ""
 	if !checkDB {
 		db = probeDatabase
 	}
 	var r ProbeReport
-	for _, base := range c.bases {
+	unusable := make([]bool, len(c.bases))
+	for i, base := range c.bases {
 		err := c.probeOne(ctx, base, db, checkDB)
 		if err == nil {
 			r.OK = append(r.OK, shownURL(base))
 			continue
 		}
 		r.Failed = append(r.Failed, err)
+		unusable[i] = err.Cause.Definite() && !err.Cause.Shared()
+	}
+	if ctx.Err() == nil && len(r.OK) > 0 {
+		for i := range c.bases {
+			c.unusable[i].Store(unusable[i])
+		}
 	}
 	return r
 }

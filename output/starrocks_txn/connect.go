@@ -280,20 +280,37 @@ func (cn *connection) fieldOf(cause starrocks.Cause, mysql bool) string {
 
 // probe asks every load URL, then the MySQL port, and returns the first
 // definite failure, else a failure when no load URL or the MySQL port does
-// not answer, else nil. Load URLs that do not answer while another does are
-// only logged: the client fails over to the one that answers.
+// not answer, else nil. A failure every FE shares (credentials, database) is
+// definite at once; one of a single load URL (not an FE, a name that does
+// not resolve, TLS) only when no load URL answers. Load URLs that fail while
+// another answers are only logged: the client uses those that answer.
 func (o *Output) probe(ctx context.Context, p prober) (definite bool, f *probeFailure) {
 	cn := o.conn
 	db := cn.conf.database
 	if p != nil {
 		r := p.Probe(ctx, db)
 		if d := r.Definite(); d != nil {
-			return true, &probeFailure{field: cn.fieldOf(d.Cause, false), err: d}
+			f := &probeFailure{field: cn.fieldOf(d.Cause, false), err: d}
+			if !d.Cause.Shared() {
+				// No load URL answered: say what each one did.
+				for _, o := range r.Failed {
+					if o != d {
+						f.others = append(f.others, o)
+					}
+				}
+			}
+			return true, f
 		}
 		if len(r.OK) == 0 && len(r.Failed) > 0 {
 			return false, &probeFailure{field: fieldLoadURLs, err: r.Failed[0], others: r.Failed[1:]}
 		}
 		for _, down := range r.Failed {
+			if down.Cause.Definite() {
+				// A cause of its own (Cause.Shared is false here): the
+				// client sends its requests to the others.
+				o.log.Warnf("Load URL %s cannot be used (%v; check %s); the others answer: requests go to them, and to it only when none of them can be reached", down.Addr, down.Err, cn.fieldOf(down.Cause, false))
+				continue
+			}
 			o.log.Warnf("Load URL %s does not answer (%v); the others do, and the client fails over to them", down.Addr, down.Err)
 		}
 	}

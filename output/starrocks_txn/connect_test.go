@@ -346,3 +346,41 @@ func TestConnectBackoffEndsOnStop(t *testing.T) {
 		})
 	}
 }
+
+// A load URL that is not an FE (a proxy answering 404) or whose name does not
+// resolve, beside an FE that answers, does not stop the output: it starts,
+// commits through the FE that answers, and warns naming the unusable URL.
+func TestConnectStartsWhenOneLoadURLIsUnusableAndAnotherAnswers(t *testing.T) {
+	e := startEmulator(t)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "<html>not found</html>", http.StatusNotFound)
+	}))
+	t.Cleanup(proxy.Close)
+	cases := []struct{ name, bad string }{{"proxy answering 404", proxy.URL}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var dns *net.DNSError
+	if _, err := net.DefaultResolver.LookupHost(ctx, "no-such-fe.invalid"); errors.As(err, &dns) && dns.IsNotFound {
+		cases = append(cases, struct{ name, bad string }{"name that does not resolve", "http://no-such-fe.invalid:8030"})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			commits := e.Counters().Commits
+			cs := startConnStream(t, fmt.Sprintf("    load_urls: [ %q, %q ]\n", tc.bad, e.FEURL()))
+			require.Eventually(t, func() bool {
+				code, _ := cs.ready()
+				return code == http.StatusOK && e.Counters().Commits > commits
+			}, 20*time.Second, 20*time.Millisecond, "the output starts on the FE that answers; logs:\n%s", cs.logs.String())
+			logs := cs.logs.String()
+			assert.Contains(t, logs, "Load URL "+tc.bad+" cannot be used")
+			assert.NotContains(t, logs, "The starrocks_txn output stops")
+			select {
+			case err := <-cs.done:
+				t.Fatalf("the stream stopped: %v", err)
+			default:
+			}
+			require.NoError(t, cs.stream.StopWithin(10*time.Second))
+			assert.NoError(t, exitstatus.Take(), "no failure is recorded")
+		})
+	}
+}
