@@ -72,7 +72,8 @@ type Client struct {
 	// large body on a busy BE — is answered after a few replays instead of
 	// never. Per operation and table: the quick rollback and begin between
 	// two slow loads, and another database's quick loads, do not shrink a
-	// slow table's bound.
+	// slow table's bound; and per body size class within (callBound): the
+	// table's quick small loads do not shrink the bound of its big ones.
 	bounds callBounds
 }
 
@@ -411,9 +412,10 @@ func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 // Config.AllowInsecureRedirect. It returns the final reply, or an error
 // when no reply was obtained.
 func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (rep *Reply, err error) {
-	// RequestTimeout, or more after requests of k's kind ran out of it
-	// (bounds); only a reply below 500 tells how long StarRocks takes.
-	ctx, end := c.bound(k.op, k.db, k.table).start(ctx)
+	// RequestTimeout, or more after requests of k's kind and body size ran
+	// out of it (bounds); only a reply below 500 tells how long StarRocks
+	// takes.
+	ctx, end := c.bound(k.op, k.db, k.table).startSized(ctx, len(k.body))
 	defer func() { end(err == nil && rep != nil && rep.HTTPCode < 500) }()
 	target := *base
 	target.Path = base.Path + k.path
