@@ -290,13 +290,22 @@ const (
 // a TLS setup the server refuses, a missing database) from one that may pass
 // (the FE is down).
 func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	fail := func(cause Cause, err error) *ProbeError {
 		return &ProbeError{Addr: redact.URL(m.addr), Cause: cause, Err: redact.Error(err)}
 	}
 	if err := m.db.PingContext(ctx); err != nil {
-		return fail(mysqlCause(err), err)
+		cause := mysqlCause(err)
+		if cause == CauseUnreachable && m.addr != "" && parent.Err() == nil {
+			// No MySQL answer: perhaps no MySQL server (the FE's HTTP
+			// port), which no retry fixes.
+			if werr := sniffMySQLPort(parent, m.addr); werr != nil {
+				return fail(CauseWrongPort, fmt.Errorf("%w (the driver: %v)", werr, err))
+			}
+		}
+		return fail(cause, err)
 	}
 	if db == "" {
 		return nil

@@ -56,6 +56,14 @@ const (
 	CauseInsecureRedirect
 	// CauseRedirect: a redirect loop or too many hops.
 	CauseRedirect
+	// CauseWrongPort: the address speaks another protocol than the one
+	// asked for: a load URL that is an FE's MySQL port, a MySQL address
+	// that is an HTTP port (wrongport.go).
+	CauseWrongPort
+	// CauseAuthPlugin: the MySQL server asked for an authentication
+	// plugin the client does not use, or may not (the clear-text one of
+	// LDAP accounts, unless allowed): see AuthPluginError.
+	CauseAuthPlugin
 )
 
 func (c Cause) String() string {
@@ -76,6 +84,10 @@ func (c Cause) String() string {
 		return "insecure redirect"
 	case CauseRedirect:
 		return "redirect"
+	case CauseWrongPort:
+		return "wrong port"
+	case CauseAuthPlugin:
+		return "authentication plugin"
 	}
 	return fmt.Sprintf("cause(%d)", int(c))
 }
@@ -89,12 +101,13 @@ func (c Cause) String() string {
 func (c Cause) Definite() bool { return c != CauseUnreachable && c != CauseRedirect }
 
 // Shared reports whether a definite cause concerns every FE alike: the
-// credentials and the database live in the cluster's catalog, which all FEs
-// share, so one FE's refusal is every FE's. The other definite causes
+// credentials (and the authentication plugin of the account) and the
+// database live in the cluster's catalog, which all FEs share, so one FE's
+// refusal is every FE's. The other definite causes
 // concern one address (a proxy or a BE in the list, a name that does not
 // resolve, a certificate), and another load URL may still be an FE that
 // answers.
-func (c Cause) Shared() bool { return c == CauseAuth || c == CauseNoDatabase }
+func (c Cause) Shared() bool { return c == CauseAuth || c == CauseNoDatabase || c == CauseAuthPlugin }
 
 // ProbeError is the failed probe of one address.
 type ProbeError struct {
@@ -188,10 +201,17 @@ func (c *Client) probeOne(ctx context.Context, base *url.URL, db string, checkDB
 	}
 	rep, err := c.attempt(ctx, base, k)
 	if err != nil {
+		if cause, werr, ok := wrongPortHTTP(base, err); ok {
+			return fail(cause, werr)
+		}
 		return fail(transportCause(err), err)
 	}
 	code := rep.HTTPCode
 	switch {
+	case httpsPortReply(code, rep.Raw):
+		return fail(CauseTLS, fmt.Errorf("it answers with TLS: write the load URL with https:// (and set the tls block), or give the FE's plain HTTP port (%s by default): HTTP %d: %s", defaultHTTPPort, code, replyText(rep)))
+	case code == http.StatusNotFound && base.Path != "":
+		return fail(CauseNotFE, fmt.Errorf("HTTP 404 to GET %s: %s: the load URL has the path %q, and an FE serves its API at the root: write it without a path (http://host:%s), unless a proxy serves the FE under that path", base.Path+k.path, replyText(rep), base.Path, defaultHTTPPort))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		if !checkDB && strings.Contains(strings.ToLower(rep.Message()), "privilege") {
 			// The password was accepted; the user may not read the

@@ -384,3 +384,28 @@ func TestConnectStartsWhenOneLoadURLIsUnusableAndAnotherAnswers(t *testing.T) {
 		})
 	}
 }
+
+// A load URL that is the FE's MySQL port, and a mysql_address that is its
+// HTTP port, stop the output at start with the port to use, where the first
+// was retried forever (`malformed HTTP response "]\x00\x00\x00"`) and the
+// second timed out forever.
+func TestConnectStopsOnAWrongPort(t *testing.T) {
+	e := startEmulator(t)
+	feHTTP := strings.TrimPrefix(e.FEURL(), "http://")
+	cases := []struct{ name, output, want string }{
+		{"load_urls at the MySQL port", fmt.Sprintf("    load_urls: [ \"http://%s\" ]\n", e.MySQLAddr()),
+			"it is the FE's MySQL port (query_port, 9030 by default); load_urls take the FE's HTTP port (http_port, 8030 by default)"},
+		{"mysql_address at the HTTP port", fmt.Sprintf("    load_urls: [ %q ]\n    mysql_address: %s\n    mysql_timeout: 1s\n", e.FEURL(), feHTTP),
+			"it is the FE's HTTP port (http_port, 8030 by default), not its MySQL port (query_port, 9030 by default)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := startConnStream(t, tc.output)
+			cs.waitStopped(t)
+			logs := cs.logs.String()
+			assert.Contains(t, logs, "The starrocks_txn output stops, and the pipeline with it")
+			assert.Contains(t, logs, tc.want)
+			assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
+		})
+	}
+}
