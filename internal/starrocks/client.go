@@ -187,11 +187,6 @@ func orDefault[T comparable](v, def T) T {
 
 func parseLoadURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
-	if raw != "" && !strings.Contains(raw, "://") {
-		// fe:8030 parses as the scheme "fe", 127.0.0.1:8030 not at all.
-		shown := redact.URL(raw)
-		return nil, fmt.Errorf("%q: scheme must be http or https: write http://%s", shown, shown)
-	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse quotes the whole input, credentials included: the

@@ -136,20 +136,3 @@ func TestMySQLGreetingHeader(t *testing.T) {
 	assert.False(t, tlsRecordStart([]byte("HTTP")))
 	_ = tls.VersionTLS12
 }
-
-// A load URL written without its scheme is refused at construction with the
-// URL to write, credentials left out.
-func TestNewNamesTheSchemeALoadURLLacks(t *testing.T) {
-	for raw, want := range map[string]string{
-		"fe:8030":                "write http://fe:8030",
-		"127.0.0.1:8030":         "write http://127.0.0.1:8030",
-		"root:hunter2@fe:8030":   "write http://fe:8030",
-		"fe.example.com:8030/sr": "write http://fe.example.com:8030/sr",
-	} {
-		_, err := New(Config{LoadURLs: []string{raw}})
-		require.Error(t, err, raw)
-		assert.Contains(t, err.Error(), "scheme must be http or https", raw)
-		assert.Contains(t, err.Error(), want, raw)
-		assert.NotContains(t, err.Error(), "hunter2")
-	}
-}

@@ -36,6 +36,7 @@ import (
 
 const (
 	fieldMySQLTLS              = "mysql_tls"
+	fieldMySQLAllowCleartext   = "mysql_allow_cleartext_passwords"
 	fieldAllowInsecureRedirect = "allow_insecure_redirect"
 	fieldMaxRetries            = "max_retries"
 	fieldMaxRetryDuration      = "max_retry_duration"
@@ -52,6 +53,9 @@ type connConfig struct {
 	maxRetryDuration time.Duration
 	// mysqlTLS encrypts the MySQL connection (nil: plain).
 	mysqlTLS *tls.Config
+	// allowCleartext sends the password as is when the MySQL port asks
+	// for it (mysql_clear_password: an LDAP account).
+	allowCleartext bool
 	// database and table are the targets when the database and table
 	// fields are literals ("" when interpolated): the probes check the
 	// database, and the metrics of the pair exist from the start.
@@ -75,6 +79,18 @@ func mysqlTLSField() *service.ConfigField {
 		Description("TLS for the MySQL-protocol connection of `" + fieldMySQLAddress + "` (StarRocks FEs serve it when `ssl_enable` is on). " +
 			"When enabled, a server that does not offer TLS is refused rather than used in plain text. Independent of `" + fieldTLS + "`, which covers the HTTP load URLs.").
 		Example(map[string]any{"enabled": true, "root_cas_file": "./starrocks_ca.pem"})
+}
+
+func mysqlAllowCleartextField() *service.ConfigField {
+	return service.NewBoolField(fieldMySQLAllowCleartext).
+		Description("Send the password of the MySQL connection of `" + fieldMySQLAddress + "` in clear text when the FE asks for it " +
+			"(the `mysql_clear_password` plugin), as StarRocks does for an account that authenticates through LDAP " +
+			"(`authentication_ldap_simple`). Off, such an account is refused at start with an error naming this field. " +
+			"The password then crosses the network as it is unless `" + fieldMySQLTLS + "` is enabled, which is the safe way to use it; " +
+			"without `" + fieldMySQLTLS + "` the output logs a warning at start, and the `lint` command warns.").
+		Example(true).
+		Default(false).
+		Advanced()
 }
 
 func maxRetriesField() *service.ConfigField {
@@ -120,9 +136,13 @@ func newStarRocksClient(c config) (*starrocks.Client, error) {
 // default is a process-wide logger to stderr): a discarded idle connection,
 // which harms nothing, at debug level, the rest as warnings.
 func openMeta(c config, log *service.Logger) (*starrocks.Meta, error) {
+	if c.conn.allowCleartext && c.conn.mysqlTLS == nil {
+		log.Warnf("%s is on without %s: the password of %s crosses the network in clear text whenever the FE asks for it (LDAP accounts); enable %s", fieldMySQLAllowCleartext, fieldMySQLTLS, fieldMySQLAddress, fieldMySQLTLS)
+	}
 	return starrocks.OpenMetaWith(starrocks.MetaConfig{
 		Addr: c.mysqlAddress, User: c.username, Password: c.password, TLS: c.conn.mysqlTLS,
-		Timeout: c.mysqlTimeout,
+		AllowCleartextPasswords: c.conn.allowCleartext,
+		Timeout:                 c.mysqlTimeout,
 		Log: func(msg string, harmless bool) {
 			if harmless {
 				log.Debugf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)
@@ -157,6 +177,9 @@ func connConfigFromParsed(conf *service.ParsedConfig) (c connConfig, err error) 
 	}
 	if !tlsOn {
 		c.mysqlTLS = nil
+	}
+	if c.allowCleartext, err = conf.FieldBool(fieldMySQLAllowCleartext); err != nil {
+		return
 	}
 	if c.database, err = literalName(conf, fieldDatabase); err != nil {
 		return
@@ -271,7 +294,12 @@ func (cn *connection) fieldOf(cause starrocks.Cause, mysql bool) string {
 	case starrocks.CauseAuth:
 		return fmt.Sprintf("%s and %s: user %q was refused, or may not load into the database", fieldUsername, fieldPassword, cn.user)
 	case starrocks.CauseNoDatabase:
+		if mysql {
+			return fmt.Sprintf("%s: create the database %s, grant user %q its privileges on it, or change the field", fieldDatabase, cn.conf.database, cn.user)
+		}
 		return fmt.Sprintf("%s: create the database %s, or change the field", fieldDatabase, cn.conf.database)
+	case starrocks.CauseAuthPlugin:
+		return fmt.Sprintf("%s: user %q authenticates with a plugin the output does not use", fieldUsername, cn.user)
 	case starrocks.CauseInsecureRedirect:
 		return fieldAllowInsecureRedirect
 	}
@@ -316,7 +344,11 @@ func (o *Output) probe(ctx context.Context, p prober) (definite bool, f *probeFa
 	}
 	if o.meta != nil {
 		if m := o.meta.Probe(ctx, db); m != nil {
-			return m.Cause.Definite(), &probeFailure{field: cn.fieldOf(m.Cause, true), err: m}
+			field := cn.fieldOf(m.Cause, true)
+			if pe := (*starrocks.AuthPluginError)(nil); errors.As(m, &pe) && pe.Cleartext {
+				field = fmt.Sprintf("%s: set it to true, with %s enabled so that the password is encrypted on the way", fieldMySQLAllowCleartext, fieldMySQLTLS)
+			}
+			return m.Cause.Definite(), &probeFailure{field: field, err: m}
 		}
 	}
 	return false, nil

@@ -15,6 +15,12 @@ import (
 	"testing"
 	"time"
 
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	"github.com/dolthub/go-mysql-server/server"
+	gms "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/mysql_db"
+	vmysql "github.com/dolthub/vitess/go/mysql"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -408,4 +414,76 @@ func TestConnectStopsOnAWrongPort(t *testing.T) {
 			assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
 		})
 	}
+}
+
+// ldapPlugin stands for StarRocks's authentication_ldap_simple: the server
+// gets the password in clear text (mysql_clear_password) and checks it.
+type ldapPlugin struct{ password string }
+
+func (p ldapPlugin) Authenticate(_ *mysql_db.MySQLDb, _ string, _ *mysql_db.User, pass string) (bool, error) {
+	return pass == p.password, nil
+}
+
+// ldapMySQL is a MySQL port (go-mysql-server, as the emulator's) where user
+// is an LDAP account, as StarRocks serves one: the server switches the
+// client to mysql_clear_password and checks the password it sends. The
+// database test exists.
+func ldapMySQL(t *testing.T, user, password string) string {
+	t.Helper()
+	pro := memory.NewDBProvider(memory.NewDatabase("test"))
+	engine := sqle.NewDefault(pro)
+	mdb := engine.Analyzer.Catalog.MySQLDb
+	mdb.SetPlugins(map[string]mysql_db.PlaintextAuthPlugin{"authentication_ldap_simple": ldapPlugin{password: password}})
+	ed := mdb.Editor()
+	ed.PutUser(&mysql_db.User{User: user, Host: "%", Plugin: "authentication_ldap_simple",
+		PrivilegeSet: mysql_db.NewPrivilegeSetWithAllPrivileges(), PasswordLastChanged: time.Unix(1, 0).UTC()})
+	ed.Close()
+	mdb.SetEnabled(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln, AllowClearTextWithoutTLS: true}
+	sessions := func(_ context.Context, c *vmysql.Conn, addr string) (gms.Session, error) {
+		u, _ := c.UserData.(gms.MysqlConnectionUser)
+		client := gms.Client{Address: u.Host, User: u.User, Capabilities: c.Capabilities}
+		return memory.NewSession(gms.NewBaseSessionWithClientServer(addr, client, c.ConnectionID), pro), nil
+	}
+	emulatorStartMu.Lock()
+	srv, err := server.NewServer(cfg, engine, gms.NewContext, sessions, nil)
+	emulatorStartMu.Unlock()
+	require.NoError(t, err)
+	go func() { _ = srv.Start() }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// A StarRocks account that authenticates through LDAP makes the MySQL port
+// ask for the clear-text password: refused, the output stops at start with
+// an error naming mysql_allow_cleartext_passwords (it was retried forever as
+// "StarRocks does not answer"); with the field on, it starts, and warns when
+// mysql_tls is off.
+func TestConnectMySQLClearTextPlugin(t *testing.T) {
+	e := startEmulator(t, func(c *emulator.Config) { c.User, c.Password = "loader", "pw" })
+	ldap := ldapMySQL(t, "loader", "pw")
+	base := fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    mysql_address: %s\n", e.FEURL(), ldap)
+
+	t.Run("refused", func(t *testing.T) {
+		cs := startConnStream(t, base)
+		cs.waitStopped(t)
+		logs := cs.logs.String()
+		assert.Contains(t, logs, "The starrocks_txn output stops, and the pipeline with it")
+		assert.Contains(t, logs, "mysql_clear_password")
+		assert.Contains(t, logs, "check mysql_allow_cleartext_passwords: set it to true")
+		assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
+	})
+	t.Run("allowed", func(t *testing.T) {
+		commits := e.Counters().Commits
+		cs := startConnStream(t, base+"    mysql_allow_cleartext_passwords: true\n")
+		require.Eventually(t, func() bool {
+			code, _ := cs.ready()
+			return code == http.StatusOK && e.Counters().Commits > commits
+		}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", cs.logs.String())
+		assert.Contains(t, cs.logs.String(), "mysql_allow_cleartext_passwords is on without mysql_tls")
+		require.NoError(t, cs.stream.StopWithin(10*time.Second))
+		assert.NoError(t, exitstatus.Take())
+	})
 }
