@@ -97,8 +97,8 @@ func maxRetriesField() *service.ConfigField {
 	return service.NewIntField(fieldMaxRetries).
 		Description("How many times the output retries, at start, an FE (or MySQL port) that does not answer before it gives up " +
 			"and stops, which stops the pipeline (the binary exits with status 1). 0: retry forever, as the default does. " +
-			"Errors that no retry can fix (refused credentials, a host name that does not resolve, a TLS handshake failure, " +
-			"a database that does not exist) stop the output at once whatever this says. Once the output has started, " +
+			"Errors that no retry can fix (refused credentials, a database that does not exist, an address of the wrong kind of port; " +
+			"a host name that does not resolve or a TLS handshake failure when no other load URL answers) stop the output at once whatever this says. Once the output has started, " +
 			"failures are retried inside it without limit (it never drops or nacks data); watch `starrocks_txn_connected`.").
 		Example(10).
 		Default(0).
