@@ -103,9 +103,9 @@ func (c Cause) Definite() bool { return c != CauseUnreachable && c != CauseRedir
 // Shared reports whether a definite cause concerns every FE alike: the
 // credentials (and the authentication plugin of the account) and the
 // database live in the cluster's catalog, which all FEs share, so one FE's
-// refusal is every FE's. The other definite causes
-// concern one address (a proxy or a BE in the list, a name that does not
-// resolve, a certificate), and another load URL may still be an FE that
+// refusal is every FE's. The other definite causes concern one address (a
+// proxy or a BE in the list, a name that does not resolve, a certificate, a
+// port of the wrong kind), and another load URL may still be an FE that
 // answers.
 func (c Cause) Shared() bool { return c == CauseAuth || c == CauseNoDatabase || c == CauseAuthPlugin }
 
@@ -204,7 +204,12 @@ func (c *Client) probeOne(ctx context.Context, base *url.URL, db string, checkDB
 		if cause, werr, ok := wrongPortHTTP(base, err); ok {
 			return fail(cause, werr)
 		}
-		return fail(transportCause(err), err)
+		cause := transportCause(err)
+		if cause == CauseUnreachable && !isConnError(err) && ctx.Err() == nil && greetsWithMySQL(ctx, hostPort(base)) {
+			// Connected, but no HTTP reply: a server that speaks first.
+			return fail(CauseWrongPort, msgMySQLPort(base))
+		}
+		return fail(cause, err)
 	}
 	code := rep.HTTPCode
 	switch {

@@ -99,6 +99,38 @@ func httpsPortReply(code int, body []byte) bool {
 // sniffWait bounds each step of sniffMySQLPort.
 const sniffWait = 2 * time.Second
 
+// greetsWithMySQL reports whether the server at addr sends a MySQL greeting
+// before the client says anything, as a MySQL port does and an HTTP port
+// never does. The request of a load URL that is a MySQL port does not always
+// fail on the greeting itself: net/http may read it before it wrote the
+// request and report the connection broken, with the greeting only in a log
+// line, so the probe asks again this way.
+func greetsWithMySQL(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: sniffWait}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	buf := make([]byte, 5)
+	_ = conn.SetReadDeadline(time.Now().Add(sniffWait))
+	n, _ := io.ReadAtLeast(conn, buf, 5)
+	return n == 5 && mysqlGreetingHeader(buf)
+}
+
+// hostPort is the host:port a load URL dials.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
 // sniffMySQLPort tells what speaks on addr when the MySQL driver could not
 // connect without a MySQL error (no greeting came, or not one it could
 // read): an error naming what it is and the fix when it is not a MySQL port,
