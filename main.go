@@ -72,6 +72,9 @@ func main() {
 	// Outputs still waiting to connect give up at once on SIGTERM instead of
 	// holding the stop for most of shutdown_timeout (internal/shutdown).
 	shutdown.NotifyOnSignals()
+	// A pipeline stopped at start by an error no retry fixes exits within
+	// a second, not after most of shutdown_timeout (internal/exitstatus).
+	exitstatus.ExitAfterFailure(os.Args[1:])
 	if code := runCLI(context.Background(), commands()...); code != 0 {
 		os.Exit(code)
 	}

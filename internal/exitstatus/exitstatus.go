@@ -13,6 +13,9 @@ import "sync"
 var (
 	mu     sync.Mutex
 	failed error
+	// recorded is closed by the Fail that records a failure; Take
+	// replaces it once it was.
+	recorded = make(chan struct{})
 )
 
 // Fail records err as the reason the pipeline stopped. The first one is
@@ -25,6 +28,7 @@ func Fail(err error) {
 	defer mu.Unlock()
 	if failed == nil {
 		failed = err
+		close(recorded)
 	}
 }
 
@@ -33,6 +37,24 @@ func Take() error {
 	mu.Lock()
 	defer mu.Unlock()
 	err := failed
+	if failed != nil {
+		recorded = make(chan struct{})
+	}
 	failed = nil
 	return err
+}
+
+// Recorded is closed once a failure is recorded (until Take clears it: a
+// later failure closes the channel Recorded returns then).
+func Recorded() <-chan struct{} {
+	mu.Lock()
+	defer mu.Unlock()
+	return recorded
+}
+
+// failure is the recorded failure, without clearing it.
+func failure() error {
+	mu.Lock()
+	defer mu.Unlock()
+	return failed
 }

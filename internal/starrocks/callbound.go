@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 )
@@ -11,6 +12,21 @@ import (
 // maxBoundFactor caps how far a callBound lets a call's bound grow: 8 ×
 // its base.
 const maxBoundFactor = 8
+
+// Size classes of a call's body: class 0 below 64 KiB, then one class per
+// doubling (class 1 below 128 KiB, 2 below 256 KiB, …), up to maxSizeClass.
+const (
+	sizeClassShift = 16
+	maxSizeClass   = 40
+)
+
+// sizeClass is the size class of a body of size bytes.
+func sizeClass(size int) int {
+	if size <= 0 {
+		return 0
+	}
+	return min(bits.Len(uint(size)>>sizeClassShift), maxSizeClass)
+}
 
 // errCallBound is the cause of a call's context when its own bound ended
 // it. It is a context.DeadlineExceeded to errors.Is, as the plain timeout
@@ -27,6 +43,15 @@ var errCallBound = fmt.Errorf("the call ran out of its time bound: %w", context.
 // refused connection, a proxy's 5xx, an error) says nothing about how long
 // an answer takes, so it keeps it too.
 //
+// The bound is kept per size class of the call's body (sizeClass): a call
+// gets the largest bound of its class and of every smaller one (a larger
+// body takes at least as long), a call that ran out grows its own class's,
+// and a quick answer brings down its own class's and every smaller one's
+// only. So the quick answers to a table's small loads never shrink the
+// bound its big load's timeout grew: the replay of the big load gets the
+// grown bound, where it would otherwise get base again and time out again,
+// replay after replay, while its backlog grows.
+//
 // Callers retry a failed call (the output replays a load or a cycle whose
 // call timed out, re-reads its progress, re-checks the tables a cycle
 // needs), so a StarRocks that answers every call slower than base — a
@@ -38,19 +63,25 @@ type callBound struct {
 	base time.Duration
 
 	mu sync.Mutex
-	// next is the bound of the next call (0: base).
-	next time.Duration
+	// next is the bound of the next call of each size class (0: base).
+	next [maxSizeClass + 1]time.Duration
 }
 
-// start returns ctx bounded for one call, and the function that ends the
-// call, told whether the call was answered. A base of 0 or less leaves ctx
-// unbounded.
+// start returns ctx bounded for one call without a body (size class 0),
+// and the function that ends the call, told whether the call was answered.
+// A base of 0 or less leaves ctx unbounded.
 func (b *callBound) start(ctx context.Context) (context.Context, func(answered bool)) {
+	return b.startSized(ctx, 0)
+}
+
+// startSized is start for a call whose body has size bytes.
+func (b *callBound) startSized(ctx context.Context, size int) (context.Context, func(answered bool)) {
 	if b.base <= 0 {
 		return ctx, func(bool) {}
 	}
+	c := sizeClass(size)
 	b.mu.Lock()
-	d := max(b.next, b.base)
+	d := b.boundLocked(c)
 	b.mu.Unlock()
 	began := time.Now()
 	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallBound)
@@ -64,18 +95,36 @@ func (b *callBound) start(ctx context.Context) (context.Context, func(answered b
 		case ranOut:
 			// max: a concurrent call that began with a larger bound and
 			// ran out too keeps its doubling.
-			b.next = min(max(b.next, 2*d), maxBoundFactor*b.base)
+			b.next[c] = min(max(b.next[c], 2*d), maxBoundFactor*b.base)
 		case answered && time.Since(began) <= d/2:
-			b.next = max(d/2, b.base)
+			// A body this large was answered within d/2: so are the
+			// smaller ones.
+			half := max(d/2, b.base)
+			for i := range c + 1 {
+				b.next[i] = min(b.next[i], half)
+			}
 		}
 	}
 }
 
-// current is the bound the next call gets.
-func (b *callBound) current() time.Duration {
+// boundLocked is the bound of a call of size class c: the largest of its
+// class's and every smaller class's.
+func (b *callBound) boundLocked(c int) time.Duration {
+	d := b.base
+	for _, n := range b.next[:c+1] {
+		d = max(d, n)
+	}
+	return d
+}
+
+// current is the bound the next call without a body gets.
+func (b *callBound) current() time.Duration { return b.currentSized(0) }
+
+// currentSized is the bound the next call with a body of size bytes gets.
+func (b *callBound) currentSized(size int) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return max(b.next, b.base)
+	return b.boundLocked(sizeClass(size))
 }
 
 // callBounds holds a callBound per key, made on first use.

@@ -1,11 +1,13 @@
 package starrocks
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -99,4 +101,45 @@ func TestCallBoundGrowsForASlowDatabaseBesideAQuickOne(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Fail(t, "six replays of a load 1.5 × request_timeout slow all timed out while another database loaded quickly in between", "bound now %v", c.bound(OpLoad, "big", "t").current())
+}
+
+// A table whose big loads are slower than request_timeout (the BE's time
+// grows with the body) and whose small loads are quick: the small loads of
+// the same table between two replays of the big one (the chunks streamed in
+// the meantime, another cycle's loads) must not shrink the bound the big
+// load's timeout grew, or every replay runs at request_timeout again and
+// times out: a cycle replayed forever while its backlog grows.
+func TestCallBoundOfABigLoadIsNotShrunkBySmallLoads(t *testing.T) {
+	const base = 200 * time.Millisecond
+	const big = 1 << 20
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		// 300 ms for the big body (1.5 × request_timeout), nothing for
+		// a small one.
+		select {
+		case <-time.After(time.Duration(len(body)) * (base * 3 / 2) / big):
+		case <-r.Context().Done():
+			return
+		}
+		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
+	})
+	c := newClient(t, Config{LoadURLs: []string{f.srv.URL}, RequestTimeout: base})
+	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
+	bigBody := bytes.Repeat([]byte{' '}, big)
+	attempts, answered := 0, false
+	for attempts < 6 && !answered {
+		attempts++
+		_, err := c.Load(context.Background(), LoadRequest{Txn: tx, Body: bigBody})
+		if answered = err == nil; answered {
+			break
+		}
+		// Small loads of the same table, answered at once, before the
+		// replay.
+		for range 3 {
+			_, err := c.Load(context.Background(), LoadRequest{Txn: tx, Body: []byte(`[{"id":1}]`)})
+			require.NoError(t, err)
+		}
+	}
+	t.Logf("attempts of the big load: %d, answered: %v", attempts, answered)
+	require.True(t, answered, "six replays of the big load timed out: quick small loads shrank its bound each time")
+	assert.LessOrEqual(t, attempts, 3, "the big load's replays timed out again and again: quick small loads shrank its bound")
 }

@@ -66,3 +66,31 @@ func TestCallBoundGrowsCapsAndShrinks(t *testing.T) {
 	end(true)
 	assert.False(t, has)
 }
+
+// The bound is kept per body size class: a call that ran out grows its own
+// class's bound, which larger bodies get too and smaller ones do not; a
+// quick answer brings down its own class and every smaller one, never a
+// larger one.
+func TestCallBoundPerSizeClass(t *testing.T) {
+	const base = 20 * time.Millisecond
+	const small, big, bigger = 1 << 10, 1 << 20, 1 << 24
+	b := &callBound{base: base}
+	ctx, end := b.startSized(context.Background(), big)
+	<-ctx.Done()
+	end(false)
+	assert.Equal(t, 2*base, b.currentSized(big))
+	assert.Equal(t, 2*base, b.currentSized(bigger), "a larger body gets at least a smaller one's bound")
+	assert.Equal(t, base, b.currentSized(small), "a smaller body keeps base")
+
+	_, end = b.startSized(context.Background(), small)
+	end(true)
+	assert.Equal(t, 2*base, b.currentSized(big), "a quick small call does not shrink a big one's bound")
+
+	_, end = b.startSized(context.Background(), bigger)
+	end(true)
+	assert.Equal(t, base, b.currentSized(big), "a quick answer to a larger body shrinks the smaller ones' bound")
+	assert.Equal(t, 0, sizeClass(0))
+	assert.Equal(t, 0, sizeClass(64<<10-1))
+	assert.Equal(t, 1, sizeClass(64<<10))
+	assert.Equal(t, maxSizeClass, sizeClass(int(^uint(0)>>1)))
+}

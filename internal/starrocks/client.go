@@ -58,6 +58,10 @@ type Client struct {
 	http         *http.Client
 	// preferred is the index of the load URL that answered last.
 	preferred atomic.Int32
+	// unusable marks, per load URL, one the last probe found unusable by a
+	// cause of its own while another answered (Probe): requests go to it
+	// only when no other can be reached, and it is never preferred.
+	unusable []atomic.Bool
 	// health, when set, is told after each request whether StarRocks
 	// answered it (SetHealthObserver).
 	health atomic.Pointer[func(healthy bool)]
@@ -68,7 +72,8 @@ type Client struct {
 	// large body on a busy BE — is answered after a few replays instead of
 	// never. Per operation and table: the quick rollback and begin between
 	// two slow loads, and another database's quick loads, do not shrink a
-	// slow table's bound.
+	// slow table's bound; and per body size class within (callBound): the
+	// table's quick small loads do not shrink the bound of its big ones.
 	bounds callBounds
 }
 
@@ -111,6 +116,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		c.bases = append(c.bases, u)
 	}
+	c.unusable = make([]atomic.Bool, len(c.bases))
 	var err error
 	if c.compression, err = normalizeCompression(cfg.Compression); err != nil {
 		return nil, fmt.Errorf("starrocks client: %w", err)
@@ -254,28 +260,25 @@ func setRaw(h http.Header, key, value string) { h[key] = []string{value} }
 // caller settles under the same label or by replaying under a new one. The
 // URL that gave the final answer becomes the preferred one, except that an
 // ambiguous outcome moves the preference to the next URL, so the caller's
-// next request (its replay) goes to another FE.
+// next request (its replay) goes to another FE. URLs a probe set aside
+// (Probe) come last and are never preferred.
 func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 	if c.auth != "" {
 		k.header.Set("Authorization", c.auth)
 	}
 	n := len(c.bases)
-	start := int(c.preferred.Load())
+	order := c.order(int(c.preferred.Load()))
 	var (
 		rep *Reply
 		err error
 	)
-	for i := range n {
-		idx := (start + i) % n
+	for i, idx := range order {
 		rep, err = c.attempt(ctx, c.bases[idx], k)
 		if ctx.Err() != nil {
 			break
 		}
 		if !failOver(k, rep, err) {
-			if n > 1 && unsettled(rep, err) {
-				idx = (idx + 1) % n
-			}
-			c.preferred.Store(int32(idx))
+			c.prefer(idx, n > 1 && unsettled(rep, err))
 			break
 		}
 		if i == n-1 && n > 1 && err != nil {
@@ -284,6 +287,45 @@ func (c *Client) do(ctx context.Context, k *call) (*Reply, error) {
 	}
 	c.observe(ctx, rep, err)
 	return c.result(k, rep, err)
+}
+
+// order is the order in which a request tries the load URLs: from start
+// on, those a probe did not set aside first, then the others.
+func (c *Client) order(start int) []int {
+	n := len(c.bases)
+	order := make([]int, 0, n)
+	for pass := range 2 {
+		for i := range n {
+			idx := (start + i) % n
+			if c.unusable[idx].Load() == (pass == 1) {
+				order = append(order, idx)
+			}
+		}
+	}
+	return order
+}
+
+// prefer makes the URL that gave a request its final answer the next
+// request's first, or the URL after it when the outcome settled nothing
+// (moveOn), skipping URLs a probe set aside: a URL that answered only
+// because every other one could not be reached is not preferred.
+func (c *Client) prefer(idx int, moveOn bool) {
+	n := len(c.bases)
+	if !moveOn {
+		if !c.unusable[idx].Load() {
+			c.preferred.Store(int32(idx))
+		}
+		return
+	}
+	for i := 1; i < n; i++ {
+		if next := (idx + i) % n; !c.unusable[next].Load() {
+			c.preferred.Store(int32(next))
+			return
+		}
+	}
+	if c.unusable[idx].Load() {
+		c.preferred.Store(int32((idx + 1) % n))
+	}
 }
 
 // failOver reports whether the same request may be sent to another FE: only
@@ -370,9 +412,10 @@ func (c *Client) result(k *call, rep *Reply, err error) (*Reply, error) {
 // Config.AllowInsecureRedirect. It returns the final reply, or an error
 // when no reply was obtained.
 func (c *Client) attempt(ctx context.Context, base *url.URL, k *call) (rep *Reply, err error) {
-	// RequestTimeout, or more after requests of k's kind ran out of it
-	// (bounds); only a reply below 500 tells how long StarRocks takes.
-	ctx, end := c.bound(k.op, k.db, k.table).start(ctx)
+	// RequestTimeout, or more after requests of k's kind and body size ran
+	// out of it (bounds); only a reply below 500 tells how long StarRocks
+	// takes.
+	ctx, end := c.bound(k.op, k.db, k.table).startSized(ctx, len(k.body))
 	defer func() { end(err == nil && rep != nil && rep.HTTPCode < 500) }()
 	target := *base
 	target.Path = base.Path + k.path

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -39,6 +40,11 @@ type Meta struct {
 	// calls bounds each call: timeout, or more after calls of its kind
 	// ran out of their bound (see bound).
 	calls callBounds
+	// user is the account, for errors.
+	user string
+	// plugin is the last authentication plugin the driver did not know
+	// (it names it only in a log line).
+	plugin *atomic.Pointer[string]
 }
 
 // bound returns ctx bounded for one call of a kind (what it reads or
@@ -68,6 +74,13 @@ type MetaConfig struct {
 	// Timeout bounds one call (a lookup, a DDL statement with its check, a
 	// read across databases) and the dial; 0: 10 s.
 	Timeout time.Duration
+	// AllowCleartextPasswords sends the password as is when the server
+	// asks for it with the mysql_clear_password plugin, as StarRocks does
+	// for an account that authenticates through LDAP
+	// (authentication_ldap_simple). Off, such an account is refused
+	// (AuthPluginError). With TLS the password is encrypted on the way;
+	// without, it crosses the network in clear.
+	AllowCleartextPasswords bool
 }
 
 // OpenMeta connects to the FE MySQL-protocol address (host:9030) with the
@@ -93,7 +106,9 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	if c.TLS != nil {
 		cfg.TLS = c.TLS.Clone()
 	}
-	cfg.Logger = driverLogger{log: c.Log}
+	cfg.AllowCleartextPasswords = c.AllowCleartextPasswords
+	plugin := &atomic.Pointer[string]{}
+	cfg.Logger = driverLogger{log: c.Log, plugin: plugin}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the MySQL connection to %s: %w", redact.URL(c.Addr), redact.Error(err))
@@ -103,7 +118,7 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 	// seldom waits for one within its bound.
 	db.SetMaxOpenConns(4)
 	m := NewMeta(db)
-	m.addr, m.timeout = c.Addr, timeout
+	m.addr, m.timeout, m.user, m.plugin = c.Addr, timeout, c.User, plugin
 	m.calls = callBounds{base: timeout}
 	return m, nil
 }
@@ -112,14 +127,26 @@ func OpenMetaWith(c MetaConfig) (*Meta, error) {
 // logs what it recovers from itself; a caller sees the error it returns.
 type driverLogger struct {
 	log func(msg string, harmless bool)
+	// plugin receives the name of an authentication plugin the driver
+	// does not know, which its error (ErrUnknownPlugin) leaves out.
+	plugin *atomic.Pointer[string]
 }
 
+// unknownPluginLog is how the driver logs the plugin it does not know.
+const unknownPluginLog = "unknown auth plugin:"
+
+// Print takes a line of the driver, which starts with its source position
+// ("auth.go:341 unknown auth plugin:dialog").
 func (d driverLogger) Print(v ...any) {
+	msg := strings.TrimSpace(fmt.Sprint(v...))
+	if _, name, ok := strings.Cut(msg, unknownPluginLog); ok && d.plugin != nil {
+		name = strings.TrimSpace(name)
+		d.plugin.Store(&name)
+	}
 	if d.log == nil {
 		return
 	}
-	msg := strings.TrimSpace(fmt.Sprint(v...))
-	d.log(redact.Text(msg), strings.HasPrefix(msg, "closing bad idle connection"))
+	d.log(redact.Text(msg), strings.Contains(msg, "closing bad idle connection"))
 }
 
 // NewMeta uses an open connection pool (tests open their own).
@@ -290,13 +317,25 @@ const (
 // a TLS setup the server refuses, a missing database) from one that may pass
 // (the FE is down).
 func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	fail := func(cause Cause, err error) *ProbeError {
 		return &ProbeError{Addr: redact.URL(m.addr), Cause: cause, Err: redact.Error(err)}
 	}
 	if err := m.db.PingContext(ctx); err != nil {
-		return fail(mysqlCause(err), err)
+		if pe := m.authPluginError(err); pe != nil {
+			return fail(CauseAuthPlugin, pe)
+		}
+		cause := mysqlCause(err)
+		if cause == CauseUnreachable && m.addr != "" && parent.Err() == nil {
+			// No MySQL answer: perhaps no MySQL server (the FE's HTTP
+			// port), which no retry fixes.
+			if werr := sniffMySQLPort(parent, m.addr); werr != nil {
+				return fail(CauseWrongPort, fmt.Errorf("%w (the driver: %v)", werr, err))
+			}
+		}
+		return fail(cause, err)
 	}
 	if db == "" {
 		return nil
@@ -306,7 +345,68 @@ func (m *Meta) Probe(ctx context.Context, db string) *ProbeError {
 		return fail(mysqlCause(err), fmt.Errorf("looking the database %s up: %w", db, err))
 	}
 	if n == 0 {
-		return fail(CauseNoDatabase, fmt.Errorf("the database %s does not exist", db))
+		return fail(CauseNoDatabase, fmt.Errorf("the database %s is not in information_schema.schemata: it does not exist, or user %q may not see it (schemata lists only the databases the user holds a privilege on); create it, or grant the user its privileges on it (INSERT, and CREATE TABLE for tables the client creates)", db, m.user))
+	}
+	return nil
+}
+
+// AuthPluginError is a connection the client gave up during authentication
+// because the server asked for an authentication plugin it does not use, or
+// may not: the clear-text password of an LDAP account without
+// MetaConfig.AllowCleartextPasswords, the pre-4.1 password hash, a plugin
+// the driver does not know. The account is the same on every FE, so no
+// retry helps.
+type AuthPluginError struct {
+	// Plugin is the plugin the server asked for ("" when the driver did
+	// not name it).
+	Plugin string
+	// Cleartext is set when the plugin is mysql_clear_password: allowing
+	// clear-text passwords (MetaConfig.AllowCleartextPasswords) fixes it.
+	Cleartext bool
+	Err       error
+}
+
+// The plugins the messages name.
+const (
+	pluginClearPassword = "mysql_clear_password"
+	pluginOldPassword   = "mysql_old_password"
+	pluginNative        = "mysql_native_password"
+)
+
+func (e *AuthPluginError) Error() string {
+	switch e.Plugin {
+	case pluginClearPassword:
+		return fmt.Sprintf("the server asks for the password in clear text (%s), as StarRocks does for an account that authenticates through LDAP (authentication_ldap_simple), and clear-text passwords are not allowed: allow them, with TLS so the password is encrypted on the way, or use an account with a password of StarRocks's own (%s): %v", e.Plugin, pluginNative, e.Err)
+	case pluginOldPassword:
+		return fmt.Sprintf("the server asks for the pre-4.1 password hash (%s), which the client refuses: give the account a new password: %v", e.Plugin, e.Err)
+	case pluginNative:
+		return fmt.Sprintf("the server asks for %s, which the client is set to refuse: %v", e.Plugin, e.Err)
+	case "":
+		return fmt.Sprintf("the server asks for an authentication plugin the MySQL driver does not support (named in the driver's log line): use an account that authenticates with %s, or through LDAP (%s): %v", pluginNative, pluginClearPassword, e.Err)
+	}
+	return fmt.Sprintf("the server asks for the authentication plugin %s, which the MySQL driver does not support: use an account that authenticates with %s, or through LDAP (%s): %v", e.Plugin, pluginNative, pluginClearPassword, e.Err)
+}
+
+func (e *AuthPluginError) Unwrap() error { return e.Err }
+
+// authPluginError is err as an AuthPluginError when the driver gave up on
+// the plugin the server asked for, nil otherwise.
+func (m *Meta) authPluginError(err error) *AuthPluginError {
+	switch {
+	case errors.Is(err, mysql.ErrCleartextPassword):
+		return &AuthPluginError{Plugin: pluginClearPassword, Cleartext: true, Err: err}
+	case errors.Is(err, mysql.ErrOldPassword):
+		return &AuthPluginError{Plugin: pluginOldPassword, Err: err}
+	case errors.Is(err, mysql.ErrNativePassword):
+		return &AuthPluginError{Plugin: pluginNative, Err: err}
+	case errors.Is(err, mysql.ErrUnknownPlugin):
+		e := &AuthPluginError{Err: err}
+		if m.plugin != nil {
+			if p := m.plugin.Load(); p != nil {
+				e.Plugin = *p
+			}
+		}
+		return e
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,4 +222,19 @@ func TestMetaDriverMessagesGoToTheirClient(t *testing.T) {
 	var harmless bool
 	driverLogger{log: func(_ string, h bool) { harmless = h }}.Print("closing bad idle connection: ", io.EOF)
 	assert.True(t, harmless, "a discarded idle connection hurts nothing")
+}
+
+// The driver's lines start with its source position: a discarded idle
+// connection is still told harmless, and the plugin named in an "unknown
+// auth plugin" line is kept for the probe's error.
+func TestDriverLoggerReadsTheDriversLines(t *testing.T) {
+	var harmless bool
+	plugin := &atomic.Pointer[string]{}
+	d := driverLogger{log: func(_ string, h bool) { harmless = h }, plugin: plugin}
+	d.Print("connection.go:803 ", "closing bad idle connection: ", io.EOF)
+	assert.True(t, harmless, "a discarded idle connection hurts nothing")
+	d.Print("auth.go:341 ", "unknown auth plugin:", "dialog")
+	require.NotNil(t, plugin.Load())
+	assert.Equal(t, "dialog", *plugin.Load())
+	assert.False(t, harmless)
 }

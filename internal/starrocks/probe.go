@@ -56,6 +56,14 @@ const (
 	CauseInsecureRedirect
 	// CauseRedirect: a redirect loop or too many hops.
 	CauseRedirect
+	// CauseWrongPort: the address speaks another protocol than the one
+	// asked for: a load URL that is an FE's MySQL port, a MySQL address
+	// that is an HTTP port (wrongport.go).
+	CauseWrongPort
+	// CauseAuthPlugin: the MySQL server asked for an authentication
+	// plugin the client does not use, or may not (the clear-text one of
+	// LDAP accounts, unless allowed): see AuthPluginError.
+	CauseAuthPlugin
 )
 
 func (c Cause) String() string {
@@ -76,6 +84,10 @@ func (c Cause) String() string {
 		return "insecure redirect"
 	case CauseRedirect:
 		return "redirect"
+	case CauseWrongPort:
+		return "wrong port"
+	case CauseAuthPlugin:
+		return "authentication plugin"
 	}
 	return fmt.Sprintf("cause(%d)", int(c))
 }
@@ -87,6 +99,15 @@ func (c Cause) String() string {
 // moment, and a pipeline must not stop on a moment's answer (max_retries
 // bounds the retries for those who want it to).
 func (c Cause) Definite() bool { return c != CauseUnreachable && c != CauseRedirect }
+
+// Shared reports whether a definite cause concerns every FE alike: the
+// credentials (and the authentication plugin of the account) and the
+// database live in the cluster's catalog, which all FEs share, so one FE's
+// refusal is every FE's. The other definite causes concern one address (a
+// proxy or a BE in the list, a name that does not resolve, a certificate, a
+// port of the wrong kind), and another load URL may still be an FE that
+// answers.
+func (c Cause) Shared() bool { return c == CauseAuth || c == CauseNoDatabase || c == CauseAuthPlugin }
 
 // ProbeError is the failed probe of one address.
 type ProbeError struct {
@@ -110,10 +131,14 @@ type ProbeReport struct {
 	Failed []*ProbeError
 }
 
-// Definite returns the first failure no retry can cure, or nil.
+// Definite returns the first failure no retry can cure, or nil: a failure
+// every FE shares (Cause.Shared) whatever the other load URLs answered, and
+// a failure of one address only when no load URL answered. A load URL that
+// fails so while another answers is the caller's to report (Failed); the
+// client sends its requests to those that answered (Client.Probe).
 func (r ProbeReport) Definite() *ProbeError {
 	for _, f := range r.Failed {
-		if f.Cause.Definite() {
+		if f.Cause.Definite() && (f.Cause.Shared() || len(r.OK) == 0) {
 			return f
 		}
 	}
@@ -127,19 +152,31 @@ func (r ProbeReport) Definite() *ProbeError {
 // "unknown database" for a database that does not exist, and changes
 // nothing. With db empty the database is not checked. The credentials,
 // TLS settings and redirect rules are the client's own.
+//
+// A load URL that failed with a definite cause of its own (not an FE, a
+// name that does not resolve, TLS) while another answered is set aside: the
+// client's requests go to the others, and it is tried only when none of
+// them can be reached, until a later probe finds it healthy (Client.do).
 func (c *Client) Probe(ctx context.Context, db string) ProbeReport {
 	checkDB := db != ""
 	if !checkDB {
 		db = probeDatabase
 	}
 	var r ProbeReport
-	for _, base := range c.bases {
+	unusable := make([]bool, len(c.bases))
+	for i, base := range c.bases {
 		err := c.probeOne(ctx, base, db, checkDB)
 		if err == nil {
 			r.OK = append(r.OK, shownURL(base))
 			continue
 		}
 		r.Failed = append(r.Failed, err)
+		unusable[i] = err.Cause.Definite() && !err.Cause.Shared()
+	}
+	if ctx.Err() == nil && len(r.OK) > 0 {
+		for i := range c.bases {
+			c.unusable[i].Store(unusable[i])
+		}
 	}
 	return r
 }
@@ -164,10 +201,22 @@ func (c *Client) probeOne(ctx context.Context, base *url.URL, db string, checkDB
 	}
 	rep, err := c.attempt(ctx, base, k)
 	if err != nil {
-		return fail(transportCause(err), err)
+		if cause, werr, ok := wrongPortHTTP(base, err); ok {
+			return fail(cause, werr)
+		}
+		cause := transportCause(err)
+		if cause == CauseUnreachable && !isConnError(err) && ctx.Err() == nil && greetsWithMySQL(ctx, hostPort(base)) {
+			// Connected, but no HTTP reply: a server that speaks first.
+			return fail(CauseWrongPort, msgMySQLPort(base))
+		}
+		return fail(cause, err)
 	}
 	code := rep.HTTPCode
 	switch {
+	case httpsPortReply(code, rep.Raw):
+		return fail(CauseTLS, fmt.Errorf("it answers with TLS: write the load URL with https:// (and set the tls block), or give the FE's plain HTTP port (%s by default): HTTP %d: %s", defaultHTTPPort, code, replyText(rep)))
+	case code == http.StatusNotFound && base.Path != "":
+		return fail(CauseNotFE, fmt.Errorf("HTTP 404 to GET %s: %s: the load URL has the path %q, and an FE serves its API at the root: write it without a path (http://host:%s), unless a proxy serves the FE under that path", base.Path+k.path, replyText(rep), base.Path, defaultHTTPPort))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		if !checkDB && strings.Contains(strings.ToLower(rep.Message()), "privilege") {
 			// The password was accepted; the user may not read the

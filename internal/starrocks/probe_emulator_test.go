@@ -2,8 +2,11 @@ package starrocks_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,5 +73,42 @@ func TestProbeAgainstTheEmulator(t *testing.T) {
 		require.NotNil(t, got)
 		assert.Equal(t, starrocks.CauseUnreachable, got.Cause, "%v", got)
 		assert.Contains(t, got.Error(), nothing)
+	})
+}
+
+// The emulator's MySQL port given as a load URL, with http:// and with
+// https://: a definite failure that says it is the MySQL port and names the
+// HTTP port to use (net/http alone says `malformed HTTP response
+// "]\x00\x00\x00"`, which was retried forever).
+func TestProbeOfTheMySQLPortAsALoadURL(t *testing.T) {
+	e, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", User: "loader", Password: "pw"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	for _, scheme := range []string{"http://", "https://"} {
+		t.Run(scheme, func(t *testing.T) {
+			c, err := starrocks.New(starrocks.Config{LoadURLs: []string{scheme + e.MySQLAddr()}, Username: "loader", Password: "pw",
+				TLS: &tls.Config{InsecureSkipVerify: true}})
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			// net/http fails such a request in more than one way (the
+			// greeting may be read before the request is written): every
+			// probe tells the same.
+			for range 10 {
+				r := c.Probe(context.Background(), "shop")
+				d := r.Definite()
+				require.NotNil(t, d, "%+v", r.Failed)
+				assert.Equal(t, starrocks.CauseWrongPort, d.Cause, "%v", d)
+				assert.Contains(t, d.Error(), "answers with the MySQL protocol: it is the FE's MySQL port (query_port, 9030 by default); load_urls take the FE's HTTP port (http_port, 8030 by default)")
+			}
+		})
+	}
+	t.Run("mysql_address at the HTTP port", func(t *testing.T) {
+		m, err := starrocks.OpenMetaWith(starrocks.MetaConfig{Addr: strings.TrimPrefix(e.FEURL(), "http://"), User: "loader", Password: "pw", Timeout: 500 * time.Millisecond})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close() })
+		got := m.Probe(context.Background(), "shop")
+		require.NotNil(t, got)
+		assert.Equal(t, starrocks.CauseWrongPort, got.Cause, "%v", got)
+		assert.Contains(t, got.Error(), "it is the FE's HTTP port (http_port, 8030 by default), not its MySQL port")
 	})
 }

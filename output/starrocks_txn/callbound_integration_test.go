@@ -3,7 +3,12 @@ package starrocks_txn
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,4 +94,99 @@ starrocks_txn:
 	rows, err := e.Store().Rows("test", "order_events")
 	require.NoError(t, err)
 	assert.Len(t, rows, 1)
+}
+
+// A table whose big loads take longer than request_timeout (the BE's time
+// grows with the body) while its small loads are quick: the first big load
+// times out and its cycle is replayed with a grown bound, and the big loads
+// of later cycles get that bound too. The quick small loads streamed between
+// them (the same table, other partitions) must not shrink it back, or every
+// big source transaction costs a timed-out load and a replay of its cycle.
+func TestIntegrationBigLoadsKeepTheirBoundBesideSmallOnes(t *testing.T) {
+	e := startEmulator(t)
+	target, err := url.Parse(e.FEURL())
+	require.NoError(t, err)
+	// In front of the FE: a load is held 1 ms per 200 bytes of body, about
+	// 650 ms for a big source transaction (2.2 × request_timeout: the first
+	// one runs out at 300 ms and at 600 ms, then gets 1.2 s) and nothing for
+	// a small one.
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/transaction/load" && r.ContentLength > 0 {
+			select {
+			case <-time.After(time.Duration(r.ContentLength) * time.Millisecond / 200):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+
+	sb, metrics := metricStream(t)
+	require.NoError(t, sb.SetLoggerYAML(streamLogYAML()))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
+starrocks_txn:
+  load_urls: [ %s ]
+  commit_interval: 200ms
+  txn_timeout: 30s
+  max_in_flight: 64
+  request_timeout: 300ms
+  retry_backoff: { initial_interval: 100ms, max_interval: 200ms }
+`, proxy.URL)))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- stream.Run(ctx) }()
+	t.Cleanup(func() {
+		_ = stream.StopWithin(10 * time.Second)
+		cancel()
+		<-runDone
+	})
+
+	s := newSrc("asm-bigsmall")
+	var nextID atomic.Int64
+	event := func(p, txn string, end bool) *service.Message {
+		m := service.NewMessage([]byte(fmt.Sprintf(`{"event_id":%d,"order_id":1,"kind":"created","created_at":"2024-01-01 00:00:00"}`, nextID.Add(1))))
+		s.stamp(m, p, txn, "test", "order_events", end, false)
+		return m
+	}
+	// Small source transactions to the same table, all along.
+	qctx, qcancel := context.WithCancel(ctx)
+	var qwg sync.WaitGroup
+	for p := range 3 {
+		qwg.Add(1)
+		go func() {
+			defer qwg.Done()
+			for i := 0; qctx.Err() == nil; i++ {
+				b := service.MessageBatch{event(fmt.Sprintf("small/%d", p), fmt.Sprintf("s%d-%d", p, i), true)}
+				if err := produce(qctx, b); err != nil && qctx.Err() == nil {
+					t.Errorf("small transactions: %v", err)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	// Big source transactions, one after the other: 1500 rows, about 130 KB.
+	const bigs, rows = 8, 1500
+	for i := range bigs {
+		b := make(service.MessageBatch, rows)
+		for r := range rows {
+			b[r] = event("big/0", fmt.Sprintf("b%d", i), r == rows-1)
+		}
+		bctx, bcancel := context.WithTimeout(ctx, 30*time.Second)
+		err := produce(bctx, b)
+		bcancel()
+		require.NoError(t, err, "big source transaction %d", i)
+	}
+	qcancel()
+	qwg.Wait()
+	retries := metrics.Counter("starrocks_txn_cycle_retries")
+	t.Logf("%d big source transactions: %d cycle replays, %d rollbacks", bigs, retries, e.Counters().Rollbacks)
+	assert.LessOrEqual(t, retries, int64(3), "a big load timed out in most cycles: the small loads shrank its bound back to request_timeout")
 }

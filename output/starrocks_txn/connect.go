@@ -36,6 +36,7 @@ import (
 
 const (
 	fieldMySQLTLS              = "mysql_tls"
+	fieldMySQLAllowCleartext   = "mysql_allow_cleartext_passwords"
 	fieldAllowInsecureRedirect = "allow_insecure_redirect"
 	fieldMaxRetries            = "max_retries"
 	fieldMaxRetryDuration      = "max_retry_duration"
@@ -52,6 +53,9 @@ type connConfig struct {
 	maxRetryDuration time.Duration
 	// mysqlTLS encrypts the MySQL connection (nil: plain).
 	mysqlTLS *tls.Config
+	// allowCleartext sends the password as is when the MySQL port asks
+	// for it (mysql_clear_password: an LDAP account).
+	allowCleartext bool
 	// database and table are the targets when the database and table
 	// fields are literals ("" when interpolated): the probes check the
 	// database, and the metrics of the pair exist from the start.
@@ -77,12 +81,24 @@ func mysqlTLSField() *service.ConfigField {
 		Example(map[string]any{"enabled": true, "root_cas_file": "./starrocks_ca.pem"})
 }
 
+func mysqlAllowCleartextField() *service.ConfigField {
+	return service.NewBoolField(fieldMySQLAllowCleartext).
+		Description("Send the password of the MySQL connection of `" + fieldMySQLAddress + "` in clear text when the FE asks for it " +
+			"(the `mysql_clear_password` plugin), as StarRocks does for an account that authenticates through LDAP " +
+			"(`authentication_ldap_simple`). Off, such an account is refused at start with an error naming this field. " +
+			"The password then crosses the network as it is unless `" + fieldMySQLTLS + "` is enabled, which is the safe way to use it; " +
+			"without `" + fieldMySQLTLS + "` the output logs a warning at start, and the `lint` command warns.").
+		Example(true).
+		Default(false).
+		Advanced()
+}
+
 func maxRetriesField() *service.ConfigField {
 	return service.NewIntField(fieldMaxRetries).
 		Description("How many times the output retries, at start, an FE (or MySQL port) that does not answer before it gives up " +
 			"and stops, which stops the pipeline (the binary exits with status 1). 0: retry forever, as the default does. " +
-			"Errors that no retry can fix (refused credentials, a host name that does not resolve, a TLS handshake failure, " +
-			"a database that does not exist) stop the output at once whatever this says. Once the output has started, " +
+			"Errors that no retry can fix (refused credentials, a database that does not exist, an address of the wrong kind of port; " +
+			"a host name that does not resolve or a TLS handshake failure when no other load URL answers) stop the output at once whatever this says. Once the output has started, " +
 			"failures are retried inside it without limit (it never drops or nacks data); watch `starrocks_txn_connected`.").
 		Example(10).
 		Default(0).
@@ -120,9 +136,13 @@ func newStarRocksClient(c config) (*starrocks.Client, error) {
 // default is a process-wide logger to stderr): a discarded idle connection,
 // which harms nothing, at debug level, the rest as warnings.
 func openMeta(c config, log *service.Logger) (*starrocks.Meta, error) {
+	if c.conn.allowCleartext && c.conn.mysqlTLS == nil {
+		log.Warnf("%s is on without %s: the password of %s crosses the network in clear text whenever the FE asks for it (LDAP accounts); enable %s", fieldMySQLAllowCleartext, fieldMySQLTLS, fieldMySQLAddress, fieldMySQLTLS)
+	}
 	return starrocks.OpenMetaWith(starrocks.MetaConfig{
 		Addr: c.mysqlAddress, User: c.username, Password: c.password, TLS: c.conn.mysqlTLS,
-		Timeout: c.mysqlTimeout,
+		AllowCleartextPasswords: c.conn.allowCleartext,
+		Timeout:                 c.mysqlTimeout,
 		Log: func(msg string, harmless bool) {
 			if harmless {
 				log.Debugf("MySQL driver (%s %s): %s", fieldMySQLAddress, c.mysqlAddress, msg)
@@ -157,6 +177,9 @@ func connConfigFromParsed(conf *service.ParsedConfig) (c connConfig, err error) 
 	}
 	if !tlsOn {
 		c.mysqlTLS = nil
+	}
+	if c.allowCleartext, err = conf.FieldBool(fieldMySQLAllowCleartext); err != nil {
+		return
 	}
 	if c.database, err = literalName(conf, fieldDatabase); err != nil {
 		return
@@ -271,7 +294,12 @@ func (cn *connection) fieldOf(cause starrocks.Cause, mysql bool) string {
 	case starrocks.CauseAuth:
 		return fmt.Sprintf("%s and %s: user %q was refused, or may not load into the database", fieldUsername, fieldPassword, cn.user)
 	case starrocks.CauseNoDatabase:
+		if mysql {
+			return fmt.Sprintf("%s: create the database %s, grant user %q its privileges on it, or change the field", fieldDatabase, cn.conf.database, cn.user)
+		}
 		return fmt.Sprintf("%s: create the database %s, or change the field", fieldDatabase, cn.conf.database)
+	case starrocks.CauseAuthPlugin:
+		return fmt.Sprintf("%s: user %q authenticates with a plugin the output does not use", fieldUsername, cn.user)
 	case starrocks.CauseInsecureRedirect:
 		return fieldAllowInsecureRedirect
 	}
@@ -280,26 +308,47 @@ func (cn *connection) fieldOf(cause starrocks.Cause, mysql bool) string {
 
 // probe asks every load URL, then the MySQL port, and returns the first
 // definite failure, else a failure when no load URL or the MySQL port does
-// not answer, else nil. Load URLs that do not answer while another does are
-// only logged: the client fails over to the one that answers.
+// not answer, else nil. A failure every FE shares (credentials, database) is
+// definite at once; one of a single load URL (not an FE, a name that does
+// not resolve, TLS) only when no load URL answers. Load URLs that fail while
+// another answers are only logged: the client uses those that answer.
 func (o *Output) probe(ctx context.Context, p prober) (definite bool, f *probeFailure) {
 	cn := o.conn
 	db := cn.conf.database
 	if p != nil {
 		r := p.Probe(ctx, db)
 		if d := r.Definite(); d != nil {
-			return true, &probeFailure{field: cn.fieldOf(d.Cause, false), err: d}
+			f := &probeFailure{field: cn.fieldOf(d.Cause, false), err: d}
+			if !d.Cause.Shared() {
+				// No load URL answered: say what each one did.
+				for _, o := range r.Failed {
+					if o != d {
+						f.others = append(f.others, o)
+					}
+				}
+			}
+			return true, f
 		}
 		if len(r.OK) == 0 && len(r.Failed) > 0 {
 			return false, &probeFailure{field: fieldLoadURLs, err: r.Failed[0], others: r.Failed[1:]}
 		}
 		for _, down := range r.Failed {
+			if down.Cause.Definite() {
+				// A cause of its own (Cause.Shared is false here): the
+				// client sends its requests to the others.
+				o.log.Warnf("Load URL %s cannot be used (%v; check %s); the others answer: requests go to them, and to it only when none of them can be reached", down.Addr, down.Err, cn.fieldOf(down.Cause, false))
+				continue
+			}
 			o.log.Warnf("Load URL %s does not answer (%v); the others do, and the client fails over to them", down.Addr, down.Err)
 		}
 	}
 	if o.meta != nil {
 		if m := o.meta.Probe(ctx, db); m != nil {
-			return m.Cause.Definite(), &probeFailure{field: cn.fieldOf(m.Cause, true), err: m}
+			field := cn.fieldOf(m.Cause, true)
+			if pe := (*starrocks.AuthPluginError)(nil); errors.As(m, &pe) && pe.Cleartext {
+				field = fmt.Sprintf("%s: set it to true, with %s enabled so that the password is encrypted on the way", fieldMySQLAllowCleartext, fieldMySQLTLS)
+			}
+			return m.Cause.Definite(), &probeFailure{field: field, err: m}
 		}
 	}
 	return false, nil

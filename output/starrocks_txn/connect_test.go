@@ -15,6 +15,12 @@ import (
 	"testing"
 	"time"
 
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	"github.com/dolthub/go-mysql-server/server"
+	gms "github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/mysql_db"
+	vmysql "github.com/dolthub/vitess/go/mysql"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -345,4 +351,139 @@ func TestConnectBackoffEndsOnStop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A load URL that is not an FE (a proxy answering 404) or whose name does not
+// resolve, beside an FE that answers, does not stop the output: it starts,
+// commits through the FE that answers, and warns naming the unusable URL.
+func TestConnectStartsWhenOneLoadURLIsUnusableAndAnotherAnswers(t *testing.T) {
+	e := startEmulator(t)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "<html>not found</html>", http.StatusNotFound)
+	}))
+	t.Cleanup(proxy.Close)
+	cases := []struct{ name, bad string }{{"proxy answering 404", proxy.URL}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var dns *net.DNSError
+	if _, err := net.DefaultResolver.LookupHost(ctx, "no-such-fe.invalid"); errors.As(err, &dns) && dns.IsNotFound {
+		cases = append(cases, struct{ name, bad string }{"name that does not resolve", "http://no-such-fe.invalid:8030"})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			commits := e.Counters().Commits
+			cs := startConnStream(t, fmt.Sprintf("    load_urls: [ %q, %q ]\n", tc.bad, e.FEURL()))
+			require.Eventually(t, func() bool {
+				code, _ := cs.ready()
+				return code == http.StatusOK && e.Counters().Commits > commits
+			}, 20*time.Second, 20*time.Millisecond, "the output starts on the FE that answers; logs:\n%s", cs.logs.String())
+			logs := cs.logs.String()
+			assert.Contains(t, logs, "Load URL "+tc.bad+" cannot be used")
+			assert.NotContains(t, logs, "The starrocks_txn output stops")
+			select {
+			case err := <-cs.done:
+				t.Fatalf("the stream stopped: %v", err)
+			default:
+			}
+			require.NoError(t, cs.stream.StopWithin(10*time.Second))
+			assert.NoError(t, exitstatus.Take(), "no failure is recorded")
+		})
+	}
+}
+
+// A load URL that is the FE's MySQL port, and a mysql_address that is its
+// HTTP port, stop the output at start with the port to use, where the first
+// was retried forever (`malformed HTTP response "]\x00\x00\x00"`) and the
+// second timed out forever.
+func TestConnectStopsOnAWrongPort(t *testing.T) {
+	e := startEmulator(t)
+	feHTTP := strings.TrimPrefix(e.FEURL(), "http://")
+	cases := []struct{ name, output, want string }{
+		{"load_urls at the MySQL port", fmt.Sprintf("    load_urls: [ \"http://%s\" ]\n", e.MySQLAddr()),
+			"it is the FE's MySQL port (query_port, 9030 by default); load_urls take the FE's HTTP port (http_port, 8030 by default)"},
+		{"mysql_address at the HTTP port", fmt.Sprintf("    load_urls: [ %q ]\n    mysql_address: %s\n    mysql_timeout: 1s\n", e.FEURL(), feHTTP),
+			"it is the FE's HTTP port (http_port, 8030 by default), not its MySQL port (query_port, 9030 by default)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := startConnStream(t, tc.output)
+			cs.waitStopped(t)
+			logs := cs.logs.String()
+			assert.Contains(t, logs, "The starrocks_txn output stops, and the pipeline with it")
+			assert.Contains(t, logs, tc.want)
+			assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
+		})
+	}
+}
+
+// ldapPlugin stands for StarRocks's authentication_ldap_simple: the server
+// gets the password in clear text (mysql_clear_password) and checks it.
+type ldapPlugin struct{ password string }
+
+func (p ldapPlugin) Authenticate(_ *mysql_db.MySQLDb, _ string, _ *mysql_db.User, pass string) (bool, error) {
+	return pass == p.password, nil
+}
+
+// ldapMySQL is a MySQL port (go-mysql-server, as the emulator's) where user
+// is an LDAP account, as StarRocks serves one: the server switches the
+// client to mysql_clear_password and checks the password it sends. The
+// database test exists.
+func ldapMySQL(t *testing.T, user, password string) string {
+	t.Helper()
+	pro := memory.NewDBProvider(memory.NewDatabase("test"))
+	engine := sqle.NewDefault(pro)
+	mdb := engine.Analyzer.Catalog.MySQLDb
+	mdb.SetPlugins(map[string]mysql_db.PlaintextAuthPlugin{"authentication_ldap_simple": ldapPlugin{password: password}})
+	ed := mdb.Editor()
+	ed.PutUser(&mysql_db.User{User: user, Host: "%", Plugin: "authentication_ldap_simple",
+		PrivilegeSet: mysql_db.NewPrivilegeSetWithAllPrivileges(), PasswordLastChanged: time.Unix(1, 0).UTC()})
+	ed.Close()
+	mdb.SetEnabled(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln, AllowClearTextWithoutTLS: true}
+	sessions := func(_ context.Context, c *vmysql.Conn, addr string) (gms.Session, error) {
+		u, _ := c.UserData.(gms.MysqlConnectionUser)
+		client := gms.Client{Address: u.Host, User: u.User, Capabilities: c.Capabilities}
+		return memory.NewSession(gms.NewBaseSessionWithClientServer(addr, client, c.ConnectionID), pro), nil
+	}
+	emulatorStartMu.Lock()
+	srv, err := server.NewServer(cfg, engine, gms.NewContext, sessions, nil)
+	emulatorStartMu.Unlock()
+	require.NoError(t, err)
+	go func() { _ = srv.Start() }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// A StarRocks account that authenticates through LDAP makes the MySQL port
+// ask for the clear-text password: refused, the output stops at start with
+// an error naming mysql_allow_cleartext_passwords (it was retried forever as
+// "StarRocks does not answer"); with the field on, it starts, and warns when
+// mysql_tls is off.
+func TestConnectMySQLClearTextPlugin(t *testing.T) {
+	e := startEmulator(t, func(c *emulator.Config) { c.User, c.Password = "loader", "pw" })
+	ldap := ldapMySQL(t, "loader", "pw")
+	base := fmt.Sprintf("    load_urls: [ %q ]\n    username: loader\n    password: pw\n    mysql_address: %s\n", e.FEURL(), ldap)
+
+	t.Run("refused", func(t *testing.T) {
+		cs := startConnStream(t, base)
+		cs.waitStopped(t)
+		logs := cs.logs.String()
+		assert.Contains(t, logs, "The starrocks_txn output stops, and the pipeline with it")
+		assert.Contains(t, logs, "mysql_clear_password")
+		assert.Contains(t, logs, "check mysql_allow_cleartext_passwords: set it to true")
+		assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
+	})
+	t.Run("allowed", func(t *testing.T) {
+		commits := e.Counters().Commits
+		cs := startConnStream(t, base+"    mysql_allow_cleartext_passwords: true\n")
+		require.Eventually(t, func() bool {
+			code, _ := cs.ready()
+			return code == http.StatusOK && e.Counters().Commits > commits
+		}, 20*time.Second, 20*time.Millisecond, "logs:\n%s", cs.logs.String())
+		assert.Contains(t, cs.logs.String(), "mysql_allow_cleartext_passwords is on without mysql_tls")
+		require.NoError(t, cs.stream.StopWithin(10*time.Second))
+		assert.NoError(t, exitstatus.Take())
+	})
 }

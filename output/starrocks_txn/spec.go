@@ -232,6 +232,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example("127.0.0.1:9030").
 				Default(""),
 			mysqlTLSField(),
+			mysqlAllowCleartextField(),
 			service.NewDurationField(fieldMySQLTimeout).
 				Description("The timeout of one call on the MySQL port (`mysql_address`): a table-model lookup, the creation and check of the progress and writers tables, a read of their rows. A call that times out is retried (a partition's messages wait for its progress read; the cycle whose tables were being created is replayed).").
 				Example("3s").

@@ -38,7 +38,8 @@ var (
 // commit_interval. The components are found wherever they sit: at the top,
 // under a broker, a switch, a fallback, a sequence or a retry, or as
 // resources. Configs without both, and values given by environment
-// interpolation, are not judged.
+// interpolation, are not judged. It also warns about a starrocks_txn output
+// that may send its MySQL password in clear text (cleartext.go).
 func CheckCycleYAML(conf []byte) ([]Problem, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(conf, &doc); err != nil {
@@ -79,6 +80,9 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 		for _, out := range outs {
 			checkCycle(in, out, assembled, warn)
 		}
+	}
+	for _, out := range outs {
+		cleartextWithoutTLS(out, warn)
 	}
 	return ps, nil
 }
