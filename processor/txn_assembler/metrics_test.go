@@ -180,3 +180,37 @@ func TestMetricsCountedPerBatchEqualPerMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricSeriesExistFromTheStart: every series of the processor exists,
+// at zero, once the first message went through, though nothing was flagged,
+// aborted or dropped: a series that appears only when it first moves is
+// missed by rate(), which needs two samples, so a dashboard would never see
+// the first error.
+func TestMetricSeriesExistFromTheStart(t *testing.T) {
+	ctx, produce, capture := captureStream(t)
+	s := &src{topic: "t", part: 0}
+	require.NoError(t, produce(ctx, service.MessageBatch{s.data("a", `{"id":1}`), s.end("a")}))
+
+	capture.mu.Lock()
+	defer capture.mu.Unlock()
+	want := map[string]int64{
+		"txn_assembler_transactions_ended":   1,
+		"txn_assembler_transactions_aborted": 0,
+		"txn_assembler_contract_violations":  0,
+	}
+	for _, r := range errorReasons {
+		want["txn_assembler_errors|"+r] = 0
+	}
+	for _, k := range dropKinds {
+		want["txn_assembler_dropped|"+k] = 0
+	}
+	for key, n := range want {
+		got, exists := capture.counters[key]
+		if assert.True(t, exists, "the series %s exists", key) {
+			assert.Equal(t, n, got, key)
+		}
+	}
+	for _, key := range []string{"txn_assembler_errors|bad_input", "txn_assembler_errors|replay", "txn_assembler_dropped|skip", "txn_assembler_dropped|ddl"} {
+		assert.Contains(t, capture.counters, key)
+	}
+}
