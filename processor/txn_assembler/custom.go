@@ -85,6 +85,7 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 	if ev.rowJSON, err = encodeRow(row); err != nil {
 		return ev, badField("custom.row", "cannot be encoded: %v", err)
 	}
+	ev.keys = mapKeys(row).Sum()
 	return ev, nil
 }
 

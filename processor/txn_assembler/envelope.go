@@ -83,5 +83,6 @@ func decodeEnvelope(msg *service.Message) (event, error) {
 	if ev.rowJSON, ierr = withOp("json", rowJSON, del, explicit); ierr != nil {
 		return ev, ierr
 	}
+	ev.keys = rowKeys(ev.rowJSON)
 	return ev, nil
 }

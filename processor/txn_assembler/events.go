@@ -46,7 +46,7 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		TxnID: open.id, HasOffset: true, SourceOffset: off,
 	}}
 	if dataErr == nil {
-		e.body, e.del = ev.rowJSON, ev.del
+		e.setBody(ev)
 	}
 	if dataErr != nil {
 		e.keepBody = true
@@ -59,7 +59,11 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		// Flag the row under the open transaction, so that the output
 		// dead-letters that one, and remember the row's own transaction as
 		// incomplete.
-		reason := fmt.Sprintf("row of transaction %q arrived while transaction %q is open: two writers interleave in this partition (contract violation); both transactions are incomplete and must be dead-lettered", ev.txnID, open.id)
+		what := "row"
+		if ev.schema || ev.ddl {
+			what = "schema change"
+		}
+		reason := fmt.Sprintf("%s of transaction %q arrived while transaction %q is open: two writers interleave in this partition (contract violation); both transactions are incomplete and must be dead-lettered", what, ev.txnID, open.id)
 		ps.poison(ev.txnID, reason)
 		e.err = flagErr(partition, open.id, "field %q: %s%s", p.txnField, reason, suffix(dataErr))
 		e.reason = reasonViolation
@@ -177,8 +181,12 @@ func (p *Processor) bad(w *writer, ps *partState, msg *service.Message, partitio
 // replay flags a message whose offset the partition has already passed. It
 // changes no state.
 func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, partition string, ev event, decErr error, off int64) {
-	if decErr == nil && (ev.kind == kindBegin || ev.kind == kindSkip) {
-		p.m.dropped.incrLabel(ev.kind.String())
+	if decErr == nil && ev.kind == kindBegin {
+		p.m.dropped.incrLabel(dropBegin)
+		return
+	}
+	if decErr == nil && ev.kind == kindSkip {
+		p.skip(partition, ev)
 		return
 	}
 	txn := ev.txnID
@@ -198,7 +206,8 @@ func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, parti
 		case ev.kind.isData():
 			if t, err := p.target(ev); err == nil {
 				e.meta.Database, e.meta.Table = t.database, t.table
-				e.body, e.del, e.keepBody = t.rowJSON, t.del, false
+				e.setBody(t)
+				e.keepBody = false
 			}
 		case ev.kind == kindEnd || ev.kind == kindAbort:
 			e.meta.Marker = true

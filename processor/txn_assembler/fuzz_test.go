@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // The fuzz targets feed arbitrary bodies to each format. Envelope and
@@ -97,6 +98,17 @@ func checkEmitted(t *testing.T, p *Processor, in, out service.MessageBatch, seq 
 			require.Empty(t, body)
 			continue
 		}
+		if c.SchemaChange {
+			// A table definition the processor built, flagged or not.
+			var def schema.Table
+			require.NoError(t, json.Unmarshal(body, &def), "a schema change carries a table definition: %q", body)
+			require.NoError(t, def.Validate())
+			require.NotEmpty(t, def.Columns)
+			require.NotEmpty(t, c.Table)
+			_, isRow := c.Row(bytes.TrimSpace(body))
+			require.False(t, isRow, "a table definition is no row")
+			continue
+		}
 		facts, built := c.Row(bytes.TrimSpace(body))
 		if built {
 			checkRowFacts(t, body, facts, "fuzz")
@@ -121,7 +133,7 @@ func checkEmitted(t *testing.T, p *Processor, in, out service.MessageBatch, seq 
 }
 
 func FuzzEnvelope(f *testing.F) {
-	for _, h := range hostileEnvelopes {
+	for _, h := range append(hostileEnvelopes, keyedEnvelopes...) {
 		f.Add([]byte(h))
 	}
 	r := newFuzzRig(f, "format: envelope", `{"partition":3,"txnId":"t-17","type":"TXN_END"}`, true)
@@ -132,7 +144,7 @@ func FuzzEnvelope(f *testing.F) {
 }
 
 func FuzzMaxwell(f *testing.F) {
-	for _, h := range hostileMaxwell {
+	for _, h := range append(append(hostileMaxwell, keyedMaxwell...), ddlMaxwell...) {
 		f.Add([]byte(h))
 	}
 	r := newFuzzRig(f, "format: maxwell", maxwellRow2, true)

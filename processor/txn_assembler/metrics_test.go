@@ -71,6 +71,13 @@ func (m *captureMetrics) get(key string) int64 {
 // returned capture; produce returns once its batch is acknowledged.
 func captureStream(t *testing.T) (context.Context, service.MessageBatchHandlerFunc, *captureMetrics) {
 	t.Helper()
+	return captureStreamWith(t, `txn_assembler: {}`)
+}
+
+// captureStreamWith is captureStream with the processor configured by
+// processorYAML.
+func captureStreamWith(t *testing.T, processorYAML string) (context.Context, service.MessageBatchHandlerFunc, *captureMetrics) {
+	t.Helper()
 	capture := &captureMetrics{counters: map[string]int64{}}
 	env := service.NewEnvironment()
 	require.NoError(t, env.RegisterMetricsExporter("capture", service.NewConfigSpec(),
@@ -79,7 +86,7 @@ func captureStream(t *testing.T) (context.Context, service.MessageBatchHandlerFu
 	require.NoError(t, b.SetMetricsYAML(`capture: {}`))
 	require.NoError(t, b.SetLoggerYAML(`level: none`))
 	b.SetThreads(1)
-	require.NoError(t, b.AddProcessorYAML(`txn_assembler: {}`))
+	require.NoError(t, b.AddProcessorYAML(processorYAML))
 	produce, err := b.AddBatchProducerFunc()
 	require.NoError(t, err)
 	require.NoError(t, b.AddBatchConsumerFunc(func(context.Context, service.MessageBatch) error { return nil }))

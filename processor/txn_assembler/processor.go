@@ -220,8 +220,11 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	if !hasOff {
 		off = ps.nextArrival()
 	}
-	if ev.bootstrap {
+	switch {
+	case ev.bootstrap:
 		ev.txnID = "bootstrap@" + strconv.FormatInt(off, 10)
+	case ev.ddl:
+		ev.txnID = "ddl@" + strconv.FormatInt(off, 10)
 	}
 
 	if ps.hasHWM && off <= ps.hwm {
@@ -252,6 +255,19 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	case kindAbort:
 		p.abort(w, ps, msg, partition, ev, off)
 	case kindSkip:
+		p.skip(partition, ev)
+	}
+}
+
+// skip counts a dropped event (a maxwell DDL that changes no table is
+// also logged, at debug level).
+func (p *Processor) skip(partition string, ev event) {
+	if ev.drop == "" {
 		p.m.dropped.incrLabel(dropSkip)
+		return
+	}
+	p.m.dropped.incrLabel(ev.drop)
+	if ev.note != "" {
+		p.log.Debugf("txn_assembler: partition %q: %s", partition, ev.note)
 	}
 }
