@@ -133,7 +133,7 @@ func checkEmitted(t *testing.T, p *Processor, in, out service.MessageBatch, seq 
 }
 
 func FuzzEnvelope(f *testing.F) {
-	for _, h := range append(hostileEnvelopes, keyedEnvelopes...) {
+	for _, h := range append(append(hostileEnvelopes, keyedEnvelopes...), schemaEnvelopes...) {
 		f.Add([]byte(h))
 	}
 	r := newFuzzRig(f, "format: envelope", `{"partition":3,"txnId":"t-17","type":"TXN_END"}`, true)
@@ -167,6 +167,8 @@ custom:
       "ROLLBACK" => "abort"
       ["INSERT", "UPDATE", "DELETE"].contains(this) => "data"
       "LAST" => "data_end"
+      "SCHEMA" => "schema"
+      "DDL" => "schema_end"
       _ => "skip"
     }
   txn_id: 'root = this.tx'
@@ -174,6 +176,7 @@ custom:
   table: 'root = this.tbl'
   row: 'root = this.row'
   delete: 'root = this.op == "DELETE"'
+  schema: 'root = this.def'
 `
 
 func FuzzCustom(f *testing.F) {
@@ -184,6 +187,9 @@ func FuzzCustom(f *testing.F) {
 		`{"tx":null,"op":"INSERT","tbl":"t","row":{}}`, `{"tx":1.5,"op":"UPDATE","tbl":"t","db":"d","row":"{\"a\":\"<&>\"}"}`,
 		`{"tx":1,"op":"INSERT","tbl":7,"row":{"a":1}}`, `{"op":"INSERT"}`, `not json`, `{"tx":1,"op":"HEARTBEAT"}`,
 		`{"tx":1,"op":"INSERT","tbl":"t","row":"{\"a\":1"}`, `[]`, ``,
+		`{"tx":5,"op":"SCHEMA","tbl":"t","def":{"columns":[{"name":"a","type":"INT"}]}}`,
+		`{"tx":5,"op":"DDL","tbl":"t","def":"{\"columns\":[{\"name\":\"a\",\"type\":\"DECIMAL(9,2)\"}]}"}`,
+		`{"tx":5,"op":"DDL","tbl":"t","def":{"columns":[]}}`, `{"tx":5,"op":"SCHEMA","tbl":"t"}`,
 	} {
 		f.Add([]byte(s))
 	}

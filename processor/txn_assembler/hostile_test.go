@@ -128,3 +128,15 @@ var ddlMaxwell = []string{
 	`{"type":"database-drop","database":7,"table":[],"sql":"DROP DATABASE x"}`,
 	`{"type":"table-truncate","database":"shop","table":"t","xid":5}`,
 }
+
+// schemaEnvelopes are envelope SCHEMA events, good and bad; the fast path
+// leaves them all to encoding/json's decoder.
+var schemaEnvelopes = []string{
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t","json":{"columns":[{"name":"id","type":"BIGINT"}],"primary_key":["id"]}}`,
+	`{"txnId":"t","type":"schema","database":"d","table":"t","json":"{\"columns\":[{\"name\":\"a\",\"type\":\"varchar(3)\",\"nullable\":true}]}"}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t","json":{"columns":[]}}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t","json":{"columns":[{"name":"a","type":"INT"}],"extra":1}}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","json":{"columns":[{"name":"a","type":"INT"}]}}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t"}`,
+	`{"type":"SCHEMA","database":"d","table":"t","json":{"columns":[{"name":"a","type":"INT"}]}}`,
+}
