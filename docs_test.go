@@ -90,7 +90,7 @@ func TestAssemblerMappingExamplesParse(t *testing.T) {
 			n++
 		}
 	}
-	assert.Equal(t, 6, n)
+	assert.Equal(t, 7, n)
 }
 
 // The README's "coming from the Flink connector" table names fields the

@@ -50,3 +50,15 @@ func BenchmarkAppendUnquoted(b *testing.B) {
 		buf = AppendUnquoted(buf[:0], raw)
 	}
 }
+
+// BenchmarkObjectKeys is BenchmarkValid with the row's keys hashed: the
+// difference is the hash's cost.
+func BenchmarkObjectKeys(b *testing.B) {
+	b.SetBytes(int64(len(benchRow)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if st, _ := ObjectKeys(benchRow); st != OK {
+			b.Fatal("not OK")
+		}
+	}
+}

@@ -17,12 +17,17 @@
 // member names once with NewFields, scans each message with Fields.Scan and
 // reads the returned Values; nested objects (Debezium's "source") can be
 // scanned again with another Fields. Fields.ScanUnquote also decodes one
-// string member in the same pass (a row sent as a JSON string).
+// string member in the same pass (a row sent as a JSON string), and
+// Fields.ScanKeys hashes the top-level keys of one object member (a row:
+// schema.KeysHash, what identifies a row's columns, ARCHITECTURE.md §14.1);
+// ObjectKeys and ScanRow hash those of a row scanned on its own.
 package jsonscan
 
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // Status is the outcome of a scan.
@@ -122,13 +127,24 @@ func (f *Fields) Len() int { return len(f.names) }
 // exactly then the result equals what encoding/json.Unmarshal gives for a
 // struct with one json.RawMessage field per name.
 func (f *Fields) Scan(b []byte, out []Value) Status {
-	st, _ := f.scan(b, out, -1, nil)
+	st, _ := f.scan(b, out, -1, nil, -1, nil)
+	return st
+}
+
+// ScanKeys is Scan that also, when the member of f's member-th name is an
+// object (a row), adds the names of its top-level keys to keys in the same
+// pass: each unquoted, as written (a key written twice is added twice). On
+// any status but OK, keys is unspecified.
+func (f *Fields) ScanKeys(b []byte, out []Value, member int, keys *schema.KeysHash) Status {
+	st, _ := f.scan(b, out, -1, nil, member, keys)
 	return st
 }
 
 // scan is Scan; when the member of the unquote-th name is a string, it
-// also appends its decoded content to dst (ScanUnquote).
-func (f *Fields) scan(b []byte, out []Value, unquote int, dst []byte) (Status, []byte) {
+// also appends its decoded content to dst (ScanUnquote), and when the
+// member of the hash-th name is an object, it adds its keys to keys
+// (ScanKeys).
+func (f *Fields) scan(b []byte, out []Value, unquote int, dst []byte, hash int, keys *schema.KeysHash) (Status, []byte) {
 	out = out[:len(f.names)]
 	clear(out)
 	s := scanner{b: b}
@@ -181,10 +197,15 @@ func (f *Fields) scan(b []byte, out []Value, unquote int, dst []byte) (Status, [
 		var kind Kind
 		// slot is -1 for a key nobody asked for, as unquote is when Scan
 		// decodes no member: compare only a wanted key's slot.
-		if slot >= 0 && slot == unquote && s.peek() == '"' {
+		switch {
+		case slot >= 0 && slot == unquote && s.peek() == '"':
 			kind = KindString
 			st, dst = s.strAppend(dst)
-		} else {
+		case slot >= 0 && slot == hash && s.peek() == '{':
+			// A member's value is at depth 1, an object in it at 2.
+			kind = KindObject
+			st = s.object(2, keys)
+		default:
 			kind, st = s.value(1)
 		}
 		if st != OK {
@@ -210,6 +231,29 @@ func (f *Fields) scan(b []byte, out []Value, unquote int, dst []byte) (Status, [
 	}
 }
 
+// ObjectKeys validates b as one JSON text, as Valid does, whose value must
+// be an object, and returns the names of the object's top-level keys added
+// to a KeysHash (see ScanKeys). A valid text whose value is not an object
+// is Unusual.
+func ObjectKeys(b []byte) (Status, schema.KeysHash) {
+	var keys schema.KeysHash
+	s := scanner{b: b}
+	s.ws()
+	if s.peek() != '{' {
+		if _, st := s.value(0); st != OK {
+			return st, keys
+		}
+		if st := s.end(); st != OK {
+			return st, keys
+		}
+		return Unusual, keys
+	}
+	if st := s.object(1, &keys); st != OK {
+		return st, keys
+	}
+	return s.end(), keys
+}
+
 // Valid reports whether b is one valid JSON text, as json.Valid does.
 func Valid(b []byte) Status {
 	s := scanner{b: b}
@@ -232,6 +276,9 @@ type Row struct {
 	// for canonical rows only (a non-canonical row may hold the key twice or
 	// escaped); zero when absent.
 	Member Value
+	// Keys holds the names of the row's top-level keys, as ObjectKeys
+	// adds them.
+	Keys schema.KeysHash
 }
 
 // ScanRow validates b as one JSON text, reports whether it is in
@@ -268,6 +315,7 @@ func ScanRow(b []byte, key string) (Status, Row) {
 		if st != OK {
 			return st, row
 		}
+		addKey(&row.Keys, s.b[keyStart:s.i], plain)
 		k := s.b[keyStart+1 : s.i-1]
 		if prev != nil && bytes.Compare(prev, k) >= 0 {
 			s.canon = false

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // Scan decodes nothing: a string member whose key is none of the wanted
@@ -30,4 +32,25 @@ func TestScanDecodesNoOtherMember(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs, "allocations per ScanUnquote into a large enough buffer")
+}
+
+// Hashing a row's keys allocates nothing, escaped keys included.
+func TestKeysAllocateNothing(t *testing.T) {
+	f := NewFields("type", "data")
+	b := []byte(`{"type":"insert","data":{"id":1,"customer_id":42,"n\u00e4me":"x","\u005f_op":0}}`)
+	row := []byte(`{"id":1,"customer_id":42,"n\u00e4me":"x","__op":0}`)
+	out := make([]Value, f.Len())
+	var keys schema.KeysHash
+	allocs := testing.AllocsPerRun(100, func() {
+		if st := f.ScanKeys(b, out, 1, &keys); st != OK {
+			t.Fatalf("scan: %v", st)
+		}
+		if st, _ := ObjectKeys(row); st != OK {
+			t.Fatalf("object keys: %v", st)
+		}
+		if st, _ := ScanRow(row, "__op"); st != OK {
+			t.Fatalf("scan row: %v", st)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per key hashing scan")
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // The differential checks: each compares one scanner function with
@@ -72,6 +74,7 @@ func checkScan(t require.TestingT, b []byte) {
 	out := make([]Value, testFields.Len())
 	st := testFields.Scan(b, out)
 	checkScanUnquote(t, b, st, out)
+	checkScanKeys(t, b, st, out)
 	valid := json.Valid(b)
 	switch st {
 	case Invalid:
@@ -122,6 +125,73 @@ func checkScanUnquote(t require.TestingT, b []byte, st Status, out []Value) {
 			want += string(AppendUnquoted(nil, out[k].Raw))
 		}
 		require.Equal(t, want, string(dst), "ScanUnquote's content of member %d of %q", k, b)
+	}
+}
+
+// refKeys is encoding/json's view of the top-level keys of the object raw:
+// each key read as a token (decoded as encoding/json decodes strings), in
+// the order written, added to a KeysHash.
+func refKeys(t require.TestingT, raw []byte) schema.KeysHash {
+	var h schema.KeysHash
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	require.NoError(t, err)
+	require.Equal(t, json.Delim('{'), tok, "%q is an object", raw)
+	for dec.More() {
+		tok, err := dec.Token()
+		require.NoError(t, err)
+		h.AddString(tok.(string))
+		var skip json.RawMessage
+		require.NoError(t, dec.Decode(&skip))
+	}
+	return h
+}
+
+// checkScanKeys checks ScanKeys and ScanUnquoteKeys against Scan, Scan
+// with ScanUnquote, and refKeys for every member: the same status and
+// values, and when OK the member's keys when it is an object, nothing
+// otherwise.
+func checkScanKeys(t require.TestingT, b []byte, st Status, out []Value) {
+	for k := range testFields.Len() {
+		got := make([]Value, testFields.Len())
+		var keys schema.KeysHash
+		require.Equal(t, st, testFields.ScanKeys(b, got, k, &keys), "ScanKeys of member %d of %q", k, b)
+		var keys2 schema.KeysHash
+		got2 := make([]Value, testFields.Len())
+		st2, dst := testFields.ScanUnquoteKeys(b, got2, k, []byte("pre"), &keys2)
+		require.Equal(t, st, st2, "ScanUnquoteKeys of member %d of %q", k, b)
+		if st != OK {
+			continue
+		}
+		require.Equal(t, out, got, "ScanKeys's values of %q", b)
+		require.Equal(t, out, got2, "ScanUnquoteKeys's values of %q", b)
+		var want schema.KeysHash
+		if out[k].Kind == KindObject {
+			want = refKeys(t, out[k].Raw)
+		}
+		require.Equal(t, want, keys, "ScanKeys's keys of member %d of %q", k, b)
+		require.Equal(t, want, keys2, "ScanUnquoteKeys's keys of member %d of %q", k, b)
+		wantDst := "pre"
+		if out[k].Kind == KindString {
+			wantDst += string(AppendUnquoted(nil, out[k].Raw))
+		}
+		require.Equal(t, wantDst, string(dst), "ScanUnquoteKeys's content of member %d of %q", k, b)
+	}
+}
+
+// checkObjectKeys checks ObjectKeys against json.Valid and refKeys.
+func checkObjectKeys(t require.TestingT, b []byte) {
+	st, keys := ObjectKeys(b)
+	valid := json.Valid(b)
+	isObject := len(bytes.TrimLeft(b, " \t\r\n")) > 0 && bytes.TrimLeft(b, " \t\r\n")[0] == '{'
+	switch st {
+	case Invalid:
+		require.False(t, valid, "ObjectKeys rejected %q, which encoding/json accepts", b)
+	case Unusual:
+		require.True(t, !valid || !isObject || depth(b) > MaxDepth, "ObjectKeys gave up on %q", b)
+	case OK:
+		require.True(t, valid && isObject, "ObjectKeys accepted %q", b)
+		require.Equal(t, refKeys(t, b), keys, "ObjectKeys's keys of %q", b)
 	}
 }
 
@@ -197,6 +267,7 @@ func checkRow(t require.TestingT, b []byte) {
 	require.True(t, valid, "ScanRow accepted %q, which encoding/json rejects", b)
 	var m map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(b, &m), "ScanRow accepted %q as an object", b)
+	require.Equal(t, refKeys(t, b), row.Keys, "ScanRow's keys of %q", b)
 	if !row.Canonical {
 		require.Nil(t, row.Member.Raw, "a member is reported for canonical rows only")
 		return
@@ -215,6 +286,7 @@ func checkAll(t require.TestingT, b []byte) {
 	checkValid(t, b)
 	checkScan(t, b)
 	checkRow(t, b)
+	checkObjectKeys(t, b)
 	checkUnquote(t, b)
 }
 
@@ -238,6 +310,8 @@ var hostile = []string{
 	`{"__op":1,"s":"a\"b"}`, `{"__op":1,"s":"é"}`, `{"__op":1,"s":"\u2028"}`, "{\"__op\":1,\"s\":\"\xe2\x80\xa8\"}",
 	`{"__op":1,"n":1.50,"m":1e5,"k":-0}`, `{"":1,"__op":0}`, `{"__op":0,"":1}`, "\f{}", "{}\f", "\u00a0{}", "{\"a\":1}\n",
 	`{"order_id":1,"customer_id":100,"total_amount":99.99,"order_status":"created"}`,
+	`{"a":1,"a":2}`, `{"a\u00e9":1,"aé":2}`, `{"\u005f_op":1,"b":2}`, "{\"\xff\":1,\"\xfe\":2}", `{"json":{"a":1,"a":1,"__op":1}}`,
+	`{"data":{"x\ny":1,"\ud83d":2,"":3}}`, `{"json":{"` + strings.Repeat("k", 300) + `\u00e9":1}}`,
 	`{"partition":3,"txnId":"t-17","type":"DATA","database":"test","table":"orders","json":"{\"order_id\":1,\"__op\":1}"}`,
 	`{"database":"shop","table":"orders","type":"insert","ts":1477053217,"xid":23396,"commit":true,"data":{"id":1,"customer_id":42}}`,
 }
@@ -371,5 +445,42 @@ func TestGeneratedAreMostlyDecided(t *testing.T) {
 		`{"database":"shop","table":"orders","type":"insert","ts":1477053217,"xid":23396,"commit":true,"data":{"id":1,"customer_id":42}}`,
 	} {
 		assert.Equal(t, OK, testFields.Scan([]byte(b), out), b)
+	}
+}
+
+// The keys of a row, as each scan reports them: the same names give the
+// same hash in any order and however they are escaped, __op aside; nested
+// keys do not count.
+func TestKeysOfRows(t *testing.T) {
+	hash := func(names ...string) schema.KeysHash {
+		var h schema.KeysHash
+		for _, n := range names {
+			h.AddString(n)
+		}
+		return h
+	}
+	for row, want := range map[string]schema.KeysHash{
+		`{"a":1,"b":{"c":2}}`:            hash("a", "b"),
+		`{"b":[{"z":1}],"a":null}`:       hash("a", "b"),
+		`{"\u0061":1,"b":2,"__op":1}`:    hash("a", "b"),
+		`{"é":1}`:                        hash("é"),
+		`{"\u00e9":1}`:                   hash("é"),
+		`{}`:                             hash(),
+		`{"a":1,"a":2}`:                  hash("a", "a"),
+		"{\"\xff\":1}":                   hash("\uFFFD"),
+		`{"__o\u0070":1,"x\"y":true}`:    hash(`x"y`),
+		` {"a" : 1 , "b" : "\u0062"} `:   hash("a", "b"),
+		`{"order_id":1,"customer_id":2}`: hash("customer_id", "order_id"),
+	} {
+		st, keys := ObjectKeys([]byte(row))
+		require.Equal(t, OK, st, row)
+		assert.Equal(t, want, keys, "ObjectKeys %s", row)
+		st, r := ScanRow([]byte(row), "__op")
+		require.Equal(t, OK, st, row)
+		assert.Equal(t, want, r.Keys, "ScanRow %s", row)
+		var k schema.KeysHash
+		out := make([]Value, testFields.Len())
+		require.Equal(t, OK, testFields.ScanKeys([]byte(`{"type":"DATA","data":`+row+`}`), out, 4, &k), row)
+		assert.Equal(t, want, k, "ScanKeys %s", row)
 	}
 }

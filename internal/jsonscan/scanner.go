@@ -3,6 +3,8 @@ package jsonscan
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // The scanner: one pass over a JSON text, the grammar of RFC 8259 as
@@ -60,7 +62,7 @@ func (s *scanner) value(depth int) (Kind, Status) {
 		st, _ := s.str()
 		return KindString, st
 	case '{':
-		return KindObject, s.object(depth + 1)
+		return KindObject, s.object(depth+1, nil)
 	case '[':
 		return KindArray, s.array(depth + 1)
 	case 't':
@@ -195,7 +197,10 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-func (s *scanner) object(depth int) Status {
+// object reads an object at nesting depth depth; with keys set, it adds
+// each of its own keys (not those of nested objects) to keys, unquoted, as
+// written: a key that occurs twice is added twice.
+func (s *scanner) object(depth int, keys *schema.KeysHash) Status {
 	if depth > MaxDepth {
 		return Unusual
 	}
@@ -211,8 +216,12 @@ func (s *scanner) object(depth int) Status {
 			return Invalid
 		}
 		keyStart := s.i
-		if st, _ := s.str(); st != OK {
+		st, plain := s.str()
+		if st != OK {
 			return st
+		}
+		if keys != nil {
+			addKey(keys, s.b[keyStart:s.i], plain)
 		}
 		if s.canon {
 			k := s.b[keyStart+1 : s.i-1]
@@ -270,6 +279,23 @@ func (s *scanner) array(depth int) Status {
 			return Invalid
 		}
 	}
+}
+
+// addKey adds the key whose string literal (quotes included) is raw to
+// keys; plain is what str said of it.
+func addKey(keys *schema.KeysHash, raw []byte, plain bool) {
+	if plain {
+		keys.Add(raw[1 : len(raw)-1])
+		return
+	}
+	addEscapedKey(keys, raw)
+}
+
+// addEscapedKey adds a key with escapes or non-ASCII bytes by its decoded
+// name (AppendUnquoted), unquoted on the stack unless it is long.
+func addEscapedKey(keys *schema.KeysHash, raw []byte) {
+	var buf [128]byte
+	keys.Add(AppendUnquoted(buf[:0], raw))
 }
 
 // equalFoldASCII reports whether the ASCII texts a and b are equal without

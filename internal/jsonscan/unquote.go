@@ -3,6 +3,8 @@ package jsonscan
 import (
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // AppendUnquoted appends the decoded content of raw, a string literal that a
@@ -77,7 +79,14 @@ func hex4(p []byte) rune {
 // given when the member is absent or not a string). On any status but OK,
 // what was appended is unspecified.
 func (f *Fields) ScanUnquote(b []byte, out []Value, unquote int, dst []byte) (Status, []byte) {
-	return f.scan(b, out, unquote, dst)
+	return f.scan(b, out, unquote, dst, -1, nil)
+}
+
+// ScanUnquoteKeys is ScanUnquote and ScanKeys of one member at once: a row
+// sent either as a JSON string (decoded into dst) or as an object (its
+// keys added to keys).
+func (f *Fields) ScanUnquoteKeys(b []byte, out []Value, member int, dst []byte, keys *schema.KeysHash) (Status, []byte) {
+	return f.scan(b, out, member, dst, member, keys)
 }
 
 // strAppend is str, outside canonical tracking, that also appends the

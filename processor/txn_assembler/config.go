@@ -97,6 +97,7 @@ func customFromConfig(conf *service.ParsedConfig) (*customMappings, error) {
 		{fieldCustomTable, &c.table},
 		{fieldCustomRow, &c.row},
 		{fieldCustomDelete, &c.del},
+		{fieldCustomSchema, &c.schema},
 	} {
 		if *f.dst, err = conf.FieldBloblang(f.name); err != nil {
 			return nil, fmt.Errorf("parsing custom.%s: %w", f.name, err)

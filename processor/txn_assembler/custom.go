@@ -1,6 +1,7 @@
 package txnassembler
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -10,8 +11,11 @@ import (
 
 // customMappings are the Bloblang mappings of format: custom.
 type customMappings struct {
-	kind, txnID, database, table, row, del *bloblang.Executor
+	kind, txnID, database, table, row, del, schema *bloblang.Executor
 }
+
+// customKinds lists the kinds a custom kind mapping may give.
+const customKinds = "begin, data, end, data_end, schema, schema_end, abort or skip"
 
 func (c *customMappings) decode(msg *service.Message) (event, error) {
 	var ev event
@@ -39,6 +43,10 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 		ev.kind = kindEnd
 	case "data_end":
 		ev.kind = kindDataEnd
+	case "schema":
+		ev.kind, ev.schema = kindData, true
+	case "schema_end":
+		ev.kind, ev.schema = kindDataEnd, true
 	case "abort":
 		ev.kind = kindAbort
 		return ev, nil
@@ -46,12 +54,12 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 		ev.kind = kindSkip
 		return ev, nil
 	case "":
-		return ev, badField("custom.kind", "gave no kind (%s): expected begin, data, end, data_end, abort or skip", typeName(v))
+		return ev, badField("custom.kind", "gave no kind (%s): expected %s", typeName(v), customKinds)
 	default:
-		return ev, badField("custom.kind", "gave unknown kind %q: expected begin, data, end, data_end, abort or skip", kind)
+		return ev, badField("custom.kind", "gave unknown kind %q: expected %s", kind, customKinds)
 	}
 	if ev.txnID == "" {
-		return ev, badField("custom.txn_id", "gave no transaction id for a %s event", ev.kind)
+		return ev, badField("custom.txn_id", "gave no transaction id for a %s event", strings.ToLower(kind))
 	}
 	if !ev.kind.isData() {
 		return ev, nil
@@ -60,6 +68,10 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 		return ev, err
 	}
 	if ev.table, err = c.stringValue(msg, c.table, "custom.table"); err != nil {
+		return ev, err
+	}
+	if ev.schema {
+		ev.def, err = c.definition(msg)
 		return ev, err
 	}
 	if v, err = queryValue(msg, c.row); err != nil {
@@ -85,7 +97,35 @@ func (c *customMappings) decode(msg *service.Message) (event, error) {
 	if ev.rowJSON, err = encodeRow(row); err != nil {
 		return ev, badField("custom.row", "cannot be encoded: %v", err)
 	}
+	ev.keys = mapKeys(row).Sum()
 	return ev, nil
+}
+
+// definition runs the schema mapping of a schema event: a table
+// definition as an object or a JSON string of one (tableDefinition).
+func (c *customMappings) definition(msg *service.Message) ([]byte, error) {
+	v, err := queryValue(msg, c.schema)
+	if err != nil {
+		return nil, badField("custom.schema", "mapping failed: %v", err)
+	}
+	var b []byte
+	switch x := v.(type) {
+	case nil:
+		return nil, badField("custom.schema", "gave nothing: a schema change needs its table definition %s", definitionShape)
+	case string:
+		b = []byte(x)
+	case map[string]any:
+		if b, err = json.Marshal(x); err != nil {
+			return nil, badField("custom.schema", "cannot be encoded: %v", err)
+		}
+	default:
+		return nil, badField("custom.schema", "must give a table definition %s (an object, or a JSON string of one), got %s", definitionShape, typeName(v))
+	}
+	def, ierr := tableDefinition("custom.schema", b)
+	if ierr != nil {
+		return nil, ierr
+	}
+	return def, nil
 }
 
 func (c *customMappings) stringValue(msg *service.Message, exec *bloblang.Executor, field string) (string, error) {
@@ -103,7 +143,10 @@ func (c *customMappings) stringValue(msg *service.Message, exec *bloblang.Execut
 }
 
 // queryValue runs a mapping against a message (this = its JSON body, @ = its
-// metadata) and returns the root value; nil when the root was deleted.
+// metadata) and returns the root value; nil when the root was deleted or
+// is null (a field the event lacks). Benthos's query result holds a null
+// root as the text "null", as it holds a string root: that text is taken
+// for null, never for a table, a transaction id or a row named "null".
 func queryValue(msg *service.Message, exec *bloblang.Executor) (any, error) {
 	res, err := msg.BloblangQuery(exec)
 	if err != nil || res == nil {
@@ -114,6 +157,9 @@ func queryValue(msg *service.Message, exec *bloblang.Executor) (any, error) {
 		b, err := res.AsBytes()
 		if err != nil {
 			return nil, fmt.Errorf("reading the mapping result: %w", err)
+		}
+		if string(b) == "null" {
+			return nil, nil
 		}
 		return string(b), nil
 	}

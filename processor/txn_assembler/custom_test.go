@@ -114,3 +114,27 @@ partition: p
 	require.Error(t, got[1].Err)
 	assert.Contains(t, got[1].Err.Error(), `field "custom.kind" gave unknown kind "nonsense"`)
 }
+
+// A mapping whose root is null (a field the event lacks) gives nothing: a
+// row without its table is flagged, never loaded into a table named
+// "null", and an event without its transaction id is flagged too.
+func TestCustomNullIsMissing(t *testing.T) {
+	p, _ := newProc(t, `
+format: custom
+partition: p
+database: shop
+`)
+	got := readAll(t, run(t, p,
+		service.NewMessage([]byte(`{"kind":"data_end","txn_id":"x","row":{"a":1}}`)),
+		service.NewMessage([]byte(`{"kind":"data_end","table":"t","row":{"a":1}}`)),
+		service.NewMessage([]byte(`{"kind":"data_end","txn_id":"y","table":"t"}`)),
+	))
+	require.Len(t, got, 3)
+	require.Error(t, got[0].Err)
+	assert.Contains(t, got[0].Err.Error(), `field "table" is missing or empty`)
+	assert.NotEqual(t, "null", got[0].Table)
+	require.Error(t, got[1].Err)
+	assert.Contains(t, got[1].Err.Error(), `field "custom.txn_id" gave no transaction id`)
+	require.Error(t, got[2].Err)
+	assert.Contains(t, got[2].Err.Error(), `field "custom.row" is missing`)
+}

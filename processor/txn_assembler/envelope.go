@@ -20,7 +20,8 @@ type envelopeEvent struct {
 }
 
 // decodeEnvelope reads {"partition", "txnId", "type", "database", "table",
-// "json", optional "op"}.
+// "json", optional "op"}. A SCHEMA event's json is a table definition
+// (tableDefinition), the others' a row.
 func decodeEnvelope(msg *service.Message) (event, error) {
 	var ev event
 	var raw envelopeEvent
@@ -46,12 +47,14 @@ func decodeEnvelope(msg *service.Message) (event, error) {
 		ev.kind = kindBegin
 	case "DATA":
 		ev.kind = kindData
+	case "SCHEMA":
+		ev.kind, ev.schema = kindData, true
 	case "TXN_END":
 		ev.kind = kindEnd
 	case "":
-		return ev, badField("type", "is missing: expected TXN_BEGIN, DATA or TXN_END")
+		return ev, badField("type", "is missing: expected TXN_BEGIN, DATA, SCHEMA or TXN_END")
 	default:
-		return ev, badField("type", "has unknown event type %q: expected TXN_BEGIN, DATA or TXN_END", typ)
+		return ev, badField("type", "has unknown event type %q: expected TXN_BEGIN, DATA, SCHEMA or TXN_END", typ)
 	}
 	if ev.txnID == "" {
 		return ev, badField("txnId", "is missing: every %s event needs its transaction id", strings.ToUpper(typ))
@@ -64,6 +67,17 @@ func decodeEnvelope(msg *service.Message) (event, error) {
 	}
 	if ev.table, ierr = rawString("table", raw.Table); ierr != nil {
 		return ev, ierr
+	}
+	if ev.schema {
+		// A table definition, part of its transaction like a row.
+		def, ierr := rawDefinition("json", raw.JSON)
+		if ierr != nil {
+			return ev, ierr
+		}
+		if ev.def, ierr = tableDefinition("json", def); ierr != nil {
+			return ev, ierr
+		}
+		return ev, nil
 	}
 	rowJSON, ierr := rawRow("json", raw.JSON)
 	if ierr != nil {
@@ -83,5 +97,6 @@ func decodeEnvelope(msg *service.Message) (event, error) {
 	if ev.rowJSON, ierr = withOp("json", rowJSON, del, explicit); ierr != nil {
 		return ev, ierr
 	}
+	ev.keys = rowKeys(ev.rowJSON)
 	return ev, nil
 }

@@ -16,10 +16,10 @@ func (p *Processor) begin(w *writer, ps *partState, msg *service.Message, partit
 	switch {
 	case ps.open == nil:
 		ps.openTxn(ev.txnID, true)
-		p.m.dropped.incrLabel("begin")
+		p.m.dropped.incrLabel(dropBegin)
 	case ps.open.id == ev.txnID:
 		// A re-sent BEGIN of the open transaction.
-		p.m.dropped.incrLabel("begin")
+		p.m.dropped.incrLabel(dropBegin)
 	default:
 		// The source restarted: discard the open transaction in place of this
 		// BEGIN, then open the new one.
@@ -46,12 +46,12 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		TxnID: open.id, HasOffset: true, SourceOffset: off,
 	}}
 	if dataErr == nil {
-		e.body, e.del = ev.rowJSON, ev.del
+		e.setBody(ev)
 	}
 	if dataErr != nil {
 		e.keepBody = true
 		e.err = flagErr(partition, ev.txnID, "%v", dataErr)
-		e.reason = "bad_input"
+		e.reason = reasonBadInput
 	}
 
 	if open.id != ev.txnID {
@@ -59,17 +59,21 @@ func (p *Processor) data(w *writer, ps *partState, msg *service.Message, partiti
 		// Flag the row under the open transaction, so that the output
 		// dead-letters that one, and remember the row's own transaction as
 		// incomplete.
-		reason := fmt.Sprintf("row of transaction %q arrived while transaction %q is open: two writers interleave in this partition (contract violation); both transactions are incomplete and must be dead-lettered", ev.txnID, open.id)
+		what := "row"
+		if ev.schema || ev.ddl {
+			what = "schema change"
+		}
+		reason := fmt.Sprintf("%s of transaction %q arrived while transaction %q is open: two writers interleave in this partition (contract violation); both transactions are incomplete and must be dead-lettered", what, ev.txnID, open.id)
 		ps.poison(ev.txnID, reason)
 		e.err = flagErr(partition, open.id, "field %q: %s%s", p.txnField, reason, suffix(dataErr))
-		e.reason = "violation"
+		e.reason = reasonViolation
 		p.m.violations.incr()
 		w.emit(msg, e)
 		return
 	}
 	if open.poison != "" && e.err == nil {
 		e.err = flagErr(partition, open.id, "field %q: transaction is incomplete: %s", p.txnField, open.poison)
-		e.reason = "incomplete"
+		e.reason = reasonIncomplete
 	}
 	if isEnd {
 		e.meta.TxnEnd = true
@@ -90,12 +94,12 @@ func suffix(err error) string {
 func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partition string, ev event, off int64) {
 	switch {
 	case ps.open == nil:
-		p.m.dropped.incrLabel("end")
+		p.m.dropped.incrLabel(dropEnd)
 	case ps.open.id != ev.txnID:
 		// An END of a transaction that is not open (a duplicate, or the END
 		// of an aborted or interleaved one) ends nothing. Rows of an
 		// interleaved transaction were flagged already.
-		p.m.dropped.incrLabel("end")
+		p.m.dropped.incrLabel(dropEnd)
 		p.m.violations.incr()
 		p.log.Warnf("txn_assembler: partition %q: END of transaction %q dropped while transaction %q is open", partition, ev.txnID, ps.open.id)
 	default:
@@ -106,7 +110,7 @@ func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partitio
 		}}
 		if open.poison != "" {
 			e.err = flagErr(partition, open.id, "field %q: transaction is incomplete: %s", p.txnField, open.poison)
-			e.reason = "incomplete"
+			e.reason = reasonIncomplete
 		}
 		ps.unpoison(open.id)
 		ps.open = nil
@@ -118,9 +122,9 @@ func (p *Processor) end(w *writer, ps *partState, msg *service.Message, partitio
 func (p *Processor) abort(w *writer, ps *partState, msg *service.Message, partition string, ev event, off int64) {
 	switch {
 	case ps.open == nil:
-		p.m.dropped.incrLabel("abort")
+		p.m.dropped.incrLabel(dropAbort)
 	case ev.txnID != "" && ps.open.id != ev.txnID:
-		p.m.dropped.incrLabel("abort")
+		p.m.dropped.incrLabel(dropAbort)
 		p.m.violations.incr()
 		p.log.Warnf("txn_assembler: partition %q: abort of transaction %q dropped while transaction %q is open", partition, ev.txnID, ps.open.id)
 	default:
@@ -177,8 +181,12 @@ func (p *Processor) bad(w *writer, ps *partState, msg *service.Message, partitio
 // replay flags a message whose offset the partition has already passed. It
 // changes no state.
 func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, partition string, ev event, decErr error, off int64) {
-	if decErr == nil && (ev.kind == kindBegin || ev.kind == kindSkip) {
-		p.m.dropped.incrLabel(ev.kind.String())
+	if decErr == nil && ev.kind == kindBegin {
+		p.m.dropped.incrLabel(dropBegin)
+		return
+	}
+	if decErr == nil && ev.kind == kindSkip {
+		p.skip(partition, ev)
 		return
 	}
 	txn := ev.txnID
@@ -191,14 +199,15 @@ func (p *Processor) replay(w *writer, ps *partState, msg *service.Message, parti
 	e := emission{
 		meta:     contract.Meta{Partition: partition, TxnID: txn, HasOffset: true, SourceOffset: off},
 		keepBody: true,
-		reason:   "replay",
+		reason:   reasonReplay,
 	}
 	if decErr == nil {
 		switch {
 		case ev.kind.isData():
 			if t, err := p.target(ev); err == nil {
 				e.meta.Database, e.meta.Table = t.database, t.table
-				e.body, e.del, e.keepBody = t.rowJSON, t.del, false
+				e.setBody(t)
+				e.keepBody = false
 			}
 		case ev.kind == kindEnd || ev.kind == kindAbort:
 			e.meta.Marker = true

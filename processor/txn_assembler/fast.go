@@ -9,6 +9,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/jsonscan"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // fastDecoder holds the single-pass decoders of the envelope and maxwell
@@ -60,9 +61,9 @@ func (d *fastDecoder) maxwell(msg *service.Message) (event, error) {
 	return ev, err
 }
 
-// scanBody reads the message body and scans it for fields; ok is false when
-// the fast path must decline.
-func (d *fastDecoder) scanBody(msg *service.Message, fields *jsonscan.Fields) ([]jsonscan.Value, bool) {
+// scanBody reads the message body and scans it for fields, adding the keys
+// of the row member to keys; ok is false when the fast path must decline.
+func (d *fastDecoder) scanBody(msg *service.Message, fields *jsonscan.Fields, row int, keys *schema.KeysHash) ([]jsonscan.Value, bool) {
 	if d.off {
 		return nil, false
 	}
@@ -71,7 +72,7 @@ func (d *fastDecoder) scanBody(msg *service.Message, fields *jsonscan.Fields) ([
 		return nil, false
 	}
 	vals := d.vals[:fields.Len()]
-	if fields.Scan(bytes.TrimSpace(b), vals) != jsonscan.OK {
+	if fields.ScanKeys(bytes.TrimSpace(b), vals, row, keys) != jsonscan.OK {
 		return nil, false
 	}
 	return vals, true
@@ -102,10 +103,12 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	if cap(d.buf) > maxScratch {
 		d.buf = nil // do not keep the largest row ever seen
 	}
-	// A row given as a string is decoded into d.buf in the same pass.
+	// A row given as a string is decoded into d.buf in the same pass; the
+	// keys of one given as an object are hashed in it.
 	v := d.vals[:envelopeFields.Len()]
 	var st jsonscan.Status
-	if st, d.buf = envelopeFields.ScanUnquote(bytes.TrimSpace(b), v, envJSON, d.buf[:0]); st != jsonscan.OK {
+	var keys schema.KeysHash
+	if st, d.buf = envelopeFields.ScanUnquoteKeys(bytes.TrimSpace(b), v, envJSON, d.buf[:0], &keys); st != jsonscan.OK {
 		return r, false
 	}
 	ok := false
@@ -153,15 +156,15 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 		if len(row) == 0 || row[0] != '{' {
 			return r, false
 		}
-		// Validated once: with the analysis withOpFast needs when the row
-		// carries __op text, plainly otherwise.
+		// Validated once, its keys hashed: with the analysis withOpFast
+		// needs when the row carries __op text, plainly otherwise.
 		if hasOp = hasOpKey(row); hasOp {
 			st, info := jsonscan.ScanRow(row, contract.OpField)
 			if st != jsonscan.OK {
 				return r, false
 			}
-			scanned = &info
-		} else if jsonscan.Valid(row) != jsonscan.OK {
+			scanned, keys = &info, info.Keys
+		} else if st, keys = jsonscan.ObjectKeys(row); st != jsonscan.OK {
 			return r, false
 		}
 	default:
@@ -190,7 +193,7 @@ func (d *fastDecoder) envelopeFast(msg *service.Message) (event, bool) {
 	default:
 		return r, false
 	}
-	ev.rowJSON, ev.del, ok = withOpFast("json", row, hasOp, scanned, del, explicit)
+	ev.rowJSON, ev.del, ev.keys, ok = withOpFast("json", row, hasOp, scanned, keys, del, explicit)
 	return r, ok
 }
 
@@ -240,7 +243,8 @@ const (
 
 func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 	var r event
-	v, ok := d.scanBody(msg, maxwellFields)
+	var keys schema.KeysHash
+	v, ok := d.scanBody(msg, maxwellFields, mxData, &keys)
 	if !ok {
 		return r, false
 	}
@@ -274,8 +278,12 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 		ev.kind, ev.bootstrap, ev.txnID = kindDataEnd, true, ""
 	default:
 		s := string(typ)
-		if maxwellSkipped[s] || v[mxSQL].Raw != nil || v[mxDef].Raw != nil ||
-			strings.HasPrefix(s, "database-") || strings.HasPrefix(s, "table-") {
+		switch {
+		case isMaxwellSchemaChange(s):
+			return r, false // rare: decodeMaxwell builds the table
+		case isMaxwellDDL(s):
+			return skippedDDL(s, ev.txnID, v[mxDatabase].Raw, v[mxTable].Raw), true
+		case maxwellSkipped[s] || v[mxSQL].Raw != nil || v[mxDef].Raw != nil:
 			return event{kind: kindSkip, txnID: ev.txnID}, true
 		}
 		return r, false
@@ -302,21 +310,23 @@ func (d *fastDecoder) maxwellFast(msg *service.Message) (event, bool) {
 		return r, false
 	}
 	row := v[mxData].Raw
-	ev.rowJSON, ev.del, ok = withOpFast("data", row, hasOpKey(row), nil, del, true)
+	ev.rowJSON, ev.del, ev.keys, ok = withOpFast("data", row, hasOpKey(row), nil, keys, del, true)
 	return r, ok
 }
 
 // withOpFast is withOp for a row known to be one valid JSON object, with
-// the same result; it also returns the row's final __op. A row in
-// encoding/json's canonical form that already carries a top-level __op of 0
-// or 1 keeps its bytes (withOp would decode and re-encode it to the same
-// text); ok is false where withOp fails. hasOp is hasOpKey(row), and
-// scanned ScanRow's analysis of the row when the caller has it already.
-func withOpFast(field string, row []byte, hasOp bool, scanned *jsonscan.Row, del, explicit bool) ([]byte, bool, bool) {
+// the same result; it also returns the row's final __op and the KeysHash
+// sum of the row it returns (rowKeys). A row in encoding/json's canonical
+// form that already carries a top-level __op of 0 or 1 keeps its bytes
+// (withOp would decode and re-encode it to the same text); ok is false
+// where withOp fails. hasOp is hasOpKey(row), scanned ScanRow's analysis
+// of the row when the caller has it already, and keys the row's keys as
+// the caller's scan hashed them.
+func withOpFast(field string, row []byte, hasOp bool, scanned *jsonscan.Row, keys schema.KeysHash, del, explicit bool) (out []byte, isDel bool, sum uint64, ok bool) {
 	if !hasOp {
-		// withOp appends the __op: it is del.
+		// withOp appends the __op: it is del, and the keys are the row's.
 		out, ierr := withOpKnown(field, row, false, del, explicit)
-		return out, del, ierr == nil
+		return out, del, keys.Sum(), ierr == nil
 	}
 	st, info := jsonscan.OK, jsonscan.Row{}
 	if scanned != nil {
@@ -332,13 +342,14 @@ func withOpFast(field string, row []byte, hasOp bool, scanned *jsonscan.Row, del
 		out := make([]byte, len(row))
 		copy(out, row)
 		out[op.Off] = opDigit(del)
-		return out, del, true
+		return out, del, keys.Sum(), true
 	}
-	out, ierr := withOpKnown(field, row, true, del, explicit)
+	// Decoded and encoded again: a key written twice becomes one member.
+	out, built, ierr := reencodeWithOp(field, row, del, explicit)
 	if ierr != nil {
-		return nil, false, false
+		return nil, false, 0, false
 	}
-	return out, rowIsDelete(out), true
+	return out, rowIsDelete(out), built.Sum(), true
 }
 
 func opDigit(del bool) byte {

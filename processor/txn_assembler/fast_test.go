@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -46,6 +47,7 @@ func checkDecode(t require.TestingT, format string, body []byte) bool {
 	require.Equal(t, want, got, "the fast path decoded %q differently", body)
 	if got.rowJSON != nil {
 		require.True(t, json.Valid(got.rowJSON) && got.rowJSON[0] == '{', "the row of %q is not a JSON object", body)
+		require.Equal(t, tokenKeys(t, got.rowJSON), got.keys, "the keys of the row of %q", body)
 	}
 	return true
 }
@@ -76,7 +78,7 @@ func TestFastDecodersOnHostileInputs(t *testing.T) {
 		},
 		formatMaxwell: {
 			`{"database":"shop","table":"t","type":"weird","xid":5,"sql":null,"data":{"id":1}}`,
-			`{"database":"shop","type":"table-create","def":{"x":1}}`,
+			`{"database":"shop","table":"t","type":"table-drop","sql":"DROP TABLE t"}`,
 			`{"database":"shop","table":"orders","type":"bootstrap-insert","data":{"id":1}}`,
 			`{"database":"shop","table":"orders","type":"delete","xid":5,"data":{"__op":0,"id":1}}`,
 			`{"database":"shop","table":"t","type":"update","xid":"x-5","commit":false,"data":{"id":1}}`,
@@ -158,6 +160,7 @@ func genRowValue(t *rapid.T) []string {
 		`{"__op":"1","a":1}`, `{"__op":2,"a":1}`, `{"__op":1,"__op":0}`, `{"a":{"__op":1}}`, `{"b":1,"a":2,"__op":1}`,
 		`{"__op":1,"a":{"z":1,"y":2}}`, `{"__op":1,"a":"<&>"}`, `{"__op":1,"a":"é"}`, `{"__op":1,"a":[{"b":1,"a":0}]}`,
 		`{}`, `{ "a" : 1 }`, `{"a":1.50,"b":1e3,"c":-0,"__op":0}`, `{"a":"\n","__op":1}`, `[1]`, `{"a":`, `1`,
+		`{"a":1,"a":2}`, `{"a":1,"a":2,"__op":1}`, `{"\u0061":1,"b":2}`, `{"é":1,"__op":0}`, `{"a":1,"\u005f_op":1}`,
 	}
 	row := rapid.SampledFrom(rows).Draw(t, "row")
 	quoted, _ := json.Marshal(row) // escapes <, > and & as \u003c…, as Go producers do
@@ -239,11 +242,31 @@ func compareOutputs(t require.TestingT, want, got service.MessageBatch, what str
 }
 
 // checkRowFacts checks what the typed contract says about a row body
-// against what the output would otherwise find: a JSON object, and its
-// delete flag as the output decides it.
+// against what the output would otherwise find: a JSON object, its delete
+// flag as the output decides it, and the hash of its keys.
 func checkRowFacts(t require.TestingT, body []byte, f contract.RowFacts, what string) {
 	require.True(t, len(body) > 0 && body[0] == '{' && json.Valid(body), "%s: the typed contract vouches for %q", what, body)
 	require.Equal(t, outputIsDelete(body), f.Delete, "%s: the delete flag of %q", what, body)
+	require.Equal(t, tokenKeys(t, body), f.Keys, "%s: the keys of %q", what, body)
+}
+
+// tokenKeys hashes a row's top-level keys as encoding/json's tokenizer
+// reads them, each as written, __op aside: what the contract's Keys must
+// hold for a row body.
+func tokenKeys(t require.TestingT, body []byte) uint64 {
+	var h schema.KeysHash
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	require.NoError(t, err)
+	require.Equal(t, json.Delim('{'), tok)
+	for dec.More() {
+		tok, err := dec.Token()
+		require.NoError(t, err)
+		h.AddString(tok.(string))
+		var skip json.RawMessage
+		require.NoError(t, dec.Decode(&skip))
+	}
+	return h.Sum()
 }
 
 // outputIsDelete is how the starrocks_txn output decides a delete from a
@@ -280,4 +303,44 @@ func TestHasOpKeyIsContains(t *testing.T) {
 		}
 		require.Equal(t, bytes.Contains(b, opKey), hasOpKey(b), "%q", b)
 	})
+}
+
+// TestKeysHashOfRows: every row carries the hash of its keys as written in
+// the body it is emitted with, on the fast paths and on encoding/json's,
+// and both paths decide these rows (checkDecode compares the hash too).
+func TestKeysHashOfRows(t *testing.T) {
+	hash := func(names ...string) uint64 {
+		var h schema.KeysHash
+		for _, n := range names {
+			h.AddString(n)
+		}
+		return h.Sum()
+	}
+	for format, bodies := range map[string][]string{formatEnvelope: keyedEnvelopes, formatMaxwell: keyedMaxwell} {
+		for _, b := range bodies {
+			assert.True(t, checkDecode(t, format, []byte(b)), "%s: the fast path declined %s", format, b)
+		}
+	}
+	var d fastDecoder
+	for body, want := range map[string]uint64{
+		keyedEnvelopes[0]: hash("a", "b"),
+		keyedEnvelopes[1]: hash("a", "a"),
+		keyedEnvelopes[2]: hash("a"), // decoded again: one member a
+		keyedEnvelopes[3]: hash("a"),
+		keyedEnvelopes[4]: hash("a", "a"),
+		keyedEnvelopes[5]: hash("a", "é"),
+		keyedEnvelopes[6]: hash("a", "é"),
+		keyedMaxwell[3]:   hash("a", "é"),
+		keyedMaxwell[4]:   hash("a", "b"),
+	} {
+		var ev event
+		var err error
+		if strings.Contains(body, `"xid"`) || strings.Contains(body, "bootstrap") {
+			ev, err = d.maxwell(service.NewMessage([]byte(body)))
+		} else {
+			ev, err = d.envelope(service.NewMessage([]byte(body)))
+		}
+		require.NoError(t, err, body)
+		assert.Equal(t, want, ev.keys, body)
+	}
 }

@@ -58,9 +58,22 @@ type event struct {
 	database  string
 	table     string
 	// rowJSON is the row object to load, with __op set; del is that
-	// __op (1).
+	// __op (1); keys is the schema.KeysHash sum of its top-level keys, as
+	// the row is written (ARCHITECTURE.md §14.1).
 	rowJSON []byte
 	del     bool
+	keys    uint64
+	// schema marks an explicit schema change (ARCHITECTURE.md §14.1), a
+	// data event whose body is def, the table definition (schema.Table as
+	// JSON) of database.table, emitted with starrocks_schema_change.
+	schema bool
+	def    []byte
+	// ddl marks a maxwell DDL event: a source transaction of its own,
+	// whose id is derived from its source offset once that is known.
+	ddl bool
+	// drop is the txn_assembler_dropped kind of a skipped event (dropSkip
+	// when empty), and note what the debug log says of it.
+	drop, note string
 	// envPartition is the envelope's own partition field, the fallback
 	// partition identity for non-Kafka sources.
 	envPartition string

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // The fuzz targets feed arbitrary bodies to each format. Envelope and
@@ -97,6 +98,17 @@ func checkEmitted(t *testing.T, p *Processor, in, out service.MessageBatch, seq 
 			require.Empty(t, body)
 			continue
 		}
+		if c.SchemaChange {
+			// A table definition the processor built, flagged or not.
+			var def schema.Table
+			require.NoError(t, json.Unmarshal(body, &def), "a schema change carries a table definition: %q", body)
+			require.NoError(t, def.Validate())
+			require.NotEmpty(t, def.Columns)
+			require.NotEmpty(t, c.Table)
+			_, isRow := c.Row(bytes.TrimSpace(body))
+			require.False(t, isRow, "a table definition is no row")
+			continue
+		}
 		facts, built := c.Row(bytes.TrimSpace(body))
 		if built {
 			checkRowFacts(t, body, facts, "fuzz")
@@ -121,7 +133,7 @@ func checkEmitted(t *testing.T, p *Processor, in, out service.MessageBatch, seq 
 }
 
 func FuzzEnvelope(f *testing.F) {
-	for _, h := range hostileEnvelopes {
+	for _, h := range append(append(hostileEnvelopes, keyedEnvelopes...), schemaEnvelopes...) {
 		f.Add([]byte(h))
 	}
 	r := newFuzzRig(f, "format: envelope", `{"partition":3,"txnId":"t-17","type":"TXN_END"}`, true)
@@ -132,7 +144,7 @@ func FuzzEnvelope(f *testing.F) {
 }
 
 func FuzzMaxwell(f *testing.F) {
-	for _, h := range hostileMaxwell {
+	for _, h := range append(append(hostileMaxwell, keyedMaxwell...), ddlMaxwell...) {
 		f.Add([]byte(h))
 	}
 	r := newFuzzRig(f, "format: maxwell", maxwellRow2, true)
@@ -155,6 +167,8 @@ custom:
       "ROLLBACK" => "abort"
       ["INSERT", "UPDATE", "DELETE"].contains(this) => "data"
       "LAST" => "data_end"
+      "SCHEMA" => "schema"
+      "DDL" => "schema_end"
       _ => "skip"
     }
   txn_id: 'root = this.tx'
@@ -162,6 +176,7 @@ custom:
   table: 'root = this.tbl'
   row: 'root = this.row'
   delete: 'root = this.op == "DELETE"'
+  schema: 'root = this.def'
 `
 
 func FuzzCustom(f *testing.F) {
@@ -172,6 +187,9 @@ func FuzzCustom(f *testing.F) {
 		`{"tx":null,"op":"INSERT","tbl":"t","row":{}}`, `{"tx":1.5,"op":"UPDATE","tbl":"t","db":"d","row":"{\"a\":\"<&>\"}"}`,
 		`{"tx":1,"op":"INSERT","tbl":7,"row":{"a":1}}`, `{"op":"INSERT"}`, `not json`, `{"tx":1,"op":"HEARTBEAT"}`,
 		`{"tx":1,"op":"INSERT","tbl":"t","row":"{\"a\":1"}`, `[]`, ``,
+		`{"tx":5,"op":"SCHEMA","tbl":"t","def":{"columns":[{"name":"a","type":"INT"}]}}`,
+		`{"tx":5,"op":"DDL","tbl":"t","def":"{\"columns\":[{\"name\":\"a\",\"type\":\"DECIMAL(9,2)\"}]}"}`,
+		`{"tx":5,"op":"DDL","tbl":"t","def":{"columns":[]}}`, `{"tx":5,"op":"SCHEMA","tbl":"t"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -91,3 +91,52 @@ var hostileMaxwell = []string{
 	`{"database":"shop","table":"t","type":5,"xid":5,"data":{"id":1}}`,
 	`{"database":"shop","table":"t","xid":5,"data":{"id":1}}`,
 }
+
+// keyedEnvelopes and keyedMaxwell are rows whose keys are hashed on each
+// path of the fast decoders (an object, a string, canonical with __op,
+// decoded again): written twice, escaped, non-ASCII, __op among them. They
+// are fuzz seeds and TestKeysHashOfRows's inputs; not part of the golden
+// traffic, whose digest predates the hash.
+var keyedEnvelopes = []string{
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":{"a":1,"b":{"c":2}}}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":{"a":1,"a":2}}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":{"a":1,"a":2,"__op":1}}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":"{\"a\":1,\"a\":2,\"__op\":1}"}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":"{\"a\":1,\"a\":2}"}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":{"\u0061":1,"é":2}}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":"{\"\\u0061\":1,\"é\":2}"}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":"{\"__op\":1,\"a\":1,\"é\":2}"}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":{"\u005f_op":1,"a":1},"op":"d"}`,
+	`{"txnId":"t","type":"DATA","database":"d","table":"t","json":"{\"` + "\xff" + `\":1}"}`,
+}
+
+var keyedMaxwell = []string{
+	`{"database":"d","table":"t","type":"insert","xid":1,"data":{"a":1,"a":2}}`,
+	`{"database":"d","table":"t","type":"insert","xid":1,"data":{"a":1,"a":2,"__op":0}}`,
+	`{"database":"d","table":"t","type":"delete","xid":1,"data":{"__op":0,"a":1}}`,
+	`{"database":"d","table":"t","type":"insert","xid":1,"data":{"\u0061":1,"é":{"x":1}}}`,
+	`{"database":"d","table":"t","type":"bootstrap-insert","data":{"b":1,"a":2}}`,
+}
+
+// ddlMaxwell are maxwell DDL events: schema changes first (decoded by
+// encoding/json's decoder only), then those the processor skips.
+var ddlMaxwell = []string{
+	maxwellCreate, maxwellAlter,
+	`{"type":"table-create","database":"shop","table":"t","def":{"columns":[{"type":"decimal","name":"d"}]},"sql":"CREATE TABLE t LIKE u"}`,
+	`{"type":"database-create","database":"new_db","sql":"CREATE DATABASE new_db"}`,
+	`{"type":"table-drop","database":"shop","table":"orders","sql":"DROP TABLE orders"}`,
+	`{"type":"database-drop","database":7,"table":[],"sql":"DROP DATABASE x"}`,
+	`{"type":"table-truncate","database":"shop","table":"t","xid":5}`,
+}
+
+// schemaEnvelopes are envelope SCHEMA events, good and bad; the fast path
+// leaves them all to encoding/json's decoder.
+var schemaEnvelopes = []string{
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t","json":{"columns":[{"name":"id","type":"BIGINT"}],"primary_key":["id"]}}`,
+	`{"txnId":"t","type":"schema","database":"d","table":"t","json":"{\"columns\":[{\"name\":\"a\",\"type\":\"varchar(3)\",\"nullable\":true}]}"}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t","json":{"columns":[]}}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t","json":{"columns":[{"name":"a","type":"INT"}],"extra":1}}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","json":{"columns":[{"name":"a","type":"INT"}]}}`,
+	`{"txnId":"t","type":"SCHEMA","database":"d","table":"t"}`,
+	`{"type":"SCHEMA","database":"d","table":"t","json":{"columns":[{"name":"a","type":"INT"}]}}`,
+}

@@ -2,7 +2,7 @@ package txnassembler
 
 import (
 	"encoding/json"
-	"strings"
+	"fmt"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -17,6 +17,7 @@ type maxwellEvent struct {
 	Data     json.RawMessage `json:"data"`
 	SQL      json.RawMessage `json:"sql"`
 	Def      json.RawMessage `json:"def"`
+	Old      json.RawMessage `json:"old"`
 }
 
 // maxwellSkipped lists maxwell event types that carry no row.
@@ -25,7 +26,17 @@ var maxwellSkipped = map[string]bool{
 	"bootstrap-complete": true,
 }
 
-// decodeMaxwell reads maxwell's JSON rows.
+// skippedDDL is a maxwell DDL event that is no schema change (a
+// database's, or a table-drop): skipped, counted as dropped DDL, with a
+// note for the debug log. database and table are the event's raw fields.
+func skippedDDL(typ, txnID string, database, table json.RawMessage) event {
+	db, _ := rawString("database", database)
+	tbl, _ := rawString("table", table)
+	return event{kind: kindSkip, txnID: txnID, drop: dropDDL,
+		note: fmt.Sprintf("maxwell %s of %s skipped: the output creates databases with their first table and never drops anything", typ, qualifiedName(db, tbl))}
+}
+
+// decodeMaxwell reads maxwell's JSON rows and DDL events.
 func decodeMaxwell(msg *service.Message) (event, error) {
 	var ev event
 	var raw maxwellEvent
@@ -50,8 +61,12 @@ func decodeMaxwell(msg *service.Message) (event, error) {
 		ev.kind = kindDataEnd
 		ev.bootstrap = true
 		ev.txnID = ""
-	case maxwellSkipped[typ] || len(raw.SQL) > 0 || len(raw.Def) > 0 ||
-		strings.HasPrefix(typ, "database-") || strings.HasPrefix(typ, "table-"):
+	case isMaxwellSchemaChange(typ):
+		err := maxwellDDL(typ, &raw, &ev)
+		return ev, err
+	case isMaxwellDDL(typ):
+		return skippedDDL(typ, ev.txnID, raw.Database, raw.Table), nil
+	case maxwellSkipped[typ] || len(raw.SQL) > 0 || len(raw.Def) > 0:
 		ev.kind = kindSkip
 		return ev, nil
 	case typ == "":
@@ -85,5 +100,6 @@ func decodeMaxwell(msg *service.Message) (event, error) {
 	if ev.rowJSON, ierr = withOp("data", raw.Data, typ == "delete", true); ierr != nil {
 		return ev, ierr
 	}
+	ev.keys = rowKeys(ev.rowJSON)
 	return ev, nil
 }

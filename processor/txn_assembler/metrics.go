@@ -19,14 +19,54 @@ type metrics struct {
 	violations tally
 }
 
+// The label values of txn_assembler_errors (reason) and
+// txn_assembler_dropped (kind).
+const (
+	reasonPartition      = "partition"
+	reasonOffset         = "offset"
+	reasonEpoch          = "epoch"
+	reasonBadInput       = "bad_input"
+	reasonViolation      = "violation"
+	reasonIncomplete     = "incomplete"
+	reasonReplay         = "replay"
+	reasonConcurrentCall = "concurrent_call"
+
+	dropBegin      = "begin"
+	dropEnd        = "end"
+	dropAbort      = "abort"
+	dropSkip       = "skip"
+	dropStaleEpoch = "stale_epoch"
+	dropDDL        = "ddl"
+)
+
+var (
+	errorReasons = [...]string{reasonPartition, reasonOffset, reasonEpoch, reasonBadInput, reasonViolation,
+		reasonIncomplete, reasonReplay, reasonConcurrentCall}
+	dropKinds = [...]string{dropBegin, dropEnd, dropAbort, dropSkip, dropStaleEpoch, dropDDL}
+)
+
+// newMetrics makes the counters and reports each series at zero, every
+// label value included: a series that appears only when it first moves
+// is missed by a dashboard's rate() (which needs two samples), so the
+// first error, violation or abort would never show.
 func newMetrics(met *service.Metrics) metrics {
-	return metrics{
+	m := metrics{
 		ended:      tally{c: met.NewCounter("txn_assembler_transactions_ended")},
 		aborted:    tally{c: met.NewCounter("txn_assembler_transactions_aborted")},
 		dropped:    tally{c: met.NewCounter("txn_assembler_dropped", "kind")},
 		errored:    tally{c: met.NewCounter("txn_assembler_errors", "reason")},
 		violations: tally{c: met.NewCounter("txn_assembler_contract_violations")},
 	}
+	for _, t := range [...]*tally{&m.ended, &m.aborted, &m.violations} {
+		t.c.Incr(0)
+	}
+	for _, r := range errorReasons {
+		m.errored.c.Incr(0, r)
+	}
+	for _, k := range dropKinds {
+		m.dropped.c.Incr(0, k)
+	}
+	return m
 }
 
 // flush reports the increments counted since the last flush.

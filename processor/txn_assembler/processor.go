@@ -108,7 +108,7 @@ func (p *Processor) Close(context.Context) error {
 func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
 	if !p.inFlight.CompareAndSwap(false, true) {
 		// Not under the mutex: reported at once.
-		p.m.errored.c.Incr(int64(len(batch)), "concurrent_call")
+		p.m.errored.c.Incr(int64(len(batch)), reasonConcurrentCall)
 		p.log.Errorf("%v", ErrConcurrentCalls)
 		out := make(service.MessageBatch, len(batch))
 		for i, msg := range batch {
@@ -193,7 +193,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 			meta:     contract.Meta{TxnID: txn, TxnEnd: true, HasOffset: hasOff, SourceOffset: off},
 			keepBody: true,
 			err:      fmt.Errorf("txn_assembler: transaction %q: %w", txn, err),
-			reason:   "partition",
+			reason:   reasonPartition,
 		})
 		return
 	}
@@ -202,7 +202,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 		// partition, and its new owner reads the message again. Dropping it
 		// keeps it from corrupting the reset state; its acknowledgement is
 		// ignored by the input.
-		p.m.dropped.incrLabel("stale_epoch")
+		p.m.dropped.incrLabel(dropStaleEpoch)
 		w.stale++
 		return
 	}
@@ -210,18 +210,21 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 
 	off, hasOff, err := p.resolveOffset(batch, i)
 	if err != nil {
-		p.bad(w, ps, msg, partition, ev, 0, false, err, "offset")
+		p.bad(w, ps, msg, partition, ev, 0, false, err, reasonOffset)
 		return
 	}
 	if epochErr != nil {
-		p.bad(w, ps, msg, partition, ev, off, hasOff, epochErr, "epoch")
+		p.bad(w, ps, msg, partition, ev, off, hasOff, epochErr, reasonEpoch)
 		return
 	}
 	if !hasOff {
 		off = ps.nextArrival()
 	}
-	if ev.bootstrap {
+	switch {
+	case ev.bootstrap:
 		ev.txnID = "bootstrap@" + strconv.FormatInt(off, 10)
+	case ev.ddl:
+		ev.txnID = "ddl@" + strconv.FormatInt(off, 10)
 	}
 
 	if ps.hasHWM && off <= ps.hwm {
@@ -238,7 +241,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 			p.data(w, ps, msg, partition, ev, off, decErr)
 			return
 		}
-		p.bad(w, ps, msg, partition, ev, off, true, decErr, "bad_input")
+		p.bad(w, ps, msg, partition, ev, off, true, decErr, reasonBadInput)
 		return
 	}
 
@@ -252,6 +255,19 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	case kindAbort:
 		p.abort(w, ps, msg, partition, ev, off)
 	case kindSkip:
-		p.m.dropped.incrLabel("skip")
+		p.skip(partition, ev)
+	}
+}
+
+// skip counts a dropped event (a maxwell DDL that changes no table is
+// also logged, at debug level).
+func (p *Processor) skip(partition string, ev event) {
+	if ev.drop == "" {
+		p.m.dropped.incrLabel(dropSkip)
+		return
+	}
+	p.m.dropped.incrLabel(ev.drop)
+	if ev.note != "" {
+		p.log.Debugf("txn_assembler: partition %q: %s", partition, ev.note)
 	}
 }

@@ -116,10 +116,14 @@ func wholeNumber(v any) (int64, bool) {
 	return 0, false
 }
 
-// target applies table_mapping and database to a data row.
+// target applies table_mapping and database to a data row or a schema
+// change.
 func (p *Processor) target(ev event) (event, error) {
 	db, table := ev.database, ev.table
 	if table == "" {
+		if ev.schema {
+			return ev, badField("table", "is missing or empty: a schema change needs the table it defines")
+		}
 		return ev, badField("table", "is missing or empty: a data row needs its source table")
 	}
 	mappedDB := ""

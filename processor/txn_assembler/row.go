@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 var opKey = []byte(`"` + contract.OpField + `"`)
@@ -60,18 +61,26 @@ func withOpKnown(field string, rowJSON []byte, hasOp, del, explicit bool) ([]byt
 		out = append(out, op, '}')
 		return out, nil
 	}
+	out, _, ierr := reencodeWithOp(field, rowJSON, del, explicit)
+	return out, ierr
+}
+
+// reencodeWithOp is withOp for a row that carries "__op" text: it decodes
+// the row, sets __op and encodes it again. It also returns the keys of the
+// row it built (its decoded members: a key written twice is one member).
+func reencodeWithOp(field string, rowJSON []byte, del, explicit bool) ([]byte, schema.KeysHash, *inputError) {
 	v, err := decodeJSON(rowJSON)
 	if err != nil {
-		return nil, badField(field, "is not valid JSON: %v", err)
+		return nil, 0, badField(field, "is not valid JSON: %v", err)
 	}
 	row, ok := v.(map[string]any)
 	if !ok {
-		return nil, badField(field, "must be a JSON object, got %s", typeName(v))
+		return nil, 0, badField(field, "must be a JSON object, got %s", typeName(v))
 	}
 	if !explicit {
 		d, has, ierr := existingOp(row)
 		if ierr != nil {
-			return nil, ierr
+			return nil, 0, ierr
 		}
 		if has {
 			del = d
@@ -80,9 +89,47 @@ func withOpKnown(field string, rowJSON []byte, hasOp, del, explicit bool) ([]byt
 	setOp(row, del)
 	b, err := encodeRow(row)
 	if err != nil {
-		return nil, badField(field, "cannot be encoded: %v", err)
+		return nil, 0, badField(field, "cannot be encoded: %v", err)
 	}
-	return b, nil
+	return b, mapKeys(row), nil
+}
+
+// mapKeys is the KeysHash of a decoded row's members.
+func mapKeys(row map[string]any) schema.KeysHash {
+	var h schema.KeysHash
+	for k := range row {
+		h.AddString(k)
+	}
+	return h
+}
+
+// rowKeys is the encoding/json decoders' KeysHash sum of a row they built:
+// its top-level keys read with encoding/json's tokenizer, each as written.
+// The single-pass decoders compute the same value while they scan the row
+// (internal/jsonscan); the differential tests hold the two equal. 0 for a
+// row that is not one JSON object (it is flagged before it is emitted).
+func rowKeys(row []byte) uint64 {
+	if row == nil {
+		return 0
+	}
+	var h schema.KeysHash
+	dec := json.NewDecoder(bytes.NewReader(row))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 0
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0
+		}
+		k, _ := tok.(string)
+		h.AddString(k)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return 0
+		}
+	}
+	return h.Sum()
 }
 
 // encodeRow renders a row as compact JSON without HTML escaping.

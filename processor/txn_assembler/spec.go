@@ -23,6 +23,7 @@ const (
 	fieldCustomTable  = "table"
 	fieldCustomRow    = "row"
 	fieldCustomDelete = "delete"
+	fieldCustomSchema = "schema"
 )
 
 // Formats of the source events.
@@ -56,10 +57,18 @@ as an object:
 | ` + "`starrocks_seq_source`" + ` (typed) | every message | the instance tag: ` + "`instance_id`" + ` (if set), a dash and 12 random hex characters |
 | ` + "`starrocks_source_offset`" + ` (typed) | every message | the source offset, a decimal integer strictly increasing per partition |
 | ` + "`starrocks_partition_epoch`" + ` | every message whose input stamped it | the partition's assignment epoch, copied from the incoming message (the ` + "`kafka_txn`" + ` input sets it) |
+| ` + "`starrocks_schema_change`" + ` (typed) | schema changes | ` + "`true`" + `: the body is the table definition of ` + "`starrocks_database`.`starrocks_table`" + `, applied in order before the rows after it |
 
 A data row's body becomes the row object to load, with ` + "`\"__op\": 0`" + `
-(upsert) or ` + "`\"__op\": 1`" + ` (delete; PRIMARY KEY tables only). Markers have
-an empty body. All other metadata (` + "`kafka_*`" + ` etc.) is kept.
+(upsert) or ` + "`\"__op\": 1`" + ` (delete; PRIMARY KEY tables only). A schema
+change's body is the table definition
+` + "`{\"columns\": [{\"name\", \"type\", \"nullable\", \"default\", \"comment\"}], \"primary_key\": [...]}`" + `
+with StarRocks types as DDL text (maxwell ` + "`table-create`/`table-alter`" + `,
+the envelope's ` + "`SCHEMA`" + ` event, the custom ` + "`schema`/`schema_end`" + ` kinds).
+Markers have an empty body. All other metadata (` + "`kafka_*`" + ` etc.) is kept.
+Nothing is ever dropped automatically: a maxwell ` + "`table-drop`" + ` or
+` + "`database-drop`" + ` is skipped, like ` + "`database-create`/`database-alter`" + `
+(the output creates a database with its first table).
 
 ### Boundary rules (per partition)
 
@@ -81,8 +90,12 @@ an empty body. All other metadata (` + "`kafka_*`" + ` etc.) is kept.
   either is ever committed. An END of another transaction ends nothing and is
   dropped with a warning (it is a duplicate, or belongs to an aborted or
   interleaved transaction whose rows were flagged already).
+- A maxwell ` + "`table-create`" + ` or ` + "`table-alter`" + ` is a source transaction
+  of its own (id ` + "`ddl@<offset>`" + `, ` + "`starrocks_txn_end: true`" + `) in its
+  place in the stream. An envelope ` + "`SCHEMA`" + ` event (custom ` + "`schema`" + `) is
+  part of its transaction, like a row.
 - Exactly one batch comes out per batch in; dropped events (BEGINs, ENDs with
-  nothing open, maxwell DDL) simply leave it.
+  nothing open, maxwell DDL that changes no table) simply leave it.
 
 ### Bad input
 
@@ -125,6 +138,7 @@ var customDefaults = map[string]string{
 	fieldCustomTable:  "root = this.table",
 	fieldCustomRow:    "root = this.row",
 	fieldCustomDelete: "root = this.delete | false",
+	fieldCustomSchema: "root = this.schema",
 }
 
 var customDefaultsJSON = func() string {
@@ -179,9 +193,9 @@ func processorSpec() *service.ConfigSpec {
 		Description(specDescription).
 		Fields(
 			service.NewStringAnnotatedEnumField(fieldFormat, map[string]string{
-				formatEnvelope: "Events `{\"partition\": 3, \"txnId\": \"t-17\", \"type\": \"TXN_BEGIN\" | \"DATA\" | \"TXN_END\", \"database\": \"test\", \"table\": \"orders\", \"json\": \"{...}\"}`, where `json` is the row as a JSON string or an object. An optional `op` (`insert`, `update`, `upsert`, `delete`, `c`, `u`, `r`, `d`, `0`, `1`) marks deletes; without it an `__op` already in the row is kept, else the row is an upsert.",
-				formatMaxwell:  "Maxwell rows `{\"database\": \"shop\", \"table\": \"orders\", \"type\": \"insert\", \"xid\": 1234, \"commit\": true, \"data\": {...}}` (needs `output_commit_info`, the default). The transaction id is `xid`; the row with `commit: true` ends the transaction. `insert`/`update` load `data` as an upsert, `delete` loads `data` as a delete. Each `bootstrap-insert` row is its own one-row transaction (id `bootstrap@<offset>`). `bootstrap-start`, `bootstrap-complete`, DDL (`database-*`/`table-*` types, or any message with `sql` or `def`) are dropped.",
-				formatCustom:   "Any shape: the Bloblang mappings under `custom` give each message's kind, transaction id, database, table, row and delete flag.",
+				formatEnvelope: "Events `{\"partition\": 3, \"txnId\": \"t-17\", \"type\": \"TXN_BEGIN\" | \"DATA\" | \"SCHEMA\" | \"TXN_END\", \"database\": \"test\", \"table\": \"orders\", \"json\": \"{...}\"}`, where `json` is the row as a JSON string or an object. An optional `op` (`insert`, `update`, `upsert`, `delete`, `c`, `u`, `r`, `d`, `0`, `1`) marks deletes; without it an `__op` already in the row is kept, else the row is an upsert. A `SCHEMA` event's `json` is the table definition of `database`.`table` instead, part of its transaction like a row (`TXN_BEGIN`, `SCHEMA`, `DATA`…, `TXN_END`: the change is applied before the rows).",
+				formatMaxwell:  "Maxwell rows `{\"database\": \"shop\", \"table\": \"orders\", \"type\": \"insert\", \"xid\": 1234, \"commit\": true, \"data\": {...}}` (needs `output_commit_info`, the default). The transaction id is `xid`; the row with `commit: true` ends the transaction. `insert`/`update` load `data` as an upsert, `delete` loads `data` as a delete. Each `bootstrap-insert` row is its own one-row transaction (id `bootstrap@<offset>`). With `output_ddl`, a `table-create` or `table-alter` is a schema change of the table `def` names (a rename's new name), a transaction of its own (id `ddl@<offset>`), its types taken from `def` and the lengths and precision from its `sql`; a column whose type neither gives is flagged, not guessed. `database-create`, `database-alter`, `database-drop`, `table-drop` (nothing is dropped automatically), `bootstrap-start`, `bootstrap-complete` and any other message with `sql` or `def` are dropped.",
+				formatCustom:   "Any shape: the Bloblang mappings under `custom` give each message's kind, transaction id, database, table, row and delete flag, or a schema change's table definition.",
 			}).Description("The format of the source events.").Example(formatMaxwell).Default(formatEnvelope),
 			service.NewInterpolatedStringField(fieldPartition).
 				Description("The source stream a message belongs to; every stream has its own transaction state and offsets. When empty: the Kafka topic and partition (`${! @kafka_topic }/${! @kafka_partition }`, e.g. `orders/3`) when both metadata keys are present; otherwise, with `format: envelope`, the event's `partition` field as a decimal string (e.g. `3`); otherwise the message is flagged with an error asking to set this field.").
@@ -208,7 +222,7 @@ func processorSpec() *service.ConfigSpec {
 				Advanced(),
 			service.NewObjectField(fieldCustom,
 				service.NewBloblangField(fieldCustomKind).
-					Description("Gives the event kind: `begin`, `data`, `end`, `data_end` (a data row that also ends its transaction), `abort` (discard the open transaction) or `skip` (drop the message).").
+					Description("Gives the event kind: `begin`, `data`, `end`, `data_end` (a data row that also ends its transaction), `schema` (a schema change: `schema` gives the table definition of `database`.`table`, applied before the rows that follow it), `schema_end` (a schema change that also ends its transaction, e.g. a DDL that is a transaction of its own), `abort` (discard the open transaction) or `skip` (drop the message).").
 					Example(`root = match this.op { "BEGIN" => "begin", "COMMIT" => "end", "ROLLBACK" => "abort", _ => "data" }`).
 					Default(customDefaults[fieldCustomKind]),
 				service.NewBloblangField(fieldCustomTxnID).
@@ -231,6 +245,10 @@ func processorSpec() *service.ConfigSpec {
 					Description("Gives whether a data row is a delete (a boolean).").
 					Example(`root = this.op == "d"`).
 					Default(customDefaults[fieldCustomDelete]),
+				service.NewBloblangField(fieldCustomSchema).
+					Description("Gives the table definition of a `schema` or `schema_end` event (an object, or a JSON string of one): `{\"columns\": [{\"name\", \"type\", \"nullable\", \"default\", \"comment\"}], \"primary_key\": [...]}` with StarRocks types as DDL text (`BIGINT`, `VARCHAR(64)`, `DECIMAL(12,2)`); `nullable` is false when absent. Read only for those kinds.").
+					Example(`root = {"columns": this.columns.map_each(c -> {"name": c.name, "type": c.sr_type, "nullable": c.nullable}), "primary_key": this.pk}`).
+					Default(customDefaults[fieldCustomSchema]),
 			).Description("The mappings of `format: custom`. Each runs against the original message; `this` is its JSON body and `@` its metadata.").
 				Example(map[string]any{"kind": `root = this.event`, "txn_id": `root = this.tx`, "table": `root = this.tbl`, "row": `root = this.data`}).
 				Advanced(),

@@ -32,12 +32,24 @@ type emission struct {
 	meta contract.Meta
 	// body replaces the source body unless keepBody is set; a marker has an
 	// empty body. A body set here is a row this processor built: one JSON
-	// object whose __op is 1 exactly when del is set.
+	// object whose __op is 1 exactly when del is set, and whose top-level
+	// keys hash to keys; or, with meta.SchemaChange, a table definition.
 	body     []byte
 	del      bool
+	keys     uint64
 	keepBody bool
 	err      error
 	reason   string
+}
+
+// setBody makes the event's row, or its table definition, the body to
+// emit.
+func (e *emission) setBody(ev event) {
+	if ev.schema {
+		e.body, e.meta.SchemaChange = ev.def, true
+		return
+	}
+	e.body, e.del, e.keys = ev.rowJSON, ev.del, ev.keys
 }
 
 // emit stamps src in place and appends it to the output: every input
@@ -52,7 +64,8 @@ func (w *writer) emit(msg *service.Message, e emission) {
 		msg.SetBytes(nil)
 	case !e.keepBody:
 		msg.SetBytes(e.body)
-		row = e.body != nil
+		// A table definition is no row: the output never loads it.
+		row = e.body != nil && !e.meta.SchemaChange
 	}
 	p.seq++
 	e.meta.HasSeq = true
@@ -60,7 +73,7 @@ func (w *writer) emit(msg *service.Message, e emission) {
 	e.meta.SeqSource = p.seqSource
 	e.meta.HasEpoch, e.meta.Epoch = w.hasEpoch, w.epoch
 	if row {
-		p.cw.WriteRow(msg, e.meta, e.body, e.del)
+		p.cw.WriteRowFacts(msg, e.meta, e.body, contract.RowFacts{Delete: e.del, Keys: e.keys})
 	} else {
 		p.cw.Write(msg, e.meta)
 	}
