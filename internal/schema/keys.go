@@ -1,5 +1,7 @@
 package schema
 
+import "hash/maphash"
+
 // KeysHash identifies the set of top-level keys of a row that carries no
 // schema (ARCHITECTURE.md §14.1): the output checks each new set against the
 // table's columns once, and a row whose set it has checked costs one
@@ -16,7 +18,7 @@ func (h *KeysHash) Add(name []byte) {
 	if string(name) == opKey {
 		return
 	}
-	*h += KeysHash(mix(fnv64(name)))
+	*h += KeysHash(mix(keyHashBytes(name)))
 }
 
 // AddString is Add for a string.
@@ -24,7 +26,7 @@ func (h *KeysHash) AddString(name string) {
 	if name == opKey {
 		return
 	}
-	*h += KeysHash(mix(fnv64s(name)))
+	*h += KeysHash(mix(keyHashString(name)))
 }
 
 // Sum returns the hash of the keys added, never 0.
@@ -35,28 +37,13 @@ func (h KeysHash) Sum() uint64 {
 	return uint64(h)
 }
 
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
+// seed is the process's seed of the key hashes: a hash never leaves the
+// process that made it (the writers and the output share it).
+var seed = maphash.MakeSeed()
 
-func fnv64(b []byte) uint64 {
-	h := uint64(fnvOffset)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= fnvPrime
-	}
-	return h
-}
+func keyHashBytes(b []byte) uint64 { return maphash.Bytes(seed, b) }
 
-func fnv64s(s string) uint64 {
-	h := uint64(fnvOffset)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h
-}
+func keyHashString(s string) uint64 { return maphash.String(seed, s) }
 
 // mix is the splitmix64 finaliser: summed, mixed per-key hashes make an
 // order-independent set hash in which two keys rarely cancel.
