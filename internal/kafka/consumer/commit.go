@@ -14,8 +14,11 @@ func (c *Consumer) commit(ctx context.Context, cl *kgo.Client, ids []string) err
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	c.mu.Lock()
+	// What the output committed until now, fences of a revoke included.
+	unclaimed := c.pullLocked()
 	offsets, done := c.in.CommitLocked(ids)
 	c.mu.Unlock()
+	c.report(unclaimed)
 	return kafka.CommitOffsets(ctx, cl, c.conf.ConsumerGroup, offsets, c.conf.Commits, func(committed map[kafka.TopicPartition]int64) {
 		if done == nil {
 			return

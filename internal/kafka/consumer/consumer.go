@@ -46,6 +46,9 @@ type Consumer struct {
 	// lim rate-limits repeating fetch and commit errors and franz-go's own
 	// warnings.
 	lim *kafka.LogLimiter
+	// watch is where the registry leaves what the outputs and assemblers
+	// tell the input (committed.go).
+	watch *registry.Watch
 
 	// commitMu serialises offset commits, so a revoke waits for a commit
 	// that is already in flight.
@@ -61,8 +64,8 @@ type Consumer struct {
 	stopped error
 	notify  chan struct{}
 	// claims are the output partitions of the current assignments
-	// (ClaimLocked), each true while it is being released.
-	claims map[string]bool
+	// (ClaimLocked).
+	claims map[string]*claim
 	// held are the partitions franz-go assigned and did not take back.
 	held map[string]map[int32]bool
 	// assigning is set during franz-go's assignment callback, whose lease
@@ -84,14 +87,11 @@ func New(conf Config, mgr *service.Resources, mu sync.Locker, in Input) *Consume
 		lim:    kafka.NewLogLimiter(kafka.LogInterval),
 		mu:     mu,
 		notify: make(chan struct{}),
-		claims: map[string]bool{},
+		claims: map[string]*claim{},
 		held:   map[string]map[int32]bool{},
 	}
 	c.lease = kafka.NewGroupLease(conf.SessionTimeout, c.renewLease)
-	c.reg.OnCommitted(c.committed)
-	if r, ok := in.(UnclaimedReporter); ok {
-		c.reg.OnUnclaimed(r.Unclaimed)
-	}
+	c.watch = c.reg.Watch()
 	return c
 }
 
@@ -184,9 +184,10 @@ func (c *Consumer) Connect(ctx context.Context) error {
 	c.waitBeginLocked()
 	c.mu.Unlock()
 
-	c.loops.Add(2)
+	c.loops.Add(3)
 	go c.pollLoop(loopCtx, cl)
 	go c.commitLoop(loopCtx, cl)
+	go c.watchLoop(loopCtx)
 	if run != nil {
 		c.loops.Add(1)
 		go func() {
@@ -244,6 +245,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 		c.loops.Wait()
 		c.conf.Leave(ctx, c.log, cl, func(ctx context.Context) error { return c.commit(ctx, cl, nil) })
 	}
+	c.watch.Close()
 	c.in.Closed(ctx)
 	return nil
 }

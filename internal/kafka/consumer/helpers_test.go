@@ -63,9 +63,9 @@ type world struct {
 	t       *testing.T
 	cluster *kfake.Cluster
 	c       *Consumer
-	in   *fakeInput
-	reg  *registry.Registry
-	logs *testlog.Buffer
+	in      *fakeInput
+	reg     *registry.Registry
+	logs    *testlog.Buffer
 }
 
 // newWorld builds a shell over a fake input from yaml; adjust may change

@@ -61,7 +61,8 @@ type Input interface {
 }
 
 // UnclaimedReporter is implemented by an input that reports a partition
-// key used downstream that no input assigned (registry OnUnclaimed).
+// key used downstream that no input assigned (registry.Unclaimed), each
+// once, called without the input's lock.
 type UnclaimedReporter interface {
 	Unclaimed(key string, claimed []string)
 }

@@ -11,8 +11,8 @@ func (c *Consumer) renewLease(until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ids := make([]string, 0, len(c.claims))
-	for id, releasing := range c.claims {
-		if !releasing {
+	for id, cl := range c.claims {
+		if !cl.releasing {
 			ids = append(ids, id)
 		}
 	}

@@ -43,8 +43,9 @@ func (c *Consumer) assigned(ctx context.Context, _ *kgo.Client, assigned map[str
 // its release.
 func (c *Consumer) ClaimLocked(id string) uint64 {
 	c.reg.Forget(id)
+	c.watch.Drop(id)
 	epoch := c.reg.Assign(id)
-	c.claims[id] = false
+	c.claims[id] = &claim{committed: -1}
 	until := c.assignUntil
 	if !c.assigning {
 		until = c.lease.Until()
@@ -84,8 +85,8 @@ func (c *Consumer) release(ctx context.Context, cl *kgo.Client, tps map[string][
 	c.mu.Lock()
 	ids, lastDelivery := c.in.StopLocked(tps, lost)
 	for _, id := range ids {
-		if _, ok := c.claims[id]; ok {
-			c.claims[id] = true
+		if cl := c.claims[id]; cl != nil {
+			cl.releasing = true
 		}
 	}
 	c.mu.Unlock()
@@ -133,14 +134,5 @@ func (c *Consumer) releaseIDs(ctx context.Context, cl *kgo.Client, ids []string,
 		c.log.Warnf("Lost partitions %v (fenced, not committed)", ids)
 	} else {
 		c.log.Infof("Revoked partitions %v (fenced, committed, released)", ids)
-	}
-}
-
-// committed receives the output's committed-through offsets.
-func (c *Consumer) committed(id string, offset int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.claims[id]; ok {
-		c.in.CommittedLocked(id, offset)
 	}
 }
