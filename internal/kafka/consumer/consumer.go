@@ -166,22 +166,23 @@ func (c *Consumer) Connect(ctx context.Context) error {
 			return err
 		}
 	}
-	cl, err := kgo.NewClient(c.opts(logger)...)
-	if err != nil {
-		return fmt.Errorf("creating kafka consumer: %w", err)
-	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-
+	// The client joins the group as soon as it exists: the lock is held
+	// until the input has it, so that no rebalance callback (which takes
+	// the lock) finds the input without its client.
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		cancel()
-		cl.Close()
 		return service.ErrEndOfInput
 	}
+	cl, err := kgo.NewClient(c.opts(logger)...)
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("creating kafka consumer: %w", err)
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
 	c.cl, c.cancel = cl, cancel
-	run := c.in.StartLocked(cl)
 	c.waitBeginLocked()
+	run := c.in.StartLocked(cl)
 	c.mu.Unlock()
 
 	c.loops.Add(3)
