@@ -56,6 +56,10 @@ func (c *Consumer) reportFetchError(topic string, part int32, err error) {
 		return
 	}
 	switch {
+	case topic == "":
+		// franz-go reports an error of the client, not of a partition
+		// (the group session ended), as a fetch of no topic.
+		c.log.Errorf("Polling records from seed_brokers [%s]: %v", c.conf.Client.BrokersString(), err)
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		c.log.Errorf("Fetching %s: topic %q does not exist (deleted?): fix %s or recreate it: %v", p, topic, c.topicField(topic), err)
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),

@@ -156,9 +156,11 @@ consumer_group: g
 	w.c.reportFetchError(testTopic, 0, kerr.UnknownTopicOrPartition)
 	w.c.reportFetchError(testTopic, 1, kerr.TopicAuthorizationFailed)
 	w.c.reportFetchError(testTopic, 2, errors.New("connection reset"))
+	w.c.reportFetchError("", 0, errors.New("unable to join group session"))
 	logs := w.logs.String()
 	assert.Contains(t, logs, `Fetching cdc.transaction/0: topic \"cdc.transaction\" does not exist (deleted?): fix transaction_topic or recreate it`)
 	assert.Contains(t, logs, `Fetching cdc/0: topic \"cdc\" does not exist (deleted?): fix topics or recreate it`)
 	assert.Contains(t, logs, `Fetching cdc/1: not authorized, check sasl and the ACLs of topic \"cdc\" and consumer_group \"g\"`)
 	assert.Contains(t, logs, "Fetching cdc/2 from seed_brokers [127.0.0.1:1]: connection reset")
+	assert.Contains(t, logs, "Polling records from seed_brokers [127.0.0.1:1]: unable to join group session", "an error of no partition names none")
 }
