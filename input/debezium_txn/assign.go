@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// onAssigned starts a new assignment: a fresh assembler, a new epoch of the
-// database partition, and a check that this member holds every partition
-// of the subscription (ARCHITECTURE.md §13.1).
-func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+// Assign starts a new assignment: a fresh assembler, the database partition
+// claimed (a new epoch and its lease: internal/kafka/consumer), and a check
+// that this member holds every partition of the subscription
+// (ARCHITECTURE.md §13.1).
+func (in *Input) Assign(ctx context.Context, assigned map[string][]int32) {
 	var data []tp
 	txnParts := 0
 	for topic, parts := range assigned {
@@ -72,11 +73,7 @@ func (in *Input) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		a.assign(p)
 	}
 	in.asm, in.stats = a, assemblerStats{}
-	in.reg.Forget(in.dbPartition())
-	in.epoch = in.reg.Assign(in.dbPartition())
-	// franz-go hands the assignment over after its sync was answered
-	// without error: the sync renews the lease (lease.go).
-	in.leaseNewLocked(in.dbPartition(), in.lease.Assigned())
+	in.epoch = in.ClaimLocked(in.dbPartition())
 	sort.Slice(data, func(i, j int) bool { return data[i].String() < data[j].String() })
 	in.log.Infof("Assigned the transaction topic and %d data partitions %v (epoch %d)", len(data), data, in.epoch)
 }
@@ -132,11 +129,11 @@ func (in *Input) checkAssignment(ctx context.Context, assigned map[string][]int3
 	return nil
 }
 
-// adjustOffsets runs before consumption of an assignment begins: it resolves
+// AdjustOffsets runs before consumption of an assignment begins: it resolves
 // every start position, marks data partitions with nothing to read (the
 // start gate), reads the output's exactly-once progress, and re-reads the
 // last resend_window transactions before the transaction topic's start.
-func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+func (in *Input) AdjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	in.mu.Lock()
 	a, gen, adm := in.asm, in.gen, in.adm
 	in.mu.Unlock()

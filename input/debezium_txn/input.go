@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
@@ -16,29 +15,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
 // Name is the registered name of the input.
 const Name = "debezium_txn"
 
-// Metadata keys set on every message besides the contract.
+// Metadata keys set on every message besides the contract and those of
+// every consumer input (internal/kafka/consumer consumer.MetaKey, …): the event's.
 const (
-	MetaKey          = "kafka_key"
-	MetaTopic        = "kafka_topic"
-	MetaPartition    = "kafka_partition"
-	MetaOffset       = "kafka_offset"
-	MetaTimestampMs  = "kafka_timestamp_ms"
-	MetaTimestampSec = "kafka_timestamp_unix"
-	MetaOp           = "debezium_op"
-	MetaDB           = "debezium_db"
-	MetaSchema       = "debezium_schema"
-	MetaTable        = "debezium_table"
-	MetaSnapshot     = "debezium_snapshot"
+	MetaOp       = "debezium_op"
+	MetaDB       = "debezium_db"
+	MetaSchema   = "debezium_schema"
+	MetaTable    = "debezium_table"
+	MetaSnapshot = "debezium_snapshot"
 )
 
 const (
-	maxPollRecords = 10000
 	// defaultBatchCap bounds a batch without a batching policy (whole
 	// transactions only, so one large transaction can exceed it).
 	defaultBatchCap = 1000
@@ -51,32 +45,25 @@ func init() {
 	})
 }
 
-// Input is the debezium_txn batch input.
+// Input is the debezium_txn batch input: the consumer shell
+// (internal/kafka/consumer) with the assembler of this input.
 type Input struct {
+	// The shell: Connect, ReadBatch, Close, ClaimLocked, SignalLocked.
+	*consumer.Consumer
 	conf      inputConfig
 	mgr       *service.Resources
 	log       *service.Logger
 	reg       *registry.Registry
 	m         inputMetrics
-	lim       *kafka.LogLimiter
 	reports   *kafka.LogLimiter
 	seqSource string
 	// dec decodes data values in the poll goroutine, outside mu.
 	dec *decoder
 
-	// commitMu serialises offset commits.
-	commitMu sync.Mutex
-	// lease is the group-membership lease of the partitions the input
-	// writes (lease.go).
-	lease *kafka.GroupLease
-
-	mu     sync.Mutex
-	cl     *kgo.Client
-	adm    *kadm.Client
-	cancel context.CancelFunc
-	loops  sync.WaitGroup
-	closed bool
-	notify chan struct{}
+	// mu is the input's lock, shared with the shell.
+	mu  sync.Mutex
+	cl  *kgo.Client
+	adm *kadm.Client
 
 	// The current assignment; asm is nil while nothing is assigned.
 	asm        *assembler
@@ -102,6 +89,8 @@ type Input struct {
 	batchEms []*emission
 }
 
+var _ consumer.Input = (*Input)(nil)
+
 // New builds the input from a parsed config.
 func New(conf *service.ParsedConfig, mgr *service.Resources) (*Input, error) {
 	c, err := inputConfigFromParsed(conf)
@@ -122,10 +111,8 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		log:       mgr.Logger(),
 		reg:       registry.Get(mgr),
 		m:         newInputMetrics(mgr.Metrics()),
-		lim:       kafka.NewLogLimiter(kafka.LogInterval),
 		reports:   kafka.NewLogLimiter(c.missingEventsTimeout),
 		seqSource: Name + "-" + hex.EncodeToString(b),
-		notify:    make(chan struct{}),
 		dec:       newDecoder(valueWriter{loc: c.loc}),
 	}
 	if !c.batching.IsNoop() {
@@ -135,9 +122,58 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		}
 		in.batcher = bt
 	}
-	in.lease = kafka.NewGroupLease(c.SessionTimeout, in.renewLease)
-	in.reg.OnCommitted(in.onCommitted)
+	in.Consumer = consumer.New(in.shellConfig(), mgr, &in.mu, in)
 	return in, nil
+}
+
+// shellConfig is what the shell runs: the data topics and the transaction
+// topic, with the input's balancer and its check of the transaction topic.
+func (in *Input) shellConfig() consumer.Config {
+	c := in.conf
+	sc := c.Config
+	sc.Name = Name
+	sc.Regexp = c.regexpTopics
+	txnTopic := c.transactionTopic
+	if c.regexpTopics {
+		txnTopic = consumer.QuoteTopic(c.transactionTopic)
+	}
+	sc.Topics = append(append([]string{}, c.Topics...), txnTopic)
+	sc.CheckTopics = []string{c.transactionTopic}
+	if !c.regexpTopics {
+		sc.CheckTopics = append(sc.CheckTopics, c.Topics...)
+	}
+	sc.CheckField = "topics or transaction_topic"
+	sc.TopicField = func(topic string) string {
+		if topic == c.transactionTopic {
+			return fieldTransactionTopic
+		}
+		return consumer.FieldTopics
+	}
+	sc.ACLs = in.acls()
+	sc.Describe = fmt.Sprintf("Debezium topics %v and transaction topic %q", c.Topics, c.transactionTopic)
+	sc.Opts = []kgo.Opt{
+		kgo.Balancers(singleOwnerBalancer{owned: in.ownedPartitions}),
+		// Transaction markers advance a partition's position: the input
+		// knows when it has read a partition to its end.
+		kgo.KeepControlRecords(),
+	}
+	sc.Check = in.checkTransactionTopic
+	sc.Commits = kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}
+	return sc
+}
+
+// StartLocked takes the client and returns the report of what holds the
+// stream (loops.go).
+func (in *Input) StartLocked(cl *kgo.Client) func(context.Context) {
+	in.cl, in.adm = cl, kadm.NewClient(cl)
+	return in.reportLoop
+}
+
+// Closed closes the batcher.
+func (in *Input) Closed(ctx context.Context) {
+	if in.batcher != nil {
+		_ = in.batcher.Close(ctx)
+	}
 }
 
 // ownedPartitions returns a copy of the last assignment.
@@ -156,79 +192,15 @@ func (in *Input) ownedPartitions() map[string][]int32 {
 func (in *Input) dbPartition() string { return in.conf.transactionTopic }
 
 func (in *Input) acls() string {
-	return fmt.Sprintf("topics %v, transaction_topic %q and consumer_group %q", in.conf.topics, in.conf.transactionTopic, in.conf.ConsumerGroup)
-}
-
-func (in *Input) logger() kgo.Logger { return kafka.NewLogger(in.log, in.lim) }
-
-func (in *Input) consumerOpts() []kgo.Opt {
-	opts := append(in.conf.ConsumerOpts(kafka.Rebalance{
-		Assigned: in.onAssigned, Revoked: in.onRevoked, Lost: in.onLost,
-		AdjustOffsets: in.adjustOffsets, Lease: in.lease,
-	}),
-		kgo.Balancers(singleOwnerBalancer{owned: in.ownedPartitions}),
-		// Transaction markers advance a partition's position: the input
-		// knows when it has read a partition to its end.
-		kgo.KeepControlRecords(),
-	)
-	if in.conf.regexpTopics {
-		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(append(append([]string{}, in.conf.topics...), "^"+regexp.QuoteMeta(in.conf.transactionTopic)+"$")...))
-	} else {
-		opts = append(opts, kgo.ConsumeTopics(append(append([]string{}, in.conf.topics...), in.conf.transactionTopic)...))
-	}
-	return opts
-}
-
-// Connect checks the cluster and the transaction topic, and joins the
-// consumer group.
-func (in *Input) Connect(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		return service.ErrEndOfInput
-	}
-	if in.cl != nil {
-		in.mu.Unlock()
-		return nil
-	}
-	in.mu.Unlock()
-
-	check := []string{in.conf.transactionTopic}
-	if !in.conf.regexpTopics {
-		check = append(check, in.conf.topics...)
-	}
-	if err := in.conf.client.CheckCluster(ctx, in.logger(), "topics or transaction_topic", in.acls(), check...); err != nil {
-		return err
-	}
-	if err := in.checkTransactionTopic(ctx); err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(append(in.conf.client.Opts(in.logger()), in.consumerOpts()...)...)
-	if err != nil {
-		return fmt.Errorf("creating kafka consumer: %w", err)
-	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		cancel()
-		cl.Close()
-		return service.ErrEndOfInput
-	}
-	in.cl, in.adm, in.cancel = cl, kadm.NewClient(cl), cancel
-	in.mu.Unlock()
-	in.loops.Add(3)
-	go in.pollLoop(loopCtx, cl)
-	go in.commitLoop(loopCtx, cl)
-	go in.reportLoop(loopCtx)
-	in.log.Infof("Consuming Debezium topics %v and transaction topic %q as group %q from seed_brokers [%s]", in.conf.topics, in.conf.transactionTopic, in.conf.ConsumerGroup, in.conf.client.BrokersString())
-	return nil
+	return fmt.Sprintf("topics %v, transaction_topic %q and consumer_group %q", in.conf.Topics, in.conf.transactionTopic, in.conf.ConsumerGroup)
 }
 
 // checkTransactionTopic refuses a transaction topic with more than one
-// partition: its single partition is the commit order.
-func (in *Input) checkTransactionTopic(ctx context.Context) error {
-	cl, err := kgo.NewClient(in.conf.client.Opts(in.logger())...)
+// partition: its single partition is the commit order. No retry fixes that
+// (the topic must be recreated), so the input stops, and the pipeline with
+// it (consumer.Stop).
+func (in *Input) checkTransactionTopic(ctx context.Context, logger kgo.Logger) error {
+	cl, err := kgo.NewClient(in.conf.Client.Opts(logger)...)
 	if err != nil {
 		return fmt.Errorf("creating kafka client: %w", err)
 	}
@@ -240,9 +212,13 @@ func (in *Input) checkTransactionTopic(ctx context.Context) error {
 	}
 	details, err := kadm.NewClient(cl).ListTopics(ctx, in.conf.transactionTopic)
 	if err != nil {
-		return in.conf.client.ClusterError("reading the transaction topic's metadata", in.acls(), err)
+		return in.conf.Client.ClusterError("reading the transaction topic's metadata", in.acls(), err)
 	}
-	return transactionTopicError(in.conf.transactionTopic, details)
+	err = transactionTopicError(in.conf.transactionTopic, details)
+	if errors.As(err, new(partitionedTxnTopic)) {
+		return consumer.Stop(err)
+	}
+	return err
 }
 
 func transactionTopicError(topic string, details kadm.TopicDetails) error {
@@ -254,36 +230,18 @@ func transactionTopicError(topic string, details kadm.TopicDetails) error {
 		return fmt.Errorf("reading the metadata of transaction_topic %q: %w", topic, d.Err)
 	}
 	if n := len(d.Partitions); n != 1 {
-		return fmt.Errorf("transaction_topic %q has %d partitions: its single partition is the source's commit order, with several the order of the transactions is lost; recreate it with one partition", topic, n)
+		return partitionedTxnTopic{topic, n}
 	}
 	return nil
 }
 
-func (in *Input) signalLocked() {
-	close(in.notify)
-	in.notify = make(chan struct{})
+// partitionedTxnTopic is the error of a transaction topic with n != 1
+// partitions.
+type partitionedTxnTopic struct {
+	topic string
+	n     int
 }
 
-// Close commits the floors, leaves the group (which revokes and fences
-// everything) and closes the client.
-func (in *Input) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		return nil
-	}
-	in.closed = true
-	cl, cancel := in.cl, in.cancel
-	in.signalLocked()
-	in.mu.Unlock()
-	if cl == nil {
-		return nil
-	}
-	cancel()
-	in.loops.Wait()
-	in.conf.Leave(ctx, in.log, cl, func(ctx context.Context) error { return in.commit(ctx, cl) })
-	if in.batcher != nil {
-		_ = in.batcher.Close(ctx)
-	}
-	return nil
+func (e partitionedTxnTopic) Error() string {
+	return fmt.Sprintf("transaction_topic %q has %d partitions: its single partition is the source's commit order, with several the order of the transactions is lost; recreate it with one partition", e.topic, e.n)
 }

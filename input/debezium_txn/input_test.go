@@ -2,6 +2,8 @@ package debezium_txn
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 )
 
@@ -79,9 +82,9 @@ func TestInputLoadsDebeziumTraffic(t *testing.T) {
 	}
 }
 
-// A transaction topic with more than one partition is refused at Connect.
-func TestInputRefusesPartitionedTransactionTopic(t *testing.T) {
-	w := newKWorld(t, workload.DebeziumOptions{Prefix: "p2"})
+// partitionTransactionTopic gives w's transaction topic a second partition.
+func partitionTransactionTopic(t *testing.T, w *kworld) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(w.cluster.ListenAddrs()...))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -89,11 +92,51 @@ func TestInputRefusesPartitionedTransactionTopic(t *testing.T) {
 	defer cancel()
 	_, err = kadm.NewClient(cl).CreatePartitions(ctx, 1, w.src.TransactionTopic())
 	require.NoError(t, err)
+}
+
+// A transaction topic with more than one partition is refused at Connect,
+// for good: no retry can fix it, so the input ends (service.ErrEndOfInput)
+// and records the failure for the exit status.
+func TestInputRefusesPartitionedTransactionTopic(t *testing.T) {
+	w := newKWorld(t, workload.DebeziumOptions{Prefix: "p2"})
+	partitionTransactionTopic(t, w)
 	conf, err := ConfigSpec().ParseYAML(w.yaml("g", ""), nil)
 	require.NoError(t, err)
 	in, err := New(conf, service.MockResources())
 	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	err = in.Connect(ctx)
 	require.ErrorContains(t, err, "has 2 partitions")
 	require.ErrorContains(t, err, "commit order")
+	require.ErrorIs(t, err, service.ErrEndOfInput, "no retry can fix it")
+	require.Error(t, exitstatus.Take(), "the binary exits with status 1")
+	require.ErrorIs(t, in.Connect(ctx), service.ErrEndOfInput, "a later Connect does not try again")
+}
+
+// In a stream, the partitioned transaction topic stops the pipeline at once
+// (before, Benthos retried Connect every second for ever) with a log line
+// saying why, and the binary's exit status is 1.
+func TestPartitionedTransactionTopicStopsThePipeline(t *testing.T) {
+	w := newKWorld(t, workload.DebeziumOptions{Prefix: "p3"})
+	partitionTransactionTopic(t, w)
+	logs := &syncBuffer{}
+	sb := service.NewStreamBuilder()
+	sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	indented := strings.ReplaceAll(strings.TrimPrefix(w.yaml("g-stop", ""), "\n"), "\n", "\n    ")
+	require.NoError(t, sb.SetYAML("input:\n  debezium_txn:\n    "+indented+"\noutput:\n  drop: {}\n"))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(context.Background()) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = stream.StopWithin(time.Second)
+		t.Fatalf("the stream did not stop; logs:\n%s", logs.String())
+	}
+	assert.Contains(t, logs.String(), "The debezium_txn input stops, and the pipeline with it")
+	assert.Contains(t, logs.String(), "has 2 partitions")
+	assert.Equal(t, 1, strings.Count(logs.String(), "has 2 partitions"), "Connect is not retried")
+	assert.Error(t, exitstatus.Take(), "the binary exits with status 1")
 }

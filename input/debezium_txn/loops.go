@@ -1,5 +1,5 @@
-// This file holds the background loops: committing the floors to Kafka
-// every commit_period and reporting what holds the stream.
+// This file holds what the commit loop commits (internal/kafka/consumer
+// runs it every commit_period) and the report of what holds the stream.
 
 package debezium_txn
 
@@ -7,20 +7,16 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
-// commit commits the floors that moved (ARCHITECTURE.md §13.6).
-func (in *Input) commit(ctx context.Context, cl *kgo.Client) error {
-	in.commitMu.Lock()
-	defer in.commitMu.Unlock()
-	in.mu.Lock()
+// CommitLocked returns the floors that moved (ARCHITECTURE.md §13.6), all
+// of them whatever ids: the floors are the assignment's, and records what
+// the group took.
+func (in *Input) CommitLocked([]string) (map[kafka.TopicPartition]int64, func(map[kafka.TopicPartition]int64)) {
 	a, gen := in.asm, in.gen
 	if a == nil || in.partial != nil {
-		in.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	data, txnFloor := a.floors()
 	offsets := map[kafka.TopicPartition]int64{}
@@ -33,10 +29,7 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client) error {
 	if cur, ok := in.committed[txnTP]; txnFloor >= 0 && (!ok || txnFloor > cur) {
 		offsets[kafka.TopicPartition{Topic: txnTP.topic, Partition: txnTP.part}] = txnFloor
 	}
-	in.mu.Unlock()
-	return kafka.CommitOffsets(ctx, cl, in.conf.ConsumerGroup, offsets, kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}, func(committed map[kafka.TopicPartition]int64) {
-		in.mu.Lock()
-		defer in.mu.Unlock()
+	return offsets, func(committed map[kafka.TopicPartition]int64) {
 		if in.gen != gen {
 			return
 		}
@@ -44,20 +37,12 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client) error {
 			in.committed[tp{p.Topic, p.Partition}] = f
 			in.m.committedOffset.Set(f, p.Topic, itoa(int64(p.Partition)))
 		}
-	})
-}
-
-// commitLoop commits the floors every commit_period; a failed commit is
-// retried at the next period and logged rate-limited.
-func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
-	defer in.loops.Done()
-	in.conf.CommitLoop(ctx, in.log, in.lim, func(ctx context.Context) error { return in.commit(ctx, cl) }, nil)
+	}
 }
 
 // reportLoop logs what holds the stream (ARCHITECTURE.md §13.8), each
 // condition at most once per missing_events_timeout.
 func (in *Input) reportLoop(ctx context.Context) {
-	defer in.loops.Done()
 	kafka.Every(ctx, min(max(in.conf.missingEventsTimeout/4, 10*time.Millisecond), time.Second), func() {
 		in.mu.Lock()
 		var ps []problem

@@ -13,14 +13,14 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 // inputConfig is the parsed configuration.
 type inputConfig struct {
-	client kafka.ClientConfig
-	// The consumer-group settings (internal/kafka).
-	kafka.GroupConfig
-	topics               []string
+	// The connection, data topics and consumer-group settings
+	// (internal/kafka/consumer).
+	consumer.Config
 	regexpTopics         bool
 	topicRegexps         []*regexp.Regexp
 	transactionTopic     string
@@ -60,7 +60,7 @@ func (c *inputConfig) consumes(topic string) bool {
 		}
 		return false
 	}
-	for _, t := range c.topics {
+	for _, t := range c.Topics {
 		if t == topic {
 			return true
 		}
@@ -69,28 +69,14 @@ func (c *inputConfig) consumes(topic string) bool {
 }
 
 func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
-	if c.client, err = kafka.ClientConfigFromParsed(conf); err != nil {
+	if c.Config, err = consumer.ConfigFromParsed(conf, "topics must name at least one data topic"); err != nil {
 		return
-	}
-	var topics []string
-	if topics, err = conf.FieldStringList(fieldTopics); err != nil {
-		return
-	}
-	for _, entry := range topics {
-		for _, t := range strings.Split(entry, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				c.topics = append(c.topics, t)
-			}
-		}
-	}
-	if len(c.topics) == 0 {
-		return c, errors.New("topics must name at least one data topic")
 	}
 	if c.regexpTopics, err = conf.FieldBool(fieldRegexpTopics); err != nil {
 		return
 	}
 	if c.regexpTopics {
-		for _, t := range c.topics {
+		for _, t := range c.Topics {
 			re, rerr := regexp.Compile(t)
 			if rerr != nil {
 				return c, fmt.Errorf("topics entry %q is not a regular expression: %w", t, rerr)
@@ -104,7 +90,7 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 	if c.transactionTopic = strings.TrimSpace(c.transactionTopic); c.transactionTopic == "" {
 		return c, errors.New("transaction_topic must name the connector's transaction topic")
 	}
-	for _, t := range c.topics {
+	for _, t := range c.Topics {
 		if t == c.transactionTopic {
 			return c, fmt.Errorf("transaction_topic %q must not be listed in topics", t)
 		}
@@ -120,9 +106,6 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 		c.topicPrefix = p
 	}
 	if c.collectionTopics, err = conf.FieldStringMap(fieldCollectionTopics); err != nil {
-		return
-	}
-	if c.GroupConfig, err = kafka.GroupConfigFromParsed(conf); err != nil {
 		return
 	}
 	// An empty database or table is the same as none: the event's source.

@@ -7,7 +7,6 @@ package debezium_txn
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,39 +15,22 @@ import (
 
 //------------------------------------------------------------------------------
 
-func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
-	defer in.loops.Done()
-	for {
-		fetches := cl.PollRecords(ctx, maxPollRecords)
-		if ctx.Err() != nil || fetches.IsClientClosed() {
-			cl.AllowRebalance()
-			return
-		}
-		fetches.EachError(func(topic string, part int32, err error) {
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			if in.lim.Due("fetch:" + topic + strconv.Itoa(int(part)) + err.Error()) {
-				in.log.Errorf("Fetching %s/%d from seed_brokers [%s]: %v", topic, part, in.conf.client.BrokersString(), err)
-			}
-		})
-		now := time.Now()
-		// Values are decoded before the lock is taken, so ReadBatch and
-		// acknowledgements are not held up by the decoding.
-		var parts []fetchedPartition
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			parts = append(parts, in.decodePartition(fp))
-		})
-		in.mu.Lock()
+// Fetched decodes the values of a poll's data records before the lock is
+// taken, so ReadBatch and acknowledgements are not held up by the
+// decoding, and feeds them to the assembler under it.
+func (in *Input) Fetched(fetches kgo.Fetches) func() {
+	now := time.Now()
+	var parts []fetchedPartition
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		parts = append(parts, in.decodePartition(fp))
+	})
+	return func() {
 		if a := in.asm; a != nil && !in.revoking {
 			for _, fp := range parts {
 				in.feedLocked(a, fp, now)
 			}
 			in.afterFeedLocked()
 		}
-		in.signalLocked()
-		in.mu.Unlock()
-		cl.AllowRebalance()
 	}
 }
 
@@ -160,5 +142,5 @@ func (in *Input) listEnds(gen uint64, after int64, last bool) {
 	}
 	in.asm.endsListed(after, last, ends)
 	in.afterFeedLocked()
-	in.signalLocked()
+	in.SignalLocked()
 }

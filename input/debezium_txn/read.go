@@ -12,20 +12,14 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
-	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 //------------------------------------------------------------------------------
 
-// ReadBatch returns the next batch of whole emitted transactions.
-func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	return kafka.ReadBatch(ctx, &in.mu, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
-		if err := kafka.ReadState(in.closed, in.cl); err != nil {
-			return nil, nil, 0, nil, err
-		}
-		batch, ack, wait := in.nextBatchLocked(ctx)
-		return batch, ack, wait, in.notify, nil
-	})
+// NextBatchLocked returns the next batch of whole emitted transactions.
+func (in *Input) NextBatchLocked(ctx context.Context) (service.MessageBatch, service.AckFunc, time.Duration) {
+	return in.nextBatchLocked(ctx)
 }
 
 // nextBatchLocked collects ready emissions into a batch, whole emissions
@@ -137,13 +131,13 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 // (the sequence number is stamped when the batch goes out).
 func (in *Input) messageLocked(om outMsg) *service.Message {
 	msg := service.NewMessage(om.ev.row)
-	msg.MetaSetMut(MetaKey, string(om.rec.key))
-	msg.MetaSetMut(MetaTopic, om.rec.tp.topic)
-	msg.MetaSetMut(MetaPartition, int(om.rec.tp.part))
-	msg.MetaSetMut(MetaOffset, int(om.rec.offset))
+	msg.MetaSetMut(consumer.MetaKey, string(om.rec.key))
+	msg.MetaSetMut(consumer.MetaTopic, om.rec.tp.topic)
+	msg.MetaSetMut(consumer.MetaPartition, int(om.rec.tp.part))
+	msg.MetaSetMut(consumer.MetaOffset, int(om.rec.offset))
 	if !om.rec.ts.IsZero() {
-		msg.MetaSetMut(MetaTimestampMs, om.rec.ts.UnixMilli())
-		msg.MetaSetMut(MetaTimestampSec, om.rec.ts.Unix())
+		msg.MetaSetMut(consumer.MetaTimestampMs, om.rec.ts.UnixMilli())
+		msg.MetaSetMut(consumer.MetaTimestampSec, om.rec.ts.Unix())
 	}
 	msg.MetaSetMut(MetaOp, string(om.ev.op))
 	msg.MetaSetMut(MetaDB, om.ev.db)
@@ -178,17 +172,14 @@ func (in *Input) messageLocked(om outMsg) *service.Message {
 	return msg
 }
 
-// sideEpochLocked returns the assignment epoch of a side partition, taking
-// one from the registry at its first row of the assignment.
+// sideEpochLocked returns the assignment epoch of a side partition, claimed
+// at its first row of the assignment (an epoch and the lease).
 func (in *Input) sideEpochLocked(p tp) uint64 {
 	if e, ok := in.sideEpochs[p]; ok {
 		return e
 	}
-	id := p.String()
-	in.reg.Forget(id)
-	e := in.reg.Assign(id)
+	e := in.ClaimLocked(p.String())
 	in.sideEpochs[p] = e
-	in.leaseNewLocked(id, in.lease.Until())
 	return e
 }
 
@@ -215,17 +206,15 @@ func (in *Input) ackLocked(gen uint64, ems []*emission, n int, err error) {
 		}
 	}
 	in.afterFeedLocked()
-	in.signalLocked()
+	in.SignalLocked()
 }
 
-// onCommitted receives the output's committed-through offsets.
-func (in *Input) onCommitted(partition string, offset int64) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
+// CommittedLocked receives the output's committed-through offsets.
+func (in *Input) CommittedLocked(partition string, offset int64) {
 	if in.asm == nil {
 		return
 	}
 	in.asm.committed(partition, offset)
 	in.afterFeedLocked()
-	in.signalLocked()
+	in.SignalLocked()
 }

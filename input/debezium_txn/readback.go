@@ -86,7 +86,7 @@ func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
 // readEnds returns the ids of the END events at offsets [lo, hi) of the
 // transaction topic, in offset order.
 func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]string, error) {
-	cl, err := kgo.NewClient(append(in.conf.client.Opts(in.logger()),
+	cl, err := kgo.NewClient(append(in.conf.Client.Opts(in.KgoLogger()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{in.conf.transactionTopic: {0: kgo.NewOffset().At(lo)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),

@@ -45,7 +45,7 @@ func TestConfigParsing(t *testing.T) {
 	c, err = parse(t, minimalYAML+"collection_topics: { inventory.orders_2025: orders }\ntopics: [ 'orders, dbserver1.inventory.items' ]\ndatabase: \"\"\n")
 	require.NoError(t, err)
 	assert.Equal(t, "orders", c.topicOf("inventory.orders_2025"))
-	assert.Equal(t, []string{"orders", "dbserver1.inventory.items"}, c.topics, "comma-separated entries are split")
+	assert.Equal(t, []string{"orders", "dbserver1.inventory.items"}, c.Topics, "comma-separated entries are split")
 	assert.Nil(t, c.database, "an empty database is none")
 
 	c, err = parse(t, minimalYAML+"skip_transactions: [ 'g:81', 'g:82' ]\n")
@@ -89,6 +89,42 @@ func TestLintRules(t *testing.T) {
 	assert.NotEmpty(t, lint("topics: [ dbserver1.transaction ]\n"))
 	assert.NotEmpty(t, lint("checkpoint_limit: 0\n"))
 	assert.NotEmpty(t, lint("on_truncate: ignore\n"))
+}
+
+// Every value of the shared consumer fields that the start refuses is a
+// lint error with the same text under debezium_txn, as under kafka_txn (the
+// fields are internal/kafka/consumer's): before, `lint` took
+// `commit_period: 0s` and `fetch_max_partition_bytes: "4 parsecs"` here.
+func TestLintSaysWhatStartSays(t *testing.T) {
+	for _, extra := range []string{
+		"commit_period: 0s\n",
+		"fetch_max_partition_bytes: \"4 parsecs\"\n",
+		"fetch_max_partition_bytes: 2GiB\n",
+		"revoke_timeout: soon\n",
+		"session_timeout: 0s\n",
+		"rebalance_timeout: 1\n",
+		"heartbeat_interval: 3\n",
+		"fetch_max_wait: 500\n",
+		"metadata_max_age: 0s\n",
+		"metadata_max_age: 2h\n",
+		"missing_events_timeout: soon\n",
+		"checkpoint_limit: 0\n",
+		"resend_window: -1\n",
+		"revoke_timeout: 90s\n",
+	} {
+		indented := strings.ReplaceAll(strings.TrimPrefix(minimalYAML+extra, "\n"), "\n", "\n    ")
+		lints, err := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
+			LintYAML([]byte("input:\n  debezium_txn:\n    " + indented + "\noutput:\n  drop: {}\n"))
+		require.NoError(t, err)
+		var texts []string
+		for _, l := range lints {
+			texts = append(texts, l.What)
+		}
+		_, startErr := parse(t, minimalYAML+extra)
+		require.Error(t, startErr, extra)
+		require.Len(t, texts, 1, "%s: %v", extra, texts)
+		assert.Equal(t, startErr.Error(), texts[0], extra)
+	}
 }
 
 // The guide's configuration block lints and names every field, and its

@@ -1,30 +1,25 @@
 package kafka_txn
 
 import (
-	"context"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
-// onCommitted receives the output's committed-through offsets.
-func (in *Input) onCommitted(id string, offset int64) {
-	in.mu.Lock()
+// CommittedLocked receives the output's committed-through offsets.
+func (in *Input) CommittedLocked(id string, offset int64) {
 	if ps := in.parts[id]; ps != nil && offset > ps.committedThru {
 		ps.committedThru = offset
 	}
-	in.mu.Unlock()
 }
 
-// onUnclaimed is told by the registry of a partition key the output or the
+// Unclaimed is told by the registry of a partition key the output or the
 // assembler uses that no input assigned: starrocks_partition was changed on
 // the way (the assembler's partition field or a mapping), so the output's
 // committed-through offsets and fences never meet this input's partitions.
 // The registry reports each key once.
-func (in *Input) onUnclaimed(key string, claimed []string) {
+func (in *Input) Unclaimed(key string, claimed []string) {
 	in.m.unmatchedKeys.Incr(1)
 	in.log.Warnf("Partition key %q of the metadata contract (%s) matches none of the Kafka partitions the input assigned (%s): "+
 		"the output publishes what it committed and takes fences under that key, so the input commits no offsets for it and a rebalance fences nothing "+
@@ -33,16 +28,13 @@ func (in *Input) onUnclaimed(key string, claimed []string) {
 		key, contract.KeyPartition, strings.Join(claimed, ", "), contract.KeyPartition, contract.KeyPartition)
 }
 
-// commit commits the committable offsets of the given partitions (all
-// assigned, non-revoking partitions when ids is nil).
-func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error {
-	in.commitMu.Lock()
-	defer in.commitMu.Unlock()
-
+// CommitLocked returns the committable offsets of the given partitions (all
+// assigned, non-revoking partitions when ids is nil), and records what the
+// group took.
+func (in *Input) CommitLocked(ids []string) (map[kafka.TopicPartition]int64, func(map[kafka.TopicPartition]int64)) {
 	tracking := in.reg.Tracking()
 	targets := map[kafka.TopicPartition]*partState{}
 	offsets := map[kafka.TopicPartition]int64{}
-	in.mu.Lock()
 	add := func(ps *partState) {
 		t := ps.commitTarget(tracking)
 		if t < 0 || t <= ps.lastCommitted {
@@ -65,13 +57,7 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 			}
 		}
 	}
-	in.mu.Unlock()
-	if len(targets) == 0 {
-		return nil
-	}
-	return kafka.CommitOffsets(ctx, cl, in.conf.ConsumerGroup, offsets, kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}, func(committed map[kafka.TopicPartition]int64) {
-		in.mu.Lock()
-		defer in.mu.Unlock()
+	return offsets, func(committed map[kafka.TopicPartition]int64) {
 		for p, off := range committed {
 			if ps := targets[p]; off > ps.lastCommitted {
 				ps.lastCommitted = off
@@ -79,15 +65,5 @@ func (in *Input) commit(ctx context.Context, cl *kgo.Client, ids []string) error
 				in.updateLagLocked(ps)
 			}
 		}
-	})
-}
-
-// commitLoop commits the committable offsets every commit_period (a failed
-// commit is retried at the next period and logged rate-limited) and
-// refreshes the high watermarks of paused partitions.
-func (in *Input) commitLoop(ctx context.Context, cl *kgo.Client) {
-	defer in.loops.Done()
-	in.conf.CommitLoop(ctx, in.log, in.logLim,
-		func(ctx context.Context) error { return in.commit(ctx, cl, nil) },
-		func(ctx context.Context) { in.refreshPausedHWM(ctx, cl) })
+	}
 }

@@ -1,7 +1,6 @@
 package kafka_txn
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,15 +12,16 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
 
 // Field names of the kafka_txn input. The connection fields (seed_brokers,
-// client_id, tls, sasl) and the consumer-group fields (consumer_group,
-// isolation_level, start_from_oldest, commit_period, the timeouts, the
-// fetch settings) are internal/kafka's.
+// client_id, tls, sasl), topics and the consumer-group fields
+// (consumer_group, isolation_level, start_from_oldest, commit_period, the
+// timeouts, the fetch and metadata settings) are internal/kafka's and
+// internal/kafka/consumer's.
 const (
-	fieldTopics                 = "topics"
 	fieldCheckpointLimit        = "checkpoint_limit"
 	fieldCheckpointStallTimeout = "checkpoint_stall_timeout"
 	fieldStartAfterProgress     = "start_after_progress"
@@ -94,94 +94,7 @@ at the checkpoint limit), `+"`kafka_txn_checkpoint_stalls`"+`, `+"`kafka_txn_nac
 assigned: the assembler's `+"`partition`"+` or a mapping changed the key, so
 the output's committed offsets and fences never reach the input; each is
 also warned about once).`).
-		Fields(
-			kafka.SeedBrokersField(),
-			service.NewStringListField(fieldTopics).
-				Description("Topics to consume. Every topic must exist: the input refuses to start on an unknown topic.").
-				Example([]string{"shop.cdc"}),
-			service.NewStringField(kafka.FieldConsumerGroup).
-				Description("The consumer group. Partitions are shared among the members of the group, and offsets are committed to it.").
-				Example("starrocks-loader").
-				Example("${KAFKA_GROUP:shop-cdc-to-starrocks}"),
-			kafka.ClientIDField(),
-			service.NewStringAnnotatedEnumField(kafka.FieldIsolationLevel, map[string]string{
-				kafka.IsolationReadCommitted:   "Only records of committed producer transactions are delivered; an open transaction holds its partition at the last stable offset.",
-				kafka.IsolationReadUncommitted: "Every record is delivered, including those of aborted and still-open producer transactions.",
-			}).
-				Description("Which records of transactional producers are read.").
-				Default(kafka.IsolationReadCommitted).
-				Example(kafka.IsolationReadUncommitted),
-			service.NewBoolField(kafka.FieldStartFromOldest).
-				Description("Where a partition with no committed offset starts: the oldest record (true) or the next new one (false).").
-				Default(true).
-				Example(false),
-			service.NewIntField(fieldCheckpointLimit).
-				Description("The maximum number of delivered but unacknowledged messages per partition. Must be larger than the largest source transaction (in messages) when the output holds acknowledgements until a transaction commits, or the partition stalls.").
-				Default(defaultCheckpointLimit).
-				Example(20000).
-				LintRule(kafka.IntRangeLintRule(fieldCheckpointLimit, 1, 0)),
-			service.NewDurationField(fieldCheckpointStallTimeout).
-				Description("How long a partition may sit at `checkpoint_limit` with no acknowledgement before an error naming `checkpoint_limit` is logged (and repeated at this period).").
-				Default(defaultCheckpointStallTimeout).
-				Example("2m").
-				LintRule(kafka.DurationLintRule(fieldCheckpointStallTimeout)).
-				Advanced(),
-			service.NewDurationField(kafka.FieldCommitPeriod).
-				Description("How often committable offsets are committed to the consumer group. Offsets are also committed on revoke and on close.").
-				Default(kafka.DefaultCommitPeriod).
-				Example("5s").
-				LintRule(kafka.DurationLintRule(kafka.FieldCommitPeriod)),
-			service.NewDurationField(kafka.FieldRevokeTimeout).
-				Description("How long a revoke waits for the output to fence the partition (and for commits already in flight) before the offset commit. Must be below `rebalance_timeout`; the commit itself gets the rest of the rebalance timeout.").
-				Default(kafka.DefaultRevokeTimeout).
-				Example("20s").
-				LintRule(kafka.DurationLintRule(kafka.FieldRevokeTimeout)),
-			service.NewDurationField(kafka.FieldSessionTimeout).
-				Description("The group session timeout: a member that sends no heartbeat for this long is removed from the group.").
-				Default(kafka.DefaultSessionTimeout).
-				Example("30s").
-				LintRule(kafka.DurationLintRule(kafka.FieldSessionTimeout)).
-				Advanced(),
-			service.NewDurationField(kafka.FieldRebalanceTimeout).
-				Description("How long members may take to finish revoking partitions during a rebalance.").
-				Default(kafka.DefaultRebalanceTimeout).
-				Example("2m").
-				LintRule(kafka.DurationLintRule(kafka.FieldRebalanceTimeout)).
-				Advanced(),
-			service.NewDurationField(kafka.FieldHeartbeatInterval).
-				Description("How often the member sends heartbeats: below half of `session_timeout` (refused from half on), at most a quarter of it to keep commits from waiting. A commit starts only while the membership was confirmed within half of `session_timeout`, and a heartbeat confirms the one before it.").
-				Default(kafka.DefaultHeartbeatInterval).
-				Example("1s").
-				LintRule(kafka.DurationLintRule(kafka.FieldHeartbeatInterval)).
-				Advanced(),
-			service.NewDurationField(kafka.FieldFetchMaxWait).
-				Description("How long a broker may wait for new records before answering a fetch.").
-				Default(kafka.DefaultFetchMaxWait).
-				Example("100ms").
-				LintRule(kafka.DurationLintRule(kafka.FieldFetchMaxWait)).
-				Advanced(),
-			service.NewBoolField(fieldStartAfterProgress).
-				Description("When the `starrocks_txn` output runs with `semantic: exactly_once`, start a newly assigned partition after the output's durable progress (the offset through which StarRocks holds the partition's source transactions) when that is ahead of the group's committed offset. An optimisation only: the output drops such replays itself; turning it off re-reads them (useful to test that).").
-				Default(true).
-				Example(false).
-				Advanced(),
-			service.NewStringField(kafka.FieldFetchMaxPartitionBytes).
-				Description("The maximum number of bytes fetched from one partition per request.").
-				Default(kafka.DefaultFetchMaxPartitionBytes).
-				Example("4MiB").
-				Example("512KiB").
-				LintRule(kafka.ByteSizeLintRule(kafka.FieldFetchMaxPartitionBytes)).
-				Advanced(),
-			specfields.Batching(fieldBatching).
-				Description(`How records are grouped into batches, per partition: a partition's part of a batch is due at `+"`count`"+` messages, at `+"`byte_size`"+` bytes or after `+"`period`"+` (with no policy: what was fetched). A part always ends at a source-transaction end: with a `+"`txn_assembler`"+` in the input's processors (and its `+"`partition`"+` unset) the input asks it where transactions end; without one, a record for which `+"`check`"+` is true ends a transaction (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`). The records after a partition's last end wait for their transaction to end, so a part may exceed `+"`count`"+` by a transaction; a transaction that alone fills `+"`checkpoint_limit`"+` is delivered as it is (and the partition reports the stall). So no batch waits on a record that is not delivered, which keeps the output's `+"`max_in_flight`"+` calls from ever all waiting on transactions whose ends cannot arrive. A policy with `+"`processors`"+` is applied by Benthos's batcher instead: one partition per batch, cut by the policy alone.`),
-			service.NewBoolField(fieldCoalesce).
-				Description("Join the due parts of several partitions into one batch, in partition order, until it holds `batching.count` messages (1000 without a count) or no other part is due; each part is added whole, so a batch stays under twice that. Only parts known to end at a source-transaction end are joined: a transaction cut at `checkpoint_limit`, and every part when the input cannot tell where transactions end (no `txn_assembler`, no `check`), goes in a batch of its own, so that a transaction which cannot complete never holds another partition's rows unacknowledged. The output holds each batch until it commits, in one of its `max_in_flight` slots: with one partition per batch, many partitions flushed every `period` give many batches of a few records each, and the slots, not the throughput, bound a commit cycle. Off: one partition per batch.").
-				Default(true).
-				Example(false).
-				Advanced(),
-			kafka.TLSField(),
-			kafka.SASLField(),
-		).
+		Fields(fields()...).
 		LintRule(kafka.GroupLintRule()).
 		Example("Production CDC pipeline", "Reads source transactions in the envelope format; the txn_assembler in the input's processors tells the input where transactions end, and offset commits follow the starrocks_txn output's committed boundaries.", `
 input:
@@ -202,10 +115,9 @@ input:
 }
 
 type inputConfig struct {
-	client kafka.ClientConfig
-	// The consumer-group settings (internal/kafka).
-	kafka.GroupConfig
-	topics                 []string
+	// The connection, topics and consumer-group settings
+	// (internal/kafka/consumer).
+	consumer.Config
 	checkpointLimit        int
 	checkpointStallTimeout time.Duration
 	startAfterProgress     bool
@@ -214,23 +126,7 @@ type inputConfig struct {
 }
 
 func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error) {
-	if c.client, err = kafka.ClientConfigFromParsed(conf); err != nil {
-		return
-	}
-	var topics []string
-	if topics, err = conf.FieldStringList(fieldTopics); err != nil {
-		return
-	}
-	for _, t := range topics {
-		if t = strings.TrimSpace(t); t != "" {
-			c.topics = append(c.topics, t)
-		}
-	}
-	if len(c.topics) == 0 {
-		err = errors.New("topics must name at least one topic")
-		return
-	}
-	if c.GroupConfig, err = kafka.GroupConfigFromParsed(conf); err != nil {
+	if c.Config, err = consumer.ConfigFromParsed(conf, "topics must name at least one topic"); err != nil {
 		return
 	}
 	if c.checkpointLimit, err = conf.FieldInt(fieldCheckpointLimit); err != nil {
@@ -279,4 +175,42 @@ func batchRuleFromParsed(conf *service.ParsedConfig) (r batchRule, err error) {
 		}
 	}
 	return r, nil
+}
+
+// fields are the input's fields: the connection and group fields of every
+// consumer input (internal/kafka, internal/kafka/consumer) and its own.
+func fields() []*service.ConfigField {
+	fs := []*service.ConfigField{
+		kafka.SeedBrokersField(),
+		consumer.TopicsField("Topics to consume. Every topic must exist: the input refuses to start on an unknown topic.", []string{"shop.cdc"}),
+	}
+	fs = append(fs, consumer.GroupFields()...)
+	return append(fs,
+		kafka.ClientIDField(),
+		service.NewIntField(fieldCheckpointLimit).
+			Description("The maximum number of delivered but unacknowledged messages per partition. Must be larger than the largest source transaction (in messages) when the output holds acknowledgements until a transaction commits, or the partition stalls.").
+			Default(defaultCheckpointLimit).
+			Example(20000).
+			LintRule(kafka.IntRangeLintRule(fieldCheckpointLimit, 1, 0)),
+		service.NewDurationField(fieldCheckpointStallTimeout).
+			Description("How long a partition may sit at `checkpoint_limit` with no acknowledgement before an error naming `checkpoint_limit` is logged (and repeated at this period).").
+			Default(defaultCheckpointStallTimeout).
+			Example("2m").
+			LintRule(kafka.DurationLintRule(fieldCheckpointStallTimeout)).
+			Advanced(),
+		service.NewBoolField(fieldStartAfterProgress).
+			Description("When the `starrocks_txn` output runs with `semantic: exactly_once`, start a newly assigned partition after the output's durable progress (the offset through which StarRocks holds the partition's source transactions) when that is ahead of the group's committed offset. An optimisation only: the output drops such replays itself; turning it off re-reads them (useful to test that).").
+			Default(true).
+			Example(false).
+			Advanced(),
+		specfields.Batching(fieldBatching).
+			Description(`How records are grouped into batches, per partition: a partition's part of a batch is due at `+"`count`"+` messages, at `+"`byte_size`"+` bytes or after `+"`period`"+` (with no policy: what was fetched). A part always ends at a source-transaction end: with a `+"`txn_assembler`"+` in the input's processors (and its `+"`partition`"+` unset) the input asks it where transactions end; without one, a record for which `+"`check`"+` is true ends a transaction (for the envelope format `+"`this.type == \"TXN_END\"`"+`, for Maxwell `+"`this.commit == true`"+`). The records after a partition's last end wait for their transaction to end, so a part may exceed `+"`count`"+` by a transaction; a transaction that alone fills `+"`checkpoint_limit`"+` is delivered as it is (and the partition reports the stall). So no batch waits on a record that is not delivered, which keeps the output's `+"`max_in_flight`"+` calls from ever all waiting on transactions whose ends cannot arrive. A policy with `+"`processors`"+` is applied by Benthos's batcher instead: one partition per batch, cut by the policy alone.`),
+		service.NewBoolField(fieldCoalesce).
+			Description("Join the due parts of several partitions into one batch, in partition order, until it holds `batching.count` messages (1000 without a count) or no other part is due; each part is added whole, so a batch stays under twice that. Only parts known to end at a source-transaction end are joined: a transaction cut at `checkpoint_limit`, and every part when the input cannot tell where transactions end (no `txn_assembler`, no `check`), goes in a batch of its own, so that a transaction which cannot complete never holds another partition's rows unacknowledged. The output holds each batch until it commits, in one of its `max_in_flight` slots: with one partition per batch, many partitions flushed every `period` give many batches of a few records each, and the slots, not the throughput, bound a commit cycle. Off: one partition per batch.").
+			Default(true).
+			Example(false).
+			Advanced(),
+		kafka.TLSField(),
+		kafka.SASLField(),
+	)
 }

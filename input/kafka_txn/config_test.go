@@ -69,6 +69,16 @@ func TestConfigLintAndValidation(t *testing.T) {
 	})
 }
 
+// TestTopicsEntriesAreSplitOnCommas: as in debezium_txn and Benthos's own
+// Kafka inputs, a topics entry may hold several comma-separated topics.
+func TestTopicsEntriesAreSplitOnCommas(t *testing.T) {
+	conf, err := ConfigSpec().ParseYAML("seed_brokers: [ b:9092 ]\nconsumer_group: g\ntopics: [ 'cdc, cdc2', cdc3 ]\n", nil)
+	require.NoError(t, err)
+	c, err := inputConfigFromParsed(conf)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cdc", "cdc2", "cdc3"}, c.Topics)
+}
+
 // TestLintSaysWhatStartSays: every value the constructor refuses is a lint
 // error with the same text, so `lint` catches what the start would.
 func TestLintSaysWhatStartSays(t *testing.T) {
@@ -88,6 +98,8 @@ func TestLintSaysWhatStartSays(t *testing.T) {
 		brokers + required + "checkpoint_limit: -5\n",
 		brokers + required + "fetch_max_partition_bytes: lots\n",
 		brokers + required + "fetch_max_partition_bytes: 2GiB\n",
+		brokers + required + "metadata_max_age: 2h\n",
+		brokers + required + "metadata_max_age: 0s\n",
 		brokers + required + "revoke_timeout: 60s\n",
 		brokers + required + "revoke_timeout: 90s\nrebalance_timeout: 1m30s\n",
 		brokers + required + "revoke_timeout: 1500ms\nrebalance_timeout: 1s\n",

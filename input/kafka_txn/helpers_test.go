@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
@@ -133,8 +134,8 @@ func toRecs(t *testing.T, b service.MessageBatch) []rec {
 		require.NoError(t, err)
 		out = append(out, rec{
 			value:     string(v),
-			partition: int32(metaInt(t, m, MetaPartition)),
-			offset:    metaInt(t, m, MetaOffset),
+			partition: int32(metaInt(t, m, consumer.MetaPartition)),
+			offset:    metaInt(t, m, consumer.MetaOffset),
 		})
 	}
 	return out

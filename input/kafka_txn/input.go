@@ -15,28 +15,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
 // Name is the registered name of the input.
 const Name = "kafka_txn"
 
-// Metadata keys set on every message.
+// Metadata keys set on every message besides those of every consumer input
+// (internal/kafka/consumer consumer.MetaKey, …): the tombstone flag and the
+// partition's lag.
 const (
-	MetaKey          = "kafka_key"
-	MetaTopic        = "kafka_topic"
-	MetaPartition    = "kafka_partition"
-	MetaOffset       = "kafka_offset"
-	MetaTimestampSec = "kafka_timestamp_unix"
-	MetaTimestampMs  = "kafka_timestamp_ms"
-	MetaTombstone    = "kafka_tombstone_message"
-	MetaLag          = "kafka_lag"
+	MetaTombstone = "kafka_tombstone_message"
+	MetaLag       = "kafka_lag"
 )
 
 const (
-	// maxPollRecords bounds one poll so that the lock that spreads records
-	// over partitions is held briefly.
-	maxPollRecords = 10000
 	// maxStallCheckInterval is the slowest tick of the checkpoint stall check.
 	maxStallCheckInterval = time.Second
 	// periodDue is how close to its period deadline a partition's batch is
@@ -50,42 +44,37 @@ func init() {
 	})
 }
 
-// Input is the kafka_txn batch input.
+// Input is the kafka_txn batch input: the consumer shell
+// (internal/kafka/consumer) with this input's partitions, batching and
+// commit points.
 type Input struct {
+	// The shell: Connect, ReadBatch, Close, ClaimLocked, SignalLocked.
+	*consumer.Consumer
 	conf inputConfig
 	mgr  *service.Resources
 	log  *service.Logger
 	reg  *registry.Registry
 	m    inputMetrics
 
-	// commitMu serialises offset commits, so a revoke waits for a commit
-	// that is already in flight.
-	commitMu sync.Mutex
-
-	mu     sync.Mutex
-	cl     *kgo.Client
-	cancel context.CancelFunc
-	loops  sync.WaitGroup
-	closed bool
-	parts  map[string]*partState
+	// mu is the input's lock, shared with the shell.
+	mu    sync.Mutex
+	cl    *kgo.Client
+	parts map[string]*partState
 	// groupOffsets are the group's committed offsets as fetched at the last
 	// assignment of each assigned partition (the base of the committed lag
 	// until this input commits).
 	groupOffsets map[string]int64
 	order        []string
 	rr           int
-	notify       chan struct{}
 
-	// logLim rate-limits repeating fetch and commit errors and franz-go's
-	// own warnings.
+	// logLim rate-limits the input's own repeating lines.
 	logLim *kafka.LogLimiter
-	// lease is the group-membership lease of the assigned partitions
-	// (lease.go).
-	lease *kafka.GroupLease
 	// warnedNoEnds is set once the input said it cannot tell where source
 	// transactions end (read.go).
 	warnedNoEnds bool
 }
+
+var _ consumer.Input = (*Input)(nil)
 
 // New builds a kafka_txn input from a parsed config.
 func New(conf *service.ParsedConfig, mgr *service.Resources) (*Input, error) {
@@ -96,8 +85,7 @@ func New(conf *service.ParsedConfig, mgr *service.Resources) (*Input, error) {
 	return newInput(c, mgr)
 }
 
-// newInput builds the input from a validated config and registers for the
-// output's committed-through offsets.
+// newInput builds the input from a validated config, with its shell.
 func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 	if !c.batching.policy.IsNoop() {
 		// Build one batcher now so that a bad policy fails at construction.
@@ -115,44 +103,41 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		m:            newInputMetrics(mgr.Metrics()),
 		parts:        map[string]*partState{},
 		groupOffsets: map[string]int64{},
-		notify:       make(chan struct{}),
 		logLim:       kafka.NewLogLimiter(kafka.LogInterval),
 	}
-	in.lease = kafka.NewGroupLease(c.SessionTimeout, in.renewLease)
-	in.reg.OnCommitted(in.onCommitted)
-	in.reg.OnUnclaimed(in.onUnclaimed)
+	sc := c.Config
+	sc.Name = Name
+	sc.CheckTopics, sc.CheckField = c.Topics, consumer.FieldTopics
+	sc.ACLs = fmt.Sprintf("topics %v and consumer_group %q", c.Topics, c.ConsumerGroup)
+	sc.Describe = fmt.Sprintf("topics %v", c.Topics)
+	sc.Commits = kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}
+	in.Consumer = consumer.New(sc, mgr, &in.mu, in)
 	return in, nil
 }
 
-// Close commits what is committable, leaves the group (which revokes, fences
-// and commits every partition) and closes the client.
-func (in *Input) Close(ctx context.Context) error {
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		return nil
+// StartLocked takes the client and returns the input's background work:
+// the stall reports and the high watermarks of paused partitions.
+func (in *Input) StartLocked(cl *kgo.Client) func(context.Context) {
+	in.cl = cl
+	return func(ctx context.Context) {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kafka.Every(ctx, in.conf.CommitPeriod, func() {
+				rctx, cancel := context.WithTimeout(ctx, max(in.conf.CommitPeriod*5, 10*time.Second))
+				defer cancel()
+				in.refreshPausedHWM(rctx, cl)
+			})
+		}()
+		in.stallLoop(ctx)
+		wg.Wait()
 	}
-	in.closed = true
-	cl, cancel := in.cl, in.cancel
-	in.signalLocked()
-	in.mu.Unlock()
-	if cl == nil {
-		return nil
-	}
-	cancel()
-	in.loops.Wait()
+}
 
-	cctx, ccancel := context.WithTimeout(ctx, in.conf.RebalanceTimeout)
-	defer ccancel()
-	if err := in.commit(cctx, cl, nil); err != nil {
-		in.log.Warnf("Final offset commit: %v", err)
-	}
-	cl.AllowRebalance()
-	if err := cl.LeaveGroupContext(cctx); err != nil {
-		in.log.Warnf("Leaving consumer group %q: %v", in.conf.ConsumerGroup, err)
-	}
-	cl.Close()
-
+// Closed drops what is left once the group was left (every partition was
+// released already) and closes the batchers.
+func (in *Input) Closed(ctx context.Context) {
 	in.mu.Lock()
 	var batchers []*service.Batcher
 	for _, ps := range in.parts {
@@ -166,5 +151,4 @@ func (in *Input) Close(ctx context.Context) error {
 	for _, b := range batchers {
 		_ = b.Close(ctx)
 	}
-	return nil
 }

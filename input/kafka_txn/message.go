@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 // recordBuilder turns the records of one partition assignment into
@@ -40,7 +41,7 @@ type recordBuilder struct {
 
 // templateKeys are the keys every message of the input carries (MetaLag is
 // removed again while the high watermark is unknown).
-var templateKeys = []string{MetaKey, MetaTopic, MetaPartition, MetaOffset, MetaTimestampSec, MetaTimestampMs,
+var templateKeys = []string{consumer.MetaKey, consumer.MetaTopic, consumer.MetaPartition, consumer.MetaOffset, consumer.MetaTimestampSec, consumer.MetaTimestampMs,
 	MetaTombstone, contract.KeyPartitionEpoch, MetaLag}
 
 func newRecordBuilder(topic string, part int32, epoch uint64) *recordBuilder {
@@ -72,16 +73,16 @@ func (b *recordBuilder) message(r *kgo.Record, lag int64, hasLag bool) *service.
 		b.key = append(b.key[:0], r.Key...)
 		b.keyBox = string(r.Key)
 	}
-	msg.MetaSetMut(MetaKey, b.keyBox)
-	msg.MetaSetMut(MetaTopic, b.topic)
-	msg.MetaSetMut(MetaPartition, b.part)
-	msg.MetaSetMut(MetaOffset, int(r.Offset))
+	msg.MetaSetMut(consumer.MetaKey, b.keyBox)
+	msg.MetaSetMut(consumer.MetaTopic, b.topic)
+	msg.MetaSetMut(consumer.MetaPartition, b.part)
+	msg.MetaSetMut(consumer.MetaOffset, int(r.Offset))
 	if !b.tsComputed || !r.Timestamp.Equal(b.ts) {
 		b.ts, b.tsComputed = r.Timestamp, true
 		b.tsSec, b.tsMs = r.Timestamp.Unix(), r.Timestamp.UnixMilli()
 	}
-	msg.MetaSetMut(MetaTimestampSec, b.tsSec)
-	msg.MetaSetMut(MetaTimestampMs, b.tsMs)
+	msg.MetaSetMut(consumer.MetaTimestampSec, b.tsSec)
+	msg.MetaSetMut(consumer.MetaTimestampMs, b.tsMs)
 	msg.MetaSetMut(MetaTombstone, r.Value == nil)
 	msg.MetaSetMut(contract.KeyPartitionEpoch, b.epoch)
 	if hasLag {

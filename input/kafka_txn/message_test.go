@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 // recordToMessage converts a record, with its headers, the kafka_*
@@ -22,12 +23,12 @@ func recordToMessage(r *kgo.Record, epoch uint64, lag int64, hasLag bool) *servi
 	for _, h := range r.Headers {
 		msg.MetaSetMut(h.Key, string(h.Value))
 	}
-	msg.MetaSetMut(MetaKey, string(r.Key))
-	msg.MetaSetMut(MetaTopic, r.Topic)
-	msg.MetaSetMut(MetaPartition, int(r.Partition))
-	msg.MetaSetMut(MetaOffset, int(r.Offset))
-	msg.MetaSetMut(MetaTimestampSec, r.Timestamp.Unix())
-	msg.MetaSetMut(MetaTimestampMs, r.Timestamp.UnixMilli())
+	msg.MetaSetMut(consumer.MetaKey, string(r.Key))
+	msg.MetaSetMut(consumer.MetaTopic, r.Topic)
+	msg.MetaSetMut(consumer.MetaPartition, int(r.Partition))
+	msg.MetaSetMut(consumer.MetaOffset, int(r.Offset))
+	msg.MetaSetMut(consumer.MetaTimestampSec, r.Timestamp.Unix())
+	msg.MetaSetMut(consumer.MetaTimestampMs, r.Timestamp.UnixMilli())
 	msg.MetaSetMut(MetaTombstone, r.Value == nil)
 	msg.MetaSetMut(contract.KeyPartitionEpoch, strconv.FormatUint(epoch, 10))
 	if hasLag {
@@ -107,7 +108,7 @@ func TestRecordBuilderEqualsRecordToMessage(t *testing.T) {
 			}
 			for j, m := 0, rapid.IntRange(0, 2).Draw(t, "headers"); j < m; j++ {
 				r.Headers = append(r.Headers, kgo.RecordHeader{
-					Key:   rapid.SampledFrom([]string{"trace", MetaKey, MetaOffset, contract.KeyPartitionEpoch, MetaLag}).Draw(t, "hkey"),
+					Key:   rapid.SampledFrom([]string{"trace", consumer.MetaKey, consumer.MetaOffset, contract.KeyPartitionEpoch, MetaLag}).Draw(t, "hkey"),
 					Value: []byte(rapid.SampledFrom([]string{"x", ""}).Draw(t, "hval")),
 				})
 			}

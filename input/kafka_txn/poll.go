@@ -2,7 +2,6 @@ package kafka_txn
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,7 +60,7 @@ func (in *Input) refreshPausedHWM(ctx context.Context, cl *kgo.Client) {
 	}
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
 	if err != nil {
-		if ctx.Err() == nil && in.logDue("hwm:"+err.Error()) {
+		if ctx.Err() == nil && in.logLim.Due("hwm:"+err.Error()) {
 			in.log.Debugf("Reading the high watermarks of paused partitions: %v", err)
 		}
 		return
@@ -78,23 +77,10 @@ func (in *Input) refreshPausedHWM(ctx context.Context, cl *kgo.Client) {
 	})
 }
 
-// pollLoop fetches records and spreads them over the partitions' queues,
-// where ReadBatch picks them up.
-func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
-	defer in.loops.Done()
-	for {
-		fetches := cl.PollRecords(ctx, maxPollRecords)
-		if ctx.Err() != nil || fetches.IsClientClosed() {
-			cl.AllowRebalance()
-			return
-		}
-		fetches.EachError(func(topic string, part int32, err error) {
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			in.reportFetchError(topic, part, err)
-		})
-		in.mu.Lock()
+// Fetched spreads a poll's records over the partitions' queues, where
+// NextBatchLocked picks them up.
+func (in *Input) Fetched(fetches kgo.Fetches) func() {
+	return func() {
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			ps := in.parts[contract.KafkaPartition(fp.Topic, fp.Partition)]
 			if ps == nil || ps.revoking {
@@ -104,9 +90,6 @@ func (in *Input) pollLoop(ctx context.Context, cl *kgo.Client) {
 			in.updatePauseLocked(ps)
 			in.updateLagLocked(ps)
 		})
-		in.signalLocked()
-		in.mu.Unlock()
-		cl.AllowRebalance()
 	}
 }
 

@@ -6,31 +6,15 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-
-	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
-// signalLocked wakes every ReadBatch that waits for records, an
-// acknowledgement or a change of the assignment.
-func (in *Input) signalLocked() {
-	close(in.notify)
-	in.notify = make(chan struct{})
-}
-
-// ReadBatch returns the next batch: the due parts of one or more
+// NextBatchLocked returns the next batch: the due parts of one or more
 // partitions (batching.go), in partition order, each part in offset order.
-func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	return kafka.ReadBatch(ctx, &in.mu, func() (batch service.MessageBatch, ack service.AckFunc, wait time.Duration, notify <-chan struct{}, err error) {
-		if err := kafka.ReadState(in.closed, in.cl); err != nil {
-			return nil, nil, 0, nil, err
-		}
-		if in.conf.batching.benthos {
-			batch, ack, wait = in.nextPolicyBatchLocked(ctx)
-		} else {
-			batch, ack, wait = in.nextBatchLocked()
-		}
-		return batch, ack, wait, in.notify, nil
-	})
+func (in *Input) NextBatchLocked(ctx context.Context) (service.MessageBatch, service.AckFunc, time.Duration) {
+	if in.conf.batching.benthos {
+		return in.nextPolicyBatchLocked(ctx)
+	}
+	return in.nextBatchLocked()
 }
 
 // delivered is one partition's part of a delivered batch.
@@ -231,5 +215,5 @@ func (in *Input) ackLocked(ps *partState, pb *pendingBatch, err error) {
 	}
 	in.m.inFlight.Set(int64(ps.unacked), ps.topic, ps.label)
 	in.updatePauseLocked(ps)
-	in.signalLocked()
+	in.SignalLocked()
 }

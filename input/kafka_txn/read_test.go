@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 // readUntil reads and acknowledges batches until a message with value last
@@ -121,7 +122,7 @@ func TestMetadata(t *testing.T) {
 	require.NoError(t, p.ProduceSync(ctx,
 		&kgo.Record{Key: []byte("k1"), Value: []byte(`{"id":1}`), Timestamp: ts, Headers: []kgo.RecordHeader{
 			{Key: "trace", Value: []byte("abc")},
-			{Key: MetaOffset, Value: []byte("999")},
+			{Key: consumer.MetaOffset, Value: []byte("999")},
 		}},
 		&kgo.Record{Key: []byte("k2"), Value: nil, Timestamp: ts},
 	).FirstErr())
@@ -139,12 +140,12 @@ func TestMetadata(t *testing.T) {
 		require.True(t, ok, key)
 		return v
 	}
-	assert.Equal(t, "k1", get(MetaKey))
-	assert.Equal(t, testTopic, get(MetaTopic))
-	assert.Equal(t, "0", get(MetaPartition))
-	assert.Equal(t, "0", get(MetaOffset), "a header must not overwrite kafka_offset")
-	assert.Equal(t, "1700000000", get(MetaTimestampSec))
-	assert.Equal(t, "1700000000123", get(MetaTimestampMs))
+	assert.Equal(t, "k1", get(consumer.MetaKey))
+	assert.Equal(t, testTopic, get(consumer.MetaTopic))
+	assert.Equal(t, "0", get(consumer.MetaPartition))
+	assert.Equal(t, "0", get(consumer.MetaOffset), "a header must not overwrite kafka_offset")
+	assert.Equal(t, "1700000000", get(consumer.MetaTimestampSec))
+	assert.Equal(t, "1700000000123", get(consumer.MetaTimestampMs))
 	assert.Equal(t, "false", get(MetaTombstone))
 	assert.Equal(t, "abc", get("trace"))
 	assert.Equal(t, "1", get(MetaLag), "one record behind the high watermark")
@@ -153,8 +154,8 @@ func TestMetadata(t *testing.T) {
 	assert.JSONEq(t, `{"id":1}`, string(raw))
 
 	m = b[1]
-	assert.Equal(t, "k2", get(MetaKey))
-	assert.Equal(t, "1", get(MetaOffset))
+	assert.Equal(t, "k2", get(consumer.MetaKey))
+	assert.Equal(t, "1", get(consumer.MetaOffset))
 	assert.Equal(t, "true", get(MetaTombstone))
 	assert.Equal(t, "0", get(MetaLag))
 }

@@ -23,11 +23,12 @@ func (in *Input) rebuildOrderLocked() {
 	in.rr = 0
 }
 
-// onAssigned creates the state of newly assigned partitions, each with a new
-// assignment epoch from the registry.
-func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+// Assign creates the state of newly assigned partitions, each claimed in
+// the registry (a new assignment epoch, its lease: internal/kafka/consumer).
+func (in *Input) Assign(_ context.Context, assigned map[string][]int32) {
 	var ids []string
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	for topic, parts := range assigned {
 		for _, p := range parts {
 			id := contract.KafkaPartition(topic, p)
@@ -56,37 +57,25 @@ func (in *Input) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 			}
 			// A new assignment epoch: a batch of an earlier assignment that
 			// reaches the assembler or the output late is dropped there.
-			ps.epoch = in.reg.Assign(id)
+			ps.epoch = in.ClaimLocked(id)
 			in.parts[id] = ps
 			ids = append(ids, id)
-			// The output publishes only for rows it received in this
-			// assignment.
-			in.reg.Forget(id)
 		}
 	}
 	in.rebuildOrderLocked()
-	in.signalLocked()
-	in.mu.Unlock()
-	// franz-go hands the assignment over after its sync was answered
-	// without error: the sync's send time renews the lease (lease.go). The
-	// new partitions are in in.parts before the lease is read, so a
-	// heartbeat's renewal either sees them or is seen here.
-	until := in.lease.Assigned()
+	in.SignalLocked()
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		if !until.IsZero() {
-			in.reg.Renew(ids, until)
-		}
 		in.log.Infof("Assigned partitions %v", ids)
 	}
 }
 
-// adjustOffsets starts a newly assigned partition after the output's durable
+// AdjustOffsets starts a newly assigned partition after the output's durable
 // progress (exactly-once mode: the END offset through which StarRocks holds
 // the partition's source transactions) when that is ahead of the group's
 // committed offset, so that a crash between a StarRocks commit and the next
 // offset commit re-reads nothing. Without progress the group offset stands.
-func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+func (in *Input) AdjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	in.mu.Lock()
 	for topic, parts := range offsets {
 		for p, o := range parts {
@@ -127,24 +116,12 @@ func (in *Input) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 	return offsets, nil
 }
 
-// onRevoked fences, commits and releases revoked partitions.
-func (in *Input) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
-	in.release(ctx, cl, revoked, true)
-}
-
-// onLost fences and releases lost partitions without committing: another
-// member may already own them.
-func (in *Input) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
-	in.release(ctx, cl, lost, false)
-}
-
-// release gives up partitions: it stops their delivery, fences them in the
-// output (bounded by revoke_timeout), commits them (on a revoke, not on a
-// loss) and forgets them.
-func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]int32, commit bool) {
+// StopLocked stops the delivery of released partitions: from here on their
+// acknowledgements mark nothing, and what was fetched of them is dropped.
+// Their ids are fenced (internal/kafka/consumer).
+func (in *Input) StopLocked(tps map[string][]int32, _ bool) ([]string, time.Time) {
 	var ids []string
 	var lastDelivery time.Time
-	in.mu.Lock()
 	for topic, parts := range tps {
 		for _, p := range parts {
 			id := contract.KafkaPartition(topic, p)
@@ -152,8 +129,6 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 			if ps == nil {
 				continue
 			}
-			// From here on acknowledgements of the partition mark nothing,
-			// and nothing more of it is delivered.
 			ps.revoking = true
 			ps.dropPending()
 			ids = append(ids, id)
@@ -162,37 +137,20 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 			}
 		}
 	}
-	in.mu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
-	sort.Strings(ids)
+	return ids, lastDelivery
+}
 
-	// Wait a moment for a batch on its way to the output, fence, and commit
-	// on a revoke (internal/kafka).
-	var commitFn func(context.Context) error
-	if commit {
-		commitFn = func(ctx context.Context) error { return in.commit(ctx, cl, ids) }
-	}
-	err := in.conf.Release(ctx, in.log, ids, lastDelivery, in.reg.Fence, commitFn)
-	in.mu.Lock()
-	for _, id := range ids {
-		if ps := in.parts[id]; ps != nil {
-			in.m.fences.Incr(1, ps.topic, ps.label)
-		}
-	}
-	in.mu.Unlock()
-	if err != nil {
-		in.log.Warnf("Committing revoked partitions %v: %v", ids, err)
-	}
-
+// DropLocked forgets released partitions after their fence (and commit):
+// their gauges go to 0, a paused one is resumed for its next owner in this
+// process, and their batchers are closed once the lock is released.
+func (in *Input) DropLocked(ids []string, _ bool) func() {
 	var batchers []*service.Batcher
-	in.mu.Lock()
 	for _, id := range ids {
 		ps := in.parts[id]
 		if ps == nil {
 			continue
 		}
+		in.m.fences.Incr(1, ps.topic, ps.label)
 		if ps.batcher != nil {
 			batchers = append(batchers, ps.batcher)
 		}
@@ -207,16 +165,9 @@ func (in *Input) release(ctx context.Context, cl *kgo.Client, tps map[string][]i
 		}
 	}
 	in.rebuildOrderLocked()
-	in.signalLocked()
-	in.mu.Unlock()
-	// After the fence: the output holds nothing of them any more.
-	in.reg.Unlease(ids)
-	for _, b := range batchers {
-		_ = b.Close(context.Background())
-	}
-	if commit {
-		in.log.Infof("Revoked partitions %v (fenced, committed, released)", ids)
-	} else {
-		in.log.Warnf("Lost partitions %v (fenced, not committed)", ids)
+	return func() {
+		for _, b := range batchers {
+			_ = b.Close(context.Background())
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
-	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 )
 
@@ -312,75 +311,4 @@ func TestRevokeCommitsWhatTheFenceCommitted(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	_, committedOther := committedOffsets(t, c, group)[1-moved]
 	assert.False(t, committedOther)
-}
-
-// TestLostPartitionsAreFencedNotCommitted drives the loss callback directly:
-// kfake cannot be made to expire one member's session on demand.
-func TestLostPartitionsAreFencedNotCommitted(t *testing.T) {
-	c := newCluster(t, 1)
-	p := producer(t, c, "")
-	produce(t, p, 0, seq("v", 5)...)
-	const group = "g-lost"
-
-	res, logs := newResources()
-	fencer := &fakeFencer{}
-	registry.Get(res).AddFencer(fencer.fence)
-	in := newTestInput(t, res, testYAML(c, group, "commit_period: 1h\n"))
-	connect(t, in)
-	b, ack := readBatch(t, in, 10*time.Second)
-	require.Len(t, b, 5)
-	require.NoError(t, ack(context.Background(), nil))
-
-	in.onLost(context.Background(), in.cl, map[string][]int32{testTopic: {0}})
-	assert.Equal(t, []string{"cdc/0"}, fencer.fenced())
-	assert.Empty(t, in.assigned())
-	assert.Empty(t, committedOffsets(t, c, group), "a lost partition is not committed")
-	assert.Contains(t, logs.String(), "Lost partitions [cdc/0] (fenced, not committed)")
-}
-
-// TestRevokeLetsJustDeliveredBatchesReachTheOutput: a revoke that follows a
-// delivery closely waits a moment before it fences, so that a batch still on
-// its way to the output is dropped by the fence rather than admitted after
-// it; a partition idle for longer is fenced at once.
-func TestRevokeLetsJustDeliveredBatchesReachTheOutput(t *testing.T) {
-	c := newCluster(t, 2)
-	p := producer(t, c, "")
-	produce(t, p, 0, "a")
-	produce(t, p, 1, "b")
-
-	res, _ := newResources()
-	var mu sync.Mutex
-	fencedAt := map[string]time.Time{}
-	registry.Get(res).AddFencer(func(_ context.Context, partition string) error {
-		mu.Lock()
-		fencedAt[partition] = time.Now()
-		mu.Unlock()
-		return nil
-	})
-	// One partition per batch: the two are delivered at different times.
-	in := newTestInput(t, res, testYAML(c, "g-drain", "coalesce: false\n"))
-	connect(t, in)
-	delivered := map[int32]time.Time{}
-	for len(delivered) < 2 {
-		b, _ := readBatch(t, in, 10*time.Second)
-		delivered[toRecs(t, b)[0].partition] = time.Now()
-		if len(delivered) == 1 {
-			time.Sleep(2 * kafka.MaxRevokeDrain)
-		}
-	}
-	var recent, idle int32 = 0, 1
-	if delivered[1].After(delivered[0]) {
-		recent, idle = 1, 0
-	}
-
-	start := time.Now()
-	in.onRevoked(context.Background(), in.cl, map[string][]int32{testTopic: {idle}})
-	mu.Lock()
-	assert.Less(t, fencedAt[contract.KafkaPartition(testTopic, idle)].Sub(start), kafka.MaxRevokeDrain/2, "an idle partition is fenced at once")
-	mu.Unlock()
-
-	in.onRevoked(context.Background(), in.cl, map[string][]int32{testTopic: {recent}})
-	mu.Lock()
-	defer mu.Unlock()
-	assert.GreaterOrEqual(t, fencedAt[contract.KafkaPartition(testTopic, recent)].Sub(delivered[recent]), kafka.MaxRevokeDrain-10*time.Millisecond)
 }

@@ -12,7 +12,6 @@ import (
 // acknowledgement for checkpoint_stall_timeout, and repeats the error of a
 // partition stopped by a nack.
 func (in *Input) stallLoop(ctx context.Context) {
-	defer in.loops.Done()
 	kafka.Every(ctx, min(max(in.conf.checkpointStallTimeout/4, time.Millisecond), maxStallCheckInterval), func() {
 		now := time.Now()
 		in.mu.Lock()

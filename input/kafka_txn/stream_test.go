@@ -10,6 +10,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 // captureMetrics is a metrics exporter that keeps the last value of every
@@ -112,7 +114,7 @@ func TestStreamEndToEnd(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range b {
-			part, _ := m.MetaGet(MetaPartition)
+			part, _ := m.MetaGet(consumer.MetaPartition)
 			v, _ := m.AsBytes()
 			got[part] = append(got[part], string(v))
 		}

@@ -13,8 +13,9 @@ import (
 )
 
 // Field names of the consumer-group settings, the same in every input that
-// reads with a consumer group (kafka_txn, debezium_txn). Each input writes
-// its own descriptions: the spec fields stay with the input.
+// reads with a consumer group (kafka_txn, debezium_txn). Their spec fields,
+// with one description and lint rule each, are internal/kafka/consumer's
+// (GroupFields).
 const (
 	FieldConsumerGroup          = "consumer_group"
 	FieldIsolationLevel         = "isolation_level"
@@ -26,6 +27,7 @@ const (
 	FieldHeartbeatInterval      = "heartbeat_interval"
 	FieldFetchMaxWait           = "fetch_max_wait"
 	FieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
+	FieldMetadataMaxAge         = "metadata_max_age"
 )
 
 // Isolation levels accepted by isolation_level.
@@ -43,6 +45,13 @@ const (
 	DefaultHeartbeatInterval      = "3s"
 	DefaultFetchMaxWait           = "500ms"
 	DefaultFetchMaxPartitionBytes = "1MiB"
+	// DefaultMetadataMaxAge bounds how long a new topic matching the
+	// subscription (or a partition added to a topic) goes unread: the
+	// product's freshness is about a second, and a transaction that touches
+	// a table created meanwhile waits for its topic to be read. franz-go's
+	// own default, 5m, would hold it that long; a metadata request every
+	// 10s is nothing to a broker (consumer/spec.go).
+	DefaultMetadataMaxAge = "10s"
 )
 
 // RevokeBelowRebalanceMsg is the start-time error (and a lint text) when

@@ -38,6 +38,17 @@ import (
 // answered without error. The lease then trails by one heartbeat_interval,
 // which heartbeat_interval well below half of session_timeout (the default
 // 3 s of 45 s) leaves room for.
+//
+// One exception: after a heartbeat answered REBALANCE_IN_PROGRESS, franz-go
+// revokes (the input's revoke callback) and keeps heartbeating until the
+// revoke is done, ignoring the replies — errors, and UNKNOWN_MEMBER_ID once
+// the revoke outlasts the rebalance. Those writes confirm nothing, so the
+// input's release sequence halts the lease first (Halt): from then until
+// the next join no request renews it. Between the errored reply and the
+// revoke callback franz-go only waits for the input's assignment callback,
+// its poll hand-over and the offset fetch it cancels; a write in that
+// moment confirms the errored heartbeat itself, whose send time precedes
+// the rebalance's end by rebalance_timeout.
 type GroupLease struct {
 	span time.Duration
 	// renew extends the lease of every partition the input holds and is
@@ -52,6 +63,10 @@ type GroupLease struct {
 	// confirmed by the next heartbeat, syncSent that of the generation's
 	// sync.
 	groupSent, syncSent time.Time
+	// handed is set once the generation's assignment was handed over
+	// (Assigned); halted from a release of it (Halt) to the next join: no
+	// request confirms the membership meanwhile.
+	handed, halted bool
 }
 
 var _ kgo.HookBrokerWrite = (*GroupLease)(nil)
@@ -74,7 +89,18 @@ func (l *GroupLease) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, ti
 	// The earliest the broker can have received the request.
 	sent := time.Now().Add(-timeToWrite)
 	switch kmsg.Key(key) {
-	case kmsg.Heartbeat, kmsg.ConsumerGroupHeartbeat:
+	case kmsg.Heartbeat:
+		l.requestSent(sent, true)
+	case kmsg.ConsumerGroupHeartbeat:
+		// Dead code today: franz-go speaks KIP-848 (ConsumerGroupHeartbeat)
+		// only with kgo.ServerSideBalancer (or its beta context key) and a
+		// sticky or range balancer first in the list; neither input sets
+		// the option, and debezium_txn's single-owner balancer is neither.
+		// Before it is enabled, the premise above must be checked again:
+		// franz-go retries a KIP-848 heartbeat in place after a transport
+		// or coordinator error (consumer_group.go, heartbeat), so the next
+		// write does not prove that the previous one was answered without
+		// error.
 		l.requestSent(sent, true)
 	case kmsg.SyncGroup:
 		l.requestSent(sent, false)
@@ -83,18 +109,40 @@ func (l *GroupLease) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, ti
 		// generation's sync, not the requests before the join.
 		l.mu.Lock()
 		l.groupSent, l.syncSent = time.Time{}, time.Time{}
+		l.handed, l.halted = false, false
 		l.mu.Unlock()
 	}
+}
+
+// Halt stops renewals until the next join: the input began to release
+// partitions of a generation whose assignment was handed over (a revoke or
+// a loss ends the generation: franz-go rejoins after it, and may keep
+// writing heartbeats whose replies it ignores until the release is done).
+// A release before the assignment is handed over is a cooperative member
+// giving back what the new generation moved away while it heartbeats in
+// that generation, as usual: it halts nothing.
+func (l *GroupLease) Halt() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.handed && !l.syncSent.IsZero() {
+		return
+	}
+	l.halted = true
+	l.groupSent, l.syncSent = time.Time{}, time.Time{}
 }
 
 // requestSent records a heartbeat's or sync's send time; a heartbeat's
 // write confirms the request before it, whose send time renews the lease.
 func (l *GroupLease) requestSent(sent time.Time, heartbeat bool) {
 	l.mu.Lock()
+	if l.halted {
+		l.mu.Unlock()
+		return
+	}
 	prev := l.groupSent
 	l.groupSent = sent
 	if !heartbeat {
-		l.syncSent = sent
+		l.syncSent, l.handed = sent, false
 	}
 	var until time.Time
 	if heartbeat && !prev.IsZero() {
@@ -116,6 +164,7 @@ func (l *GroupLease) requestSent(sent time.Time, heartbeat bool) {
 func (l *GroupLease) Assigned() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.handed = true
 	if l.syncSent.After(l.base) {
 		l.base = l.syncSent
 	}

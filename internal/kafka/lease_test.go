@@ -83,3 +83,39 @@ func TestLeaseGapIsTheLeasesOwnGap(t *testing.T) {
 	assert.Zero(t, LeaseGap(10*time.Second, 40*time.Second))
 	assert.Equal(t, 6*time.Second, LeaseGap(13*time.Second, 40*time.Second))
 }
+
+// Halt: from a release of a generation whose assignment was handed over to
+// the next join, no write confirms anything — franz-go keeps heartbeating
+// while a revoke it began after an errored heartbeat runs, and ignores the
+// replies. A release before the assignment was handed over (a cooperative
+// member giving back what the new generation moved away, while it
+// heartbeats in that generation) halts nothing.
+func TestGroupLeaseHaltsUntilTheNextJoin(t *testing.T) {
+	var renewed []time.Time
+	l := NewGroupLease(10*time.Second, func(until time.Time) { renewed = append(renewed, until) })
+	write := func(key kmsg.Key) {
+		l.OnBrokerWrite(kgo.BrokerMetadata{}, int16(key), 0, 0, 0, nil)
+	}
+	write(kmsg.JoinGroup)
+	write(kmsg.SyncGroup)
+	l.Halt() // before the assignment: a cooperative prerevoke
+	until := l.Assigned()
+	write(kmsg.Heartbeat)
+	require.Len(t, renewed, 1, "a release before the hand-over halts nothing")
+
+	l.Halt()
+	for range 3 {
+		time.Sleep(time.Millisecond)
+		write(kmsg.Heartbeat)
+	}
+	assert.Len(t, renewed, 1, "heartbeats written after the release confirm nothing")
+	assert.Equal(t, renewed[0], l.Until(), "the lease stays where the release found it")
+	assert.False(t, l.Until().Before(until))
+
+	write(kmsg.JoinGroup)
+	sync := time.Now()
+	write(kmsg.SyncGroup)
+	assert.False(t, l.Assigned().Before(sync.Add(l.Span())), "the next generation leases from its sync")
+	write(kmsg.Heartbeat)
+	assert.Len(t, renewed, 2, "and its heartbeats renew it")
+}

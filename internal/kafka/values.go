@@ -40,10 +40,35 @@ func DurationField(conf *service.ParsedConfig, name string) (time.Duration, erro
 
 // DurationLintRule is the lint rule of a field read with DurationField.
 func DurationLintRule(name string) string {
+	return DurationMaxLintRule(name, 0)
+}
+
+const durationMaxMsg = "%s must be at most %s, got %q"
+
+// DurationMaxField reads a positive duration field of at most max.
+func DurationMaxField(conf *service.ParsedConfig, name string, max time.Duration) (time.Duration, error) {
+	d, err := DurationField(conf, name)
+	if err != nil {
+		return 0, err
+	}
+	if d > max {
+		raw, _ := conf.FieldString(name)
+		return 0, fmt.Errorf(durationMaxMsg, name, max, raw)
+	}
+	return d, nil
+}
+
+// DurationMaxLintRule is the lint rule of a field read with
+// DurationMaxField (no bound when max is 0).
+func DurationMaxLintRule(name string, max time.Duration) string {
+	bound := ""
+	if max > 0 {
+		bound = fmt.Sprintf("\n  this.string().trim().parse_duration() > %d => [ %q.format(%q, %q, this.string()) ],", max.Nanoseconds(), durationMaxMsg, name, max.String())
+	}
 	return fmt.Sprintf(`root = match {
   this.string().trim().parse_duration().catch(null) == null => [ %[1]q.format(%[2]q, this.string()) ],
-  this.string().trim().parse_duration() <= 0 => [ %[3]q.format(%[2]q, this.string()) ],
-}`, durationMsg, name, positiveMsg)
+  this.string().trim().parse_duration() <= 0 => [ %[3]q.format(%[2]q, this.string()) ],%[4]s
+}`, durationMsg, name, positiveMsg, bound)
 }
 
 // ByteSizeField reads a byte size field (ParseByteSize) with an error naming

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,15 +30,77 @@ func TestGetSharesOneRegistryPerResources(t *testing.T) {
 
 func TestCommittedOnlyMovesForward(t *testing.T) {
 	r := New()
-	var seen []int64
-	r.OnCommitted(func(_ string, off int64) { seen = append(seen, off) })
+	w := r.Watch()
+	defer w.Close()
+	moved := func() map[string]int64 {
+		m, _ := w.Take()
+		return m
+	}
 	r.PublishCommitted("p", 5)
+	assert.Equal(t, map[string]int64{"p": 5}, moved())
 	r.PublishCommitted("p", 3)
 	r.PublishCommitted("p", 5)
+	assert.Empty(t, moved(), "only a forward move is told")
+	r.PublishCommitted("p", 7)
 	r.PublishCommitted("p", 9)
+	assert.Equal(t, map[string]int64{"p": 9}, moved(), "the newest")
+	r.PublishCommitted("p", 10)
+	w.Drop("p")
+	assert.Empty(t, moved(), "dropped before it was taken")
 	v, _ := r.Committed("p")
-	assert.Equal(t, int64(9), v)
-	assert.Equal(t, []int64{5, 9}, seen)
+	assert.Equal(t, int64(10), v)
+}
+
+// An output publishes under its own lock: the registry only records, and
+// an input that does not take from its watch never holds up a publish or
+// a stale check; the input is signalled once, however many moves wait,
+// and finds every one when it takes.
+func TestWatchesAreFilledWithoutCallingTheInputs(t *testing.T) {
+	r := New()
+	r.Assign("cdc/0")
+	a, b := r.Watch(), r.Watch()
+	defer a.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 1000 {
+			r.PublishCommitted("cdc/0", int64(i))
+			r.PublishCommitted("cdc/"+strconv.Itoa(1+i%3), int64(i))
+			r.Stale("other", 1)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("publishing waited for an input that does not read its watch")
+	}
+	for _, w := range []*Watch{a, b} {
+		select {
+		case <-w.C():
+		default:
+			t.Fatal("the watch was not signalled")
+		}
+		moved, unclaimed := w.Take()
+		assert.Equal(t, map[string]int64{"cdc/0": 999, "cdc/1": 999, "cdc/2": 997, "cdc/3": 998}, moved)
+		assert.Equal(t, []Unclaimed{{"cdc/1", []string{"cdc/0"}}, {"cdc/2", []string{"cdc/0"}}, {"cdc/3", []string{"cdc/0"}}, {"other", []string{"cdc/0"}}},
+			sortedUnclaimed(unclaimed), "each unclaimed key once")
+		select {
+		case <-w.C():
+			t.Fatal("signalled again with nothing new")
+		default:
+		}
+	}
+	b.Close()
+	r.PublishCommitted("cdc/0", 5000)
+	moved, _ := b.Take()
+	assert.Empty(t, moved, "a closed watch gets nothing")
+	moved, _ = a.Take()
+	assert.Equal(t, map[string]int64{"cdc/0": 5000}, moved)
+}
+
+func sortedUnclaimed(u []Unclaimed) []Unclaimed {
+	sort.Slice(u, func(i, j int) bool { return u[i].Key < u[j].Key })
+	return u
 }
 
 func TestFenceCallsOutputsThenResetsAndForgets(t *testing.T) {
@@ -119,17 +182,15 @@ type unclaimedReport struct {
 	claimed []string
 }
 
+// watchUnclaimed returns what a watch received of unclaimed keys, in order.
 func watchUnclaimed(r *Registry) func() []unclaimedReport {
-	var mu sync.Mutex
+	w := r.Watch()
 	var got []unclaimedReport
-	r.OnUnclaimed(func(key string, claimed []string) {
-		mu.Lock()
-		got = append(got, unclaimedReport{key, claimed})
-		mu.Unlock()
-	})
 	return func() []unclaimedReport {
-		mu.Lock()
-		defer mu.Unlock()
+		_, u := w.Take()
+		for _, x := range u {
+			got = append(got, unclaimedReport{x.Key, x.Claimed})
+		}
 		return append([]unclaimedReport(nil), got...)
 	}
 }
@@ -185,20 +246,9 @@ func TestUnclaimedReportsAreBounded(t *testing.T) {
 	got := reports()
 	assert.Len(t, got, maxUnclaimed)
 	assert.Len(t, got[0].claimed, maxClaimedListed, "the claimed list is capped")
-	r.mu.Lock()
-	assert.Len(t, r.unclaimed, maxUnclaimed)
-	r.mu.Unlock()
-}
-
-// TestUnclaimedWatcherMayCallTheRegistry: reports are made outside the
-// registry's lock.
-func TestUnclaimedWatcherMayCallTheRegistry(t *testing.T) {
-	r := New()
-	r.Assign("cdc/0")
-	var epoch uint64
-	r.OnUnclaimed(func(key string, _ []string) { epoch = r.Epoch(key) })
-	r.PublishCommitted("wrong", 1)
-	assert.Zero(t, epoch)
+	r.Epochs.mu.Lock()
+	assert.Len(t, r.Epochs.unclaimed, maxUnclaimed)
+	r.Epochs.mu.Unlock()
 }
 
 // One assembler's EndFunc reaches the input; with none, or with two, there
