@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 )
 
 const misplaced = `

@@ -19,9 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gopkg.in/yaml.v3"
 
+	"github.com/starrocks-txn/benthos-starrocks/commands/create"
+	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -108,7 +108,7 @@ var emulatorStartMu sync.Mutex
 
 func startEmulator(t *testing.T) *emulator.Emulator {
 	t.Helper()
-	schema, err := os.ReadFile("../../../examples/schema.sql")
+	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 	emulatorStartMu.Lock()
 	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})

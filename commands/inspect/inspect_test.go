@@ -30,7 +30,7 @@ import (
 // startEmulator runs an emulator with the examples' schema.
 func startEmulator(t *testing.T) *emulator.Emulator {
 	t.Helper()
-	schema, err := os.ReadFile("../../../examples/schema.sql")
+	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 	e, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func golden(t *testing.T, name string, got []byte) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run UPDATE_GOLDEN=1 go test ./internal/cli/inspect/ to create it")
+	require.NoError(t, err, "run UPDATE_GOLDEN=1 go test ./commands/inspect/ to create it")
 	assert.Equal(t, string(want), string(got), "%s (UPDATE_GOLDEN=1 rewrites it)", path)
 }
 

@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	b, err := os.ReadFile("../../../examples/schema.sql")
+	b, err := os.ReadFile("../../examples/schema.sql")
 	if err != nil {
 		panic(err)
 	}
