@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/inspect"
+	"github.com/starrocks-txn/benthos-starrocks/commands/inspect"
 )
 
 // A mysql_address written with credentials (a DSN habit) is refused without

@@ -15,23 +15,20 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 // runExample runs one examples/*.yaml pipeline to the end of its input file
 // against a fresh emulator and returns the emulator.
 func runExample(t *testing.T, file string, vars map[string]string) *emulator.Emulator {
 	t.Helper()
-	schema, err := os.ReadFile("examples/schema.sql")
-	require.NoError(t, err)
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = em.Close() })
+	em := emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t)})
 
 	conf, err := os.ReadFile(filepath.Join("examples", file))
 	require.NoError(t, err)
@@ -113,14 +110,8 @@ func TestExampleRelativePathsAreFromTheWorkingDirectory(t *testing.T) {
 	conf, err := os.ReadFile("examples/envelope_file.yaml")
 	require.NoError(t, err)
 	require.Contains(t, string(conf), "${INPUT_FILE:./examples/data/orders.envelope.jsonl}")
-	schema, err := os.ReadFile("examples/schema.sql")
-	require.NoError(t, err)
-	start := func() *emulator.Emulator {
-		em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = em.Close() })
-		return em
-	}
+	schema := emurig.ExampleSchema(t)
+	start := func() *emulator.Emulator { return emurig.Start(t, emulator.Config{Schema: schema}) }
 
 	// From the repository root the default path finds the data.
 	em := start()
@@ -161,17 +152,15 @@ type syncBuffer = testlog.Buffer
 // whole, in order, as one Kafka transaction, with its reason as a header.
 func TestExampleDeadLetterKafka(t *testing.T) {
 	const topic = "starrocks.dead_letter"
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
-	require.NoError(t, err)
-	t.Cleanup(cluster.Close)
+	cluster := kafka.New(t, kafka.Topic(topic, 3, nil))
 	em := runExample(t, "dead_letter_kafka.yaml", map[string]string{
 		"INPUT_FILE":    "examples/data/poisoned.envelope.jsonl",
-		"KAFKA_BROKERS": strings.Join(cluster.ListenAddrs(), ","),
+		"KAFKA_BROKERS": strings.Join(cluster.Brokers(), ","),
 	})
 	assert.Equal(t, []string{"10", "12"}, rows(t, em, "orders", "order_id"), "the neighbours commit")
 	assert.Equal(t, []string{"10|1", "12|1"}, rows(t, em, "order_items", "order_id", "item_id"))
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Brokers()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	require.NoError(t, err)
 	defer cl.Close()

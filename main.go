@@ -9,11 +9,15 @@
 // input.processors, and `lint`, which also refuses a txn_assembler placed
 // where it cannot see each partition in order (the same check runs when a
 // config starts).
+//
+// `demo` and `bench` run an in-process Kafka (the test kit's kfake): the
+// default build has them, a build with `-tags production` leaves them out
+// and links no kfake (commands_dev.go, commands_production.go; ARCHITECTURE.md
+// §2). The subcommands live in commands/; this file only wires them.
 package main
 
 import (
 	"context"
-	_ "embed"
 	"os"
 	"path/filepath"
 
@@ -21,24 +25,15 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/starrocks-txn/benthos-starrocks/commands/create"
+	"github.com/starrocks-txn/benthos-starrocks/commands/inspect"
+	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
+	"github.com/starrocks-txn/benthos-starrocks/commands/version"
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/bench"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/demo"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/inspect"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/version"
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 	"github.com/starrocks-txn/benthos-starrocks/internal/shutdown"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
-)
-
-var (
-	//go:embed examples/demo.yaml
-	demoPipeline string
-	//go:embed examples/schema.sql
-	demoSchema string
 )
 
 // options are the CLI options every run of the binary shares.
@@ -80,16 +75,19 @@ func main() {
 	}
 }
 
-// commands are the subcommands this binary adds to Benthos's.
+// commands are the subcommands this binary adds to Benthos's: those of
+// every build, and those that need the in-process Kafka (kafkaCommands, of
+// the default build only).
 func commands() []service.CLIOptFunc {
-	return []service.CLIOptFunc{
-		service.CLIOptAddCommand(emulator.Command()),
-		service.CLIOptAddCommand(demo.Command(demoPipeline, demoSchema)),
-		service.CLIOptAddCommand(bench.Command(demoSchema)),
+	opts := []service.CLIOptFunc{service.CLIOptAddCommand(emulator.Command())}
+	for _, c := range kafkaCommands() {
+		opts = append(opts, service.CLIOptAddCommand(c))
+	}
+	return append(opts,
 		service.CLIOptAddCommand(create.Command()),
 		service.CLIOptAddCommand(lint.Command(benthosLint)),
 		service.CLIOptAddCommand(inspect.Command()),
-	}
+	)
 }
 
 // runCLI runs Benthos's CLI and returns the exit status: Benthos's own, or 1

@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
 )
 
 const misplaced = `
@@ -70,9 +71,7 @@ func TestLintCommand(t *testing.T) {
 // retry fixes (here a refused password) stops, and the binary exits with
 // status 1, not the 0 of a pipeline that finished.
 func TestDefiniteStarRocksErrorExitsWithStatus1(t *testing.T) {
-	e, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "", User: "loader", Password: "pw"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
+	e := emurig.Start(t, emulator.Config{User: "loader", Password: "pw"})
 	dir := t.TempDir()
 	path, logPath := filepath.Join(dir, "pipeline.yaml"), filepath.Join(dir, "log.txt")
 	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`

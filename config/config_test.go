@@ -2,7 +2,6 @@ package config_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,22 +10,21 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gopkg.in/yaml.v3"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -213,10 +211,6 @@ func TestConfigsAreProductionShaped(t *testing.T) {
 	}
 }
 
-// emulatorStartMu: go-mysql-server's engine constructor writes
-// process-global state, so emulators start one at a time.
-var emulatorStartMu sync.Mutex
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -230,13 +224,12 @@ func freeAddr(t *testing.T) string {
 // only environment variables pointing it there: the source transactions
 // produced arrive, the tables equal the source, and /metrics answers.
 func TestConfigsRunAgainstKafkaAndEmulator(t *testing.T) {
-	schema, err := os.ReadFile("../examples/schema.sql")
-	require.NoError(t, err)
+	schema := emurig.ExampleSchema(t)
 	for _, c := range cases {
 		for _, semantic := range []string{"at_least_once", "exactly_once"} {
 			t.Run(c.file+"/"+semantic, func(t *testing.T) {
 				t.Parallel()
-				runConfig(t, c, string(schema), semantic)
+				runConfig(t, c, schema, semantic)
 			})
 		}
 	}
@@ -247,20 +240,14 @@ func TestConfigsRunAgainstKafkaAndEmulator(t *testing.T) {
 // emulator, and checks the tables, consistency, /metrics and, with
 // exactly_once, the progress rows.
 func runConfig(t *testing.T, c configCase, schema, semantic string) {
-	emulatorStartMu.Lock()
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: schema})
-	emulatorStartMu.Unlock()
-	require.NoError(t, err)
-	defer em.Close()
+	em, db := emurig.StartSQL(t, emulator.Config{Schema: schema})
 	const topic, partitions = "source", 3
-	kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
-	require.NoError(t, err)
-	defer kafka.Close()
+	kafka := kafkakit.New(t, kafkakit.Topic(topic, partitions, nil))
 
 	// Produce committed source transactions.
 	gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: 11, Events: true})
 	model := workload.NewModel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.Brokers()...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -278,7 +265,7 @@ func runConfig(t *testing.T, c configCase, schema, semantic string) {
 
 	httpAddr := freeAddr(t)
 	vars := map[string]string{
-		"KAFKA_BROKERS":      strings.Join(kafka.ListenAddrs(), ","),
+		"KAFKA_BROKERS":      strings.Join(kafka.Brokers(), ","),
 		"KAFKA_TOPIC":        topic,
 		"KAFKA_GROUP":        "config-test",
 		"STARROCKS_LOAD_URL": em.FEURL(),
@@ -299,18 +286,10 @@ func runConfig(t *testing.T, c configCase, schema, semantic string) {
 	done := make(chan error, 1)
 	go func() { done <- stream.Run(ctx) }()
 
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
-	connector, err := mysql.NewConnector(cfg)
-	require.NoError(t, err)
-	db := sql.OpenDB(connector)
-	defer db.Close()
 	want := model.Snapshot()
 	require.Eventually(t, func() bool {
 		got, err := workload.ReadTarget(context.Background(), db, true)
-		return err == nil && strings.Join(got.Orders, "\n") == strings.Join(want.Orders, "\n") &&
-			strings.Join(got.Items, "\n") == strings.Join(want.Items, "\n") &&
-			strings.Join(got.Events, "\n") == strings.Join(want.Events, "\n")
+		return err == nil && len(workload.Compare(want, got)) == 0
 	}, 20*time.Second, 100*time.Millisecond, "the produced source transactions arrive in StarRocks")
 	torn, orphans, err := workload.CheckConsistency(context.Background(), db)
 	require.NoError(t, err)

@@ -2,22 +2,20 @@ package config_test
 
 import (
 	"context"
-	"database/sql"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // config/debezium.yaml lints clean with no variable set, the linter is not
@@ -45,26 +43,19 @@ func TestDebeziumConfigLints(t *testing.T) {
 // re-sent copies) arrive whole, the tables equal the source, /metrics serves
 // the input's metrics, and exactly_once writes the connector's progress.
 func TestDebeziumConfigRuns(t *testing.T) {
-	schema, err := os.ReadFile("../examples/schema.sql")
-	require.NoError(t, err)
+	schema := emurig.ExampleSchema(t)
 	for _, semantic := range []string{"at_least_once", "exactly_once"} {
 		t.Run(semantic, func(t *testing.T) {
 			t.Parallel()
-			emulatorStartMu.Lock()
-			em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
-			emulatorStartMu.Unlock()
-			require.NoError(t, err)
-			defer em.Close()
-			kafka, err := kfake.NewCluster(kfake.NumBrokers(1))
-			require.NoError(t, err)
-			defer kafka.Close()
+			em, db := emurig.StartSQL(t, emulator.Config{Schema: schema})
+			kafka := kafkakit.New(t)
 
 			src := workload.NewDebeziumSource(workload.DebeziumOptions{Partitions: 3, Schemas: true, SnapshotOrders: 10, LargeEvery: 10, ResendRatio: 0.1, Seed: 3})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			require.NoError(t, workload.CreateDebeziumTopics(ctx, kafka.ListenAddrs(), src))
+			require.NoError(t, workload.CreateDebeziumTopics(ctx, kafka.Brokers(), src))
 			model := workload.NewModel()
-			prod, err := workload.NewDebeziumProducer(workload.DebeziumProducerOptions{Brokers: kafka.ListenAddrs()}, src, model)
+			prod, err := workload.NewDebeziumProducer(workload.DebeziumProducerOptions{Brokers: kafka.Brokers()}, src, model)
 			require.NoError(t, err)
 			defer prod.Close()
 			require.NoError(t, prod.Snapshot(ctx))
@@ -72,7 +63,7 @@ func TestDebeziumConfigRuns(t *testing.T) {
 
 			httpAddr := freeAddr(t)
 			vars := map[string]string{
-				"KAFKA_BROKERS":      strings.Join(kafka.ListenAddrs(), ","),
+				"KAFKA_BROKERS":      strings.Join(kafka.Brokers(), ","),
 				"DEBEZIUM_PREFIX":    "dbserver1",
 				"DEBEZIUM_TOPICS":    strings.Join(src.DataTopics(), ","),
 				"KAFKA_GROUP":        "config-test",
@@ -94,18 +85,10 @@ func TestDebeziumConfigRuns(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- stream.Run(runCtx) }()
 
-			cfg := mysql.NewConfig()
-			cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
-			connector, err := mysql.NewConnector(cfg)
-			require.NoError(t, err)
-			db := sql.OpenDB(connector)
-			defer db.Close()
 			want := model.Snapshot()
 			require.Eventually(t, func() bool {
 				got, err := workload.ReadTarget(context.Background(), db, true)
-				return err == nil && strings.Join(got.Orders, "\n") == strings.Join(want.Orders, "\n") &&
-					strings.Join(got.Items, "\n") == strings.Join(want.Items, "\n") &&
-					strings.Join(got.Events, "\n") == strings.Join(want.Events, "\n")
+				return err == nil && len(workload.Compare(want, got)) == 0
 			}, 40*time.Second, 100*time.Millisecond, "the connector's transactions arrive in StarRocks")
 			torn, orphans, err := workload.CheckConsistency(context.Background(), db)
 			require.NoError(t, err)

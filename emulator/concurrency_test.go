@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 // TestAtomicVisibility: readers querying over MySQL during many multi-table

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // Bad input, end to end: each class of bad input of the README's table is
@@ -510,11 +511,11 @@ func TestBadInput(t *testing.T) {
 			continue
 		}
 		m := w.pipes[c.pipe].metrics
-		waitFor(t, 30*time.Second, func() bool { return m.Gauge("starrocks_txn_buffered_bytes") == 0 }, "%s: the pipeline's buffer empties", c.name)
+		testkit.WaitFor(t, 30*time.Second, func() bool { return m.Gauge("starrocks_txn_buffered_bytes") == 0 }, "%s: the pipeline's buffer empties", c.name)
 		head, tail := recs[:len(recs)-c.hold], recs[len(recs)-c.hold:]
 		logFrom[i] = w.pipes[c.pipe].logs.len()
 		require.NoError(t, cl.ProduceSync(ctx, head...).FirstErr(), c.name)
-		waitFor(t, 30*time.Second, func() bool { return m.Gauge("starrocks_txn_buffered_bytes") >= c.holdBytes },
+		testkit.WaitFor(t, 30*time.Second, func() bool { return m.Gauge("starrocks_txn_buffered_bytes") >= c.holdBytes },
 			"%s: the pipeline buffers %d bytes", c.name, c.holdBytes)
 		require.NoError(t, cl.ProduceSync(ctx, tail...).FirstErr(), c.name)
 	}
@@ -535,20 +536,15 @@ func TestBadInput(t *testing.T) {
 		}
 		return (c.metric == "" || w.metric(c.pipe, c.metric) > 0) && (c.log == "" || strings.Contains(logOf(i, c), c.log))
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		all := true
+	testkit.Poll(30*time.Second, func() bool {
 		for i, c := range cases {
 			if c.known == "" && !satisfied(i, c) {
-				all = false
+				return false
 			}
 		}
-		if all {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	// What must not happen has had the time to.
+		return true
+	})
+	// What must not happen has had the time to (an absence: real time).
 	time.Sleep(time.Second)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -629,7 +625,10 @@ func TestBadInputOpenTransactionAtShutdown(t *testing.T) {
 	p.cleanupOnEnd(t)
 	w.pipes["open"] = p
 	require.Eventually(t, func() bool { return w.orderPresent(2) }, 20*time.Second, 20*time.Millisecond, "the transaction before the open one commits")
-	time.Sleep(time.Second) // the open transaction's rows are admitted and held
+	// The input has the open transaction's rows: franz-go sends a fetch only
+	// once the input took the previous one.
+	fetches := r.kafka.Fetches()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return r.kafka.Fetches() >= fetches+2 }, "the input polls the open transaction's rows")
 	start := time.Now()
 	require.NoError(t, p.stream.StopWithin(15*time.Second), "a graceful stop with an open source transaction ends")
 	p.stopped = true

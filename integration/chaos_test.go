@@ -18,7 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // TestChaos is a randomized run of the whole product: while CDC traffic
@@ -227,31 +228,7 @@ func debeziumWorld(t *testing.T, seed uint64, exactlyOnce bool) *chaosWorld {
 			return w.produce(ctx, 0, chaosRateOf(ctx))
 		},
 		produced: w.prod.Stats.Txns.Load,
-		lagging: func(ctx context.Context) (string, error) {
-			// Every record is written by now (the producer's lag flushed):
-			// the floors of every consumed partition reach its end.
-			if n := w.prod.Lagging(); n > 0 {
-				return fmt.Sprintf("%d records still held by the producer's lag", n), nil
-			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(r.brokers...))
-			if err != nil {
-				return "", err
-			}
-			defer cl.Close()
-			topics := append(w.src.DataTopics(), w.src.TransactionTopic())
-			ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
-			if err != nil {
-				return "", err
-			}
-			want := map[string]map[int32]int64{}
-			ends.Each(func(o kadm.ListedOffset) {
-				if want[o.Topic] == nil {
-					want[o.Topic] = map[int32]int64{}
-				}
-				want[o.Topic][o.Partition] = o.Offset
-			})
-			return groupLag(ctx, r.brokers, group, want)
-		},
+		lagging:  func(ctx context.Context) (string, error) { return w.lagging(ctx, group) },
 	}
 }
 
@@ -411,20 +388,18 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	dups := w.r.waitConverged(t, w.src, !c.exactlyOnce, plan.settle)
 	converged := time.Since(faultsStopped)
 	var lag string
-	for {
+	if !testkit.Poll(max(plan.settle-time.Since(faultsStopped), 0), func() bool {
 		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		var err error
-		lag, err = w.lagging(lctx)
-		cancel()
-		if err == nil && lag == "" {
-			break
-		}
-		if err != nil {
+		if lag, err = w.lagging(lctx); err != nil {
 			lag = err.Error()
+			return false
 		}
-		require.Less(t, time.Since(faultsStopped), plan.settle,
-			"the group's committed offsets never reached the end of the partitions: %s", lag)
-		time.Sleep(200 * time.Millisecond)
+		return lag == ""
+	}) {
+		require.Failf(t, "the group's committed offsets never reached the end of the partitions",
+			"within %v of the end of the faults: %s", plan.settle, lag)
 	}
 	caughtUp := time.Since(faultsStopped)
 	committedByPipelines := fl.committed()

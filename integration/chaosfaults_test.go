@@ -289,6 +289,8 @@ func (in *injector) inject(ctx context.Context, f chaosFault) bool {
 	}
 	from, deadline := requests(), time.Now().Add(in.wait)
 	for ctx.Err() == nil && time.Now().Before(deadline) && requests()-from < expireAfter && len(in.em.Faults().Pending()) > 0 {
+		// A fine poll in real time: the expiry counts requests, and a
+		// coarser one would let later requests hit an expired entry.
 		time.Sleep(5 * time.Millisecond)
 	}
 	in.em.Faults().Clear()

@@ -138,7 +138,7 @@ type heapSample struct {
 // emulator, the SQL engine, kfake or the test.
 var (
 	productFrame = regexp.MustCompile(`benthos-starrocks/(output|input|processor|internal/(contract|registry|starrocks|kafka|jsonscan|metricscap))|redpanda-data/benthos|franz-go/pkg/kgo`)
-	harnessFrame = regexp.MustCompile(`benthos-starrocks/(emulator|integration|internal/workload)|go-mysql-server|dolthub|franz-go/pkg/kfake|go-sql-driver`)
+	harnessFrame = regexp.MustCompile(`benthos-starrocks/(emulator|integration|testkit)|go-mysql-server|dolthub|franz-go/pkg/kfake|go-sql-driver`)
 )
 
 // pipelineHeap sums the in-use bytes of the heap profile's records that

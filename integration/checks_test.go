@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The checks of these tests can fail: run deliberately broken pipelines
@@ -85,10 +87,7 @@ func runBroken(t *testing.T, o pipeOpts, caught func(*rig, *source, *reader) boo
 	p := r.startPipeline(t, "broken", o)
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := src.background(ctx, 0, 150)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && !caught(r, src, rd) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Poll(20*time.Second, func() bool { return caught(r, src, rd) })
 	cancel()
 	require.NoError(t, wait())
 	p.stop(t, 10*time.Second)

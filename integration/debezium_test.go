@@ -10,8 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // The Debezium pipeline end to end: workload Debezium traffic (per-table
@@ -70,6 +73,53 @@ func (w *dbzWorld) snapshot(t *testing.T) {
 	defer cancel()
 	require.NoError(t, w.prod.Snapshot(ctx))
 	w.r.waitConverged(t, w.model, false, 30*time.Second)
+}
+
+// lagging says which partitions of the connector's topics the group's
+// committed offsets do not cover up to their end ("" when none).
+func (w *dbzWorld) lagging(ctx context.Context, group string) (string, error) {
+	// Every record is written by now (the producer's lag flushed):
+	// the floors of every consumed partition reach its end.
+	if n := w.prod.Lagging(); n > 0 {
+		return fmt.Sprintf("%d records still held by the producer's lag", n), nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.r.brokers...))
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	topics := append(w.src.DataTopics(), w.src.TransactionTopic())
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return "", err
+	}
+	want := map[string]map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if want[o.Topic] == nil {
+			want[o.Topic] = map[int32]int64{}
+		}
+		want[o.Topic][o.Partition] = o.Offset
+	})
+	return groupLag(ctx, w.r.brokers, group, want)
+}
+
+// waitCaughtUp waits until the group's committed offsets reach the end of
+// every partition of the connector's topics.
+func (w *dbzWorld) waitCaughtUp(t *testing.T, group string, within time.Duration) {
+	t.Helper()
+	var lag string
+	if !testkit.Poll(within, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		if lag, err = w.lagging(ctx, group); err != nil {
+			lag = err.Error()
+			return false
+		}
+		return lag == ""
+	}) {
+		require.Failf(t, "the group's committed offsets never reached the end of the partitions", "group %s after %v: %s", group, within, lag)
+	}
 }
 
 // produce writes source transactions at about rate per second until ctx
@@ -226,7 +276,7 @@ func TestDebeziumPipelineSurvivesKills(t *testing.T) {
 			opts := dbzPipeOpts{group: "g-dbz-kill", exactlyOnce: mode.exactlyOnce, commitPeriod: time.Second}
 			first := w.start(t, "snapshot", opts)
 			w.snapshot(t)
-			time.Sleep(1500 * time.Millisecond) // the snapshot's offsets reach Kafka
+			w.waitCaughtUp(t, opts.group, 30*time.Second) // the snapshot's offsets reach Kafka
 			rd := startReader(r.db, mode.exactlyOnce)
 			defer rd.stop()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -239,12 +289,14 @@ func TestDebeziumPipelineSurvivesKills(t *testing.T) {
 			for i := 0; i < restarts; i++ {
 				require.Eventually(t, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") > 0 },
 					30*time.Second, 10*time.Millisecond, "run %d committed", i)
+				// The crash comes at a random moment (real time).
 				time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
 				r.crash(p)
 				killedTxns += p.metrics.Counter("debezium_txn_transactions")
 				p = w.start(t, fmt.Sprintf("run-%d", i), opts)
 			}
-			time.Sleep(500 * time.Millisecond)
+			// The last run loads while traffic still flows.
+			testkit.WaitFor(t, 30*time.Second, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") > 0 }, "the last run commits")
 			cancel()
 			require.NoError(t, wait())
 			dups := r.waitConverged(t, w.model, !mode.exactlyOnce, 60*time.Second)
@@ -284,10 +336,7 @@ func TestDebeziumHarnessCatchesSplitTransactions(t *testing.T) {
 	// The rows of one source transaction reach the output 15 ms apart, so
 	// most 200 ms commit cycles cut one: the reader sees the cut for the
 	// next cycle. The deadline is for a loaded machine.
-	deadline := time.Now().Add(45 * time.Second)
-	for time.Now().Before(deadline) && rd.torn.Load() == 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Poll(45*time.Second, func() bool { return rd.torn.Load() > 0 })
 	cancel()
 	require.NoError(t, wait())
 	p.stop(t, 10*time.Second)
@@ -320,7 +369,8 @@ func TestDebeziumStandbyTakesOverAfterACrash(t *testing.T) {
 	r.crash(a)
 	require.Eventually(t, func() bool { return b.metrics.Counter("debezium_txn_transactions") > 0 }, 30*time.Second, 10*time.Millisecond,
 		"the standby takes over")
-	time.Sleep(time.Second)
+	// The standby loads while traffic still flows.
+	testkit.WaitFor(t, 30*time.Second, func() bool { return b.metrics.Counter("starrocks_txn_source_txns_committed") > 0 }, "the standby commits")
 	cancel()
 	require.NoError(t, wait())
 	dups := r.waitConverged(t, w.model, false, 60*time.Second)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The Debezium form of TestExactlyOnceMemberCutOffFromTheCoordinatorStopsCommitting:
@@ -36,7 +38,7 @@ func TestDebeziumMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) {
 	wait := w.produce(ctx, 0, 120)
 	require.Eventually(t, func() bool { return heartbeated() && a.metrics.Counter("debezium_txn_transactions") > 50 },
 		30*time.Second, 10*time.Millisecond)
-	time.Sleep(time.Second)
+	waitCommitted(t, a, 1)
 	cut()
 	b := w.start(t, "standby", opts)
 	// The owner learns of its loss only when its hung heartbeat times out
@@ -44,7 +46,11 @@ func TestDebeziumMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) {
 	// everything long before.
 	require.Eventually(t, func() bool { return b.metrics.Counter("debezium_txn_transactions") > 0 }, 30*time.Second, 10*time.Millisecond,
 		"the standby takes over")
-	time.Sleep(5 * time.Second)
+	// Traffic flows until the cut-off owner held a commit (its lease
+	// ended) and the standby loads.
+	testkit.WaitFor(t, 30*time.Second, func() bool { return strings.Contains(a.logs.tail(1000), "Holding the commit of label") },
+		"the cut-off owner holds a commit")
+	waitCommitted(t, b, 50)
 	cancel()
 	require.NoError(t, wait())
 	dups := r.waitConverged(t, w.model, true, 30*time.Second)

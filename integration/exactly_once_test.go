@@ -19,12 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // Process-level exactly-once tests: the real binary, killed with
@@ -64,7 +65,7 @@ type eoWorld struct {
 	httpAddr string
 	sqlAddr  string
 	db       *sql.DB
-	kafka    *kfake.Cluster
+	kafka    *kafka.Cluster
 	model    *workload.Model
 	prod     *workload.Producer
 
@@ -91,24 +92,16 @@ func eoStart(t *testing.T, partitions int32) *eoWorld {
 		_ = emLog.Close()
 	})
 
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", w.sqlAddr
-	connector, err := mysql.NewConnector(cfg)
-	require.NoError(t, err)
-	w.db = sql.OpenDB(connector)
-	t.Cleanup(func() { _ = w.db.Close() })
-	require.Eventually(t, func() bool { return w.db.Ping() == nil }, 20*time.Second, 50*time.Millisecond, "the emulator process answers on its MySQL port")
+	w.db = emurig.Open(t, w.sqlAddr)
+	testkit.WaitFor(t, 20*time.Second, func() bool { return w.db.Ping() == nil }, "the emulator process answers on its MySQL port")
 
 	// Kafka in the test process, reached by the binary over loopback.
-	w.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "cdc"),
-		kfake.GroupMinSessionTimeout(500*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(w.kafka.Close)
+	w.kafka = kafka.New(t, kafka.Topic("cdc", partitions, nil))
 
 	seed := testSeed(t)
 	gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: seed, Events: true, UpdateRatio: 0.35, DeleteRatio: 0.1})
 	w.prod, err = workload.NewProducer(workload.ProducerOptions{
-		Brokers: w.kafka.ListenAddrs(), Topic: "cdc", TxnsPerKafkaTxn: 2, AbortRatio: 0.2, Rate: 120,
+		Brokers: w.kafka.Brokers(), Topic: "cdc", TxnsPerKafkaTxn: 2, AbortRatio: 0.2, Rate: 120,
 		TransactionalID: fmt.Sprintf("eo-%d", seed),
 	}, gen, w.model)
 	require.NoError(t, err)
@@ -151,7 +144,7 @@ output:
     label_state_wait: 500ms
     request_timeout: 3s
     retry_backoff: { initial_interval: 50ms, max_interval: 500ms }
-`, w.kafka.ListenAddrs()[0], seek, w.httpAddr, w.sqlAddr, semantic)
+`, w.kafka.Brokers()[0], seek, w.httpAddr, w.sqlAddr, semantic)
 	path := filepath.Join(w.dir, fmt.Sprintf("pipeline-%s-seek-%v.yaml", semantic, seek))
 	require.NoError(w.t, os.WriteFile(path, []byte(yaml), 0o600))
 	return path
@@ -186,10 +179,16 @@ func (w *eoWorld) startProc(name, pipeline string) *eoProc {
 // waitLogged waits until the process's log has a line containing s.
 func (p *eoProc) waitLogged(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(p.log)
-		return err == nil && strings.Contains(string(b), s)
-	}, timeout, 50*time.Millisecond, "%s logged %q", p.name, s)
+	testkit.WaitFor(t, timeout, func() bool { return p.logged(s) > 0 }, "%s logged %q", p.name, s)
+}
+
+// logged counts the lines of the process's log that contain s.
+func (p *eoProc) logged(s string) int {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
 }
 
 // kill stops the whole process at once: nothing is flushed, no offset is
@@ -224,21 +223,25 @@ func (w *eoWorld) reader(ctx context.Context) func() {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			torn, orphans, err := workload.CheckConsistency(ctx, w.db)
-			if err != nil {
+			// A round every 10 ms (20 ms after an error), stopped at once.
+			pause := 10 * time.Millisecond
+			if torn, orphans, err := workload.CheckConsistency(ctx, w.db); err != nil {
 				if ctx.Err() == nil {
 					w.readErr.Store(err.Error())
 				}
-				time.Sleep(20 * time.Millisecond)
-				continue
+				pause = 20 * time.Millisecond
+			} else {
+				w.checks.Add(1)
+				w.torn.Add(torn + orphans)
+				var dups int64
+				if err := w.db.QueryRowContext(ctx, "SELECT COUNT(*) - COUNT(DISTINCT event_id) FROM test.order_events").Scan(&dups); err == nil {
+					w.dupSeen.Add(dups)
+				}
 			}
-			w.checks.Add(1)
-			w.torn.Add(torn + orphans)
-			var dups int64
-			if err := w.db.QueryRowContext(ctx, "SELECT COUNT(*) - COUNT(DISTINCT event_id) FROM test.order_events").Scan(&dups); err == nil {
-				w.dupSeen.Add(dups)
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
 	}()
 	return wg.Wait
@@ -246,64 +249,19 @@ func (w *eoWorld) reader(ctx context.Context) func() {
 
 // converged waits until the tables equal the model: orders and items
 // exactly, order_events (DUPLICATE KEY) each committed event exactly once.
-func (w *eoWorld) converged(timeout time.Duration) (workload.Snapshot, workload.Snapshot) {
-	deadline := time.Now().Add(timeout)
-	for {
-		want := w.model.Snapshot()
+// It returns how they differ at the end ("" once they converged).
+func (w *eoWorld) converged(timeout time.Duration) string {
+	var mismatch string
+	testkit.Poll(timeout, func() bool {
 		got, err := workload.ReadTarget(context.Background(), w.db, true)
-		if err == nil && eoEqual(want, got) {
-			return want, got
-		}
-		if time.Now().After(deadline) {
-			return want, got
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func eoEqual(a, b workload.Snapshot) bool {
-	eq := func(x, y []string) bool {
-		if len(x) != len(y) {
+		if err != nil {
+			mismatch = "reading the target: " + err.Error()
 			return false
 		}
-		for i := range x {
-			if x[i] != y[i] {
-				return false
-			}
-		}
-		return true
-	}
-	return eq(a.Orders, b.Orders) && eq(a.Items, b.Items) && eq(a.Events, b.Events)
-}
-
-// eoDiff describes how got differs from want, for a failure message.
-func eoDiff(want, got workload.Snapshot) string {
-	count := func(xs []string) map[string]int {
-		m := map[string]int{}
-		for _, x := range xs {
-			m[x]++
-		}
-		return m
-	}
-	we, ge := count(want.Events), count(got.Events)
-	var dup, missing, extra int
-	for k, n := range ge {
-		switch {
-		case we[k] == 0:
-			extra += n
-		case n > we[k]:
-			dup += n - we[k]
-		}
-	}
-	for k, n := range we {
-		if ge[k] < n {
-			missing += n - ge[k]
-		}
-	}
-	return fmt.Sprintf("orders %d/%d (equal %v), items %d/%d (equal %v), events %d/%d: %d duplicated, %d missing, %d never committed",
-		len(got.Orders), len(want.Orders), eoEqual(workload.Snapshot{Orders: want.Orders}, workload.Snapshot{Orders: got.Orders}),
-		len(got.Items), len(want.Items), eoEqual(workload.Snapshot{Items: want.Items}, workload.Snapshot{Items: got.Items}),
-		len(got.Events), len(want.Events), dup, missing, extra)
+		mismatch = workload.Detail(workload.Compare(w.model.Snapshot(), got))
+		return mismatch == ""
+	})
+	return mismatch
 }
 
 // grepLogs counts lines containing s over every pipeline log.
@@ -356,12 +314,12 @@ func (w *eoWorld) tailLogs() {
 func (w *eoWorld) finish(stopProducer func(), stopReader func(), survivors []*eoProc, kills int, wantDrops bool) {
 	t := w.t
 	stopProducer()
-	want, got := w.converged(45 * time.Second)
+	mismatch := w.converged(45 * time.Second)
 	for _, p := range survivors {
 		p.stop(t)
 	}
 	stopReader()
-	ok := eoEqual(want, got)
+	ok := mismatch == ""
 	if !ok {
 		w.tailLogs()
 		if keep := os.Getenv("STARROCKS_TXN_KEEP_LOGS"); keep != "" {
@@ -379,7 +337,7 @@ func (w *eoWorld) finish(stopProducer func(), stopReader func(), survivors []*eo
 			t.Logf("logs kept in %s", dst)
 		}
 	}
-	require.True(t, ok, "the tables equal the model, every event exactly once: %s", eoDiff(want, got))
+	require.True(t, ok, "the tables equal the model, every event exactly once: %s", mismatch)
 	assert.Zero(t, w.torn.Load(), "a reader saw part of a source transaction")
 	assert.Zero(t, w.dupSeen.Load(), "a reader saw an event twice")
 	assert.Positive(t, w.checks.Load(), "the reader ran (last error: %v)", w.readErr.Load())
@@ -390,7 +348,7 @@ func (w *eoWorld) finish(stopProducer func(), stopReader func(), survivors []*eo
 	seeks := w.grepLogs("after the output's committed progress")
 	drops := w.grepLogs("dropping replays StarRocks already holds")
 	t.Logf("%d kills, %d pipeline runs; producer committed %d and aborted %d source transactions; %d events; reader rounds %d; partitions started after the progress: %d, partition states that dropped replays: %d",
-		kills, w.runs.Load(), w.prod.Stats.Committed.Load(), w.prod.Stats.Aborted.Load(), len(want.Events), w.checks.Load(), seeks, drops)
+		kills, w.runs.Load(), w.prod.Stats.Committed.Load(), w.prod.Stats.Aborted.Load(), len(w.model.Snapshot().Events), w.checks.Load(), seeks, drops)
 	assert.Positive(t, seeks+drops, "the kills left committed source transactions behind the group offset, and they were skipped")
 	if wantDrops {
 		assert.Positive(t, drops, "with start_after_progress off the output itself dropped replays")
@@ -437,12 +395,14 @@ func TestExactlyOnceSurvivesSIGKILL(t *testing.T) {
 	stopProducer, stopReader, kills, rng := w.traffic(40, 3)
 	p := w.startProc("solo", pipelines[0])
 	for i := 0; i < kills; i++ {
-		// At least a second: the run has committed something to re-read.
+		// At least a second: the run has committed something to re-read;
+		// the kill comes at a random moment (real time).
 		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
 		p.kill()
 		p = w.startProc("solo", pipelines[(i+1)%2])
 	}
-	time.Sleep(time.Second)
+	// The last run loads while traffic flows.
+	p.waitLogged(t, "Assigned partitions", 60*time.Second)
 	w.finish(stopProducer, stopReader, []*eoProc{p}, kills, true)
 }
 
@@ -458,7 +418,9 @@ func TestExactlyOnceSurvivesSIGKILLAcrossRebalance(t *testing.T) {
 	pipeline := w.pipelineFile("exactly_once", true)
 	stopProducer, stopReader, kills, rng := w.traffic(30, 5)
 	procs := []*eoProc{w.startProc("a", pipeline), w.startProc("b", pipeline)}
-	time.Sleep(2 * time.Second)
+	for _, p := range procs {
+		p.waitLogged(t, "Assigned partitions", 60*time.Second)
+	}
 	// On a loaded machine a victim can die before its output committed
 	// anything the group offset lags: then the kills leave nothing to skip
 	// and finish's check that replays were skipped cannot hold. Kill more
@@ -473,13 +435,20 @@ func TestExactlyOnceSurvivesSIGKILLAcrossRebalance(t *testing.T) {
 		// A victim that never got partitions (a restarted process still
 		// joining on a loaded machine) leaves nothing behind to skip.
 		procs[victim].waitLogged(t, "Assigned partitions", 60*time.Second)
+		survivor := procs[1-victim]
+		assigned := survivor.logged("Assigned partitions")
 		procs[victim].kill()
 		// The survivor owns everything once the victim's session expires.
-		time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+		testkit.WaitFor(t, 60*time.Second, func() bool { return survivor.logged("Assigned partitions") > assigned },
+			"%s takes the partitions of the killed %s", survivor.name, procs[victim].name)
 		procs[victim] = w.startProc(procs[victim].name, pipeline)
+		// The next kill comes at a random moment (real time).
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 	}
-	time.Sleep(time.Second)
+	// Both members load while traffic flows.
+	for _, p := range procs {
+		p.waitLogged(t, "Assigned partitions", 60*time.Second)
+	}
 	w.finish(stopProducer, stopReader, procs, done, false)
 }
 
@@ -502,6 +471,7 @@ func TestExactlyOnceKillCheckCatchesAtLeastOnce(t *testing.T) {
 	// most 15 times), each run once it has its partitions.
 	for i := 0; i < 15 && dups == 0; i++ {
 		p.waitLogged(t, "Assigned partitions", 60*time.Second)
+		// The kill comes at a random moment (real time).
 		time.Sleep(time.Duration(1200+rng.IntN(1500)) * time.Millisecond)
 		p.kill()
 		p = w.startProc("alo", pipeline)
@@ -548,19 +518,21 @@ func TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting(t *testing.T) {
 			delay = "4s"
 		}
 		p.waitLogged(t, "Assigned partitions", 60*time.Second)
-		// Past the writer's anchor: the fault hits a commit of data.
+		// Past the writer's anchor: the fault hits a commit of data, at a
+		// random moment (real time).
 		time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
 		w.fault(`{"op":"commit","action":"commit_late","delay":"` + delay + `"}`)
 		p.kill()
 		p = w.startProc("solo", pipeline)
 		if i+1 >= kills {
 			// Give the successor its start before the loop asks whether
-			// it waited.
+			// it waited: its partitions, then up to the late commit's
+			// delay and a second for the wait to show.
 			p.waitLogged(t, "Assigned partitions", 60*time.Second)
-			time.Sleep(time.Second)
+			lateFor, _ := time.ParseDuration(delay)
+			testkit.Poll(lateFor+time.Second, func() bool { return waited() > 0 })
 		}
 	}
-	time.Sleep(time.Second)
 	w.finish(stopProducer, stopReader, []*eoProc{p}, done, true)
 	n := waited()
 	t.Logf("successors waited for %d transactions a killed process left committing", n)

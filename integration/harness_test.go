@@ -15,23 +15,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
-
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
 )
 
 // longRun selects the long variants (more restarts, more traffic).
@@ -60,14 +60,12 @@ func testSeed(t *testing.T) uint64 {
 
 const topic = "cdc"
 
-// emulatorStartMu serialises emulator starts: go-mysql-server's engine
-// constructor writes process-global status variables.
-var emulatorStartMu sync.Mutex
-
-// rig is one test's world: the emulator, the Kafka cluster and a SQL client.
+// rig is one test's world: the emulator, the Kafka cluster (the test kit's,
+// whose fetch guard keeps aborted records out of read_committed fetches)
+// and a SQL client.
 type rig struct {
 	em         *emulator.Emulator
-	kafka      *kfake.Cluster
+	kafka      *kafka.Cluster
 	brokers    []string
 	db         *sql.DB
 	partitions int32
@@ -75,30 +73,10 @@ type rig struct {
 
 func newRig(t *testing.T, partitions int32) *rig {
 	t.Helper()
-	schema, err := os.ReadFile("../examples/schema.sql")
-	require.NoError(t, err)
-	emulatorStartMu.Lock()
-	em, err := emulator.Start(emulator.Config{
-		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema),
-		ReaperInterval: 50 * time.Millisecond,
-	})
-	emulatorStartMu.Unlock()
-	require.NoError(t, err)
-	r := &rig{em: em, partitions: partitions}
-	t.Cleanup(func() { _ = em.Close() })
-
-	r.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic),
-		kfake.GroupMinSessionTimeout(500*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(r.kafka.Close)
-	r.brokers = r.kafka.ListenAddrs()
-
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
-	connector, err := mysql.NewConnector(cfg)
-	require.NoError(t, err)
-	r.db = sql.OpenDB(connector)
-	t.Cleanup(func() { _ = r.db.Close() })
+	r := &rig{partitions: partitions}
+	r.em, r.db = emurig.StartSQL(t, emulator.Config{Schema: emurig.ExampleSchema(t), ReaperInterval: 50 * time.Millisecond})
+	r.kafka = kafka.New(t, kafka.Topic(topic, partitions, nil))
+	r.brokers = r.kafka.Brokers()
 	return r
 }
 
@@ -329,12 +307,17 @@ func startReader(db *sql.DB, checkOrder bool) *reader {
 	go func() {
 		defer close(rd.done)
 		for ctx.Err() == nil {
-			err := rd.round(ctx)
-			if err != nil && ctx.Err() == nil {
+			// A round every 5 ms (50 ms after an error): a reader that
+			// keeps reading while the pipeline loads, stopped at once.
+			pause := 5 * time.Millisecond
+			if err := rd.round(ctx); err != nil && ctx.Err() == nil {
 				rd.lastErr = err.Error()
-				time.Sleep(50 * time.Millisecond)
+				pause = 50 * time.Millisecond
 			}
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
 		}
 	}()
 	return rd
@@ -573,19 +556,6 @@ func (s *syncBuffer) len() int { return s.Len() }
 // from returns what was written after the first off bytes.
 func (s *syncBuffer) from(off int) string { return s.From(off) }
 
-// waitFor polls cond every 20 ms until it holds, failing the test after
-// within with what was awaited.
-func waitFor(t *testing.T, within time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			require.Failf(t, "timed out", "after %v: "+format, append([]any{within}, args...)...)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // pipeline is one running stream.
 type pipeline struct {
 	name    string
@@ -735,70 +705,15 @@ func (r *rig) target(ctx context.Context) (workload.Snapshot, error) {
 	return workload.ReadTarget(ctx, r.db, true)
 }
 
-// compare checks got against the model. Orders and items must be equal.
-// Events must equal the model exactly, or, with atLeastOnce, hold every
-// committed event at least once and nothing else. It returns "" when they
-// match, else what differs; dups counts duplicated events.
-func compare(want, got workload.Snapshot, atLeastOnce bool) (mismatch string, dups int) {
-	var parts []string
-	for _, tb := range []struct {
-		name      string
-		want, got []string
-	}{{"orders", want.Orders, got.Orders}, {"order_items", want.Items, got.Items}} {
-		if missing, extra := diff(tb.want, tb.got); len(missing)+len(extra) > 0 {
-			parts = append(parts, fmt.Sprintf("%s: %d rows missing %v, %d unexpected %v",
-				tb.name, len(missing), firstN(missing), len(extra), firstN(extra)))
-		}
-	}
-	missing, extra := diff(want.Events, got.Events)
+// compare checks got against the model (testkit/workload's comparison):
+// orders and items must be equal; events must equal the model exactly or,
+// with atLeastOnce, hold every committed event at least once and nothing
+// else. It returns the tables that differ, and the duplicated events.
+func compare(want, got workload.Snapshot, atLeastOnce bool) ([]workload.TableDiff, int) {
 	if atLeastOnce {
-		known := map[string]bool{}
-		for _, e := range want.Events {
-			known[e] = true
-		}
-		var unknown []string
-		for _, e := range extra {
-			if known[e] {
-				dups++
-			} else {
-				unknown = append(unknown, e)
-			}
-		}
-		extra = unknown
+		return workload.CompareAtLeastOnce(want, got)
 	}
-	if len(missing)+len(extra) > 0 {
-		parts = append(parts, fmt.Sprintf("order_events: %d missing %v, %d unexpected %v",
-			len(missing), firstN(missing), len(extra), firstN(extra)))
-	}
-	return strings.Join(parts, "; "), dups
-}
-
-func diff(want, got []string) (missing, extra []string) {
-	count := map[string]int{}
-	for _, w := range want {
-		count[w]++
-	}
-	for _, g := range got {
-		count[g]--
-	}
-	for k, n := range count {
-		for ; n > 0; n-- {
-			missing = append(missing, k)
-		}
-		for ; n < 0; n++ {
-			extra = append(extra, k)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(extra)
-	return missing, extra
-}
-
-func firstN(s []string) []string {
-	if len(s) > 5 {
-		return s[:5]
-	}
-	return s
+	return workload.Compare(want, got), 0
 }
 
 // waitConverged waits until the target equals the model of the committed
@@ -806,27 +721,25 @@ func firstN(s []string) []string {
 func (r *rig) waitConverged(t *testing.T, src *source, atLeastOnce bool, within time.Duration) int {
 	t.Helper()
 	want := src.model.Snapshot()
-	deadline := time.Now().Add(within)
 	var last string
-	for {
+	var dups int
+	if !testkit.Poll(within, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		got, err := r.target(ctx)
-		cancel()
-		if err == nil {
-			mismatch, dups := compare(want, got, atLeastOnce)
-			if mismatch == "" {
-				return dups
-			}
-			last = mismatch
-		} else {
+		if err != nil {
 			last = err.Error()
+			return false
 		}
-		if time.Now().After(deadline) {
-			require.Failf(t, "the target never matched the committed source",
-				"after %v (%d source transactions committed): %s", within, src.model.Txns(), last)
-		}
-		time.Sleep(100 * time.Millisecond)
+		var mismatch []workload.TableDiff
+		mismatch, dups = compare(want, got, atLeastOnce)
+		last = workload.Detail(mismatch)
+		return len(mismatch) == 0
+	}) {
+		require.Failf(t, "the target never matched the committed source",
+			"after %v (%d source transactions committed): %s", within, src.model.Txns(), last)
 	}
+	return dups
 }
 
 // checkReader asserts what the concurrent reader saw: it ran, never saw half

@@ -16,7 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // TestNoDeadlockAtAnyPartitionCount: many partitions with the default
@@ -88,7 +89,8 @@ func testNoDeadlock(t *testing.T, partitions int32, waves int, coalesce bool, ma
 	})
 	for w := 0; w < waves; w++ {
 		produce(func(p int32) map[string]any { return event(p, txn(p, 1), int64(p)<<20|int64(w)) })
-		time.Sleep(300 * time.Millisecond)
+		fetches := r.kafka.Fetches()
+		testkit.WaitFor(t, 30*time.Second, func() bool { return r.kafka.Fetches() >= fetches+2 }, "the pipeline fetches wave %d", w)
 	}
 	produce(func(p int32) map[string]any {
 		return map[string]any{"partition": p, "txnId": txn(p, 1), "type": "TXN_END"}
@@ -104,13 +106,9 @@ func testNoDeadlock(t *testing.T, partitions int32, waves int, coalesce bool, ma
 	sort.Strings(want)
 
 	wantTxns := int64(2 * partitions)
-	deadline := time.Now().Add(60 * time.Second)
-	for metrics.Counter("starrocks_txn_source_txns_committed") < wantTxns {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d source transactions committed after 60 s: the pipeline stalled; last log lines:\n%s",
-				metrics.Counter("starrocks_txn_source_txns_committed"), wantTxns, logs.tail(10))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Poll(60*time.Second, func() bool { return metrics.Counter("starrocks_txn_source_txns_committed") >= wantTxns }) {
+		t.Fatalf("%d of %d source transactions committed after 60 s: the pipeline stalled; last log lines:\n%s",
+			metrics.Counter("starrocks_txn_source_txns_committed"), wantTxns, logs.tail(10))
 	}
 	rows, err := r.db.QueryContext(ctx, "SELECT event_id FROM "+workload.Database+"."+workload.TableEvents)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The whole pipeline with nothing going wrong: every committed source
@@ -124,6 +125,8 @@ func runFaults(t *testing.T, steps []faultStep, exactlyOnce bool) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	fired := int64(0)
 	for _, st := range steps {
+		// A random gap in real time: a fault may land while the output
+		// still recovers from the previous one.
 		time.Sleep(time.Duration(150+rng.IntN(300)) * time.Millisecond)
 		before := r.em.Counters()
 		if st.restart {
@@ -137,7 +140,9 @@ func runFaults(t *testing.T, steps []faultStep, exactlyOnce bool) {
 			15*time.Second, 10*time.Millisecond, "fault %q never fired (the pipeline stopped sending %s requests)", st.name, st.fault.Op)
 		require.Equal(t, before.FaultsFired+count, r.em.Counters().FaultsFired, st.name)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Traffic goes on until the output commits again after the last fault.
+	commits := r.em.Counters().Committed
+	testkit.WaitFor(t, 30*time.Second, func() bool { return r.em.Counters().Committed > commits }, "a commit after the last fault")
 	cancel()
 	require.NoError(t, wait())
 
@@ -215,6 +220,7 @@ func TestPipelineSurvivesHardRestarts(t *testing.T) {
 				// nothing to re-read).
 				require.Eventually(t, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") > 0 },
 					30*time.Second, 10*time.Millisecond, "run %d committed", i)
+				// The crash comes at a random moment (real time).
 				time.Sleep(time.Duration(200+rng.IntN(1600)) * time.Millisecond)
 				if i%2 == 1 {
 					// Crash right after a fault fired, while the output
@@ -230,7 +236,9 @@ func TestPipelineSurvivesHardRestarts(t *testing.T) {
 				committedByKilled += p.metrics.Counter("starrocks_txn_source_txns_committed")
 			}
 			final := r.startPipeline(t, "final", opts)
-			time.Sleep(500 * time.Millisecond)
+			// The final run loads while traffic still flows.
+			testkit.WaitFor(t, 30*time.Second, func() bool { return final.metrics.Counter("starrocks_txn_source_txns_committed") > 0 },
+				"the final run commits")
 			cancel()
 			require.NoError(t, wait())
 
@@ -303,13 +311,16 @@ func runTakeover(t *testing.T, crash, exactlyOnce, lateCommit bool) {
 	defer cancel()
 	wait := src.background(ctx, 0, 150)
 	a := r.startPipeline(t, "a", opts)
-	time.Sleep(time.Duration(scale(800, 3000)) * time.Millisecond)
+	// a loads alone for a while (about 0.8 s of traffic, 3 s long).
+	waitCommitted(t, a, scale(100, 400))
 	b := r.startPipeline(t, "b", opts)
 	// Both members share the partitions before a goes.
-	require.Eventually(t, func() bool {
+	testkit.WaitFor(t, 20*time.Second, func() bool {
 		return b.metrics.Counter("starrocks_txn_source_txns_committed") > 0
-	}, 20*time.Second, 20*time.Millisecond, "the second pipeline gets partitions")
-	time.Sleep(time.Duration(scale(600, 3000)) * time.Millisecond)
+	}, "the second pipeline gets partitions")
+	// and both load for a while.
+	waitCommitted(t, a, scale(1, 100))
+	waitCommitted(t, b, scale(50, 200))
 	if lateCommit {
 		// The next two commits — one cycle of each pipeline, as a pipeline
 		// does not commit again before its last commit is resolved — are
@@ -324,7 +335,10 @@ func runTakeover(t *testing.T, crash, exactlyOnce, lateCommit bool) {
 		a.stop(t, 15*time.Second)
 	}
 	t.Logf("the first pipeline went in %v", time.Since(stopping))
-	time.Sleep(time.Duration(scale(2500, 5000)) * time.Millisecond)
+	// b takes every partition over (after a's session expires, when it
+	// crashed) and loads them for a while.
+	testkit.WaitFor(t, 30*time.Second, func() bool { return len(b.probe.partitionsSeen()) == 4 }, "the second pipeline reads every partition")
+	waitCommitted(t, b, scale(50, 400))
 	cancel()
 	require.NoError(t, wait())
 
@@ -349,4 +363,12 @@ func runTakeover(t *testing.T, crash, exactlyOnce, lateCommit bool) {
 	}
 	t.Logf("%d source txns committed, %d aborted; a committed %d (partitions %v), b %d (partitions %v); %d duplicated events; %d reader rounds",
 		src.committed.Load(), src.aborted.Load(), aTxns, a.probe.partitionsSeen(), bTxns, b.probe.partitionsSeen(), dups, rd.rounds.Load())
+}
+
+// waitCommitted waits until p has committed n more source transactions.
+func waitCommitted(t *testing.T, p *pipeline, n int) {
+	t.Helper()
+	from := p.metrics.Counter("starrocks_txn_source_txns_committed")
+	testkit.WaitFor(t, 60*time.Second, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") >= from+int64(n) },
+		"pipeline %s commits %d more source transactions (from %d)", p.name, n, from)
 }

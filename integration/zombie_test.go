@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // A crash while a commit is still in flight on the FE (commit_late: the FE
@@ -57,7 +58,7 @@ func TestPipelineCrashDuringLateCommit(t *testing.T) {
 			defer cancel()
 			wait := src.background(ctx, 0, 150)
 			p := r.startPipeline(t, "dying", opts)
-			time.Sleep(time.Second)
+			waitCommitted(t, p, 1)
 			if mode.writerRows {
 				// The fault must hit a commit of data, not the writer's anchor
 				// (its first commit, the writer row alone).
@@ -71,7 +72,9 @@ func TestPipelineCrashDuringLateCommit(t *testing.T) {
 			require.Eventually(t, func() bool { return len(r.em.Faults().Pending()) == 0 }, 10*time.Second, 5*time.Millisecond)
 			r.crash(p)
 			next := r.startPipeline(t, "successor", opts)
-			time.Sleep(4 * time.Second)
+			// The successor takes over (after the dying member's session
+			// expires) and loads while traffic flows.
+			waitCommitted(t, next, 50)
 			cancel()
 			require.NoError(t, wait())
 			// Without the successor's wait, orders and items hold older
@@ -117,13 +120,17 @@ func TestExactlyOnceMemberCutOffFromTheCoordinatorStopsCommitting(t *testing.T) 
 	wait := src.background(ctx, 0, 150)
 	a := r.startPipeline(t, "cut-off", opts)
 	require.Eventually(t, func() bool { return heartbeated() && src.committed.Load() > 50 }, 20*time.Second, 10*time.Millisecond)
-	time.Sleep(time.Second)
+	waitCommitted(t, a, 1)
 	cut()
 	b := r.startPipeline(t, "owner", opts)
 	// a learns of its loss only when its hung heartbeat times out
 	// (franz-go's request timeout overhead, 10 s); b owns everything long
-	// before.
-	time.Sleep(8 * time.Second)
+	// before, and a holds its commits once its lease ends: traffic flows
+	// until both happened.
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		return len(b.probe.partitionsSeen()) == 4 && strings.Contains(a.logs.tail(1000), "Holding the commit of label")
+	}, "b reads every partition and the cut-off member holds a commit")
+	waitCommitted(t, b, 50)
 	cancel()
 	require.NoError(t, wait())
 	dups := r.waitConverged(t, src, true, 30*time.Second)

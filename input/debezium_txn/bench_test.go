@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // The decoder on encoding/json: a schemaless event (the row passes through)

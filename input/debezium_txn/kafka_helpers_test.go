@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // kworld is one test's Kafka with Debezium traffic.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // nameCapture records every metric a stream creates and its last value.

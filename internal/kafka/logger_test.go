@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 // syncBuffer is a goroutine-safe log sink.

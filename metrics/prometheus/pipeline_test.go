@@ -11,11 +11,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 	"github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
+	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 
 	// The plugins of the pipeline.
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
@@ -71,14 +71,14 @@ func runPipeline(t *testing.T) (*pipelineRun, error) {
 	}
 	defer em.Close()
 	const topic = "cdc"
-	kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	kafka, err := kafkakit.Start(kafkakit.Topic(topic, 3, nil))
 	if err != nil {
 		return nil, err
 	}
 	defer kafka.Close()
 	gen := workload.NewGenerator(workload.Options{Partitions: 3, Seed: 11, Events: true})
 	prod, err := workload.NewProducer(workload.ProducerOptions{
-		Brokers: kafka.ListenAddrs(), Topic: topic, AbortRatio: 0.2, Rate: 200,
+		Brokers: kafka.Brokers(), Topic: topic, AbortRatio: 0.2, Rate: 200,
 	}, gen, workload.NewModel())
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func runPipeline(t *testing.T) (*pipelineRun, error) {
 		}))
 	b := env.NewStreamBuilder()
 	vars := map[string]string{
-		"KAFKA_BROKERS":      strings.Join(kafka.ListenAddrs(), ","),
+		"KAFKA_BROKERS":      strings.Join(kafka.Brokers(), ","),
 		"KAFKA_TOPIC":        topic,
 		"KAFKA_GROUP":        "prometheus-test",
 		"STARROCKS_LOAD_URL": em.FEURL(),

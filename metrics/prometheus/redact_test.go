@@ -17,7 +17,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 // syncBuffer is a log sink safe for the push loop's goroutine.

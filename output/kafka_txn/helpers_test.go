@@ -13,20 +13,17 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 const testTopic = "out"
 
-func newCluster(t testing.TB, brokers int, partitions int32, opts ...kfake.Opt) *kfake.Cluster {
+func newCluster(t testing.TB, brokers int, partitions int32) *kafkakit.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, testTopic)}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return c
+	return kafkakit.New(t, kafkakit.Brokers(brokers), kafkakit.Topic(testTopic, partitions, nil))
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -34,7 +31,7 @@ type syncBuffer = testlog.Buffer
 
 // testOutput builds and connects an output from YAML (seed_brokers and topic
 // are added); extra kgo options go to its client.
-func testOutput(t *testing.T, c *kfake.Cluster, yaml string, extra ...kgo.Opt) (*Output, *syncBuffer) {
+func testOutput(t *testing.T, c *kafkakit.Cluster, yaml string, extra ...kgo.Opt) (*Output, *syncBuffer) {
 	t.Helper()
 	full := fmt.Sprintf("seed_brokers: [ %q ]\ntopic: %s\ntimeout: 5s\n%s", strings.Join(c.ListenAddrs(), ","), testTopic, yaml)
 	conf, err := ConfigSpec().ParseYAML(full, nil)
@@ -83,7 +80,7 @@ func seq(prefix string, n int) []string {
 
 // consume reads the topic from the start with the isolation level until no
 // record arrives for quiet, and returns the records in fetch order.
-func consume(t *testing.T, c *kfake.Cluster, readCommitted bool, quiet time.Duration) []*kgo.Record {
+func consume(t *testing.T, c *kafkakit.Cluster, readCommitted bool, quiet time.Duration) []*kgo.Record {
 	t.Helper()
 	iso := kgo.ReadUncommitted()
 	if readCommitted {

@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
 )
 
 // TestBatchesArriveWholeAndInOrder writes batches one after another with
@@ -154,7 +154,7 @@ metadata:
 // refuseProduce makes the cluster answer produce requests that touch
 // partition part (on the broker that leads it) with errCode,
 // without applying them, n times.
-func refuseProduce(c *kfake.Cluster, part int32, errCode int16, n int32) *atomic.Int32 {
+func refuseProduce(c *kafkakit.Cluster, part int32, errCode int16, n int32) *atomic.Int32 {
 	var hits atomic.Int32
 	leader := c.LeaderFor(testTopic, part)
 	c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
@@ -332,13 +332,13 @@ func TestProduceFaultMatrix(t *testing.T) {
 	// apply arms the fault and returns how often it fired.
 	type fault struct {
 		name  string
-		apply func(c *kfake.Cluster, d *replyLosingDialer) func() int32
+		apply func(c *kafkakit.Cluster, d *replyLosingDialer) func() int32
 	}
 	faults := []fault{
-		{"refused definitely", func(c *kfake.Cluster, _ *replyLosingDialer) func() int32 {
+		{"refused definitely", func(c *kafkakit.Cluster, _ *replyLosingDialer) func() int32 {
 			return refuseProduce(c, 0, kerr.InvalidRecord.Code, 1).Load
 		}},
-		{"not applied, connection reset", func(c *kfake.Cluster, _ *replyLosingDialer) func() int32 {
+		{"not applied, connection reset", func(c *kafkakit.Cluster, _ *replyLosingDialer) func() int32 {
 			var n atomic.Int32
 			c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 				n.Add(1)
@@ -346,11 +346,11 @@ func TestProduceFaultMatrix(t *testing.T) {
 			})
 			return n.Load
 		}},
-		{"applied, reply lost", func(_ *kfake.Cluster, d *replyLosingDialer) func() int32 {
+		{"applied, reply lost", func(_ *kafkakit.Cluster, d *replyLosingDialer) func() int32 {
 			d.armed.Store(true)
 			return d.dropped.Load
 		}},
-		{"slow", func(c *kfake.Cluster, _ *replyLosingDialer) func() int32 {
+		{"slow", func(c *kafkakit.Cluster, _ *replyLosingDialer) func() int32 {
 			var n atomic.Int32
 			c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 				n.Add(1)

@@ -30,7 +30,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 // parseTestConfig parses a YAML config of the output.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 // logBuffer collects an output's log lines.

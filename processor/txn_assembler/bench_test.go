@@ -11,7 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // benchBatches builds batches of 100 events: transactions of one BEGIN, eight

@@ -13,11 +13,11 @@ import (
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
 	_ "github.com/starrocks-txn/benthos-starrocks/processor/txn_assembler"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // streamBenchTxns is the default number of committed source transactions the
@@ -40,15 +40,11 @@ func BenchmarkStreamAssemblerVsDrop(b *testing.B) {
 		txns = n
 	}
 	const topic, partitions = "cdc", 4
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()[0]
+	cluster := kafka.New(b, kafka.Topic(topic, partitions, nil))
+	brokers := cluster.Brokers()[0]
 	gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: 1, Events: true})
 	prod, err := workload.NewProducer(workload.ProducerOptions{
-		Brokers: cluster.ListenAddrs(), Topic: topic, TxnsPerKafkaTxn: 50, AbortRatio: 0.05,
+		Brokers: cluster.Brokers(), Topic: topic, TxnsPerKafkaTxn: 50, AbortRatio: 0.05,
 		TransactionalID: "stream-bench",
 	}, gen, workload.NewModel())
 	if err != nil {

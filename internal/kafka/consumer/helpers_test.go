@@ -17,7 +17,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
-	"github.com/starrocks-txn/benthos-starrocks/internal/testlog"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
 const testTopic = "cdc"

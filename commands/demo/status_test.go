@@ -51,9 +51,9 @@ func TestIsTerminal(t *testing.T) {
 // The demo command writing into a buffer (a log, a pipe) prints its status
 // as plain lines, without carriage returns.
 func TestDemoCommandStatusLinesInALog(t *testing.T) {
-	pipeline, err := os.ReadFile("../../../examples/demo.yaml")
+	pipeline, err := os.ReadFile("../../examples/demo.yaml")
 	require.NoError(t, err)
-	schema, err := os.ReadFile("../../../examples/schema.sql")
+	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 	var out bytes.Buffer
 	app := &cli.App{Writer: &out, Commands: []*cli.Command{Command(string(pipeline), string(schema))}}

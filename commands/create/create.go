@@ -19,7 +19,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/urfave/cli/v2"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
+	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
 )
 
 // Command is the `create` subcommand.

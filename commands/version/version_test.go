@@ -29,7 +29,7 @@ func TestBenthosVersion(t *testing.T) {
 	assert.Equal(t, "v4.61.0 (replacing v4.60.0)", benthos(&debug.BuildInfo{Deps: []*debug.Module{{Path: benthosModule, Version: "v4.60.0",
 		Replace: &debug.Module{Path: "../benthos", Version: "v4.61.0"}}}}))
 	// A test binary has no dependency info: the fallback, which is go.mod's.
-	mod, err := os.ReadFile("../../../go.mod")
+	mod, err := os.ReadFile("../../go.mod")
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^\s*`+regexp.QuoteMeta(benthosModule+" "+benthosFallback)+`$`, string(mod))
 	assert.Equal(t, benthosFallback, Benthos())

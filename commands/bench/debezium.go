@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // debeziumNaming names the Debezium topics of the debezium_txn row (the

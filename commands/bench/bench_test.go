@@ -11,21 +11,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 func TestMain(m *testing.M) {
-	b, err := os.ReadFile("../../../examples/schema.sql")
+	b, err := os.ReadFile("../../examples/schema.sql")
 	if err != nil {
 		panic(err)
 	}
@@ -371,19 +371,6 @@ func TestParseInts(t *testing.T) {
 	assert.Equal(t, "quick-p4", slug("Quick → p4"))
 }
 
-// A row whose key is present with another value is stale (an older change
-// won), one absent is missing, an extra one (or a duplicate event) is
-// unexpected.
-func TestDiffTableTellsStaleFromMissing(t *testing.T) {
-	want := []string{"1|a", "2|b", "3|c"}
-	got := []string{"1|a", "2|old", "4|x"}
-	assert.Equal(t, tableDiff{missing: 1, stale: 1, unexpected: 1}, diffTable(1, want, got))
-	assert.Equal(t, tableDiff{unexpected: 1}, diffTable(0, []string{"7", "8"}, []string{"7", "7", "8"}))
-	assert.Equal(t, tableDiff{}, diffTable(2, []string{"1|1|p"}, []string{"1|1|p"}))
-	assert.Contains(t, describeDiff(workload.Snapshot{Orders: want}, workload.Snapshot{Orders: got}),
-		"orders: 1 rows missing, 1 stale (an older version of the row is visible), 1 unexpected")
-}
-
 func TestWeightedQuantile(t *testing.T) {
 	s := []latencySample{{d: 3 * time.Second, n: 1}, {d: time.Second, n: 98}, {d: 2 * time.Second, n: 1}}
 	assert.Equal(t, time.Second, weightedQuantile(s, 0.5))
@@ -404,15 +391,7 @@ func TestReadRSS(t *testing.T) {
 // it.
 func openEmulator(t *testing.T, schema string) *sql.DB {
 	t.Helper()
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: schema})
-	require.NoError(t, err)
-	t.Cleanup(func() { em.Close() })
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "tcp", em.MySQLAddr()
-	conn, err := mysql.NewConnector(cfg)
-	require.NoError(t, err)
-	db := sql.OpenDB(conn)
-	t.Cleanup(func() { db.Close() })
+	_, db := emurig.StartSQL(t, emulator.Config{Schema: schema})
 	return db
 }
 
@@ -511,10 +490,8 @@ func TestVerifyExactlyOnceChecksProgress(t *testing.T) {
 // records only: an aborted producer transaction's END is not the partition's
 // last.
 func TestLastEndOffsets(t *testing.T) {
-	kafka, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
-	require.NoError(t, err)
-	defer kafka.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
+	cluster := kafka.New(t, kafka.Topic("t", 3, nil))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Brokers()...), kgo.DefaultProduceTopic("t"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("last-end-test"))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -543,14 +520,14 @@ func TestLastEndOffsets(t *testing.T) {
 		}
 	}
 	require.Len(t, want, 2)
-	got, err := LastEndOffsets(ctx, kafka.ListenAddrs(), "t", int64(len(committed)))
+	got, err := LastEndOffsets(ctx, cluster.Brokers(), "t", int64(len(committed)))
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	assert.Equal(t, committed[6].Offset, got["t/0"], "partition 0 ends at its second committed END, not the aborted one")
 
 	short, cancelShort := context.WithTimeout(ctx, time.Second)
 	defer cancelShort()
-	_, err = LastEndOffsets(short, kafka.ListenAddrs(), "t", int64(len(committed))+1)
+	_, err = LastEndOffsets(short, cluster.Brokers(), "t", int64(len(committed))+1)
 	require.Error(t, err, "fewer committed records than asked for ends with the context")
 	assert.Contains(t, err.Error(), fmt.Sprintf("%d of %d records read", len(committed), len(committed)+1))
 }

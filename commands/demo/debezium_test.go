@@ -15,7 +15,7 @@ import (
 // transactions and re-sent copies, through debezium_txn into the emulator;
 // the tables equal the source and no reader sees half a transaction.
 func TestDemoDebezium(t *testing.T) {
-	schema, err := os.ReadFile("../../../examples/schema.sql")
+	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -21,6 +21,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
@@ -30,11 +31,7 @@ import (
 // startEmulator runs an emulator with the examples' schema.
 func startEmulator(t *testing.T) *emulator.Emulator {
 	t.Helper()
-	schema, err := os.ReadFile("../../../examples/schema.sql")
-	require.NoError(t, err)
-	e, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
+	e, _ := emurig.StartSQL(t, emulator.Config{Schema: emurig.ExampleSchema(t)})
 	return e
 }
 
@@ -92,7 +89,7 @@ func golden(t *testing.T, name string, got []byte) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run UPDATE_GOLDEN=1 go test ./internal/cli/inspect/ to create it")
+	require.NoError(t, err, "run UPDATE_GOLDEN=1 go test ./commands/inspect/ to create it")
 	assert.Equal(t, string(want), string(got), "%s (UPDATE_GOLDEN=1 rewrites it)", path)
 }
 

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // Schema is examples/schema.sql: the orders, order_items and order_events
@@ -20,15 +20,16 @@ const topicName = "cdc"
 
 // consumerFetchMaxBytes is the response size the topic's consumers fetch
 // with: franz-go's default, which kafka_txn keeps (it has no field for it)
-// and runFranz and LastEndOffsets set. The fetch guard caps the producer's
-// batches by it. A variable for the test that lowers it.
-var consumerFetchMaxBytes int32 = 50 << 20
+// and runFranz and LastEndOffsets set. The producer's batches are capped by
+// it (testkit/kafka's GuardedBatchBytes). A variable for the test that
+// lowers it.
+var consumerFetchMaxBytes = kafka.DefaultFetchMaxBytes
 
 // loadedTopic is a topic pre-loaded into its own in-process Kafka, and what
 // the producer committed to it.
 type loadedTopic struct {
 	Topic
-	cluster *kfake.Cluster
+	cluster *kafka.Cluster
 	brokers []string
 	model   *workload.Model
 	// sourceTxns, records and rows the producer committed.
@@ -46,22 +47,22 @@ func (t *loadedTopic) close() { t.cluster.Close() }
 // source transactions of the workload into it (and aborted ones at
 // o.AbortRatio), before any row reads it, so that no producer limits a row.
 //
-// The topic is guarded (workload.CreateGuardedTopic): kfake leaves out the
-// aborted transactions of the partition a fetch response ends in when the
-// response reaches its byte limit, which at 256 partitions served
-// read_committed consumers a few hundred records of aborted transactions.
-// The producer's batches are capped for the guard, for the consumers'
-// fetches of franz-go's default size.
+// The Kafka is the test kit's (testkit/kafka), whose fetch guard keeps
+// kfake from leaving out the aborted transactions of the partition a fetch
+// response ends in when the response reaches its byte limit (which at 256
+// partitions served read_committed consumers a few hundred records of
+// aborted transactions). The producer's batches are capped so that the
+// guard keeps the consumers' fetches of franz-go's default size within it.
 func loadTopic(ctx context.Context, o Options, t Topic) (*loadedTopic, error) {
-	maxBatch, err := workload.GuardedBatchBytes(int32(t.Partitions), consumerFetchMaxBytes)
+	maxBatch, err := kafka.GuardedBatchBytes(int32(t.Partitions), consumerFetchMaxBytes)
 	if err != nil {
 		return nil, err
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	cluster, err := kafka.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
+		return nil, err
 	}
-	if err := workload.CreateGuardedTopic(cluster, topicName, int32(t.Partitions), maxBatch); err != nil {
+	if err := cluster.CreateGuardedTopic(topicName, int32(t.Partitions), maxBatch); err != nil {
 		cluster.Close()
 		return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
 )
 
 // The consistency invariant the end-to-end readers rely on: after every whole
@@ -108,9 +109,7 @@ func TestEnvelopeShape(t *testing.T) {
 // Aborted producer transactions must not enter the model, and a read_committed
 // consumer must see exactly the committed transactions' records.
 func TestProducerCommitsAndAbortsKafkaTransactions(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "cdc"))
-	require.NoError(t, err)
-	defer c.Close()
+	c := kafka.New(t, kafka.Topic("cdc", 2, nil))
 
 	g := NewGenerator(Options{Partitions: 2, Seed: 9})
 	m := NewModel()

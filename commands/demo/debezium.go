@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // Source formats of the demo.

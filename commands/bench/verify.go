@@ -12,7 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
-	"github.com/starrocks-txn/benthos-starrocks/internal/workload"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // verify checks that row c delivered exactly the committed workload: for
@@ -41,18 +41,12 @@ func verify(ctx context.Context, c Config, res Result, m *meter, capture *metric
 		if err != nil {
 			return false, "", fmt.Errorf("reading the target tables: %w", err)
 		}
-		var diffs []string
+		if diffs := workload.CompareWide(want, got, tp.Tables); len(diffs) > 0 {
+			return false, "FAILED: " + workload.Describe(diffs), nil
+		}
 		rows := 0
 		for i := 0; i < tp.Tables; i++ {
-			table := workload.WideTable(i)
-			rows += len(want[table])
-			if !slices.Equal(want[table], got[table]) {
-				d := diffTable(1, want[table], got[table])
-				diffs = append(diffs, fmt.Sprintf("%s: %d rows missing, %d stale, %d unexpected", table, d.missing, d.stale, d.unexpected))
-			}
-		}
-		if len(diffs) > 0 {
-			return false, "FAILED: " + strings.Join(diffs, "; "), nil
+			rows += len(want[workload.WideTable(i)])
 		}
 		ok = fmt.Sprintf("OK: %d tables = model (%d rows)", tp.Tables, rows)
 	} else {
@@ -61,8 +55,8 @@ func verify(ctx context.Context, c Config, res Result, m *meter, capture *metric
 		if err != nil {
 			return false, "", fmt.Errorf("reading the target tables: %w", err)
 		}
-		if diff := describeDiff(want, got); diff != "" {
-			return false, "FAILED: " + diff, nil
+		if diffs := workload.Compare(want, got); len(diffs) > 0 {
+			return false, "FAILED: " + workload.Describe(diffs), nil
 		}
 		ok = fmt.Sprintf("OK: tables = model (%d orders, %d items, %d events)", len(want.Orders), len(want.Items), len(want.Events))
 	}
@@ -140,75 +134,4 @@ func CheckProgress(ctx context.Context, db *sql.DB, database string, want map[st
 		return fmt.Sprintf("%s.%s: %s", database, ProgressTable, strings.Join(diffs, "; ")), nil
 	}
 	return "", nil
-}
-
-func describeDiff(want, got workload.Snapshot) string {
-	var parts []string
-	for _, t := range []struct {
-		name      string
-		keyFields int
-		want, got []string
-	}{
-		{workload.TableOrders, 1, want.Orders, got.Orders},
-		{workload.TableItems, 2, want.Items, got.Items},
-		{workload.TableEvents, 0, want.Events, got.Events},
-	} {
-		if slices.Equal(t.want, t.got) {
-			continue
-		}
-		d := diffTable(t.keyFields, t.want, t.got)
-		parts = append(parts, fmt.Sprintf("%s: %d rows missing, %d stale (an older version of the row is visible), %d unexpected",
-			t.name, d.missing, d.stale, d.unexpected))
-	}
-	return strings.Join(parts, "; ")
-}
-
-type tableDiff struct{ missing, stale, unexpected int }
-
-// diffTable compares two renderings of a table whose lines start with
-// keyFields "|"-separated key fields (0: the whole line is the key and
-// duplicates count as unexpected).
-func diffTable(keyFields int, want, got []string) tableDiff {
-	key := func(line string) string {
-		if keyFields == 0 {
-			return line
-		}
-		f := strings.SplitN(line, "|", keyFields+1)
-		return strings.Join(f[:min(keyFields, len(f))], "|")
-	}
-	type versions struct{ want, got map[string]int }
-	byKey := map[string]*versions{}
-	at := func(k string) *versions {
-		v := byKey[k]
-		if v == nil {
-			v = &versions{want: map[string]int{}, got: map[string]int{}}
-			byKey[k] = v
-		}
-		return v
-	}
-	for _, l := range want {
-		at(key(l)).want[l]++
-	}
-	for _, l := range got {
-		at(key(l)).got[l]++
-	}
-	var d tableDiff
-	for _, v := range byKey {
-		nw, ng := 0, 0
-		for _, n := range v.want {
-			nw += n
-		}
-		for _, n := range v.got {
-			ng += n
-		}
-		switch {
-		case ng == 0:
-			d.missing += nw
-		case nw == 0 || ng > nw:
-			d.unexpected += ng - nw
-		case !maps.Equal(v.want, v.got):
-			d.stale += nw
-		}
-	}
-	return d
 }

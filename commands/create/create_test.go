@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +14,14 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gopkg.in/yaml.v3"
 
+	"github.com/starrocks-txn/benthos-starrocks/commands/create"
+	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/create"
-	"github.com/starrocks-txn/benthos-starrocks/internal/cli/lint"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
@@ -102,29 +102,16 @@ func set(t *testing.T, root *yaml.Node, path string, v any) {
 	require.True(t, found, "no %s in the config", path)
 }
 
-// emulatorStartMu: go-mysql-server's engine constructor writes
-// process-global state, so emulators start one at a time.
-var emulatorStartMu sync.Mutex
-
 func startEmulator(t *testing.T) *emulator.Emulator {
 	t.Helper()
-	schema, err := os.ReadFile("../../../examples/schema.sql")
-	require.NoError(t, err)
-	emulatorStartMu.Lock()
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})
-	emulatorStartMu.Unlock()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = em.Close() })
-	return em
+	return emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t)})
 }
 
-func startKafka(t *testing.T) (*kfake.Cluster, string) {
+func startKafka(t *testing.T) (*kafka.Cluster, string) {
 	t.Helper()
 	const topic = "cdc"
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
-	require.NoError(t, err)
-	t.Cleanup(k.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...), kgo.DefaultProduceTopic(topic))
+	k := kafka.New(t, kafka.Topic(topic, 1, nil))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers()...), kgo.DefaultProduceTopic(topic))
 	require.NoError(t, err)
 	defer cl.Close()
 	var recs []*kgo.Record
@@ -173,7 +160,7 @@ func TestCreateAllThreeStarts(t *testing.T) {
 	em := startEmulator(t)
 	k, topic := startKafka(t)
 	conf := generate(t, "kafka_txn/txn_assembler/starrocks_txn", map[string]any{
-		"input.kafka_txn.seed_brokers":   k.ListenAddrs(),
+		"input.kafka_txn.seed_brokers":   k.Brokers(),
 		"input.kafka_txn.topics":         []string{topic},
 		"input.kafka_txn.consumer_group": "create-test",
 		"output.starrocks_txn.load_urls": []string{em.FEURL()},
@@ -300,7 +287,7 @@ func TestCreateProcessorStarts(t *testing.T) {
 func TestCreateInputStarts(t *testing.T) {
 	k, topic := startKafka(t)
 	conf := generate(t, "kafka_txn", map[string]any{
-		"input.kafka_txn.seed_brokers":   k.ListenAddrs(),
+		"input.kafka_txn.seed_brokers":   k.Brokers(),
 		"input.kafka_txn.topics":         []string{topic},
 		"input.kafka_txn.consumer_group": "create-test",
 	})

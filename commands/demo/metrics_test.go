@@ -18,9 +18,9 @@ import (
 // (here the prometheus one on a listener, with a mapping adding a label)
 // serves the plugins' metrics while the demo still reads its figures.
 func TestDemoKeepsThePipelinesMetrics(t *testing.T) {
-	pipeline, err := os.ReadFile("../../../examples/demo.yaml")
+	pipeline, err := os.ReadFile("../../examples/demo.yaml")
 	require.NoError(t, err)
-	schema, err := os.ReadFile("../../../examples/schema.sql")
+	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -61,7 +61,8 @@ type ProducerOptions struct {
 	// TransactionalID names the producer (default "workload-producer").
 	TransactionalID string
 	// BatchMaxBytes caps the size of a record batch (0: franz-go's
-	// default). GuardFetches needs the topic's batches below a bound.
+	// default). A topic created with a max.message.bytes (testkit/kafka's
+	// CreateGuardedTopic) refuses larger batches.
 	BatchMaxBytes int32
 }
 

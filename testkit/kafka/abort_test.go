@@ -1,4 +1,4 @@
-package workload
+package kafka
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The in-process Kafka's fault that GuardFetches works around, shown on one
+// The in-process Kafka's fault that the guard (guard.go) works around, shown on one
 // partition holding a committed transaction, an aborted one and a committed
 // one: a read_committed fetch whose response ends on its MaxBytes right after
 // the aborted transaction's data returns that data with no

@@ -15,9 +15,9 @@ import (
 // Kafka with aborted producer transactions, the emulator, and a reader that
 // checks on every query that no source transaction is half visible.
 func TestDemoVerifiesTheWholePipeline(t *testing.T) {
-	pipeline, err := os.ReadFile("../../../examples/demo.yaml")
+	pipeline, err := os.ReadFile("../../examples/demo.yaml")
 	require.NoError(t, err)
-	schema, err := os.ReadFile("../../../examples/schema.sql")
+	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 
 	var out bytes.Buffer
