@@ -216,7 +216,7 @@ var errPartitionStopped = errors.New("partition stopped")
 // partition (it names topic, partition and offset); nothing at or after
 // the record is processed or committed.
 func (a *assembler) addData(rec recMeta, value []byte, now time.Time) error {
-	return a.addDecoded(decodeRecord(a.dec, value), rec, now)
+	return a.addDecoded(decodeRecord(a.dec, rec.key, value), rec, now)
 }
 
 // decoded is a data record decoded ahead of the assembler (the input
@@ -228,12 +228,13 @@ type decoded struct {
 	size      int64
 }
 
-// decodeRecord decodes one data record's value.
-func decodeRecord(d *decoder, value []byte) decoded {
+// decodeRecord decodes one data record's value; its key gives the row's
+// primary key.
+func decodeRecord(d *decoder, key, value []byte) decoded {
 	if isNullValue(value) {
 		return decoded{tombstone: true}
 	}
-	e, err := d.decode(value)
+	e, err := d.decodeKeyed(key, value)
 	return decoded{ev: e, err: err, size: int64(len(value))}
 }
 

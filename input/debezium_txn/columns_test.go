@@ -2,7 +2,9 @@ package debezium_txn
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,4 +103,56 @@ func TestEveryConversionHasItsColumn(t *testing.T) {
 	ty, err = columnType(wireSchema{Type: "bytes", Name: logicalDecimal, Parameters: map[string]string{"scale": "2", paramPrecision: "60"}}, false)
 	require.NoError(t, err)
 	assert.Equal(t, "VARCHAR(62)", ty.String(), "wider than StarRocks's DECIMAL: the exact text")
+}
+
+// envelopeWith wraps a row schema and a payload as the JsonConverter
+// writes a change event with schemas.
+func envelopeWith(rowSchema, payload string) []byte {
+	return []byte(`{"schema":{"type":"struct","name":"dbserver1.inventory.orders.Envelope","fields":[` +
+		strings.Replace(rowSchema, `"optional":true,"fields"`, `"field":"before","optional":true,"fields"`, 1) + `,` +
+		strings.Replace(rowSchema, `"optional":true,"fields"`, `"field":"after","optional":true,"fields"`, 1) + `,` +
+		`{"type":"string","field":"op"}]},"payload":` + payload + `}`)
+}
+
+// A row decoded with its record key carries its source table, the key's
+// columns as primary key; every row of the same schemas shares one table
+// (the identity the output checks once), and a new column makes another.
+func TestDecodedRowsCarryTheirSourceTable(t *testing.T) {
+	d := newDecoder(valueWriter{loc: time.UTC})
+	key := []byte(`{"schema":` + ordersKeySchema + `,"payload":{"order_id":1}}`)
+	payload := `{"before":null,"after":{"order_id":1,"status":"new","code":"c","amount":"AMg=","rate":null,"created_at":0,"updated_at":null,"ship_date":1,"ship_time":0,"doc":null,"paid":true,"qty":1,"weight":1.5,"tags":[1],"blob":null},"op":"c","source":{"db":"inventory","table":"orders"}}`
+	e1, err := d.decodeKeyed(key, envelopeWith(ordersValueSchema, payload))
+	require.NoError(t, err)
+	require.NotNil(t, e1.source)
+	assert.Equal(t, []string{"order_id"}, e1.source.Key)
+	assert.Len(t, e1.source.Columns, 15)
+	e2, err := d.decodeKeyed(key, envelopeWith(ordersValueSchema, payload))
+	require.NoError(t, err)
+	assert.Same(t, e1.source, e2.source, "one table per schema")
+
+	del, err := d.decodeKeyed(key, envelopeWith(ordersValueSchema, `{"before":{"order_id":1},"after":null,"op":"d","source":{}}`))
+	require.NoError(t, err)
+	assert.Same(t, e1.source, del.source)
+
+	wider := strings.Replace(ordersValueSchema, `{"type":"bytes","optional":true,"field":"blob"}`,
+		`{"type":"bytes","optional":true,"field":"blob"},{"type":"string","optional":true,"field":"coupon"}`, 1)
+	e3, err := d.decodeKeyed(key, envelopeWith(wider, payload))
+	require.NoError(t, err)
+	require.NotNil(t, e3.source)
+	assert.NotSame(t, e1.source, e3.source)
+	_, ok := e3.source.Column("coupon")
+	assert.True(t, ok)
+
+	// A key without schema: its members are the key; no key: no primary key.
+	e4, err := d.decodeKeyed([]byte(`{"order_id":1}`), envelopeWith(ordersValueSchema, payload))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"order_id"}, e4.source.Key)
+	e5, err := d.decodeKeyed(nil, envelopeWith(ordersValueSchema, payload))
+	require.NoError(t, err)
+	assert.Empty(t, e5.source.Key)
+
+	// Without schemas there is no source table.
+	e6, err := d.decodeKeyed(key, []byte(mysqlCreate))
+	require.NoError(t, err)
+	assert.Nil(t, e6.source)
 }

@@ -1,6 +1,8 @@
 package debezium_txn
 
 import (
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -43,6 +45,10 @@ type event struct {
 	table      string
 	// snapshot is source.snapshot lowercased ("" when absent).
 	snapshot string
+	// source is the row's source table from the JsonConverter's schemas
+	// (nil without them): its columns in StarRocks types and its primary
+	// key from the record key (ARCHITECTURE.md §14.1).
+	source *schema.Table
 }
 
 // isSnapshotRow reports an op r event of a snapshot (no transaction block).
@@ -171,12 +177,14 @@ const maxPlans = 4096
 type decoder struct {
 	w     valueWriter
 	plans map[string]*rowPlan
+	// keys caches the column names of record keys by their schema.
+	keys map[string][]string
 	// slowOnly turns the schema fast path off (for the differential test).
 	slowOnly bool
 }
 
 func newDecoder(w valueWriter) *decoder {
-	return &decoder{w: w, plans: map[string]*rowPlan{}}
+	return &decoder{w: w, plans: map[string]*rowPlan{}, keys: map[string][]string{}}
 }
 
 // isNullValue reports a tombstone: no value, or JSON null, or the
@@ -199,9 +207,69 @@ func isNullValue(v []byte) bool {
 	return len(p) == 0 || string(p) == "null"
 }
 
+// decodeKeyed reads one envelope and, when it carries schemas, gives its
+// row the source table, whose primary key is the record key's columns.
+func (d *decoder) decodeKeyed(key, value []byte) (event, error) {
+	e, plan, err := d.decodePlan(value)
+	if err == nil && plan != nil && e.row != nil {
+		e.source = plan.keyTable(d.keyColumns(key))
+	}
+	return e, err
+}
+
+// keyColumns returns the column names of a record key: the fields of its
+// schema (the JsonConverter with schemas), or the members of a key object
+// without one; nil for no key, or a key that is not a JSON object.
+func (d *decoder) keyColumns(key []byte) []string {
+	if len(key) == 0 {
+		return nil
+	}
+	if ks, _, ok := splitEnvelope(key); ok {
+		if cols, ok := d.keys[string(ks)]; ok {
+			return cols
+		}
+		var s wireSchema
+		var cols []string
+		if json.Unmarshal(ks, &s) == nil && s.Type == "struct" {
+			for _, f := range s.Fields {
+				cols = append(cols, f.Field)
+			}
+		}
+		if len(d.keys) >= maxPlans {
+			clear(d.keys)
+		}
+		d.keys[string(ks)] = cols
+		return cols
+	}
+	dec := json.NewDecoder(bytes.NewReader(key))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var cols []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := tok.(string)
+		cols = append(cols, name)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil
+		}
+	}
+	return cols
+}
+
 // decode reads one envelope: with the JsonConverter's schemas
 // (`{"schema": …, "payload": …}`) or without (the payload alone).
 func (d *decoder) decode(value []byte) (event, error) {
+	e, _, err := d.decodePlan(value)
+	return e, err
+}
+
+// decodePlan is decode, with the row plan of the envelope's schema.
+func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 	var env wireEnvelope
 	var plan *rowPlan
 	if schema, payload, ok := splitEnvelope(value); ok && !d.slowOnly {
@@ -210,28 +278,30 @@ func (d *decoder) decode(value []byte) (event, error) {
 		// (profile: encoding/json scanning it was most of the cost).
 		var err error
 		if plan, err = d.plan(schema); err != nil {
-			return event{}, fmt.Errorf("reading the envelope's schema: %w", err)
+			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
 		}
 		if err := json.Unmarshal(payload, &env); err != nil {
-			return event{}, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
+			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
-		return d.fromWire(env, plan)
+		e, err := d.fromWire(env, plan)
+		return e, plan, err
 	}
 	if err := json.Unmarshal(value, &env); err != nil {
-		return event{}, fmt.Errorf("%w: %v", errNotEnvelope, err)
+		return event{}, nil, fmt.Errorf("%w: %v", errNotEnvelope, err)
 	}
 	if env.Op == "" && len(env.Payload) > 0 && len(env.Schema) > 0 {
 		var err error
 		if plan, err = d.plan(env.Schema); err != nil {
-			return event{}, fmt.Errorf("reading the envelope's schema: %w", err)
+			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
 		}
 		var inner wireEnvelope
 		if err := json.Unmarshal(env.Payload, &inner); err != nil {
-			return event{}, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
+			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
 		env = inner
 	}
-	return d.fromWire(env, plan)
+	e, err := d.fromWire(env, plan)
+	return e, plan, err
 }
 
 // fromWire turns a decoded payload into an event.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"sync"
 	"time"
 
@@ -57,6 +58,8 @@ type Input struct {
 	m         inputMetrics
 	reports   *kafka.LogLimiter
 	seqSource string
+	// cw writes the contract of every emitted message (under mu).
+	cw contract.Writer
 	// dec decodes data values in the poll goroutine, outside mu.
 	dec *decoder
 

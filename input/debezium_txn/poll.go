@@ -50,7 +50,7 @@ func (in *Input) decodePartition(fp kgo.FetchTopicPartition) fetchedPartition {
 	out.decoded = make([]decoded, len(fp.Records))
 	for i, r := range fp.Records {
 		if !r.Attrs.IsControl() {
-			out.decoded[i] = decodeRecord(in.dec, r.Value)
+			out.decoded[i] = decodeRecord(in.dec, r.Key, r.Value)
 		}
 	}
 	return out

@@ -163,12 +163,19 @@ func (in *Input) messageLocked(om outMsg) *service.Message {
 	if om.side {
 		epoch = in.sideEpochLocked(om.rec.tp)
 	}
-	contract.Write(msg, contract.Meta{
+	meta := contract.Meta{
 		Partition: om.partition, Database: db, Table: table, TxnID: om.txnID, TxnEnd: om.end,
 		HasSeq: true, SeqSource: in.seqSource,
 		HasOffset: true, SourceOffset: om.sourceOffset,
 		HasEpoch: true, Epoch: epoch,
-	})
+	}
+	if len(om.ev.row) > 0 {
+		// The decoder built the row: one JSON object, "__op": 1 only on a
+		// delete; with schemas, its source table (ARCHITECTURE.md §14.1).
+		in.cw.WriteRowFacts(msg, meta, om.ev.row, contract.RowFacts{Delete: om.ev.op == opDelete, Schema: om.ev.source})
+	} else {
+		in.cw.Write(msg, meta)
+	}
 	return msg
 }
 

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 // Logical type names of the Kafka Connect schema that change how a value must
@@ -70,6 +72,45 @@ type fieldConv struct {
 // A plan without conversions lets the row through byte for byte.
 type rowPlan struct {
 	convs map[string]fieldConv
+	// row is the row struct's schema, from which the source table is built
+	// (nil: the envelope's schema has no row struct).
+	row *wireSchema
+	// tables are the source tables of this row schema by the key's
+	// columns (keyTable), built once each: the identity the output checks
+	// a table's columns by (ARCHITECTURE.md §14.1).
+	tables map[string]*schema.Table
+}
+
+// maxKeyTables bounds a plan's tables (one per key schema seen with it).
+const maxKeyTables = 8
+
+// keyTable returns the source table of the plan's rows whose record key has
+// these columns (nil: no key known), nil when the row schema has a field
+// the output has no column for (its rows then load untyped).
+func (p *rowPlan) keyTable(key []string) *schema.Table {
+	if p.row == nil {
+		return nil
+	}
+	k := strings.Join(key, "\x00")
+	if t, ok := p.tables[k]; ok {
+		return t
+	}
+	var ks *wireSchema
+	if key != nil {
+		ks = &wireSchema{}
+		for _, n := range key {
+			ks.Fields = append(ks.Fields, wireSchema{Field: n})
+		}
+	}
+	t, err := sourceTable(p.row, ks)
+	if err != nil {
+		t = nil
+	}
+	if p.tables == nil || len(p.tables) >= maxKeyTables {
+		p.tables = map[string]*schema.Table{}
+	}
+	p.tables[k] = t
+	return t
 }
 
 // wireSchema is the part of a Kafka Connect JSON schema the plan needs.
@@ -105,7 +146,7 @@ func planFromEnvelopeSchema(raw []byte) (*rowPlan, error) {
 			}
 		}
 	}
-	p := &rowPlan{}
+	p := &rowPlan{row: row}
 	if row == nil {
 		return p, nil
 	}
