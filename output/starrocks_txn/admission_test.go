@@ -113,7 +113,7 @@ func TestCapacityWaitIsNotASequenceGap(t *testing.T) {
 	chHead := writeAsync(o, head) // blocked at the hard cap
 	time.Sleep(600 * time.Millisecond)
 	o.mu.Lock()
-	_, admitted := o.parts[pkey{"asm", "p1"}]
+	_, admitted := o.core.parts[pkey{"asm", "p1"}]
 	o.mu.Unlock()
 	assert.False(t, admitted, "the seq held by the blocked call was not skipped")
 
@@ -215,7 +215,7 @@ func TestHardCapBlocksOnlyWhileSomethingIsCommittable(t *testing.T) {
 	second := writeAsync(o, service.MessageBatch{s.row("p1", "t4", "a", map[string]any{"id": 4, "txn": "t4"}, true)})
 	time.Sleep(200 * time.Millisecond)
 	o.mu.Lock()
-	_, admitted := o.parts[pkey{"a1", "p1"}]
+	_, admitted := o.core.parts[pkey{"a1", "p1"}]
 	o.mu.Unlock()
 	assert.False(t, admitted, "admission blocks at twice buffer_size while something buffered is committable")
 	close(f.commitGate)
@@ -227,7 +227,7 @@ func TestHardCapBlocksOnlyWhileSomethingIsCommittable(t *testing.T) {
 	more := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 6, "txn": "big"}, true)})
 	waitAll(t, []chan error{open, more}, 5*time.Second)
 	o.mu.Lock()
-	assert.False(t, o.lastCapErr.IsZero(), "an error named buffer_size")
+	assert.False(t, o.core.lastCapErr.IsZero(), "an error named buffer_size")
 	o.mu.Unlock()
 }
 
@@ -261,11 +261,11 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return !o.lastMIFErr.IsZero()
+		return !o.core.lastMIFErr.IsZero()
 	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.GreaterOrEqual(t, o.lastMIFErr.Sub(start), o.starveHold(), "reported once the state lasted starveHold, not at its first sight")
+	assert.GreaterOrEqual(t, o.core.lastMIFErr.Sub(start), o.core.starveHold(), "reported once the state lasted starveHold, not at its first sight")
 }
 
 // Calls still parsing their bodies fill every max_in_flight slot for a while
@@ -285,7 +285,7 @@ func TestSlowParseIsNotMaxInFlightStarvation(t *testing.T) {
 	assertAtomic(t, f, map[string]int{"t0": 1, "t1": 1})
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported while the calls parsed")
+	assert.True(t, o.core.lastMIFErr.IsZero(), "no max_in_flight starvation reported while the calls parsed")
 }
 
 // A call that gives up (its context ends) frees its max_in_flight slot even
@@ -316,11 +316,11 @@ func TestCancelledCallsFreeTheirMaxInFlightSlots(t *testing.T) {
 		}
 	}
 	// Idle for longer than the starvation hold (starveHold).
-	time.Sleep(o.starveHold() + 500*time.Millisecond)
+	time.Sleep(o.core.starveHold() + 500*time.Millisecond)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.Zero(t, o.held, "no call is in flight")
-	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported once the calls returned")
+	assert.Zero(t, o.core.held, "no call is in flight")
+	assert.True(t, o.core.lastMIFErr.IsZero(), "no max_in_flight starvation reported once the calls returned")
 }
 
 // A message that names its partition and source transaction but carries a

@@ -71,7 +71,7 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 		}
 	}
 	o.mu.Lock()
-	p := o.parts[pkey{"a1", "p0"}]
+	p := o.core.parts[pkey{"a1", "p0"}]
 	require.NotNil(t, p)
 	require.Error(t, p.stalled)
 	assert.Contains(t, p.stalled.Error(), "missing")
@@ -95,10 +95,10 @@ func TestStalledPartitionIsNotMaxInFlightStarvation(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		p := o.parts[pkey{"a1", "p0"}]
-		return p != nil && p.stalled != nil && o.held == 2
+		p := o.core.parts[pkey{"a1", "p0"}]
+		return p != nil && p.stalled != nil && o.core.held == 2
 	}, 5*time.Second, 10*time.Millisecond, "both calls held on the stalled partition")
-	time.Sleep(o.starveHold() + 500*time.Millisecond)
+	time.Sleep(o.core.starveHold() + 500*time.Millisecond)
 	for _, ch := range []chan error{bad, later} {
 		select {
 		case <-ch:
@@ -108,7 +108,7 @@ func TestStalledPartitionIsNotMaxInFlightStarvation(t *testing.T) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.True(t, o.lastMIFErr.IsZero(), "a stall is not reported as max_in_flight starvation")
+	assert.True(t, o.core.lastMIFErr.IsZero(), "a stall is not reported as max_in_flight starvation")
 }
 
 // StarRocks refuses to begin a transaction in a database that does not
@@ -162,7 +162,7 @@ func TestMissingDatabaseIsPoisoned(t *testing.T) {
 		require.Eventually(t, func() bool {
 			o.mu.Lock()
 			defer o.mu.Unlock()
-			p := o.parts[pkey{"asm", "p0"}]
+			p := o.core.parts[pkey{"asm", "p0"}]
 			return p != nil && p.stalled != nil && strings.Contains(p.stalled.Error(), "database nodb")
 		}, 5*time.Second, 10*time.Millisecond, "the partition stalls with an error naming the database")
 		c, _ := accounting(o)
@@ -202,7 +202,7 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return o.dlWriting != nil && o.dlWriting.id == "bad1" && len(o.dlQueue) == 1
+		return o.core.dlWriting != nil && o.core.dlWriting.id == "bad1" && len(o.core.dlQueue) == 1
 	}, 5*time.Second, time.Millisecond, "bad1 is being written, bad2 queued")
 	fenced := make(chan error, 1)
 	go func() { fenced <- o.fence(context.Background(), "p0") }()

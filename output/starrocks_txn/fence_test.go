@@ -62,7 +62,7 @@ func TestFenceReleasesAStalledPartition(t *testing.T) {
 	waitAll(t, chs, time.Second)
 	assert.Empty(t, f.rows("a"), "nothing of the fenced partition was committed")
 	o.mu.Lock()
-	assert.Empty(t, o.parts, "the partition's state is gone; a new owner starts fresh")
+	assert.Empty(t, o.core.parts, "the partition's state is gone; a new owner starts fresh")
 	o.mu.Unlock()
 }
 
@@ -199,7 +199,7 @@ func TestStaleEpochTailAfterFenceIsNeverCommitted(t *testing.T) {
 	// assigned again.
 	waitAll(t, []chan error{writeAsync(o, withEpoch(e1, rows[2]))}, time.Second)
 	o.mu.Lock()
-	assert.Empty(t, o.parts, "a stale message never recreates the fenced partition")
+	assert.Empty(t, o.core.parts, "a stale message never recreates the fenced partition")
 	o.mu.Unlock()
 	time.Sleep(300 * time.Millisecond)
 	assert.Empty(t, f.rows("a"), "the tail of T alone was never committed")

@@ -161,7 +161,7 @@ func waitCommitting(t *testing.T, o *Output) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		for _, p := range o.parts {
+		for _, p := range o.core.parts {
 			for _, tx := range p.order {
 				if tx.inCommit {
 					return true
@@ -177,7 +177,7 @@ func waitCommitting(t *testing.T, o *Output) {
 func accounting(o *Output) (committable int, buffered int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.committable, o.buffered
+	return o.core.committable, o.core.buffered
 }
 
 // assertAtomic checks that every source transaction's rows became visible in

@@ -52,7 +52,7 @@ type partition struct {
 	replayNoted bool
 	// parked holds, by transaction id, messages with a malformed
 	// starrocks_seq whose transaction is not open yet: they join it, and
-	// poison it, when it opens (applyUnsequencedLocked); parkedAt is when
+	// poison it, when it opens (applyUnsequenced); parkedAt is when
 	// the first of them came.
 	parked   map[string][]*item
 	parkedAt map[string]time.Time
@@ -64,12 +64,12 @@ func (p *partition) quiescent() bool {
 	return p.open == nil && len(p.active) == 0 && len(p.order) == 0 && p.stalled == nil && len(p.held) == 0 && len(p.parked) == 0
 }
 
-func (o *Output) partitionLocked(k pkey) *partition {
-	p := o.parts[k]
+func (k *core) partition(key pkey) *partition {
+	p := k.parts[key]
 	if p == nil {
-		p = &partition{key: k}
-		o.parts[k] = p
-		o.m.seedPartition(o.partitionLabel(p))
+		p = &partition{key: key}
+		k.parts[key] = p
+		k.fx.count(ctrDeadLettered, 0, partitionLabel(p))
 	}
 	return p
 }
@@ -81,35 +81,34 @@ func (o *Output) staleEpoch(it *item) bool {
 	return it.meta.HasEpoch && it.meta.Partition != "" && o.reg.Stale(it.meta.Partition, it.meta.Epoch)
 }
 
-// releaseStaleLocked acknowledges a message of an assignment that is over
+// releaseStale acknowledges a message of an assignment that is over
 // without applying it: the fence dropped the rest of its source transaction,
 // and the partition's owner reads it again.
-func (o *Output) releaseStaleLocked(it *item) {
-	o.m.staleEpoch.Incr(1, it.meta.Partition)
-	log := o.log.With("partition", it.meta.Partition)
-	log.Debugf("A message at offset %d of assignment epoch %d arrived after the partition was fenced or re-assigned (epoch %d): released without being applied", it.meta.SourceOffset, it.meta.Epoch, o.reg.Epoch(it.meta.Partition))
-	if now := o.now(); now.Sub(o.lastStaleWarn) >= reportEvery {
-		o.lastStaleWarn = now
-		log.Warnf("Messages of assignment epoch %d arrived after a rebalance took the partition; they are acknowledged without being applied (the partition's owner reads them again)", it.meta.Epoch)
+func (k *core) releaseStale(it *item, now time.Time) {
+	k.fx.count(ctrStaleEpoch, 1, it.meta.Partition)
+	k.fx.logf(logDebug, it.meta.Partition, "A message at offset %d of assignment epoch %d arrived after the partition was fenced or re-assigned (epoch %d): released without being applied", it.meta.SourceOffset, it.meta.Epoch, k.fx.currentEpoch(it.meta.Partition))
+	if now.Sub(k.lastStaleWarn) >= reportEvery {
+		k.lastStaleWarn = now
+		k.fx.logf(logWarn, it.meta.Partition, "Messages of assignment epoch %d arrived after a rebalance took the partition; they are acknowledged without being applied (the partition's owner reads them again)", it.meta.Epoch)
 	}
-	o.itemDoneLocked(it)
+	k.itemDone(it)
 }
 
-// applyLocked applies one admitted message to its partition.
-func (o *Output) applyLocked(it *item, now time.Time) {
+// apply applies one admitted message to its partition.
+func (k *core) apply(it *item, now time.Time) {
 	if it.finished {
 		// Released by a fence while it waited for a sequence gap.
 		return
 	}
-	if o.staleEpoch(it) {
+	if k.fx.staleEpoch(it) {
 		// Never applied, and never recreates a fenced partition.
-		o.releaseStaleLocked(it)
+		k.releaseStale(it, now)
 		return
 	}
-	if o.track.learnsPartitions() && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
+	if k.learns && it.pk.partition != noContractPartition && it.meta.HasOffset && k.waitProgress(it) {
 		return
 	}
-	p := o.partitionLocked(it.pk)
+	p := k.partition(it.pk)
 	p.lastActivity = now
 	if p.stalled != nil {
 		// Held until the partition is fenced or the output stops.
@@ -121,7 +120,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	// when the tracker keeps progress (exactly_once), nil or empty else.
 	var prog *progressEntry
 	if !noContract {
-		prog = o.progress[it.pk.partition]
+		prog = k.progress[it.pk.partition]
 	}
 	if prog.coversMessage(it.meta.SourceOffset) && it.meta.HasOffset && p.open == nil {
 		// exactly_once: StarRocks already holds every source transaction
@@ -130,14 +129,14 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		if !p.hasHWM || it.meta.SourceOffset > p.hwm {
 			p.hwm, p.hasHWM = it.meta.SourceOffset, true
 		}
-		o.noteReplayLocked(p, it.meta.SourceOffset)
-		o.m.replaysDropped.Incr(1, it.pk.partition)
-		o.itemDoneLocked(it)
+		k.noteReplay(p, it.meta.SourceOffset)
+		k.fx.count(ctrReplaysDropped, 1, it.pk.partition)
+		k.itemDone(it)
 		if it.meta.TxnEnd || it.meta.TxnAbort {
 			// The end of a source transaction StarRocks holds: the input
 			// may commit past it. Only at a boundary, so that a restart
 			// never begins inside a transaction.
-			o.publishLocked(p, it.meta.SourceOffset)
+			k.publish(p, it.meta.SourceOffset)
 		}
 		return
 	}
@@ -149,7 +148,7 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 	regressed := false
 	if !noContract && it.meta.HasOffset {
 		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
-			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
+			k.fx.logf(logError, it.pk.String(), "A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
 			regressed = true
 			if it.poison == nil {
 				it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
@@ -164,14 +163,14 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 			t.items = append(t.items, it)
 			p.order = append(p.order, t)
-			o.moveLocked(t, txnSkipped)
+			k.move(t, txnSkipped)
 			return
 		}
-		t := newTxnLocked(p, it.meta.TxnID, time.Time{})
+		t := newTxn(p, it.meta.TxnID, time.Time{})
 		t.items = []*item{it}
 		t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 		p.order = append(p.order, t)
-		o.moveLocked(t, txnSkipped)
+		k.move(t, txnSkipped)
 		return
 	}
 	if t := p.open; t != nil && t.unsureEnd && it.meta.TxnID != "" && it.meta.TxnID != t.id {
@@ -180,11 +179,11 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		p.open = nil
 		t.hasEnd, t.endOffset = p.hasHWM, p.hwm
 		p.order = append(p.order, t)
-		o.poisonLocked(t)
+		k.poison(t)
 	}
 	t := p.open
 	if t == nil {
-		t = newTxnLocked(p, it.meta.TxnID, it.t0)
+		t = newTxn(p, it.meta.TxnID, it.t0)
 		p.open = t
 		if parked := p.parked[t.id]; len(parked) > 0 {
 			// Messages of it with a malformed starrocks_seq came first.
@@ -209,11 +208,11 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		case t.db != it.db && t.poison == nil:
 			t.poison = fmt.Errorf("source transaction %q writes to two databases, %s and %s; a StarRocks transaction spans one", t.id, t.db, it.db)
 		}
-		o.addRowLocked(t, it)
+		k.addRow(t, it)
 	}
 	if !it.meta.TxnEnd && !noContract && !(regressed && it.meta.TxnAbort) {
 		if it.unsequenced {
-			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
+			k.fx.logf(logError, it.pk.String(), "A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
 		}
 		return
 	}
@@ -229,44 +228,44 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		// exactly_once: this database already holds the transaction (a
 		// replay after a restart or a re-assignment): acknowledged, not
 		// loaded again.
-		o.noteReplayLocked(p, t.endOffset)
-		o.m.replaysDropped.Incr(int64(len(t.items)), it.pk.partition)
-		o.moveLocked(t, txnSkipped)
+		k.noteReplay(p, t.endOffset)
+		k.fx.count(ctrReplaysDropped, int64(len(t.items)), it.pk.partition)
+		k.move(t, txnSkipped)
 		return
 	}
 	if t.poison != nil {
-		o.poisonLocked(t)
+		k.poison(t)
 		return
 	}
 	if len(t.rows) == 0 {
-		o.moveLocked(t, txnSkipped)
+		k.move(t, txnSkipped)
 		return
 	}
-	if !o.moveLocked(t, txnActive) {
+	if !k.move(t, txnActive) {
 		return
 	}
 	p.active = append(p.active, t)
-	if now.Sub(p.lastSwitch) >= o.conf.miniInterval() {
-		o.switchLocked(p, now)
+	if now.Sub(p.lastSwitch) >= k.conf.miniInterval() {
+		k.switchPartition(p, now)
 	}
 }
 
-// applyUnsequencedLocked applies a message with a malformed starrocks_seq
+// applyUnsequenced applies a message with a malformed starrocks_seq
 // that names its partition and transaction: it cannot wait for its turn in
 // the sequencer, so it joins its transaction at once when that is the
 // partition's open one, and otherwise waits (parked) for it to open. It
 // poisons that transaction either way. One whose transaction does not open
 // within sequence_gap_timeout (it ended before the message came, or never
-// comes) is poisoned alone by checkParkedLocked: it can no longer join its
+// comes) is poisoned alone by checkParked: it can no longer join its
 // transaction.
-func (o *Output) applyUnsequencedLocked(it *item, now time.Time) {
-	if o.staleEpoch(it) {
-		o.releaseStaleLocked(it)
+func (k *core) applyUnsequenced(it *item, now time.Time) {
+	if k.fx.staleEpoch(it) {
+		k.releaseStale(it, now)
 		return
 	}
-	p := o.partitionLocked(it.pk)
+	p := k.partition(it.pk)
 	if p.open != nil && p.open.id == it.meta.TxnID {
-		o.applyLocked(it, now)
+		k.apply(it, now)
 		return
 	}
 	if p.parked == nil {
@@ -278,99 +277,99 @@ func (o *Output) applyUnsequencedLocked(it *item, now time.Time) {
 	p.parked[it.meta.TxnID] = append(p.parked[it.meta.TxnID], it)
 }
 
-// checkParkedLocked poisons the parked messages whose transaction did not
+// checkParked poisons the parked messages whose transaction did not
 // open within sequence_gap_timeout, each transaction's together.
-func (o *Output) checkParkedLocked(now time.Time) {
-	for _, p := range o.parts {
+func (k *core) checkParked(now time.Time) {
+	for _, p := range k.parts {
 		for _, id := range sortedKeys(p.parkedAt) {
-			if now.Sub(p.parkedAt[id]) < o.conf.sequenceGapTimeout {
+			if now.Sub(p.parkedAt[id]) < k.conf.sequenceGapTimeout {
 				continue
 			}
 			items := p.parked[id]
 			delete(p.parked, id)
 			delete(p.parkedAt, id)
-			t := newTxnLocked(p, id, items[0].t0)
+			t := newTxn(p, id, items[0].t0)
 			t.items = items
-			t.poison = fmt.Errorf("%v; the transaction did not open within sequence_gap_timeout (%v) after this message came (it ended before, or never came), so the message is poisoned without it", items[0].poison, o.conf.sequenceGapTimeout)
+			t.poison = fmt.Errorf("%v; the transaction did not open within sequence_gap_timeout (%v) after this message came (it ended before, or never came), so the message is poisoned without it", items[0].poison, k.conf.sequenceGapTimeout)
 			p.order = append(p.order, t)
-			o.poisonLocked(t)
+			k.poison(t)
 		}
 	}
 }
 
-// noteReplayLocked logs, once per partition state, that replays are being
+// noteReplay logs, once per partition state, that replays are being
 // acknowledged without loading.
-func (o *Output) noteReplayLocked(p *partition, offset int64) {
+func (k *core) noteReplay(p *partition, offset int64) {
 	if p.replayNoted {
 		return
 	}
 	p.replayNoted = true
-	o.log.With("partition", p.key.String()).Infof("Acknowledging without loading: dropping replays StarRocks already holds (exactly_once, pipeline %s), from offset %d up to the progress", o.conf.pipelineID, offset)
+	k.fx.logf(logInfo, p.key.String(), "Acknowledging without loading: dropping replays StarRocks already holds (exactly_once, pipeline %s), from offset %d up to the progress", k.conf.pipelineID, offset)
 }
 
-// switchLocked freezes the active chunks of every region of the partition at
+// switchPartition freezes the active chunks of every region of the partition at
 // once. Only complete source transactions are ever in them, so a switch is
 // always at a clean boundary: a transaction whose END is on one table has
 // its rows on every other table frozen with it.
-func (o *Output) switchLocked(p *partition, now time.Time) {
+func (k *core) switchPartition(p *partition, now time.Time) {
 	p.lastSwitch = now
 	if len(p.active) == 0 {
 		return
 	}
 	for _, t := range p.active {
-		w := o.workerLocked(t.db)
-		if w == nil {
+		q := k.db(t.db)
+		if q == nil {
 			// A database worker per database, at most max_databases: a
 			// transaction to one more cannot be loaded.
-			t.poison = fmt.Errorf("source transaction %q writes to database %s, which would need a database worker beyond max_databases (%d running): raise max_databases, or check the database names the data carries", t.id, t.db, o.conf.maxDatabases)
-			o.poisonLocked(t)
+			t.poison = fmt.Errorf("source transaction %q writes to database %s, which would need a database worker beyond max_databases (%d running): raise max_databases, or check the database names the data carries", t.id, t.db, k.conf.maxDatabases)
+			k.poison(t)
 			continue
 		}
-		if !o.moveLocked(t, txnQueued) {
+		if !k.move(t, txnQueued) {
 			continue
 		}
-		w.queue = append(w.queue, t)
-		w.lastTraffic = now
-		w.signal()
+		q.queue = append(q.queue, t)
+		q.lastTraffic = now
+		k.fx.wakeWorker(q)
 	}
 	p.active = nil
 }
 
-// switchIdleLocked is the manager's source-idle fallback: a partition whose
+// switchIdle is the manager's source-idle fallback: a partition whose
 // completed transactions wait in active chunks is switched once miniInterval
 // has passed since its last switch.
-func (o *Output) switchIdleLocked(now time.Time) {
-	mini := o.conf.miniInterval()
-	for _, p := range o.parts {
+func (k *core) switchIdle(now time.Time) {
+	mini := k.conf.miniInterval()
+	for _, p := range k.parts {
 		if len(p.active) > 0 && now.Sub(p.lastSwitch) >= mini {
-			o.switchLocked(p, now)
+			k.switchPartition(p, now)
 		}
 	}
 }
 
-// cutLocked is the commit cut: every completed transaction is frozen.
-func (o *Output) cutLocked(now time.Time) {
-	for _, p := range o.parts {
+// cut is the commit cut: every completed transaction is frozen.
+func (k *core) cut(now time.Time) {
+	for _, p := range k.parts {
 		if len(p.active) > 0 {
-			o.switchLocked(p, now)
+			k.switchPartition(p, now)
 		}
 	}
 }
 
-// stallLocked stops a partition at a poisoned transaction: it and every later
+// stall stops a partition at a poisoned transaction: it and every later
 // transaction of the partition are held (their WriteBatch calls do not
 // return) until the partition is fenced or the output stops.
-func (o *Output) stallLocked(p *partition, t *srcTxn) {
+func (k *core) stall(p *partition, t *srcTxn) {
 	if p.stalled != nil {
 		return
 	}
 	p.stalled, p.stalledTxn = t.poison, t.id
-	o.log.With("partition", p.key.String()).Errorf("The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
-	o.m.stalled.Set(1, o.partitionLabel(p))
-	o.m.stalledCount.Incr(1)
+	k.fx.logf(logError, p.key.String(), "The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
+	k.fx.gauge(gaugeStalledPartition, 1, partitionLabel(p))
+	k.fx.count(ctrPartitionStalls, 1, "")
 	drop := func(x *srcTxn) {
 		if x != t && x.state.live() {
-			o.moveLocked(x, txnStalled)
+			k.move(x, txnStalled)
 		}
 	}
 	// Everything after t in the partition is held back with it.

@@ -208,7 +208,7 @@ func TestOffsetRegressionInsideATransactionPoisonsItWhole(t *testing.T) {
 				default:
 				}
 				o.mu.Lock()
-				stalled := o.parts[pkey{source: "a1", partition: "p0"}].stalledTxn
+				stalled := o.core.parts[pkey{source: "a1", partition: "p0"}].stalledTxn
 				o.mu.Unlock()
 				assert.Equal(t, "t1", stalled, "the partition stalls at the poisoned transaction")
 			}

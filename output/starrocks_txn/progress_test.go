@@ -146,7 +146,7 @@ func TestExactlyOnceDropsWhatTheDatabaseHolds(t *testing.T) {
 	f := newFakeSR()
 	o, _, _ := eoOutput(t, f, nil, "")
 	o.mu.Lock()
-	o.progress["p0"] = &progressEntry{through: 2, hasThrough: true, perDB: map[string]int64{"test": 6}}
+	o.core.progress["p0"] = &progressEntry{through: 2, hasThrough: true, perDB: map[string]int64{"test": 6}}
 	o.mu.Unlock()
 	s := newSrc("asm")
 	var msgs []*service.Message

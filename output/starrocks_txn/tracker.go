@@ -214,7 +214,10 @@ func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycl
 		return err
 	}
 	o := t.o
-	if rows := w.progressRows(c); len(rows) > 0 {
+	o.mu.Lock()
+	rows := o.core.progressRows(c, o.now())
+	o.mu.Unlock()
+	if len(rows) > 0 {
 		c.progress = rows
 		body, _ := json.Marshal(rows)
 		if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
@@ -280,16 +283,7 @@ func (t *exactlyOnceTracking) awaitDeadLetters(ctx context.Context, c *cycle) er
 	}
 	for {
 		o.mu.Lock()
-		parts := make(map[*partition]bool, len(c.txns))
-		for _, t := range c.txns {
-			parts[t.p] = true
-		}
-		pending := o.dlWriting != nil && parts[o.dlWriting.p]
-		for _, t := range o.dlQueue {
-			if parts[t.p] {
-				pending = true
-			}
-		}
+		pending := o.core.deadLetterPending(c.txns)
 		o.mu.Unlock()
 		if !pending {
 			return nil

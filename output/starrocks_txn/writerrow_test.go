@@ -204,7 +204,7 @@ func TestWriterRowForgottenOnCleanCloseKeptWhenInDoubt(t *testing.T) {
 		}
 		dying.mu.Lock()
 		defer dying.mu.Unlock()
-		for _, p := range dying.parts {
+		for _, p := range dying.core.parts {
 			for _, tx := range p.order {
 				if tx.inCommit {
 					return hung != ""
