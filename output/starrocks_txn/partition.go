@@ -94,93 +94,158 @@ func (k *core) releaseStale(it *item, now time.Time) {
 	k.itemDone(it)
 }
 
-// apply applies one admitted message to its partition.
+// apply applies one admitted message to its partition, in named steps,
+// each of which may take the message and end the apply: a message already
+// released or of an assignment that is over (epochCheck), one whose
+// partition's progress is not known yet (progressHold), one behind a stall
+// (stallHold), a replay StarRocks holds (replayHeld); then the high-water
+// mark (hwm), an abort marker (abort), the close of a transaction whose END
+// was malformed (closeUnsure), the open transaction it joins (appendTo),
+// and once the message ends its transaction, the END's handling (complete).
 func (k *core) apply(it *item, now time.Time) {
-	if it.finished {
-		// Released by a fence while it waited for a sequence gap.
-		return
-	}
-	if k.fx.staleEpoch(it) {
-		// Never applied, and never recreates a fenced partition.
-		k.releaseStale(it, now)
-		return
-	}
-	if k.learns && it.pk.partition != noContractPartition && it.meta.HasOffset && k.waitProgress(it) {
+	if k.epochCheck(it, now) || k.progressHold(it) {
 		return
 	}
 	p := k.partition(it.pk)
 	p.lastActivity = now
-	if p.stalled != nil {
-		// Held until the partition is fenced or the output stops.
-		p.held = append(p.held, it)
+	if k.stallHold(p, it) {
 		return
 	}
-	noContract := it.pk.partition == noContractPartition
 	// What StarRocks holds of the partition: read before its first message
 	// when the tracker keeps progress (exactly_once), nil or empty else.
 	var prog *progressEntry
-	if !noContract {
+	if it.pk.partition != noContractPartition {
 		prog = k.progress[it.pk.partition]
 	}
-	if prog.coversMessage(it.meta.SourceOffset) && it.meta.HasOffset && p.open == nil {
-		// exactly_once: StarRocks already holds every source transaction
-		// at or below the partition's durable progress. A replay: it is
-		// acknowledged without being loaded.
-		if !p.hasHWM || it.meta.SourceOffset > p.hwm {
-			p.hwm, p.hasHWM = it.meta.SourceOffset, true
-		}
-		k.noteReplay(p, it.meta.SourceOffset)
-		k.fx.count(ctrReplaysDropped, 1, it.pk.partition)
-		k.itemDone(it)
-		if it.meta.TxnEnd || it.meta.TxnAbort {
-			// The end of a source transaction StarRocks holds: the input
-			// may commit past it. Only at a boundary, so that a restart
-			// never begins inside a transaction.
-			k.publish(p, it.meta.SourceOffset)
-		}
+	if k.replayHeld(p, it, prog) {
 		return
 	}
-	// A message at or below the partition's high-water mark (a replay or a
-	// reorder) is never applied: it poisons the source transaction it
-	// belongs to — the partition's open one, or one it opens — which then
-	// goes whole to dead_letter (or stalls the partition) once it ends; a
-	// regressed END or abort marker ends it.
-	regressed := false
-	if !noContract && it.meta.HasOffset {
-		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
-			k.fx.logf(logError, it.pk.String(), "A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
-			regressed = true
-			if it.poison == nil {
-				it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
-			}
-		} else {
-			p.hwm, p.hasHWM = it.meta.SourceOffset, true
-		}
-	}
+	regressed := k.hwm(p, it)
 	if it.meta.TxnAbort && !regressed {
-		if t := p.open; t != nil {
-			p.open = nil
-			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
-			t.items = append(t.items, it)
-			p.order = append(p.order, t)
-			k.move(t, txnSkipped)
-			return
-		}
-		t := newTxn(p, it.meta.TxnID, time.Time{})
-		t.items = []*item{it}
-		t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
-		p.order = append(p.order, t)
-		k.move(t, txnSkipped)
+		k.abort(p, it)
 		return
 	}
-	if t := p.open; t != nil && t.unsureEnd && it.meta.TxnID != "" && it.meta.TxnID != t.id {
-		// The open transaction's END was malformed and this message names
-		// another transaction: that one ended, poisoned, before it.
-		p.open = nil
-		t.hasEnd, t.endOffset = p.hasHWM, p.hwm
-		p.order = append(p.order, t)
-		k.poison(t)
+	k.closeUnsure(p, it)
+	t := k.appendTo(p, it)
+	if !k.ends(it, regressed) {
+		return
 	}
+	k.complete(p, t, it, regressed, prog, now)
+}
+
+// epochCheck takes a message that must never be applied: one a fence
+// released while it waited for a sequence gap, and one of an assignment
+// that is over (staleEpoch), which is acknowledged unapplied
+// (releaseStale) and never recreates a fenced partition.
+func (k *core) epochCheck(it *item, now time.Time) bool {
+	if it.finished {
+		return true
+	}
+	if k.fx.staleEpoch(it) {
+		k.releaseStale(it, now)
+		return true
+	}
+	return false
+}
+
+// progressHold takes a message whose partition's progress the tracker has
+// not learnt yet (learnsPartitions: writer rows or exactly_once): it waits,
+// with the partition's later messages, until the read is done (waitProgress,
+// progressRead), while other partitions go on. Messages without the
+// contract or without an offset never wait.
+func (k *core) progressHold(it *item) bool {
+	return k.learns && it.pk.partition != noContractPartition && it.meta.HasOffset && k.waitProgress(it)
+}
+
+// stallHold takes a message of a stalled partition: it is held, unapplied,
+// until the partition is fenced or the output stops.
+func (k *core) stallHold(p *partition, it *item) bool {
+	if p.stalled == nil {
+		return false
+	}
+	p.held = append(p.held, it)
+	return true
+}
+
+// replayHeld takes a message at or below the partition's durable progress
+// while no transaction is open (exactly_once: StarRocks already holds every
+// source transaction there): a replay, acknowledged without being loaded.
+// It raises the high-water mark, and at a transaction's END or abort
+// publishes the offset, so that the input may commit past it — only at a
+// boundary, so that a restart never begins inside a transaction.
+func (k *core) replayHeld(p *partition, it *item, prog *progressEntry) bool {
+	if !prog.coversMessage(it.meta.SourceOffset) || !it.meta.HasOffset || p.open != nil {
+		return false
+	}
+	if !p.hasHWM || it.meta.SourceOffset > p.hwm {
+		p.hwm, p.hasHWM = it.meta.SourceOffset, true
+	}
+	k.noteReplay(p, it.meta.SourceOffset)
+	k.fx.count(ctrReplaysDropped, 1, it.pk.partition)
+	k.itemDone(it)
+	if it.meta.TxnEnd || it.meta.TxnAbort {
+		k.publish(p, it.meta.SourceOffset)
+	}
+	return true
+}
+
+// hwm is the high-water mark rule: a message at or below the partition's
+// highest starrocks_source_offset (a replay or a reorder) is never applied;
+// it poisons the source transaction it belongs to — the partition's open
+// one, or one it opens — which then goes whole to dead_letter (or stalls the
+// partition) once it ends; a regressed END or abort marker ends it. It
+// reports whether the message regressed; otherwise the mark moves to it.
+func (k *core) hwm(p *partition, it *item) (regressed bool) {
+	if it.pk.partition == noContractPartition || !it.meta.HasOffset {
+		return false
+	}
+	if !p.hasHWM || it.meta.SourceOffset > p.hwm {
+		p.hwm, p.hasHWM = it.meta.SourceOffset, true
+		return false
+	}
+	k.fx.logf(logError, it.pk.String(), "A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
+	if it.poison == nil {
+		it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
+	}
+	return true
+}
+
+// abort applies an abort marker: the partition's open transaction (or, when
+// none is open, a transaction of the marker alone) is skipped, its messages
+// acknowledged and nothing of it loaded; it resolves at the marker's offset.
+func (k *core) abort(p *partition, it *item) {
+	t := p.open
+	if t != nil {
+		p.open = nil
+	} else {
+		t = newTxn(p, it.meta.TxnID, time.Time{})
+	}
+	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+	t.items = append(t.items, it)
+	p.order = append(p.order, t)
+	k.move(t, txnSkipped)
+}
+
+// closeUnsure ends the open transaction whose END was malformed when a
+// message names another transaction: that one ended, poisoned, before it,
+// at the high-water mark.
+func (k *core) closeUnsure(p *partition, it *item) {
+	t := p.open
+	if t == nil || !t.unsureEnd || it.meta.TxnID == "" || it.meta.TxnID == t.id {
+		return
+	}
+	p.open = nil
+	t.hasEnd, t.endOffset = p.hasHWM, p.hwm
+	p.order = append(p.order, t)
+	k.poison(t)
+}
+
+// appendTo adds the message to the partition's open transaction, opening
+// one when there is none (with the messages of it parked before it opened,
+// which poison it). A message's poison becomes its transaction's; a row
+// counts in buffered (addRow), and a transaction's rows must all go to one
+// database.
+func (k *core) appendTo(p *partition, it *item) *srcTxn {
 	t := p.open
 	if t == nil {
 		t = newTxn(p, it.meta.TxnID, it.t0)
@@ -210,37 +275,57 @@ func (k *core) apply(it *item, now time.Time) {
 		}
 		k.addRow(t, it)
 	}
-	if !it.meta.TxnEnd && !noContract && !(regressed && it.meta.TxnAbort) {
-		if it.unsequenced {
-			k.fx.logf(logError, it.pk.String(), "A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
-		}
-		return
+	return t
+}
+
+// ends reports whether the message completes its transaction: an END, any
+// message without the contract (each its own transaction), or a regressed
+// abort marker. A message with a malformed starrocks_seq that does not is
+// reported: its seq could not be waited for.
+func (k *core) ends(it *item, regressed bool) bool {
+	if it.meta.TxnEnd || it.pk.partition == noContractPartition || (regressed && it.meta.TxnAbort) {
+		return true
 	}
-	// The source transaction is complete.
+	if it.unsequenced {
+		k.fx.logf(logError, it.pk.String(), "A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
+	}
+	return false
+}
+
+// complete handles the END of transaction t, which message it ended: t
+// leaves the open slot for the partition's order, resolving at the END's
+// offset (at the high-water mark when the END regressed). Then the first
+// rule that applies decides: a transaction this database holds already
+// (exactly_once, a replay after a restart or a re-assignment) is skipped
+// and acknowledged without being loaded; a poisoned one is poisoned
+// (dead_letter, or a stall); one without rows is skipped; any other becomes
+// active (activate).
+func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog *progressEntry, now time.Time) {
 	p.open = nil
 	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 	if regressed && p.hasHWM {
-		// Its END is behind: it resolves at the high-water mark.
 		t.endOffset = p.hwm
 	}
 	p.order = append(p.order, t)
-	if t.hasEnd && prog.covers(t.db, t.endOffset) {
-		// exactly_once: this database already holds the transaction (a
-		// replay after a restart or a re-assignment): acknowledged, not
-		// loaded again.
+	switch {
+	case t.hasEnd && prog.covers(t.db, t.endOffset):
 		k.noteReplay(p, t.endOffset)
 		k.fx.count(ctrReplaysDropped, int64(len(t.items)), it.pk.partition)
 		k.move(t, txnSkipped)
-		return
-	}
-	if t.poison != nil {
+	case t.poison != nil:
 		k.poison(t)
-		return
-	}
-	if len(t.rows) == 0 {
+	case len(t.rows) == 0:
 		k.move(t, txnSkipped)
-		return
+	default:
+		k.activate(p, t, now)
 	}
+}
+
+// activate puts a complete transaction with rows into its partition's
+// active chunks and switches the partition when miniInterval has passed
+// since its last switch (ARCHITECTURE.md §4.2): an END is where a switch
+// may happen, so that a switch freezes whole transactions only.
+func (k *core) activate(p *partition, t *srcTxn, now time.Time) {
 	if !k.move(t, txnActive) {
 		return
 	}
