@@ -36,18 +36,14 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		} else {
 			w.log.Warnf("Replaying the commit cycle of label %s (%s): %v", c.label, reason, err)
 		}
-		if c.label != "" {
-			w.rollback(c.label)
-		}
+		o.proto.rollback(w, c)
 		c.reset()
 		return sleepCtx(ctx, b.next())
 	}
 	for ctx.Err() == nil {
 		if o.closing() {
 			// Close waits only for commits in flight: this one sent none.
-			if c.label != "" {
-				w.rollback(c.label)
-			}
+			o.proto.rollback(w, c)
 			c.reset()
 			return errClosing
 		}
@@ -56,9 +52,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		before := len(c.txns)
 		c.txns = w.live(c.txns)
 		if len(c.txns) == 0 {
-			if c.label != "" {
-				w.rollback(c.label)
-			}
+			o.proto.rollback(w, c)
 			return nil
 		}
 		if len(c.txns) != before && c.loaded {
@@ -67,7 +61,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
-		if c.label == "" && !w.begin(ctx, c) {
+		if c.label == "" && !o.proto.begin(ctx, w, c) {
 			return ctx.Err()
 		}
 		// A load streamed under the label failed: it may hold those rows,
@@ -76,14 +70,14 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		err := c.tainted
 		c.tainted = nil
 		if err == nil {
-			err = w.loadPending(ctx, c)
+			err = o.proto.load(ctx, w, c)
 		}
 		if err != nil {
 			switch outcome, le := classifyLoad(err); outcome {
 			case loadBadRows:
 				// A failure caused by some rows: find their source
 				// transactions by splitting the cycle.
-				w.rollback(c.label)
+				o.proto.rollback(w, c)
 				o.m.rollbacks.Incr(1, w.metricDB())
 				c.reset()
 				return err
@@ -96,7 +90,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 					}
 				}
 				o.m.retries.Incr(1, w.metricDB(), starrocks.ClassPerTxn.String())
-				w.rollback(c.label)
+				o.proto.rollback(w, c)
 				c.reset()
 			default:
 				if !replay(reasonOf(err), err) {
@@ -138,7 +132,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			continue
 		}
 		start := o.now()
-		committed, ok, err := w.commitLabel(ctx, c.label, carried{writerTop: c.rowTop, progress: c.progress, cycle: c})
+		committed, ok, err := o.proto.commit(ctx, w, c)
 		w.log.Debugf("Commit of label %s with %d source transactions took %v (err %v)", c.label, len(c.txns), o.now().Sub(start), err)
 		if !ok {
 			w.endCommit(c)

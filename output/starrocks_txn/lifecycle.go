@@ -39,6 +39,9 @@ import (
 //   - open: receiving its messages (the partition's open transaction), or
 //     complete and being placed within one admission step.
 //   - active: complete, in its partition's active chunks (partition.active).
+//     A state between open and active for a transaction held before it may
+//     be frozen (a schema gate) would be entered where active is:
+//     partition.go, activate.
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
 //   - poisoned: on its way to dead_letter (Output.dlQueue, Output.dlWriting).

@@ -35,6 +35,8 @@ type Output struct {
 	// meta asks StarRocks over its MySQL port (mysql_address): table
 	// models, and the progress and writers tables.
 	meta *starrocks.Meta
+	// proto is how a cycle reaches StarRocks (protocol.go).
+	proto protocol
 	// track keeps, in StarRocks, what a successor needs (tracker.go): none,
 	// writer rows, or writer rows and the partitions' progress.
 	track tracker
@@ -97,6 +99,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		retired:      map[string]*labelLedger{},
 		dlWake:       make(chan struct{}, 1),
 		now:          time.Now,
+		proto:        multiTable{},
 		track:        noTracking{},
 		writer:       starrocks.NewWriterID(),
 	}

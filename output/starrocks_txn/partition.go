@@ -325,6 +325,15 @@ func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog 
 // active chunks and switches the partition when miniInterval has passed
 // since its last switch (ARCHITECTURE.md §4.2): an END is where a switch
 // may happen, so that a switch freezes whole transactions only.
+//
+// This is the one place a complete transaction waits to be frozen, so it is
+// where a schema gate goes: a transaction that needs a schema change
+// StarRocks has not applied yet would be held here (live, not committable),
+// with every later complete transaction of its partition, instead of
+// joining p.active, while other partitions go on; switchPartition freezes
+// only p.active, and the gate, once the change finished, would move the held
+// prefix into it — to be taken only into a cycle begun after the change
+// (worker.go: take).
 func (k *core) activate(p *partition, t *srcTxn, now time.Time) {
 	if !k.move(t, txnActive) {
 		return

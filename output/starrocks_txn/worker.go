@@ -192,12 +192,9 @@ func (w *dbWorker) retire() bool {
 }
 
 func (w *dbWorker) rollbackOnClose() {
-	if w.cyc == nil || w.cyc.label == "" {
-		return
+	if w.cyc != nil {
+		w.o.proto.rollback(w, w.cyc)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
-	defer cancel()
-	_ = w.o.client.Rollback(ctx, w.txn(w.cyc.label))
 }
 
 func (w *dbWorker) txn(label string) starrocks.Txn {
@@ -217,6 +214,8 @@ func (w *dbWorker) take(cut bool) {
 // holds txns and returns them; with cut, every partition's complete
 // transactions are frozen first (the commit cut). A transaction a fence or
 // a stall took out while it was queued is left out, a fenced one released.
+// Which cycle may take a transaction is decided here (a schema gate's
+// transaction only a cycle begun after its change: partition.go, activate).
 func (k *core) take(q *dbQueue, txns []*srcTxn, cut bool, now time.Time) []*srcTxn {
 	if cut {
 		k.cut(now)
@@ -285,7 +284,7 @@ func (w *dbWorker) step(ctx context.Context) {
 	w.setBusy(true)
 	defer w.setBusy(false)
 	// Eager begin: the shared transaction is open before the rows arrive.
-	if w.cyc.label == "" && !w.begin(ctx, w.cyc) {
+	if w.cyc.label == "" && !o.proto.begin(ctx, w, w.cyc) {
 		if len(w.cyc.txns) == 0 {
 			w.cyc = nil
 		}
@@ -296,7 +295,7 @@ func (w *dbWorker) step(ctx context.Context) {
 	if now.Sub(w.cyc.begun) >= w.recycleAge() && len(w.cyc.txns) == 0 {
 		// Idle and old: re-begin early, so a transaction is never loaded
 		// into when it is too old to finish before its timeout.
-		w.rollback(w.cyc.label)
+		o.proto.rollback(w, w.cyc)
 		w.cyc = nil
 		return
 	}
@@ -318,7 +317,7 @@ func (w *dbWorker) step(ctx context.Context) {
 			return
 		}
 		w.lastLoad = now
-		err := w.loadPending(ctx, w.cyc)
+		err := o.proto.load(ctx, w, w.cyc)
 		if err == nil {
 			return
 		}
@@ -336,7 +335,7 @@ func (w *dbWorker) step(ctx context.Context) {
 		// is rolled back, and the commit goroutine begins a new one and
 		// loads the cycle's rows again, so that nothing is loaded into a
 		// transaction too old to finish before its timeout.
-		w.rollback(w.cyc.label)
+		o.proto.rollback(w, w.cyc)
 		w.cyc.reset()
 	}
 	w.take(true)
