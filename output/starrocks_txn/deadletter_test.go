@@ -54,7 +54,7 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
 	s := newSrc("a1")
 	bad := writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1, "txn": "bad"}, true)})
-	time.Sleep(300 * time.Millisecond)
+	waitCore(t, o, "p0 stalls at bad", func(k *core) bool { return stalledAt(k, "a1", "p0") == "bad" })
 	after := writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2, "txn": "later"}, true)})
 	var good []chan error
 	for i := 0; i < 3; i++ {
@@ -62,7 +62,8 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 		good = append(good, writeAsync(o, service.MessageBatch{s.row("p1", id, "a", map[string]any{"id": 10 + i, "txn": id}, true)}))
 	}
 	waitAll(t, good, 5*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	waitCore(t, o, "later is held behind the stall", func(k *core) bool { return len(k.parts[pkey{"a1", "p0"}].held) == 1 })
+	quiesce(t, o)
 	for _, ch := range []chan error{bad, after} {
 		select {
 		case <-ch:
@@ -98,7 +99,12 @@ func TestStalledPartitionIsNotMaxInFlightStarvation(t *testing.T) {
 		p := o.core.parts[pkey{"a1", "p0"}]
 		return p != nil && p.stalled != nil && o.core.held == 2
 	}, 5*time.Second, 10*time.Millisecond, "both calls held on the stalled partition")
-	time.Sleep(o.core.starveHold() + 500*time.Millisecond)
+	// Held for longer than the starvation hold.
+	stepCore(o, func(k *core) {
+		now := o.now()
+		k.checkInFlight(now)
+		k.checkInFlight(now.Add(k.starveHold() + time.Second))
+	})
 	for _, ch := range []chan error{bad, later} {
 		select {
 		case <-ch:
@@ -206,10 +212,11 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	}, 5*time.Second, time.Millisecond, "bad1 is being written, bad2 queued")
 	fenced := make(chan error, 1)
 	go func() { fenced <- o.fence(context.Background(), "p0") }()
+	waitCore(t, o, "the fence took the partition", func(k *core) bool { return k.parts[pkey{"a1", "p0"}] == nil })
 	select {
 	case <-fenced:
 		t.Fatal("the fence returned while the dead-letter write of its partition was in flight")
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	close(dl.gate)
 	select {
@@ -222,7 +229,7 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	assert.True(t, ok, "the dead-lettered transaction's END offset is published before the fence returns")
 	assert.Equal(t, int64(2), off)
 	waitAll(t, []chan error{first, second}, 5*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	quiesce(t, o)
 	assert.Equal(t, []string{"bad1"}, dl.txnIDs(), "the queued poisoned transaction of the fenced partition is left to its new owner")
 }
 

@@ -113,7 +113,7 @@ func TestCloseDoesNotReplay(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	closed := make(chan error, 1)
 	go func() { closed <- o.Close(context.Background()) }()
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, o.closing, 5*time.Second, time.Millisecond, "Close began")
 	close(gate)
 	require.NoError(t, <-closed)
 	assert.Error(t, <-ch)
