@@ -30,7 +30,7 @@ const noContractPartition = ""
 type call struct {
 	pending int
 	done    chan struct{}
-	// held is set while the call counts in Output.held: from the moment
+	// held is set while the call counts in core.held: from the moment
 	// its messages are sequenced until the first of its last item done or
 	// its return.
 	held bool

@@ -9,10 +9,12 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
-// Delivering a cycle: load what is pending, commit, and decide a commit's
-// outcome by label state when the reply does not say (ARCHITECTURE.md
-// §4.3 and §4.4); begin and rollback. A cycle that failed for some of its
-// data is split in isolate.go.
+// Delivering a cycle through its protocol (protocol.go): load what is
+// pending, commit, and decide a commit's outcome by label state when the
+// reply does not say (ARCHITECTURE.md §4.3 and §4.4); begin and rollback;
+// and what a commit changes in the core (startCommit, endCommit, committed,
+// beginRefused). A cycle that failed for some of its data is split in
+// isolate.go.
 
 // rollbackTimeout bounds a best-effort rollback.
 const rollbackTimeout = 10 * time.Second

@@ -7,7 +7,8 @@ import (
 )
 
 // Poisoned source transactions: to dead_letter, whole and in order, or a
-// stalled partition when there is none (ARCHITECTURE.md §4.1).
+// stalled partition when there is none (ARCHITECTURE.md §4.1); the
+// dead-letter loop writes them, the core keeps their queue.
 
 // deadLetterReasonKey is set on every message sent to dead_letter.
 const deadLetterReasonKey = "starrocks_dead_letter_reason"

@@ -8,7 +8,9 @@ import (
 
 // Fences (ARCHITECTURE.md §4.6): the partition registry calls fence when the
 // input loses a partition; what is uncommitted of it is released, never
-// committed, once no commit holding it is in flight.
+// committed, once no commit holding it is in flight. The fence waits here;
+// what it changes is the core's steps (fenceTake, fenceRelease,
+// fenceGiveUp, fenceEnd).
 
 // fence drops everything uncommitted of a partition (under every seq
 // source), waits (bounded) for an in-flight commit that contains its rows,

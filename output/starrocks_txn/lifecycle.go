@@ -44,7 +44,7 @@ import (
 //     partition.go, activate.
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
-//   - poisoned: on its way to dead_letter (Output.dlQueue, Output.dlWriting).
+//   - poisoned: on its way to dead_letter (core.dlQueue, core.dlWriting).
 //   - stalled: poisoned without dead_letter, or a later transaction of the
 //     partition held behind the one that stalled it, until a fence.
 //   - fenced: a fence took it; it is released once no commit holding it is
@@ -55,8 +55,8 @@ import (
 //     next owner, who reads it again.
 //
 // Live states (open, active, queued, in cycle) count their bytes in
-// Output.buffered; committable states (active, queued, in cycle) count in
-// Output.committable; leaving them subtracts. Entering a state that is over
+// core.buffered; committable states (active, queued, in cycle) count in
+// core.committable; leaving them subtracts. Entering a state that is over
 // acknowledges the transaction's messages; entering a resolved one publishes
 // the partition's committed-through offset (advance).
 //
@@ -96,11 +96,11 @@ func (s txnState) String() string {
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
 
-// live reports whether the transaction's rows count in Output.buffered: a
+// live reports whether the transaction's rows count in core.buffered: a
 // commit may still load them.
 func (s txnState) live() bool { return s <= txnInCycle }
 
-// committable reports whether the transaction counts in Output.committable:
+// committable reports whether the transaction counts in core.committable:
 // complete, and a commit cycle can still commit it.
 func (s txnState) committable() bool { return s >= txnActive && s <= txnInCycle }
 
@@ -201,7 +201,7 @@ func newTxn(p *partition, id string, t0 time.Time) *srcTxn {
 }
 
 // addRow adds one row to an open transaction and counts its bytes in
-// Output.buffered: with move, the only code that changes buffered.
+// core.buffered: with move, the only code that changes buffered.
 func (k *core) addRow(t *srcTxn, it *item) {
 	if t.state != txnOpen {
 		k.refuse(t, fmt.Errorf("adding a row to source transaction %q of partition %s in state %s", t.id, t.p.key, t.state))
@@ -285,7 +285,7 @@ func (k *core) itemDone(it *item) {
 	}
 }
 
-// releaseCall takes call c out of Output.held, once.
+// releaseCall takes call c out of core.held, once.
 func (k *core) releaseCall(c *call) {
 	if c.held {
 		c.held = false

@@ -2,11 +2,12 @@ package starrocks_txn
 
 import "time"
 
-// The manager loop: the source-idle switch, the sequence-gap timeout, the
-// max_in_flight starvation report and the gauges.
+// The manager loop and the checks it runs in the core at each tick
+// (core.tick): the source-idle switch, the sequence-gap and parked-message
+// timeouts, the max_in_flight starvation report, the pruning of idle seq
+// sources and the gauges.
 
-// manager runs the source-idle switch, the sequence-gap timeout and the
-// capacity checks.
+// manager runs a step of the core (core.tick) four times per miniInterval.
 func (o *Output) manager() {
 	defer o.wg.Done()
 	tick := o.conf.miniInterval() / 4
@@ -27,7 +28,7 @@ func (o *Output) manager() {
 
 // checkInFlight reports when every WriteBatch slot waits on open source
 // transactions: nothing can commit, and nothing new can arrive to end them.
-// Only calls whose messages are all in their partitions count (Output.held),
+// Only calls whose messages are all in their partitions count (core.held),
 // and the state must last starveHold: a call still parsing or one whose
 // transactions just committed passes through it on a busy machine, while
 // real starvation lasts for good.
@@ -139,7 +140,7 @@ const (
 	maxRetiredSources = 1024
 )
 
-// prune forgets the seq sources idle for o.core.sourceIdle with nothing
+// prune forgets the seq sources idle for k.sourceIdle with nothing
 // pending, held or live in any of their partitions, and those partitions'
 // states. Their next seq is kept in retiredSeqs (the newest
 // maxRetiredSources of them): a source that sends again goes on where it

@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Partition state: what applying a message does to its partition (the open
-// source transaction, the high-water mark, replays StarRocks holds already,
-// abort markers), switches that freeze a partition's complete transactions
-// for its database workers, and stalls.
+// Partition state: what applying a message does to its partition (apply,
+// in named steps: the open source transaction, the high-water mark, replays
+// StarRocks holds already, abort markers, the END), messages parked for
+// their transaction, switches that freeze a partition's complete
+// transactions for its database workers, and stalls.
 
 // pkey identifies one ordered source stream: the assembler instance that
 // numbered it and the partition.

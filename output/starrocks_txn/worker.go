@@ -14,7 +14,9 @@ import (
 // The database worker runs its commit cycles one at a time
 // (ARCHITECTURE.md §4.3): step begins a cycle eagerly, takes what the
 // switches froze, streams it (load.go) and, when the cycle is due, hands it
-// to a commit goroutine that delivers it (commit.go).
+// to a commit goroutine that delivers it (commit.go), each through the
+// cycle's protocol (protocol.go). What it reads and changes of its queue is
+// the core's (take, stepState, idleDB, dropDB).
 
 // cycle is one shared multi-table transaction of a database: its label and
 // the source transactions retained in it until the commit resolves.
