@@ -30,7 +30,7 @@ const noContractPartition = ""
 type call struct {
 	pending int
 	done    chan struct{}
-	// held is set while the call counts in Output.held: from the moment
+	// held is set while the call counts in core.held: from the moment
 	// its messages are sequenced until the first of its last item done or
 	// its return.
 	held bool
@@ -66,7 +66,7 @@ type item struct {
 	unsureEnd   bool
 	// t0 is when the message was created (sourceTime).
 	t0 time.Time
-	// finished is set once the message is acknowledged (itemDoneLocked).
+	// finished is set once the message is acknowledged (itemDone).
 	finished bool
 }
 
@@ -95,20 +95,14 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	// leave is a call on its way, not a dropped message, however long the
 	// parse takes (sequence_gap_timeout).
 	o.mu.Lock()
-	o.waiting++
-	o.m.waiting.Set(int64(o.waiting))
-	o.holdSeqsLocked(items, 1)
+	o.core.callEntered(items, now)
 	o.mu.Unlock()
 	for i := range batch {
 		o.parseBody(batch, i, items[i], targets)
 	}
 	defer func() {
 		o.mu.Lock()
-		o.waiting--
-		o.m.waiting.Set(int64(o.waiting))
-		// Out of Output.held too (a no-op unless the call returns before
-		// its last message is done: ctx ended or the output closed).
-		o.releaseCallLocked(c)
+		o.core.callLeft(c)
 		o.mu.Unlock()
 	}()
 
@@ -123,21 +117,15 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	}
 	if fresh {
 		if err := o.waitForCapacity(ctx); err != nil {
-			o.unholdSeqs(items)
+			o.mu.Lock()
+			o.core.holdSeqs(items, -1, now)
+			o.mu.Unlock()
 			return err
 		}
 	}
 
 	o.mu.Lock()
-	o.holdSeqsLocked(items, -1)
-	for _, it := range items {
-		o.sequenceLocked(it, now)
-	}
-	if c.pending > 0 {
-		c.held = true
-		o.held++
-	}
-	o.wakeAtSoftCapLocked()
+	o.core.admit(c, items, now)
 	o.mu.Unlock()
 
 	select {
@@ -145,7 +133,7 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 		return nil
 	case <-ctx.Done():
 		o.mu.Lock()
-		what := o.waitedForLocked(items)
+		what := o.core.waitedFor(items)
 		o.mu.Unlock()
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	case <-o.closed:
@@ -155,7 +143,7 @@ func (o *Output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 
 // parseContract reads the contract of one message. It and parseBody are
 // where a problem with a message becomes a poison: recorded on the item,
-// never returned, and carried by applyLocked to the source transaction the
+// never returned, and carried by apply to the source transaction the
 // message joins, which then goes whole to dead_letter (or stalls its
 // partition).
 func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *item {
@@ -291,17 +279,14 @@ func metaInt(msg *service.Message, key string) (int64, bool) {
 	return n, err == nil
 }
 
-// wakeAtSoftCapLocked is the soft cap: once buffer_size bytes are buffered,
+// wakeAtSoftCap is the soft cap: once buffer_size bytes are buffered,
 // every database worker is woken to commit its cycle early (worker.go:
 // step), after each admission step that may have added rows.
-func (o *Output) wakeAtSoftCapLocked() {
-	if o.buffered < o.conf.bufferSize {
+func (k *core) wakeAtSoftCap() {
+	if k.buffered < k.conf.bufferSize {
 		return
 	}
-	for _, w := range o.workers {
-		w.urgent = true
-		w.signal()
-	}
+	k.wakeAll(true)
 }
 
 // waitForCapacity blocks admission at twice buffer_size while something
@@ -311,19 +296,11 @@ func (o *Output) wakeAtSoftCapLocked() {
 func (o *Output) waitForCapacity(ctx context.Context) error {
 	for {
 		o.mu.Lock()
-		if o.buffered < 2*o.conf.bufferSize {
-			o.mu.Unlock()
-			return nil
-		}
-		if o.committable == 0 {
-			if o.now().Sub(o.lastCapErr) >= reportEvery {
-				o.lastCapErr = o.now()
-				o.log.Errorf("%d bytes buffered, over twice buffer_size (%d), and nothing buffered is committable (only open source transactions): admitting anyway; raise buffer_size above the largest source transactions in flight", o.buffered, o.conf.bufferSize)
-			}
-			o.mu.Unlock()
-			return nil
-		}
+		full := o.core.full(o.now())
 		o.mu.Unlock()
+		if !full {
+			return nil
+		}
 		o.wakeWorkers(true)
 		select {
 		case <-ctx.Done():
@@ -335,62 +312,82 @@ func (o *Output) waitForCapacity(ctx context.Context) error {
 	}
 }
 
-// sequenceLocked admits it in seq order of its assembler instance; messages
+// full is the hard cap: twice buffer_size buffered while something
+// buffered is committable. Past the cap with nothing committable (only open
+// source transactions fill the buffer) it is not full, with an error
+// naming buffer_size, since waiting could never end.
+func (k *core) full(now time.Time) bool {
+	if k.buffered < 2*k.conf.bufferSize {
+		return false
+	}
+	if k.committable > 0 {
+		return true
+	}
+	if now.Sub(k.lastCapErr) >= reportEvery {
+		k.lastCapErr = now
+		k.fx.logf(logError, "", "%d bytes buffered, over twice buffer_size (%d), and nothing buffered is committable (only open source transactions): admitting anyway; raise buffer_size above the largest source transactions in flight", k.buffered, k.conf.bufferSize)
+	}
+	return false
+}
+
+// sequence admits it in seq order of its assembler instance; messages
 // without the contract are admitted at once.
-func (o *Output) sequenceLocked(it *item, now time.Time) {
+func (k *core) sequence(it *item, now time.Time) {
 	if it.pk.partition == noContractPartition {
-		if o.conf.maxInFlight > 1 && !o.warnedMIF {
-			o.warnedMIF = true
-			o.log.Warnf("Messages without the metadata contract (starrocks_partition and starrocks_seq) are admitted in arrival order, each its own transaction, and with max_in_flight %d arrival order is not emission order; use the txn_assembler processor or max_in_flight: 1", o.conf.maxInFlight)
+		if k.conf.maxInFlight > 1 && !k.warnedMIF {
+			k.warnedMIF = true
+			k.fx.logf(logWarn, "", "Messages without the metadata contract (starrocks_partition and starrocks_seq) are admitted in arrival order, each its own transaction, and with max_in_flight %d arrival order is not emission order; use the txn_assembler processor or max_in_flight: 1", k.conf.maxInFlight)
 		}
-		o.applyLocked(it, now)
+		k.apply(it, now)
 		return
 	}
 	if it.unsequenced {
-		o.applyUnsequencedLocked(it, now)
+		k.applyUnsequenced(it, now)
 		return
 	}
-	s := o.sequencerLocked(it.pk.source)
+	s := k.sequencer(it.pk.source, now)
 	seq := it.meta.Seq
 	if s.admitNext(seq, now) {
-		o.applyLocked(it, now)
+		k.apply(it, now)
 		return
 	}
 	ready, res := s.offer(seq, it, now)
 	switch res {
 	case offerLate:
 		// Late after a skipped gap, or a duplicate: the offset check decides.
-		o.log.With("partition", it.pk.String()).Warnf("A message with starrocks_seq %d arrived after admission moved past it (next %d); admitting it out of order", seq, s.next)
-		o.applyLocked(it, now)
+		k.fx.logf(logWarn, it.pk.String(), "A message with starrocks_seq %d arrived after admission moved past it (next %d); admitting it out of order", seq, s.next)
+		k.apply(it, now)
 	case offerDuplicate:
-		o.log.Errorf("A message with starrocks_seq %d of source %q came twice; the second copy is treated as a replay", seq, it.pk.source)
+		k.fx.logf(logError, "", "A message with starrocks_seq %d of source %q came twice; the second copy is treated as a replay", seq, it.pk.source)
 		it.poison = fmt.Errorf("duplicate starrocks_seq %d", seq)
-		o.applyLocked(it, now)
+		k.apply(it, now)
 	}
 	for _, r := range ready {
-		o.applyLocked(r, now)
+		k.apply(r, now)
 	}
 }
 
-func (o *Output) sequencerLocked(source string) *sequencer[*item] {
-	s := o.seqs[source]
+// sequencer returns the sequencer of seq source source, making one (which
+// goes on from a retired one's next seq) when there is none.
+func (k *core) sequencer(source string, now time.Time) *sequencer[*item] {
+	s := k.seqs[source]
 	if s == nil {
 		s = newSequencer[*item]()
-		if next, ok := o.retiredSeqs.take(source); ok {
+		if next, ok := k.retiredSeqs.take(source); ok {
 			// A source forgotten while idle comes back: its order goes on.
 			s.next = next
 		}
-		s.touched = o.now()
-		o.seqs[source] = s
+		s.touched = now
+		k.seqs[source] = s
 	}
 	return s
 }
 
-// holdSeqsLocked records (delta 1) or forgets (delta -1) the seqs of a
+// holdSeqs records (delta 1) or forgets (delta -1) the seqs of a
 // WriteBatch call that waits before admission.
 // Consecutive seqs of one source are held as one run, so a batch costs a
 // map entry per run, not per message; the same items give the same runs.
-func (o *Output) holdSeqsLocked(items []*item, delta int) {
+func (k *core) holdSeqs(items []*item, delta int, now time.Time) {
 	var (
 		src  string
 		run  seqRun
@@ -398,7 +395,7 @@ func (o *Output) holdSeqsLocked(items []*item, delta int) {
 	)
 	flush := func() {
 		if open {
-			o.sequencerLocked(src).holdRun(run, delta)
+			k.sequencer(src, now).holdRun(run, delta)
 		}
 	}
 	for _, it := range items {
@@ -416,33 +413,27 @@ func (o *Output) holdSeqsLocked(items []*item, delta int) {
 	flush()
 }
 
-func (o *Output) unholdSeqs(items []*item) {
-	o.mu.Lock()
-	o.holdSeqsLocked(items, -1)
-	o.mu.Unlock()
-}
-
-// checkGapsLocked skips a sequence gap that lasted sequence_gap_timeout; a
+// checkGaps skips a sequence gap that lasted sequence_gap_timeout; a
 // gap held by a call waiting for buffer space is not one (the timer starts
 // again).
-func (o *Output) checkGapsLocked(now time.Time) {
-	for src, s := range o.seqs {
-		ready, from, to, skipped := s.skipGap(now, o.conf.sequenceGapTimeout)
+func (k *core) checkGaps(now time.Time) {
+	for src, s := range k.seqs {
+		ready, from, to, skipped := s.skipGap(now, k.conf.sequenceGapTimeout)
 		if !skipped {
 			continue
 		}
-		o.m.seqGaps.Incr(to - from + 1)
-		o.log.Errorf("Messages with starrocks_seq %d to %d of assembler %q never arrived within sequence_gap_timeout (%v): skipping them; something between the txn_assembler and this output dropped messages (a filtering processor, a switch or reject_errored)", from, to, src, o.conf.sequenceGapTimeout)
+		k.fx.count(ctrSeqGaps, to-from+1, "")
+		k.fx.logf(logError, "", "Messages with starrocks_seq %d to %d of assembler %q never arrived within sequence_gap_timeout (%v): skipping them; something between the txn_assembler and this output dropped messages (a filtering processor, a switch or reject_errored)", from, to, src, k.conf.sequenceGapTimeout)
 		for _, it := range ready {
-			o.applyLocked(it, now)
+			k.apply(it, now)
 		}
 	}
 }
 
-// waitedForLocked says what a WriteBatch whose context ended was waiting
+// waitedFor says what a WriteBatch whose context ended was waiting
 // for: the first of its messages not acknowledged yet, by the state of the
 // source transaction holding it.
-func (o *Output) waitedForLocked(items []*item) string {
+func (k *core) waitedFor(items []*item) string {
 	mine := map[*item]bool{}
 	for _, it := range items {
 		if !it.finished {
@@ -452,8 +443,8 @@ func (o *Output) waitedForLocked(items []*item) string {
 	if len(mine) == 0 {
 		return "waiting for the acknowledgement"
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(o.parts), func(a, b pkey) int { return strings.Compare(a.String(), b.String()) }) {
-		p := o.parts[k]
+	for _, key := range slices.SortedFunc(maps.Keys(k.parts), func(a, b pkey) int { return strings.Compare(a.String(), b.String()) }) {
+		p := k.parts[key]
 		if p.stalled != nil && slices.ContainsFunc(p.held, func(it *item) bool { return mine[it] }) {
 			return fmt.Sprintf("waiting on partition %s, stalled at poisoned source transaction %q (no dead_letter is set)", p.key, p.stalledTxn)
 		}

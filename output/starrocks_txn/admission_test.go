@@ -24,7 +24,7 @@ func TestOutOfOrderBatchesAreResequenced(t *testing.T) {
 		ms = append(ms, s.row("p0", fmt.Sprintf("t%d", i), "a", map[string]any{"id": "k", "v": i, "txn": fmt.Sprintf("t%d", i)}, true))
 	}
 	chs := []chan error{writeAsync(o, service.MessageBatch{ms[3], ms[2]}), writeAsync(o, service.MessageBatch{ms[1]})}
-	time.Sleep(50 * time.Millisecond)
+	waitCore(t, o, "seqs 2-4 wait in the sequencer for seq 1", func(k *core) bool { return pendingSeqs(k, "a1") == 3 })
 	chs = append(chs, writeAsync(o, service.MessageBatch{ms[0]}))
 	waitAll(t, chs, 5*time.Second)
 	rows := f.rows("a")
@@ -60,13 +60,13 @@ func TestSlowParseIsNotASequenceGap(t *testing.T) {
 	f := newFakeSR()
 	dl := &fakeDL{}
 	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 200ms\n", f, dl)
-	parsing := make(chan struct{})
+	parsing, parsed := make(chan struct{}), make(chan struct{})
 	var slow atomic.Bool
 	slow.Store(true)
 	o.parseHook = func() {
 		if slow.CompareAndSwap(true, false) {
 			close(parsing)
-			time.Sleep(700 * time.Millisecond)
+			<-parsed
 		}
 	}
 	s := newSrc("asm")
@@ -75,6 +75,16 @@ func TestSlowParseIsNotASequenceGap(t *testing.T) {
 	chHead := writeAsync(o, head)
 	<-parsing
 	chTail := writeAsync(o, tail)
+	waitCore(t, o, "the tail waits for the head's seq", func(k *core) bool { return pendingSeqs(k, "asm") == 1 })
+	// The head is still parsing when the gap has lasted an hour, many
+	// times sequence_gap_timeout: its seq is held, so the gap is not
+	// skipped.
+	stepCore(o, func(k *core) { k.checkGaps(o.now().Add(time.Hour)) })
+	stepCore(o, func(k *core) {
+		assert.Equal(t, 1, pendingSeqs(k, "asm"), "the tail still waits for the head")
+		assert.Nil(t, k.parts[pkey{"asm", "p1"}], "nothing of the partition was admitted")
+	})
+	close(parsed)
 	waitAll(t, []chan error{chHead, chTail}, 5*time.Second)
 	assert.Empty(t, dl.txnIDs(), "nothing refused")
 	assertAtomic(t, f, map[string]int{"T": 2})
@@ -104,18 +114,21 @@ func TestCapacityWaitIsNotASequenceGap(t *testing.T) {
 	tail := service.MessageBatch{s.row("p1", "T", "a", map[string]any{"id": 5, "txn": "T"}, true)}
 
 	chTail := writeAsync(o, tail) // waits in the sequencer for seq 4
-	time.Sleep(50 * time.Millisecond)
+	waitCore(t, o, "the tail waits for seq 4", func(k *core) bool { return pendingSeqs(k, "asm") == 1 })
 	chFill := writeAsync(o, fill)
 	require.Eventually(t, func() bool {
 		_, b := accounting(o)
 		return b >= 200
 	}, 2*time.Second, 5*time.Millisecond)
 	chHead := writeAsync(o, head) // blocked at the hard cap
-	time.Sleep(600 * time.Millisecond)
-	o.mu.Lock()
-	_, admitted := o.parts[pkey{"asm", "p1"}]
-	o.mu.Unlock()
-	assert.False(t, admitted, "the seq held by the blocked call was not skipped")
+	waitCore(t, o, "the head's call holds seq 4", func(k *core) bool { return k.seqs["asm"].heldBelow(5) })
+	// An hour later, the head still held at the cap: its seq is no gap.
+	stepCore(o, func(k *core) {
+		assert.True(t, k.full(o.now()), "twice buffer_size is buffered and committable: admission waits")
+		k.checkGaps(o.now().Add(time.Hour))
+		_, admitted := k.parts[pkey{"asm", "p1"}]
+		assert.False(t, admitted, "the seq held by the blocked call was not skipped")
+	})
 
 	close(gate)
 	waitAll(t, []chan error{chFill, chHead, chTail}, 5*time.Second)
@@ -165,7 +178,7 @@ func TestAcksHeldUntilCommit(t *testing.T) {
 	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
 	s := newSrc("a1")
 	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
-	time.Sleep(400 * time.Millisecond)
+	waitCommitting(t, o)
 	select {
 	case <-ch:
 		t.Fatal("WriteBatch returned before StarRocks committed its rows")
@@ -187,7 +200,7 @@ func TestWriteBatchReturnsOnCancel(t *testing.T) {
 	go func() {
 		ch <- o.WriteBatch(ctx, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1}, false)})
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitCore(t, o, "the message is admitted", func(k *core) bool { return openTxn(k, "a1", "p0", "t1") })
 	cancel()
 	select {
 	case err := <-ch:
@@ -211,23 +224,24 @@ func TestHardCapBlocksOnlyWhileSomethingIsCommittable(t *testing.T) {
 		s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2", "pad": pad}, true),
 		s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3", "pad": pad}, true),
 	})
-	time.Sleep(100 * time.Millisecond)
+	waitCore(t, o, "the first call fills the buffer", func(k *core) bool { return k.buffered >= 200 })
 	second := writeAsync(o, service.MessageBatch{s.row("p1", "t4", "a", map[string]any{"id": 4, "txn": "t4"}, true)})
-	time.Sleep(200 * time.Millisecond)
-	o.mu.Lock()
-	_, admitted := o.parts[pkey{"a1", "p1"}]
-	o.mu.Unlock()
-	assert.False(t, admitted, "admission blocks at twice buffer_size while something buffered is committable")
+	waitCore(t, o, "the second call holds its seq", func(k *core) bool { return k.seqs["a1"].heldBelow(5) })
+	stepCore(o, func(k *core) {
+		assert.True(t, k.full(o.now()), "admission blocks at twice buffer_size while something buffered is committable")
+		_, admitted := k.parts[pkey{"a1", "p1"}]
+		assert.False(t, admitted, "the blocked call's message is not admitted")
+	})
 	close(f.commitGate)
 	waitAll(t, []chan error{first, second}, 5*time.Second)
 
 	// Only open transactions buffered: admission goes on past the cap.
 	open := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 5, "txn": "big", "pad": pad + pad + pad}, false)})
-	time.Sleep(100 * time.Millisecond)
+	waitCore(t, o, "the big transaction is open", func(k *core) bool { return openTxn(k, "a1", "p2", "big") })
 	more := writeAsync(o, service.MessageBatch{s.row("p2", "big", "a", map[string]any{"id": 6, "txn": "big"}, true)})
 	waitAll(t, []chan error{open, more}, 5*time.Second)
 	o.mu.Lock()
-	assert.False(t, o.lastCapErr.IsZero(), "an error named buffer_size")
+	assert.False(t, o.core.lastCapErr.IsZero(), "an error named buffer_size")
 	o.mu.Unlock()
 }
 
@@ -261,11 +275,11 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return !o.lastMIFErr.IsZero()
+		return !o.core.lastMIFErr.IsZero()
 	}, 3*time.Second, 20*time.Millisecond, "every WriteBatch slot waits on an open source transaction: an error names max_in_flight")
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.GreaterOrEqual(t, o.lastMIFErr.Sub(start), o.starveHold(), "reported once the state lasted starveHold, not at its first sight")
+	assert.GreaterOrEqual(t, o.core.lastMIFErr.Sub(start), o.core.starveHold(), "reported once the state lasted starveHold, not at its first sight")
 }
 
 // Calls still parsing their bodies fill every max_in_flight slot for a while
@@ -274,18 +288,28 @@ func TestMaxInFlightStarvationIsReported(t *testing.T) {
 func TestSlowParseIsNotMaxInFlightStarvation(t *testing.T) {
 	f := newFakeSR()
 	o, _ := testOutput(t, "commit_interval: 100ms\nmax_in_flight: 2\n", f, nil)
-	o.parseHook = func() { time.Sleep(2 * time.Second) }
+	parsed := make(chan struct{})
+	o.parseHook = func() { <-parsed }
 	s := newSrc("a1")
 	var chs []chan error
 	for i := 0; i < 2; i++ {
 		txn := fmt.Sprintf("t%d", i)
 		chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", txn, "a", map[string]any{"id": i, "txn": txn}, true)}))
 	}
+	waitCore(t, o, "both calls are parsing", func(k *core) bool { return k.waiting == 2 })
+	// Both slots parse for longer than the starvation hold.
+	stepCore(o, func(k *core) {
+		now := o.now()
+		k.checkInFlight(now)
+		k.checkInFlight(now.Add(k.starveHold() + time.Second))
+		assert.True(t, k.starvedSince.IsZero(), "calls still parsing are not held on open transactions")
+	})
+	close(parsed)
 	waitAll(t, chs, 10*time.Second)
 	assertAtomic(t, f, map[string]int{"t0": 1, "t1": 1})
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported while the calls parsed")
+	assert.True(t, o.core.lastMIFErr.IsZero(), "no max_in_flight starvation reported while the calls parsed")
 }
 
 // A call that gives up (its context ends) frees its max_in_flight slot even
@@ -316,11 +340,13 @@ func TestCancelledCallsFreeTheirMaxInFlightSlots(t *testing.T) {
 		}
 	}
 	// Idle for longer than the starvation hold (starveHold).
-	time.Sleep(o.starveHold() + 500*time.Millisecond)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	assert.Zero(t, o.held, "no call is in flight")
-	assert.True(t, o.lastMIFErr.IsZero(), "no max_in_flight starvation reported once the calls returned")
+	stepCore(o, func(k *core) {
+		now := o.now()
+		k.checkInFlight(now)
+		k.checkInFlight(now.Add(k.starveHold() + time.Second))
+		assert.Zero(t, k.held, "no call is in flight")
+		assert.True(t, k.lastMIFErr.IsZero(), "no max_in_flight starvation reported once the calls returned")
+	})
 }
 
 // A message that names its partition and source transaction but carries a
@@ -392,7 +418,10 @@ func TestMalformedSeqBeforeItsTransactionOpens(t *testing.T) {
 	early := s.row("p0", "t1", "b", map[string]any{"id": 3, "txn": "t1"}, false)
 	early.MetaSetMut("starrocks_seq", "three")
 	first := writeAsync(o, service.MessageBatch{early})
-	time.Sleep(50 * time.Millisecond)
+	waitCore(t, o, "the early message is parked", func(k *core) bool {
+		p := k.parts[pkey{"a1", "p0"}]
+		return p != nil && len(p.parked["t1"]) == 1
+	})
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{m1, m2}), first}, 5*time.Second)
 	require.Equal(t, []string{"t1"}, dl.txnIDs())
 	dl.mu.Lock()
@@ -403,7 +432,10 @@ func TestMalformedSeqBeforeItsTransactionOpens(t *testing.T) {
 	stray := s.row("p1", "gone", "a", map[string]any{"id": 4, "txn": "gone"}, false)
 	stray.MetaSetMut("starrocks_seq", "?")
 	ch := writeAsync(o, service.MessageBatch{stray})
-	time.Sleep(50 * time.Millisecond)
+	waitCore(t, o, "the stray message is parked", func(k *core) bool {
+		p := k.parts[pkey{"a1", "p1"}]
+		return p != nil && len(p.parked["gone"]) == 1
+	})
 	require.NoError(t, o.fence(context.Background(), "p1"))
 	waitAll(t, []chan error{ch}, time.Second)
 }

@@ -9,10 +9,12 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
-// Delivering a cycle: load what is pending, commit, and decide a commit's
-// outcome by label state when the reply does not say (ARCHITECTURE.md
-// §4.3 and §4.4); begin and rollback. A cycle that failed for some of its
-// data is split in isolate.go.
+// Delivering a cycle through its protocol (protocol.go): load what is
+// pending, commit, and decide a commit's outcome by label state when the
+// reply does not say (ARCHITECTURE.md §4.3 and §4.4); begin and rollback;
+// and what a commit changes in the core (startCommit, endCommit, committed,
+// beginRefused). A cycle that failed for some of its data is split in
+// isolate.go.
 
 // rollbackTimeout bounds a best-effort rollback.
 const rollbackTimeout = 10 * time.Second
@@ -36,18 +38,14 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		} else {
 			w.log.Warnf("Replaying the commit cycle of label %s (%s): %v", c.label, reason, err)
 		}
-		if c.label != "" {
-			w.rollback(c.label)
-		}
+		o.proto.rollback(w, c)
 		c.reset()
 		return sleepCtx(ctx, b.next())
 	}
 	for ctx.Err() == nil {
 		if o.closing() {
 			// Close waits only for commits in flight: this one sent none.
-			if c.label != "" {
-				w.rollback(c.label)
-			}
+			o.proto.rollback(w, c)
 			c.reset()
 			return errClosing
 		}
@@ -56,9 +54,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		before := len(c.txns)
 		c.txns = w.live(c.txns)
 		if len(c.txns) == 0 {
-			if c.label != "" {
-				w.rollback(c.label)
-			}
+			o.proto.rollback(w, c)
 			return nil
 		}
 		if len(c.txns) != before && c.loaded {
@@ -67,7 +63,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			}
 			continue
 		}
-		if c.label == "" && !w.begin(ctx, c) {
+		if c.label == "" && !o.proto.begin(ctx, w, c) {
 			return ctx.Err()
 		}
 		// A load streamed under the label failed: it may hold those rows,
@@ -76,14 +72,14 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		err := c.tainted
 		c.tainted = nil
 		if err == nil {
-			err = w.loadPending(ctx, c)
+			err = o.proto.load(ctx, w, c)
 		}
 		if err != nil {
 			switch outcome, le := classifyLoad(err); outcome {
 			case loadBadRows:
 				// A failure caused by some rows: find their source
 				// transactions by splitting the cycle.
-				w.rollback(c.label)
+				o.proto.rollback(w, c)
 				o.m.rollbacks.Incr(1, w.metricDB())
 				c.reset()
 				return err
@@ -96,7 +92,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 					}
 				}
 				o.m.retries.Incr(1, w.metricDB(), starrocks.ClassPerTxn.String())
-				w.rollback(c.label)
+				o.proto.rollback(w, c)
 				c.reset()
 			default:
 				if !replay(reasonOf(err), err) {
@@ -138,7 +134,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			continue
 		}
 		start := o.now()
-		committed, ok, err := w.commitLabel(ctx, c.label, carried{writerTop: c.rowTop, progress: c.progress, cycle: c})
+		committed, ok, err := o.proto.commit(ctx, w, c)
 		w.log.Debugf("Commit of label %s with %d source transactions took %v (err %v)", c.label, len(c.txns), o.now().Sub(start), err)
 		if !ok {
 			w.endCommit(c)
@@ -163,30 +159,42 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 	return ctx.Err()
 }
 
-// startCommit marks c's transactions as held by a commit in flight, which a
-// fence waits for and which keeps them from being released. It reports
-// false, marking nothing, when a fence or a stall took one of them since the
-// loop head: the cycle is then replayed without it.
+// startCommit marks c's transactions as held by a commit in flight
+// (core.startCommit).
 func (w *dbWorker) startCommit(c *cycle) bool {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
-	if len(w.o.liveTxnsLocked(c.txns)) != len(c.txns) {
+	return w.o.core.startCommit(c.txns)
+}
+
+// startCommit marks txns as held by a commit in flight, which a fence waits
+// for and which keeps them from being released. It reports false, marking
+// nothing, when a fence or a stall took one of them since the delivery's
+// loop head: the cycle is then replayed without it.
+func (k *core) startCommit(txns []*srcTxn) bool {
+	if len(k.liveTxns(txns)) != len(txns) {
 		return false
 	}
-	for _, t := range c.txns {
+	for _, t := range txns {
 		t.inCommit = true
 	}
 	return true
 }
 
 // endCommit marks the end of a commit request that held c and did not
-// commit it (committed clears the mark itself).
+// commit it (core.committed clears the mark itself).
 func (w *dbWorker) endCommit(c *cycle) {
 	w.o.mu.Lock()
-	for _, t := range c.txns {
+	w.o.core.endCommit(c.txns)
+	w.o.mu.Unlock()
+}
+
+// endCommit ends the hold of a commit request on txns that did not commit
+// them.
+func (k *core) endCommit(txns []*srcTxn) {
+	for _, t := range txns {
 		t.inCommit = false
 	}
-	w.o.mu.Unlock()
 }
 
 // carried is what a label carries besides its data: this writer's row
@@ -210,12 +218,12 @@ type carried struct {
 func (w *dbWorker) commitLabel(ctx context.Context, label string, rows carried) (committed, ok bool, err error) {
 	w.labels.commitSent()
 	w.o.mu.Lock()
-	w.o.inFlight[label] = w.db
+	w.o.core.commitSent(label, w.db)
 	w.o.mu.Unlock()
 	defer func() {
 		if ok {
 			w.o.mu.Lock()
-			delete(w.o.inFlight, label)
+			w.o.core.commitDecided(label)
 			w.o.mu.Unlock()
 		}
 	}()
@@ -370,14 +378,20 @@ func settleNote(err error) string {
 	return "it carried no writer or progress rows, or they cannot tell"
 }
 
-// countUnresolved adds delta to the commits being resolved, shown by
-// starrocks_txn_unresolved_commits.
+// countUnresolved adds delta to the commits being resolved
+// (core.countUnresolved).
 func (o *Output) countUnresolved(delta int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.unresolved += delta
-	o.m.unresolved.Set(int64(o.unresolved))
+	o.core.countUnresolved(delta)
 }
+
+// commitSent records a commit request of label in db, which Close names if
+// it is still in doubt when Close stops waiting; commitDecided forgets it
+// once its outcome is known.
+func (k *core) commitSent(label, db string) { k.inFlight[label] = db }
+
+func (k *core) commitDecided(label string) { delete(k.inFlight, label) }
 
 // tryRollback rolls label back within rollbackTimeout and returns the
 // refusal, if any.
@@ -397,7 +411,7 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	defer o.mu.Unlock()
 	// A fence or a stall may have taken a transaction while the commit was
 	// in flight: it is committed all the same. Its rows are counted only
-	// when the move is allowed (a refusal is reported by moveLocked), and
+	// when the move is allowed (a refusal is reported by move), and
 	// before any move, which acknowledges messages: a caller whose
 	// WriteBatch returned reads the metrics that count it. A move changes
 	// no other transaction's state, so deciding them all first is the same
@@ -407,7 +421,7 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	counted := w.countedRows[:0]
 	var txns int64
 	for _, t := range c.txns {
-		if t.state.over() || !canMove(t.state, txnCommitted, t.inCommit, t.inDeadLetter) {
+		if !commitsNow(t) {
 			continue
 		}
 		for _, tbl := range t.tables {
@@ -424,9 +438,23 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 	}
 	clear(counted)
 	w.countedRows = counted[:0]
-	for _, t := range c.txns {
+	o.core.committed(c.txns)
+}
+
+// commitsNow reports whether a transaction of a cycle StarRocks committed
+// becomes committed now: a move the lifecycle allows (a refusal is reported
+// by move), for one that is not over.
+func commitsNow(t *srcTxn) bool {
+	return !t.state.over() && canMove(t.state, txnCommitted, t.inCommit, t.inDeadLetter)
+}
+
+// committed resolves every transaction of a committed cycle, those a fence
+// or a stall took while the commit was in flight included, and ends the
+// commit's hold on them.
+func (k *core) committed(txns []*srcTxn) {
+	for _, t := range txns {
 		if !t.state.over() {
-			o.moveLocked(t, txnCommitted)
+			k.move(t, txnCommitted)
 		}
 		t.inCommit = false
 	}
@@ -465,7 +493,7 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 				o.m.seedDatabase(w.db)
 			}
 			o.mu.Lock()
-			w.refused = nil
+			w.q.refused = nil
 			o.mu.Unlock()
 			c.reset()
 			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
@@ -499,19 +527,28 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 // at the next attempt.
 func (w *dbWorker) poisonWaiting(c *cycle, err error) {
 	o := w.o
-	reason := fmt.Errorf("beginning a StarRocks transaction in database %s: %w", w.db, err)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w.refused = err
-	for _, t := range append(append([]*srcTxn{}, c.txns...), w.queue...) {
+	c.txns = o.core.beginRefused(w.q, c.txns, err)
+}
+
+// beginRefused poisons every live transaction of a cycle (txns) and of q's
+// queue after StarRocks refused a begin in the database for the request
+// itself (err), and returns the cycle's transactions still live (none, once
+// each is poisoned). While the refusal stands the worker begins nothing
+// eagerly (stepState).
+func (k *core) beginRefused(q *dbQueue, txns []*srcTxn, err error) []*srcTxn {
+	reason := fmt.Errorf("beginning a StarRocks transaction in database %s: %w", q.db, err)
+	q.refused = err
+	for _, t := range append(append([]*srcTxn{}, txns...), q.queue...) {
 		if !t.state.live() {
 			continue
 		}
 		t.poison = reason
-		o.poisonLocked(t)
+		k.poison(t)
 	}
-	c.txns = o.liveTxnsLocked(c.txns)
-	w.queue = o.liveTxnsLocked(w.queue)
+	q.queue = k.liveTxns(q.queue)
+	return k.liveTxns(txns)
 }
 
 // rollback rolls label back, best effort: rolled back or not, the label is

@@ -51,7 +51,7 @@ func TestAmbiguousCommitThatCompletes(t *testing.T) {
 	s := newSrc("a1")
 	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
 	waitAll(t, []chan error{ch}, 5*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	quiesce(t, o)
 	assert.Len(t, f.rows("a"), 1, "a commit that completed is never replayed")
 	assertAtomic(t, f, map[string]int{"t1": 1})
 }
@@ -93,7 +93,11 @@ func TestAmbiguousCommitNeverReplayedWhilePrepare(t *testing.T) {
 	s := newSrc("a1")
 	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
 	// A later cycle waits for the unresolved one: it may load, never commit.
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return failed != ""
+	}, 5*time.Second, 2*time.Millisecond, "t1's commit was sent")
 	ch2 := writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true)})
 	waitAll(t, []chan error{ch, ch2}, 5*time.Second)
 	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1})

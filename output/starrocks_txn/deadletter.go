@@ -7,7 +7,8 @@ import (
 )
 
 // Poisoned source transactions: to dead_letter, whole and in order, or a
-// stalled partition when there is none (ARCHITECTURE.md §4.1).
+// stalled partition when there is none (ARCHITECTURE.md §4.1); the
+// dead-letter loop writes them, the core keeps their queue.
 
 // deadLetterReasonKey is set on every message sent to dead_letter.
 const deadLetterReasonKey = "starrocks_dead_letter_reason"
@@ -19,38 +20,40 @@ type deadLetter interface {
 	Close(ctx context.Context) error
 }
 
-// poisonLocked hands a poisoned source transaction to dead_letter, or stalls
+// poison hands a poisoned source transaction to dead_letter, or stalls
 // its partition when there is none.
-func (o *Output) poisonLocked(t *srcTxn) {
-	if o.dl != nil {
-		if !o.moveLocked(t, txnPoisoned) {
+func (k *core) poison(t *srcTxn) {
+	if k.deadLetter {
+		if !k.move(t, txnPoisoned) {
 			return
 		}
-		o.log.With("partition", t.p.key.String()).Errorf("Source transaction %q is poisoned and goes to dead_letter: %v", t.id, t.poison)
-		o.dlQueue = append(o.dlQueue, t)
-		select {
-		case o.dlWake <- struct{}{}:
-		default:
-		}
+		k.fx.logf(logError, t.p.key.String(), "Source transaction %q is poisoned and goes to dead_letter: %v", t.id, t.poison)
+		k.dlQueue = append(k.dlQueue, t)
+		k.fx.wakeDeadLetter()
 		return
 	}
-	if !o.moveLocked(t, txnStalled) {
+	if !k.move(t, txnStalled) {
 		return
 	}
-	o.stallLocked(t.p, t)
+	k.stall(t.p, t)
 }
 
 // poisonFromCycle poisons a transaction found bad while it was in a cycle;
 // when the partition stalls, later transactions of the partition in the
-// same cycle are dropped by stallLocked.
+// same cycle are dropped by stall.
 func (o *Output) poisonFromCycle(t *srcTxn, reason error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.core.poisonLive(t, reason)
+}
+
+// poisonLive poisons t for reason unless a fence or a stall took it first.
+func (k *core) poisonLive(t *srcTxn, reason error) {
 	if !t.state.live() {
 		return
 	}
 	t.poison = reason
-	o.poisonLocked(t)
+	k.poison(t)
 }
 
 // deadLetterLoop writes poisoned transactions, whole and in order, to
@@ -65,19 +68,7 @@ func (o *Output) deadLetterLoop() {
 	defer o.wg.Done()
 	for {
 		o.mu.Lock()
-		var t *srcTxn
-		for t == nil && len(o.dlQueue) > 0 {
-			t = o.dlQueue[0]
-			o.dlQueue = o.dlQueue[1:]
-			if t.state != txnPoisoned {
-				// Fenced (and released) while it waited in the queue.
-				o.releaseFencedLocked(t)
-				t = nil
-				continue
-			}
-			o.dlWriting = t
-			t.inDeadLetter = true
-		}
+		t := o.core.nextDeadLetter()
 		o.mu.Unlock()
 		if t == nil {
 			select {
@@ -110,26 +101,68 @@ func (o *Output) deadLetterLoop() {
 			}
 		}
 		if written {
-			o.m.deadLettered.Incr(1, o.partitionLabel(t.p))
+			o.m.deadLettered.Incr(1, partitionLabel(t.p))
 		}
 		o.mu.Lock()
-		o.dlWriting = nil
-		if written && (t.state == txnPoisoned || t.state == txnFenced) {
-			// A fence that took it meanwhile waited for the write, or gave
-			// up waiting: either way it is in dead_letter now. The write
-			// still holds it here: that is what lets a fenced one be
-			// dead-lettered (canMove).
-			o.moveLocked(t, txnDeadLettered)
-		}
-		t.inDeadLetter = false
-		if !written {
-			// The output is closing: a fenced one is released, a poisoned
-			// one stays unacknowledged and is read again after a restart.
-			o.releaseFencedLocked(t)
-		}
+		o.core.deadLetterEnded(t, written)
 		o.mu.Unlock()
 		if !written {
 			return
 		}
 	}
+}
+
+// nextDeadLetter takes the next poisoned transaction to write to
+// dead_letter from the queue and marks its write in flight
+// (srcTxn.inDeadLetter); nil when none is queued. One a fence took while it
+// waited in the queue is released instead, unwritten.
+func (k *core) nextDeadLetter() *srcTxn {
+	for len(k.dlQueue) > 0 {
+		t := k.dlQueue[0]
+		k.dlQueue = k.dlQueue[1:]
+		if t.state != txnPoisoned {
+			k.releaseFenced(t)
+			continue
+		}
+		k.dlWriting = t
+		t.inDeadLetter = true
+		return t
+	}
+	return nil
+}
+
+// deadLetterEnded ends the write of t to dead_letter. Written, it is
+// dead-lettered, even when a fence took it meanwhile (the fence waited for
+// the write, or gave up waiting: either way it is in dead_letter now; the
+// write still holds it here, which is what lets a fenced one be
+// dead-lettered, canMove). Not written (the output is closing), a fenced one
+// is released and a poisoned one stays unacknowledged, read again after a
+// restart.
+func (k *core) deadLetterEnded(t *srcTxn, written bool) {
+	k.dlWriting = nil
+	if written && (t.state == txnPoisoned || t.state == txnFenced) {
+		k.move(t, txnDeadLettered)
+	}
+	t.inDeadLetter = false
+	if !written {
+		k.releaseFenced(t)
+	}
+}
+
+// deadLetterPending reports whether a poisoned transaction of one of the
+// partitions of txns is on its way to dead_letter: queued or being written.
+func (k *core) deadLetterPending(txns []*srcTxn) bool {
+	parts := make(map[*partition]bool, len(txns))
+	for _, t := range txns {
+		parts[t.p] = true
+	}
+	if k.dlWriting != nil && parts[k.dlWriting.p] {
+		return true
+	}
+	for _, t := range k.dlQueue {
+		if parts[t.p] {
+			return true
+		}
+	}
+	return false
 }

@@ -54,7 +54,7 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 	o, _ := testOutput(t, "commit_interval: 100ms\n", f, nil)
 	s := newSrc("a1")
 	bad := writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1, "txn": "bad"}, true)})
-	time.Sleep(300 * time.Millisecond)
+	waitCore(t, o, "p0 stalls at bad", func(k *core) bool { return stalledAt(k, "a1", "p0") == "bad" })
 	after := writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2, "txn": "later"}, true)})
 	var good []chan error
 	for i := 0; i < 3; i++ {
@@ -62,7 +62,8 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 		good = append(good, writeAsync(o, service.MessageBatch{s.row("p1", id, "a", map[string]any{"id": 10 + i, "txn": id}, true)}))
 	}
 	waitAll(t, good, 5*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	waitCore(t, o, "later is held behind the stall", func(k *core) bool { return len(k.parts[pkey{"a1", "p0"}].held) == 1 })
+	quiesce(t, o)
 	for _, ch := range []chan error{bad, after} {
 		select {
 		case <-ch:
@@ -71,7 +72,7 @@ func TestMissingTableStallsOnlyItsPartition(t *testing.T) {
 		}
 	}
 	o.mu.Lock()
-	p := o.parts[pkey{"a1", "p0"}]
+	p := o.core.parts[pkey{"a1", "p0"}]
 	require.NotNil(t, p)
 	require.Error(t, p.stalled)
 	assert.Contains(t, p.stalled.Error(), "missing")
@@ -95,10 +96,15 @@ func TestStalledPartitionIsNotMaxInFlightStarvation(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		p := o.parts[pkey{"a1", "p0"}]
-		return p != nil && p.stalled != nil && o.held == 2
+		p := o.core.parts[pkey{"a1", "p0"}]
+		return p != nil && p.stalled != nil && o.core.held == 2
 	}, 5*time.Second, 10*time.Millisecond, "both calls held on the stalled partition")
-	time.Sleep(o.starveHold() + 500*time.Millisecond)
+	// Held for longer than the starvation hold.
+	stepCore(o, func(k *core) {
+		now := o.now()
+		k.checkInFlight(now)
+		k.checkInFlight(now.Add(k.starveHold() + time.Second))
+	})
 	for _, ch := range []chan error{bad, later} {
 		select {
 		case <-ch:
@@ -108,7 +114,7 @@ func TestStalledPartitionIsNotMaxInFlightStarvation(t *testing.T) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.True(t, o.lastMIFErr.IsZero(), "a stall is not reported as max_in_flight starvation")
+	assert.True(t, o.core.lastMIFErr.IsZero(), "a stall is not reported as max_in_flight starvation")
 }
 
 // StarRocks refuses to begin a transaction in a database that does not
@@ -162,7 +168,7 @@ func TestMissingDatabaseIsPoisoned(t *testing.T) {
 		require.Eventually(t, func() bool {
 			o.mu.Lock()
 			defer o.mu.Unlock()
-			p := o.parts[pkey{"asm", "p0"}]
+			p := o.core.parts[pkey{"asm", "p0"}]
 			return p != nil && p.stalled != nil && strings.Contains(p.stalled.Error(), "database nodb")
 		}, 5*time.Second, 10*time.Millisecond, "the partition stalls with an error naming the database")
 		c, _ := accounting(o)
@@ -202,14 +208,15 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return o.dlWriting != nil && o.dlWriting.id == "bad1" && len(o.dlQueue) == 1
+		return o.core.dlWriting != nil && o.core.dlWriting.id == "bad1" && len(o.core.dlQueue) == 1
 	}, 5*time.Second, time.Millisecond, "bad1 is being written, bad2 queued")
 	fenced := make(chan error, 1)
 	go func() { fenced <- o.fence(context.Background(), "p0") }()
+	waitCore(t, o, "the fence took the partition", func(k *core) bool { return k.parts[pkey{"a1", "p0"}] == nil })
 	select {
 	case <-fenced:
 		t.Fatal("the fence returned while the dead-letter write of its partition was in flight")
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	close(dl.gate)
 	select {
@@ -222,7 +229,7 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	assert.True(t, ok, "the dead-lettered transaction's END offset is published before the fence returns")
 	assert.Equal(t, int64(2), off)
 	waitAll(t, []chan error{first, second}, 5*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	quiesce(t, o)
 	assert.Equal(t, []string{"bad1"}, dl.txnIDs(), "the queued poisoned transaction of the fenced partition is left to its new owner")
 }
 

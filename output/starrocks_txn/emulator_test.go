@@ -278,16 +278,16 @@ starrocks_txn:
 		defer dcancel()
 		go r.during(dctx, e)
 	}
+	// The steps land mid-stream, on the wall clock the stream runs on.
 	for _, st := range steps {
-		st := st
-		go func() {
-			time.Sleep(st.after)
+		timer := time.AfterFunc(st.after, func() {
 			if st.action != nil {
 				st.action(e)
 				return
 			}
 			assert.NoError(t, e.Faults().Add(st.fault))
-		}()
+		})
+		defer timer.Stop()
 	}
 
 	work := make(chan service.MessageBatch)
@@ -307,13 +307,9 @@ starrocks_txn:
 			}
 		}()
 	}
-	start := time.Now()
 	// Paced over about 1.5 s, so that faults land mid-stream and several
 	// commit cycles run.
-	for _, b := range w.batches {
-		work <- b
-		time.Sleep(pace / time.Duration(len(w.batches)))
-	}
+	start := paced(len(w.batches), pace, func(i int) { work <- w.batches[i] })
 	close(work)
 	pwg.Wait()
 	elapsed := time.Since(start)

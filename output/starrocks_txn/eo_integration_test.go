@@ -95,9 +95,9 @@ func TestIntegrationExactlyOnceLostCommitReplyThenRestart(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return len(e.Faults().Pending()) == 0 }, 10*time.Second, 5*time.Millisecond, "the fault fired")
 			// The commit is in StarRocks; the crash comes before any reply
-			// (no_answer) or just after the output learned the outcome
-			// (reset): either way Kafka never heard of it.
-			time.Sleep(200 * time.Millisecond)
+			// (no_answer) or once the output learned the outcome (reset:
+			// Close waits for the commit in flight to resolve): either way
+			// Kafka never heard of it.
 			require.NoError(t, first.Close(context.Background()))
 			for _, ch := range chs {
 				<-ch

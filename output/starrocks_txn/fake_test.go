@@ -139,6 +139,7 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	}
 	f.mu.Unlock()
 	if delay > 0 {
+		// Real time: a slow load is the fake's answer taking this long.
 		time.Sleep(delay)
 	}
 	f.mu.Lock()

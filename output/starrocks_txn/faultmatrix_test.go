@@ -332,10 +332,9 @@ starrocks_txn:
 	go func() { runDone <- stream.Run(ctx) }()
 	defer func() { _ = stream.StopWithin(5 * time.Second) }()
 	if !c.req.atStart {
-		go func() {
-			time.Sleep(300 * time.Millisecond)
-			inject()
-		}()
+		// Mid-stream, on the wall clock the stream runs on.
+		timer := time.AfterFunc(300*time.Millisecond, inject)
+		defer timer.Stop()
 	}
 
 	work := make(chan service.MessageBatch)
@@ -357,12 +356,7 @@ starrocks_txn:
 			}
 		}()
 	}
-	begin := time.Now()
-	pace := 800 * time.Millisecond
-	for _, b := range w.batches {
-		work <- b
-		time.Sleep(pace / time.Duration(len(w.batches)))
-	}
+	begin := paced(len(w.batches), 800*time.Millisecond, func(i int) { work <- w.batches[i] })
 	close(work)
 	pwg.Wait()
 	res.elapsed = time.Since(begin)

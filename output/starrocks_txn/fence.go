@@ -8,7 +8,9 @@ import (
 
 // Fences (ARCHITECTURE.md §4.6): the partition registry calls fence when the
 // input loses a partition; what is uncommitted of it is released, never
-// committed, once no commit holding it is in flight.
+// committed, once no commit holding it is in flight. The fence waits here;
+// what it changes is the core's steps (fenceTake, fenceRelease,
+// fenceGiveUp, fenceEnd).
 
 // fence drops everything uncommitted of a partition (under every seq
 // source), waits (bounded) for an in-flight commit that contains its rows,
@@ -23,61 +25,11 @@ import (
 // their messages are acknowledged when they are released.
 func (o *Output) fence(ctx context.Context, part string) error {
 	o.mu.Lock()
-	var txns []*srcTxn
-	var held []*item
-	var fenced []*partition
-	// The next message of the partition reads its durable progress again:
-	// a new owner may have moved it on by then.
-	delete(o.progress, part)
-	o.progressGen[part]++
-	// Messages waiting for the progress belong to the fenced assignment.
-	held = append(held, o.progressWait[part]...)
-	delete(o.progressWait, part)
-	for k, p := range o.parts {
-		if k.partition != part {
-			continue
-		}
-		// p.fenced is set only once the wait below is over: a commit in
-		// flight that resolves meanwhile still publishes its boundary, which
-		// the input commits on revoke.
-		fenced = append(fenced, p)
-		mine := append([]*srcTxn{}, p.order...)
-		if p.open != nil {
-			mine = append(mine, p.open)
-		}
-		txns = append(txns, mine...)
-		for _, t := range mine {
-			if !t.state.over() {
-				o.moveLocked(t, txnFenced)
-			}
-		}
-		delete(o.parts, k)
-		held = append(held, p.held...)
-		for _, id := range sortedKeys(p.parked) {
-			held = append(held, p.parked[id]...)
-		}
-		if p.stalled != nil {
-			o.m.stalled.Set(0, o.partitionLabel(p))
-		}
-	}
-	// Messages of the partition still waiting for a sequence gap.
-	for _, s := range o.seqs {
-		for _, it := range s.pending {
-			if it.pk.partition == part {
-				held = append(held, it)
-			}
-		}
-	}
+	f := o.core.fenceTake(part)
 	o.mu.Unlock()
 	defer func() {
 		o.mu.Lock()
-		for _, p := range fenced {
-			p.fenced = true
-		}
-		// A progress read during the wait may predate the commit that
-		// was in flight: read it again.
-		delete(o.progress, part)
-		o.progressGen[part]++
+		o.core.fenceEnd(f)
 		o.mu.Unlock()
 	}()
 
@@ -85,67 +37,152 @@ func (o *Output) fence(ctx context.Context, part string) error {
 	defer deadline.Stop()
 	for {
 		o.mu.Lock()
-		busy := false
-		for _, t := range txns {
-			if t.held() {
-				busy = true
-				break
-			}
-		}
-		if !busy {
-			for _, t := range txns {
-				o.releaseFencedLocked(t)
-			}
-			for _, it := range held {
-				o.itemDoneLocked(it)
-			}
-			o.mu.Unlock()
+		released := o.core.fenceRelease(f)
+		o.mu.Unlock()
+		if released {
 			return nil
 		}
-		o.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return o.fenceGiveUp(txns, held, fmt.Errorf("fencing partition %s: waiting for an in-flight commit: %w", part, ctx.Err()))
+			return o.fenceGiveUp(f, fmt.Errorf("fencing partition %s: waiting for an in-flight commit: %w", part, ctx.Err()))
 		case <-deadline.C:
-			return o.fenceGiveUp(txns, held, fmt.Errorf("fencing partition %s: an in-flight commit containing it did not resolve within %v", part, fenceWait))
+			return o.fenceGiveUp(f, fmt.Errorf("fencing partition %s: an in-flight commit containing it did not resolve within %v", part, fenceWait))
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// fenceGiveUp ends a fence that stopped waiting for an in-flight commit
+// (core.fenceGiveUp) with err.
+func (o *Output) fenceGiveUp(f *fencing, err error) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.core.fenceGiveUp(f)
+	return err
+}
+
+// fencing is what a fence took of its partition: its transactions (moved
+// to fenced), the messages of it that were never in one (held behind a
+// stall, parked, waiting for a sequence gap or for the progress), and the
+// partition states it removed.
+type fencing struct {
+	part  string
+	txns  []*srcTxn
+	held  []*item
+	parts []*partition
+}
+
+// fenceTake is the first step of a fence: it takes everything uncommitted
+// of the partition, under every seq source, out of the core. Its
+// transactions move to fenced at once, so they stop counting as buffered and
+// committable; their messages are acknowledged when they are released
+// (fenceRelease). The next message of the partition reads its durable
+// progress again: a new owner may have moved it on by then.
+func (k *core) fenceTake(part string) *fencing {
+	f := &fencing{part: part}
+	delete(k.progress, part)
+	k.progressGen[part]++
+	// Messages waiting for the progress belong to the fenced assignment.
+	f.held = append(f.held, k.progressWait[part]...)
+	delete(k.progressWait, part)
+	for key, p := range k.parts {
+		if key.partition != part {
+			continue
+		}
+		// p.fenced is set only once the fence's wait is over (fenceEnd): a
+		// commit in flight that resolves meanwhile still publishes its
+		// boundary, which the input commits on revoke.
+		f.parts = append(f.parts, p)
+		mine := append([]*srcTxn{}, p.order...)
+		if p.open != nil {
+			mine = append(mine, p.open)
+		}
+		f.txns = append(f.txns, mine...)
+		for _, t := range mine {
+			if !t.state.over() {
+				k.move(t, txnFenced)
+			}
+		}
+		delete(k.parts, key)
+		f.held = append(f.held, p.held...)
+		for _, id := range sortedKeys(p.parked) {
+			f.held = append(f.held, p.parked[id]...)
+		}
+		if p.stalled != nil {
+			k.fx.gauge(gaugeStalledPartition, 0, partitionLabel(p))
+		}
+	}
+	// Messages of the partition still waiting for a sequence gap.
+	for _, s := range k.seqs {
+		for _, it := range s.pending {
+			if it.pk.partition == part {
+				f.held = append(f.held, it)
+			}
+		}
+	}
+	return f
+}
+
+// fenceRelease releases everything the fence took, once no commit request
+// and no dead-letter write holds any of its transactions; it reports
+// whether it did (else the fence waits and asks again).
+func (k *core) fenceRelease(f *fencing) bool {
+	for _, t := range f.txns {
+		if t.held() {
+			return false
+		}
+	}
+	for _, t := range f.txns {
+		k.releaseFenced(t)
+	}
+	for _, it := range f.held {
+		k.itemDone(it)
+	}
+	return true
 }
 
 // fenceGiveUp ends a fence that stopped waiting for an in-flight commit: what
 // is not in that commit is released now; what is, is released by the commit
 // goroutine once the commit resolves, either way (committed, or discarded
 // from the replay as fenced).
-func (o *Output) fenceGiveUp(txns []*srcTxn, held []*item, err error) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, t := range txns {
+func (k *core) fenceGiveUp(f *fencing) {
+	for _, t := range f.txns {
 		if !t.held() {
-			o.releaseFencedLocked(t)
+			k.releaseFenced(t)
 		}
 	}
-	for _, it := range held {
-		o.itemDoneLocked(it)
+	for _, it := range f.held {
+		k.itemDone(it)
 	}
-	return err
 }
 
-// releaseFencedLocked releases the messages of a transaction a fence took:
+// fenceEnd is the last step of a fence, however it ended: nothing is
+// published for the partition states it took any more, and a progress read
+// during the wait, which may predate the commit that was in flight, is read
+// again.
+func (k *core) fenceEnd(f *fencing) {
+	for _, p := range f.parts {
+		p.fenced = true
+	}
+	delete(k.progress, f.part)
+	k.progressGen[f.part]++
+}
+
+// releaseFenced releases the messages of a transaction a fence took:
 // their WriteBatch calls return with success (the partition's new owner reads
 // them again). Nothing is published as committed.
-func (o *Output) releaseFencedLocked(t *srcTxn) {
+func (k *core) releaseFenced(t *srcTxn) {
 	if t.state == txnFenced && !t.held() {
-		o.moveLocked(t, txnReleased)
+		k.move(t, txnReleased)
 	}
 }
 
-// liveTxnsLocked returns txns without those a fence or a stall took out,
+// liveTxns returns txns without those a fence or a stall took out,
 // releasing the fenced ones it discards.
-func (o *Output) liveTxnsLocked(txns []*srcTxn) []*srcTxn {
+func (k *core) liveTxns(txns []*srcTxn) []*srcTxn {
 	out := make([]*srcTxn, 0, len(txns))
 	for _, t := range txns {
-		o.releaseFencedLocked(t)
+		k.releaseFenced(t)
 		if t.state.live() {
 			out = append(out, t)
 		}

@@ -32,10 +32,10 @@ func TestCommittedThroughAndFence(t *testing.T) {
 	// An open transaction of p0 is held; a fence releases it with success
 	// and its rows are never committed.
 	ch := writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 3, "txn": "t2"}, false)})
-	time.Sleep(100 * time.Millisecond)
+	waitCore(t, o, "t2 is open", func(k *core) bool { return openTxn(k, "a1", "p0", "t2") })
 	require.NoError(t, reg.Fence(context.Background(), "p0"))
 	waitAll(t, []chan error{ch}, time.Second)
-	time.Sleep(200 * time.Millisecond)
+	quiesce(t, o)
 	assert.Len(t, f.rows("a"), 2)
 }
 
@@ -47,10 +47,10 @@ func TestFenceReleasesAStalledPartition(t *testing.T) {
 	chs := []chan error{
 		writeAsync(o, service.MessageBatch{s.row("p0", "bad", "missing", map[string]any{"id": 1}, true)}),
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitCore(t, o, "p0 stalls at bad", func(k *core) bool { return stalledAt(k, "a1", "p0") == "bad" })
 	// Admitted after the stall: held with it.
 	chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", "later", "a", map[string]any{"id": 2}, true)}))
-	time.Sleep(100 * time.Millisecond)
+	waitCore(t, o, "later is held behind the stall", func(k *core) bool { return len(k.parts[pkey{"a1", "p0"}].held) == 1 })
 	for _, ch := range chs {
 		select {
 		case <-ch:
@@ -62,7 +62,7 @@ func TestFenceReleasesAStalledPartition(t *testing.T) {
 	waitAll(t, chs, time.Second)
 	assert.Empty(t, f.rows("a"), "nothing of the fenced partition was committed")
 	o.mu.Lock()
-	assert.Empty(t, o.parts, "the partition's state is gone; a new owner starts fresh")
+	assert.Empty(t, o.core.parts, "the partition's state is gone; a new owner starts fresh")
 	o.mu.Unlock()
 }
 
@@ -92,7 +92,7 @@ func TestFenceThatGivesUpReleasesWhenTheCommitAborts(t *testing.T) {
 		s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true),
 		s.row("p0", "t3", "a", map[string]any{"id": 3, "txn": "t3"}, false),
 	})
-	time.Sleep(150 * time.Millisecond)
+	waitCore(t, o, "t2 is complete and t3 open", func(k *core) bool { return openTxn(k, "asm", "p0", "t3") })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -124,7 +124,7 @@ func TestFenceThatGivesUpReleasesWhenTheCommitSucceeds(t *testing.T) {
 	inCommit := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})
 	waitCommitting(t, o)
 	open := writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, false)})
-	time.Sleep(50 * time.Millisecond)
+	waitCore(t, o, "t2 is open", func(k *core) bool { return openTxn(k, "asm", "p0", "t2") })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	require.Error(t, registry.Get(res).Fence(ctx, "p0"))
@@ -162,7 +162,8 @@ func TestFencePublishesACommitThatResolvesDuringTheWait(t *testing.T) {
 			waitCommitting(t, o)
 			done := make(chan error, 1)
 			go func() { done <- o.fence(context.Background(), "p0") }()
-			time.Sleep(100 * time.Millisecond)
+			// The commit resolves while the fence waits for it.
+			waitCore(t, o, "the fence took the partition", func(k *core) bool { return k.parts[pkey{"asm", "p0"}] == nil })
 			close(gate)
 			require.NoError(t, <-done)
 			off, ok := registry.Get(res).Committed("p0")
@@ -191,7 +192,9 @@ func TestStaleEpochTailAfterFenceIsNeverCommitted(t *testing.T) {
 	}
 	again := replay(rows, "asm2") // the new owner reads T again
 	headCh := writeAsync(o, withEpoch(e1, rows[0], rows[1]))
-	time.Sleep(100 * time.Millisecond)
+	waitCore(t, o, "the head of T is admitted", func(k *core) bool {
+		return openTxn(k, "asm", "p0", "T") && len(k.parts[pkey{"asm", "p0"}].open.items) == 2
+	})
 	require.NoError(t, reg.Fence(context.Background(), "p0"))
 	waitAll(t, []chan error{headCh}, time.Second)
 
@@ -199,9 +202,9 @@ func TestStaleEpochTailAfterFenceIsNeverCommitted(t *testing.T) {
 	// assigned again.
 	waitAll(t, []chan error{writeAsync(o, withEpoch(e1, rows[2]))}, time.Second)
 	o.mu.Lock()
-	assert.Empty(t, o.parts, "a stale message never recreates the fenced partition")
+	assert.Empty(t, o.core.parts, "a stale message never recreates the fenced partition")
 	o.mu.Unlock()
-	time.Sleep(300 * time.Millisecond)
+	quiesce(t, o)
 	assert.Empty(t, f.rows("a"), "the tail of T alone was never committed")
 
 	e2 := reg.Assign("p0")
@@ -237,7 +240,7 @@ func TestStaleEpochWholeTransactionAfterFenceIsNeverCommitted(t *testing.T) {
 	late2 := withEpoch(e1, s.row("p0", "t3", "a", map[string]any{"id": "k", "v": 3, "txn": "t3"}, true))
 	fresh := withEpoch(e2, s.row("p0", "t4", "a", map[string]any{"id": "k", "v": 4, "txn": "t4"}, true))
 	waitAll(t, []chan error{writeAsync(o, late2), writeAsync(o, fresh)}, 5*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	quiesce(t, o)
 	var txns []string
 	for _, r := range f.rows("a") {
 		txns = append(txns, r["txn"].(string))
@@ -268,12 +271,13 @@ func TestNoEpochMeansNoEpochChecking(t *testing.T) {
 // it out of the cycle instead.
 func TestCommitWaitsForTheGroupLease(t *testing.T) {
 	f := newFakeSR()
-	o, res := testOutput(t, "commit_interval: 20ms\n", f, nil)
+	var logs logBuffer
+	o, res := testOutput(t, "commit_interval: 20ms\n", f, nil, withLog(&logs))
 	reg := registry.Get(res)
 	reg.Renew([]string{"p0"}, time.Now().Add(-time.Millisecond))
 	s := newSrc("asm")
 	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
-	time.Sleep(300 * time.Millisecond)
+	waitLogged(t, &logs, 0, "the commit is held for the lease of p0", "Holding the commit of label", "partition p0")
 	assert.Empty(t, f.rows("a"), "nothing is committed while the lease is over")
 	select {
 	case err := <-done:
@@ -288,11 +292,11 @@ func TestCommitWaitsForTheGroupLease(t *testing.T) {
 	// the held transaction out; nothing of it is committed.
 	reg.Renew([]string{"p1"}, time.Now().Add(-time.Millisecond))
 	held := writeAsync(o, service.MessageBatch(txnMsgs(s, "p1", "t2", 2)))
-	time.Sleep(200 * time.Millisecond)
+	waitLogged(t, &logs, 0, "the commit is held for the lease of p1", "Holding the commit of label", "partition p1")
 	require.NoError(t, reg.Fence(context.Background(), "p1"))
 	waitAll(t, []chan error{held}, 5*time.Second)
 	reg.Unlease([]string{"p1"})
-	time.Sleep(100 * time.Millisecond)
+	quiesce(t, o)
 	assert.Equal(t, map[string]int{"t1": 1}, countIDs(f.rows("a")), "the fenced transaction was never committed")
 }
 
@@ -304,7 +308,8 @@ func TestCommitWaitsForTheGroupLease(t *testing.T) {
 // the replayed cycle waits for the lease like any commit.
 func TestAmbiguousCommitIsNotResentWithoutTheGroupLease(t *testing.T) {
 	f := newFakeSR()
-	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\n", f, nil)
+	var logs logBuffer
+	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\n", f, nil, withLog(&logs))
 	reg := registry.Get(res)
 	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
 	var lost atomic.Bool
@@ -325,7 +330,10 @@ func TestAmbiguousCommitIsNotResentWithoutTheGroupLease(t *testing.T) {
 	f.mu.Unlock()
 	s := newSrc("asm")
 	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
-	time.Sleep(1500 * time.Millisecond)
+	// The label is rolled back instead of committed again, and the replay
+	// waits for the lease.
+	off := waitLogged(t, &logs, 0, "the label in doubt is rolled back", "rolled back rather than committed again")
+	waitLogged(t, &logs, off, "the replay is held for the lease", "Holding the commit of label", "partition p0")
 	require.True(t, lost.Load(), "the first commit's reply was lost")
 	assert.Empty(t, f.rows("a"), "nothing is committed while the lease is over, not even by a commit sent again")
 	select {
@@ -345,7 +353,8 @@ func TestAmbiguousCommitIsNotResentWithoutTheGroupLease(t *testing.T) {
 // another member now — and nothing of it is committed.
 func TestAmbiguousCommitIsNotResentAfterAFenceGaveUp(t *testing.T) {
 	f := newFakeSR()
-	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\n", f, nil)
+	var logs logBuffer
+	o, res := testOutput(t, "commit_interval: 20ms\nlabel_state_wait: 100ms\n", f, nil, withLog(&logs))
 	reg := registry.Get(res)
 	reg.Renew([]string{"p0"}, time.Now().Add(time.Minute))
 	var lost atomic.Bool
@@ -378,9 +387,10 @@ func TestAmbiguousCommitIsNotResentAfterAFenceGaveUp(t *testing.T) {
 	s := newSrc("asm")
 	done := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))
 	<-fenced
-	time.Sleep(1500 * time.Millisecond)
+	waitLogged(t, &logs, 0, "the label in doubt is rolled back, not committed again", "rolled back rather than committed again")
 	assert.Empty(t, f.rows("a"), "a fenced transaction's commit is never sent again")
 	waitAll(t, []chan error{done}, 10*time.Second)
+	quiesce(t, o)
 	assert.Empty(t, f.rows("a"), "released by the fence, never committed")
 }
 

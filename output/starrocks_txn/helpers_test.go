@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +162,7 @@ func waitCommitting(t *testing.T, o *Output) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		for _, p := range o.parts {
+		for _, p := range o.core.parts {
 			for _, tx := range p.order {
 				if tx.inCommit {
 					return true
@@ -172,12 +173,123 @@ func waitCommitting(t *testing.T, o *Output) {
 	}, 5*time.Second, 5*time.Millisecond, "a commit is in flight")
 }
 
+// paced calls send(i) for i from 0 to n-1, send(i) at about start +
+// i·over/n, and returns start: traffic spread over the wall clock, for the
+// tests of what the output does per second or per commit cycle and of
+// faults that must land mid-stream.
+func paced(n int, over time.Duration, send func(i int)) time.Time {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		send(i)
+		// Real time: the output under test switches, loads and commits on
+		// the wall clock (miniInterval, commit_interval, txn_timeout).
+		time.Sleep(time.Until(start.Add(time.Duration(i+1) * over / time.Duration(n))))
+	}
+	return start
+}
+
+// waitCore waits until cond holds of o's core, read under o.mu: how a test
+// of a running output waits for a step (a message admitted, a partition
+// stalled, a call held at the cap) instead of sleeping until it has
+// probably happened.
+func waitCore(t *testing.T, o *Output, msg string, cond func(k *core) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return cond(o.core)
+	}, 10*time.Second, 2*time.Millisecond, msg)
+}
+
+// stepCore runs one step of o's core under o.mu, as the output's own
+// goroutines do: a test uses it to run a check (a sequence gap, the
+// starvation report) at a time of its choosing.
+func stepCore(o *Output, step func(k *core)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	step(o.core)
+}
+
+// quiesce waits until nothing the output holds can still become visible:
+// no transaction is committable (active, queued, in a cycle), no database
+// worker has a queue, a step under way or a commit goroutine, no progress
+// read is under way, and nothing is on its way to dead_letter. A test that
+// asserts something never committed asserts it after quiesce rather than
+// after a sleep: had the output been about to commit it, it would have.
+// Open transactions and stalled partitions stay as they are.
+func quiesce(t *testing.T, o *Output) {
+	t.Helper()
+	waitCore(t, o, "the output is quiet", func(k *core) bool {
+		if k.committable != 0 || len(k.progressLoading) > 0 || len(k.dlQueue) > 0 || k.dlWriting != nil {
+			return false
+		}
+		for _, q := range k.dbs {
+			if len(q.queue) > 0 || q.busy || q.committing > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	checkLifecycle(t)
+}
+
+// waitLogged waits until a line buf got after its first from bytes holds
+// every one of parts, and returns the offset just past that line: a test
+// waits so for a step the output logs (a commit held for a lease, a label
+// rolled back).
+func waitLogged(t *testing.T, buf *logBuffer, from int, msg string, parts ...string) int {
+	t.Helper()
+	end := -1
+	require.Eventually(t, func() bool {
+		text := buf.From(from)
+		pos := 0
+		for _, line := range strings.SplitAfter(text, "\n") {
+			pos += len(line)
+			all := strings.HasSuffix(line, "\n")
+			for _, p := range parts {
+				all = all && strings.Contains(line, p)
+			}
+			if all {
+				end = from + pos
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 2*time.Millisecond, msg)
+	return end
+}
+
+// openTxn reports whether partition p of seq source src has open source
+// transaction txn: its messages so far are admitted.
+func openTxn(k *core, src, p, txn string) bool {
+	pt := k.parts[pkey{source: src, partition: p}]
+	return pt != nil && pt.open != nil && pt.open.id == txn
+}
+
+// pendingSeqs is how many messages of seq source src wait in the sequencer
+// for an earlier seq.
+func pendingSeqs(k *core, src string) int {
+	if s := k.seqs[src]; s != nil {
+		return len(s.pending)
+	}
+	return 0
+}
+
+// stalledAt is the transaction partition p of seq source src stalled at,
+// "" while it has not.
+func stalledAt(k *core, src, p string) string {
+	if pt := k.parts[pkey{source: src, partition: p}]; pt != nil && pt.stalled != nil {
+		return pt.stalledTxn
+	}
+	return ""
+}
+
 // accounting returns what the output still counts as committable and
 // buffered.
 func accounting(o *Output) (committable int, buffered int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.committable, o.buffered
+	return o.core.committable, o.core.buffered
 }
 
 // assertAtomic checks that every source transaction's rows became visible in

@@ -224,7 +224,8 @@ starrocks_txn:
 	tail := withEpoch(e1, order(s, "T", 2, true))
 	headDone := make(chan error, 1)
 	go func() { headDone <- produce(context.Background(), head) }()
-	time.Sleep(300 * time.Millisecond)
+	require.Eventually(t, func() bool { return metrics.Gauge("starrocks_txn_buffered_bytes") > 0 }, 10*time.Second, 5*time.Millisecond,
+		"the head of T is admitted (its row is buffered)")
 	require.NoError(t, reg.Fence(context.Background(), "p0"))
 	select {
 	case err := <-headDone:
@@ -345,6 +346,8 @@ func TestIntegrationForgottenCommitNeverStalls(t *testing.T) {
 	evict := func(ctx context.Context, e *emulator.Emulator) {
 		for ctx.Err() == nil {
 			e.EvictLabels("test")
+			// Real time: StarRocks evicts labels on its own clock, beside
+			// the stream; this evicts each about as soon as it is final.
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
@@ -435,6 +438,8 @@ func TestIntegrationManyMissingDatabasesStayBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rows, 1)
 	begins := e.Counters().Begins
+	// Real time: that no begin is retried is a claim about a while, several
+	// of the workers' ticks and backoffs long, with nothing else to wait for.
 	time.Sleep(500 * time.Millisecond)
 	assert.LessOrEqual(t, e.Counters().Begins-begins, int64(2), "no begin retried into a missing database (the one live database may begin its next cycle)")
 	for _, name := range []string{"starrocks_txn_cycle_retries", "starrocks_txn_rollbacks", "starrocks_txn_commits"} {

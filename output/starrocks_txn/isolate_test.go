@@ -46,8 +46,10 @@ func TestFilteredRowsAtCommitAreIsolated(t *testing.T) {
 		}
 		chs = append(chs, writeAsync(o, service.MessageBatch{s.row(fmt.Sprintf("p%d", i%2), id, "a", body, true)}))
 	}
-	// All twelve land in one cycle.
-	time.Sleep(300 * time.Millisecond)
+	// All twelve are complete before the first commit, held at the gate,
+	// resolves.
+	waitCommitting(t, o)
+	waitCore(t, o, "all twelve are committable", func(k *core) bool { return k.committable == 12 })
 	close(f.commitGate)
 	waitAll(t, chs, 10*time.Second)
 	assert.Equal(t, []string{"t7"}, dl.txnIDs())

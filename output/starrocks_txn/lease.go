@@ -43,7 +43,7 @@ func (w *dbWorker) expiredLease(c *cycle) (string, time.Time) {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.expiredLeaseLocked(o.liveTxnsLocked(c.txns))
+	return o.expiredLeaseLocked(o.core.liveTxns(c.txns))
 }
 
 // expiredLeaseOfCommit is expiredLease for a cycle whose commit was sent

@@ -8,7 +8,7 @@ import (
 // The lifecycle of a source transaction.
 //
 // A source transaction (srcTxn) is in exactly one of the states below, and
-// moveLocked is the only code that changes it. moveLocked also keeps the two
+// move is the only code that changes it. move also keeps the two
 // output-wide counters admission decides on — buffered, the bytes of rows a
 // commit may still need, and committable, the transactions a commit cycle can
 // still commit — and acknowledges the transaction's messages once it is over.
@@ -39,9 +39,12 @@ import (
 //   - open: receiving its messages (the partition's open transaction), or
 //     complete and being placed within one admission step.
 //   - active: complete, in its partition's active chunks (partition.active).
+//     A state between open and active for a transaction held before it may
+//     be frozen (a schema gate) would be entered where active is:
+//     partition.go, activate.
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
-//   - poisoned: on its way to dead_letter (Output.dlQueue, Output.dlWriting).
+//   - poisoned: on its way to dead_letter (core.dlQueue, core.dlWriting).
 //   - stalled: poisoned without dead_letter, or a later transaction of the
 //     partition held behind the one that stalled it, until a fence.
 //   - fenced: a fence took it; it is released once no commit holding it is
@@ -52,10 +55,10 @@ import (
 //     next owner, who reads it again.
 //
 // Live states (open, active, queued, in cycle) count their bytes in
-// Output.buffered; committable states (active, queued, in cycle) count in
-// Output.committable; leaving them subtracts. Entering a state that is over
+// core.buffered; committable states (active, queued, in cycle) count in
+// core.committable; leaving them subtracts. Entering a state that is over
 // acknowledges the transaction's messages; entering a resolved one publishes
-// the partition's committed-through offset (advanceLocked).
+// the partition's committed-through offset (advance).
 //
 // "A commit is in flight" (srcTxn.inCommit) is not a state but a marker
 // beside it: a commit request cannot be called back, so while it is in
@@ -93,11 +96,11 @@ func (s txnState) String() string {
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
 
-// live reports whether the transaction's rows count in Output.buffered: a
+// live reports whether the transaction's rows count in core.buffered: a
 // commit may still load them.
 func (s txnState) live() bool { return s <= txnInCycle }
 
-// committable reports whether the transaction counts in Output.committable:
+// committable reports whether the transaction counts in core.committable:
 // complete, and a commit cycle can still commit it.
 func (s txnState) committable() bool { return s >= txnActive && s <= txnInCycle }
 
@@ -162,7 +165,7 @@ type srcTxn struct {
 	// starrocks_txn_end or starrocks_txn_abort: the next message naming
 	// another transaction ends it (partition.go).
 	unsureEnd bool
-	// state is where the transaction is in its lifecycle; only moveLocked
+	// state is where the transaction is in its lifecycle; only move
 	// changes it.
 	state txnState
 	// inCommit is set while a commit request that holds the transaction is
@@ -177,7 +180,7 @@ type srcTxn struct {
 	itemsBuf  [8]*item
 	tablesBuf [4]string
 	// rowsBuf is where the first tables' rows start, rowsPerTable each
-	// (carved by addRowLocked from rowsFree): one or two rows per table are
+	// (carved by addRow from rowsFree): one or two rows per table are
 	// usual, so most transactions need no allocation for their rows.
 	rowsBuf  [3 * rowsPerTable][]byte
 	rowsFree [][]byte
@@ -190,18 +193,18 @@ const rowsPerTable = 2
 // held reports whether a request that holds the transaction is in flight.
 func (t *srcTxn) held() bool { return t.inCommit || t.inDeadLetter }
 
-// newTxnLocked starts a source transaction of p in state open.
-func newTxnLocked(p *partition, id string, t0 time.Time) *srcTxn {
+// newTxn starts a source transaction of p in state open.
+func newTxn(p *partition, id string, t0 time.Time) *srcTxn {
 	t := &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
 	t.items, t.tables, t.rowsFree = t.itemsBuf[:0], t.tablesBuf[:0], t.rowsBuf[:]
 	return t
 }
 
-// addRowLocked adds one row to an open transaction and counts its bytes in
-// Output.buffered: with moveLocked, the only code that changes buffered.
-func (o *Output) addRowLocked(t *srcTxn, it *item) {
+// addRow adds one row to an open transaction and counts its bytes in
+// core.buffered: with move, the only code that changes buffered.
+func (k *core) addRow(t *srcTxn, it *item) {
 	if t.state != txnOpen {
-		o.refuseLocked(t, fmt.Errorf("adding a row to source transaction %q of partition %s in state %s", t.id, t.p.key, t.state))
+		k.refuse(t, fmt.Errorf("adding a row to source transaction %q of partition %s in state %s", t.id, t.p.key, t.state))
 		return
 	}
 	rows, seen := t.rows[it.table]
@@ -221,78 +224,78 @@ func (o *Output) addRowLocked(t *srcTxn, it *item) {
 		t.deletes[it.table] = true
 	}
 	t.bytes += int64(len(it.body))
-	o.buffered += int64(len(it.body))
+	k.buffered += int64(len(it.body))
 }
 
-// moveLocked moves t to state to: the one place where a transaction changes
+// move moves t to state to: the one place where a transaction changes
 // state and the counters follow. It refuses a transition the lifecycle does
 // not have (see canMove): the transaction keeps its state, the refusal is
 // logged and counted (starrocks_txn_lifecycle_errors), and the caller must
 // not act as if the move happened. It reports whether t moved.
-func (o *Output) moveLocked(t *srcTxn, to txnState) bool {
+func (k *core) move(t *srcTxn, to txnState) bool {
 	from := t.state
 	if !canMove(from, to, t.inCommit, t.inDeadLetter) {
-		o.refuseLocked(t, fmt.Errorf("source transaction %q of partition %s: no transition from %s to %s (commit in flight: %v, dead-letter write in flight: %v)", t.id, t.p.key, from, to, t.inCommit, t.inDeadLetter))
+		k.refuse(t, fmt.Errorf("source transaction %q of partition %s: no transition from %s to %s (commit in flight: %v, dead-letter write in flight: %v)", t.id, t.p.key, from, to, t.inCommit, t.inDeadLetter))
 		return false
 	}
 	switch {
 	case from.committable() && !to.committable():
-		o.committable--
+		k.committable--
 	case !from.committable() && to.committable():
-		o.committable++
+		k.committable++
 	}
 	if from.live() && !to.live() {
-		o.buffered -= t.bytes
+		k.buffered -= t.bytes
 	}
 	t.state = to
 	if to.over() {
 		for _, it := range t.items {
-			o.itemDoneLocked(it)
+			k.itemDone(it)
 		}
 	}
 	if to.resolved() {
-		o.advanceLocked(t.p)
+		k.advance(t.p)
 	}
 	return true
 }
 
-// refuseLocked reports a change the lifecycle does not allow. It never
+// refuse reports a change the lifecycle does not allow. It never
 // happens unless the output has a bug; the transaction stays as it is, which
 // at worst holds its messages until a fence or a restart, and never
 // acknowledges anything that was not committed.
-func (o *Output) refuseLocked(t *srcTxn, err error) {
-	o.log.Errorf("Refused a change of a source transaction: %v; it keeps its state (a bug of the output: please report it)", err)
-	o.m.lifecycleErrors.Incr(1)
-	if o.onLifecycleError != nil {
-		o.onLifecycleError(err)
+func (k *core) refuse(t *srcTxn, err error) {
+	k.fx.logf(logError, "", "Refused a change of a source transaction: %v; it keeps its state (a bug of the output: please report it)", err)
+	k.fx.count(ctrLifecycleErrors, 1, "")
+	if k.onLifecycleError != nil {
+		k.onLifecycleError(err)
 	}
 }
 
-// itemDoneLocked acknowledges one message: its WriteBatch call returns once
+// itemDone acknowledges one message: its WriteBatch call returns once
 // all of its messages are done.
-func (o *Output) itemDoneLocked(it *item) {
+func (k *core) itemDone(it *item) {
 	if it.finished {
 		return
 	}
 	it.finished = true
 	it.call.pending--
 	if it.call.pending == 0 {
-		o.releaseCallLocked(it.call)
-		close(it.call.done)
+		k.releaseCall(it.call)
+		k.fx.callDone(it.call)
 	}
 }
 
-// releaseCallLocked takes call c out of Output.held, once.
-func (o *Output) releaseCallLocked(c *call) {
+// releaseCall takes call c out of core.held, once.
+func (k *core) releaseCall(c *call) {
 	if c.held {
 		c.held = false
-		o.held--
+		k.held--
 	}
 }
 
-// advanceLocked publishes the partition's committed-through offset: the END
+// advance publishes the partition's committed-through offset: the END
 // offset of the last transaction of the resolved prefix.
-func (o *Output) advanceLocked(p *partition) {
+func (k *core) advance(p *partition) {
 	n := 0
 	var last *srcTxn
 	for _, t := range p.order {
@@ -309,19 +312,19 @@ func (o *Output) advanceLocked(p *partition) {
 	}
 	p.order = p.order[n:]
 	if last != nil {
-		o.publishLocked(p, last.endOffset)
+		k.publish(p, last.endOffset)
 	}
 }
 
-// publishLocked tells the input (internal/registry) that every source
+// publish tells the input (internal/registry) that every source
 // transaction of p ending at or below end is resolved; a fenced partition
 // publishes nothing (its new owner does).
-func (o *Output) publishLocked(p *partition, end int64) {
+func (k *core) publish(p *partition, end int64) {
 	if p.fenced || p.key.partition == noContractPartition {
 		return
 	}
 	if !p.hasPublished || end > p.published {
 		p.published, p.hasPublished = end, true
 	}
-	o.reg.PublishCommitted(p.key.partition, end)
+	k.fx.publishCommitted(p.key.partition, end)
 }

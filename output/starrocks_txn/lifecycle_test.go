@@ -31,6 +31,11 @@ import (
 func lifecycleViolations(o *Output) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return coreViolations(o.core)
+}
+
+// coreViolations is lifecycleViolations of a core, under its owner's lock.
+func coreViolations(k *core) []string {
 	var bad []string
 	report := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
 	seen := map[*srcTxn]bool{}
@@ -55,7 +60,7 @@ func lifecycleViolations(o *Output) []string {
 			live = append(live, t)
 		}
 	}
-	for k, p := range o.parts {
+	for k, p := range k.parts {
 		if p.open != nil {
 			if p.open.state != txnOpen {
 				report("partition %s: its open transaction %q is %s", k, p.open.id, p.open.state)
@@ -77,8 +82,8 @@ func lifecycleViolations(o *Output) []string {
 		}
 	}
 	queued := map[*srcTxn]int{}
-	for db, w := range o.workers {
-		for _, t := range w.queue {
+	for db, q := range k.dbs {
+		for _, t := range q.queue {
 			if t.state == txnQueued {
 				queued[t]++
 				if t.db != db {
@@ -98,14 +103,14 @@ func lifecycleViolations(o *Output) []string {
 			report("queued transaction %q is in %d worker queues", t.id, queued[t])
 		}
 	}
-	if o.buffered != sum {
-		report("buffered is %d, the live transactions hold %d bytes", o.buffered, sum)
+	if k.buffered != sum {
+		report("buffered is %d, the live transactions hold %d bytes", k.buffered, sum)
 	}
-	if o.committable != committable {
-		report("committable is %d, %d transactions are active, queued or in a cycle", o.committable, committable)
+	if k.committable != committable {
+		report("committable is %d, %d transactions are active, queued or in a cycle", k.committable, committable)
 	}
-	if o.buffered < 0 || o.committable < 0 || o.waiting < 0 {
-		report("a negative counter: buffered %d, committable %d, waiting %d", o.buffered, o.committable, o.waiting)
+	if k.buffered < 0 || k.committable < 0 || k.waiting < 0 {
+		report("a negative counter: buffered %d, committable %d, waiting %d", k.buffered, k.committable, k.waiting)
 	}
 	return bad
 }
@@ -142,7 +147,7 @@ var checkers sync.Map // *testing.T -> *[]*lifecycleChecker
 func watchLifecycle(t *testing.T, o *Output, f txnClient) *lifecycleChecker {
 	t.Helper()
 	c := &lifecycleChecker{o: o}
-	o.onLifecycleError = func(err error) { c.record("refused: " + err.Error()) }
+	o.core.onLifecycleError = func(err error) { c.record("refused: " + err.Error()) }
 	v, loaded := checkers.LoadOrStore(t, &[]*lifecycleChecker{})
 	if !loaded {
 		// Registered first, so run last: after every output of t closed
@@ -247,41 +252,41 @@ func TestLifecycleCountersFollowTheTransitions(t *testing.T) {
 	o, _ := testOutput(t, "", newFakeSR(), nil)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	p := o.partitionLocked(pkey{"asm", "p0"})
+	p := o.core.partition(pkey{"asm", "p0"})
 	c := &call{pending: 2, done: make(chan struct{})}
 	mk := func(id string) *srcTxn {
-		tx := newTxnLocked(p, id, time.Now())
+		tx := newTxn(p, id, time.Now())
 		it := &item{call: c, isRow: true, table: "a", body: []byte(`{"id":1}`)}
 		tx.items = []*item{it}
-		o.addRowLocked(tx, it)
+		o.core.addRow(tx, it)
 		p.order = append(p.order, tx)
 		return tx
 	}
 	check := func(committable int, buffered int64) {
 		t.Helper()
-		assert.Equal(t, committable, o.committable)
-		assert.Equal(t, buffered, o.buffered)
+		assert.Equal(t, committable, o.core.committable)
+		assert.Equal(t, buffered, o.core.buffered)
 	}
 	a := mk("a")
 	check(0, 8)
 	for _, s := range []txnState{txnActive, txnQueued, txnInCycle} {
-		require.True(t, o.moveLocked(a, s))
+		require.True(t, o.core.move(a, s))
 		check(1, 8)
 	}
 	b := mk("b")
 	check(1, 16)
-	require.True(t, o.moveLocked(b, txnActive))
+	require.True(t, o.core.move(b, txnActive))
 	check(2, 16)
-	require.True(t, o.moveLocked(a, txnCommitted))
+	require.True(t, o.core.move(a, txnCommitted))
 	check(1, 8)
 	assert.Equal(t, 1, c.pending, "a's message is acknowledged")
-	require.True(t, o.moveLocked(b, txnFenced))
+	require.True(t, o.core.move(b, txnFenced))
 	check(0, 0)
 	assert.Equal(t, 1, c.pending, "a fenced transaction's message waits for its release")
 	b.inCommit = true
 	assert.False(t, canMove(b.state, txnReleased, b.inCommit, b.inDeadLetter), "never released while a commit holding it is in flight")
 	b.inCommit = false
-	require.True(t, o.moveLocked(b, txnReleased))
+	require.True(t, o.core.move(b, txnReleased))
 	assert.Zero(t, c.pending)
 	select {
 	case <-c.done:
@@ -303,22 +308,22 @@ func TestIllegalTransitionIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	o := newOutput(c, newFakeSR(), nil, service.MockResources())
 	var refused []error
-	o.onLifecycleError = func(err error) { refused = append(refused, err) }
+	o.core.onLifecycleError = func(err error) { refused = append(refused, err) }
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	p := o.partitionLocked(pkey{"asm", "p0"})
-	tx := newTxnLocked(p, "t1", time.Now())
+	p := o.core.partition(pkey{"asm", "p0"})
+	tx := newTxn(p, "t1", time.Now())
 	it := &item{call: &call{pending: 1, done: make(chan struct{})}, isRow: true, table: "a", body: []byte(`{}`)}
 	tx.items = []*item{it}
-	o.addRowLocked(tx, it)
-	require.True(t, o.moveLocked(tx, txnSkipped))
+	o.core.addRow(tx, it)
+	require.True(t, o.core.move(tx, txnSkipped))
 
-	assert.False(t, o.moveLocked(tx, txnActive), "an over transaction never comes back")
+	assert.False(t, o.core.move(tx, txnActive), "an over transaction never comes back")
 	assert.Equal(t, txnSkipped, tx.state)
-	assert.Zero(t, o.committable)
-	assert.Zero(t, o.buffered)
-	o.addRowLocked(tx, it)
-	assert.Zero(t, o.buffered, "no row is added to a transaction that is not open")
+	assert.Zero(t, o.core.committable)
+	assert.Zero(t, o.core.buffered)
+	o.core.addRow(tx, it)
+	assert.Zero(t, o.core.buffered, "no row is added to a transaction that is not open")
 	require.Len(t, refused, 2)
 	assert.Contains(t, refused[0].Error(), "from skipped to active")
 	assert.Contains(t, refused[1].Error(), "in state skipped")
@@ -338,14 +343,14 @@ func TestLifecycleCheckFindsDriftingCounters(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	assert.Empty(t, lifecycleViolations(o))
 	o.mu.Lock()
-	o.buffered++
-	o.committable++
+	o.core.buffered++
+	o.core.committable++
 	o.mu.Unlock()
 	found := lifecycleViolations(o)
 	assert.Len(t, found, 2, "%v", found)
 	o.mu.Lock()
-	o.buffered--
-	o.committable--
+	o.core.buffered--
+	o.core.committable--
 	o.mu.Unlock()
 	assert.Empty(t, lifecycleViolations(o))
 	require.NoError(t, o.fence(t.Context(), "p0"))
@@ -360,14 +365,14 @@ type unobserved struct{ txnClient }
 // and rows it has: a table's rows past its room in srcTxn.rowsBuf never
 // land in the next table's.
 func TestAddRowKeepsEachTablesRows(t *testing.T) {
-	o := &Output{}
-	txn := newTxnLocked(&partition{}, "t", time.Time{})
+	k := newCore(&config{}, newRecFx(), false)
+	txn := newTxn(&partition{}, "t", time.Time{})
 	want := map[string][]string{}
 	tables := []string{"a", "b", "c", "d", "e"}
 	for i := range 40 {
 		tbl := tables[(i*7+i/3)%len(tables)]
 		body := fmt.Sprintf(`{"n":%d}`, i)
-		o.addRowLocked(txn, &item{table: tbl, body: []byte(body)})
+		k.addRow(txn, &item{table: tbl, body: []byte(body)})
 		want[tbl] = append(want[tbl], body)
 	}
 	got := map[string][]string{}

@@ -249,7 +249,7 @@ func (w *dbWorker) checkModels(ctx context.Context, c *cycle) {
 	}
 	if removed {
 		o.mu.Lock()
-		c.txns = append(c.txns[:first], o.liveTxnsLocked(c.txns[first:])...)
+		c.txns = append(c.txns[:first], o.core.liveTxns(c.txns[first:])...)
 		o.mu.Unlock()
 	}
 }

@@ -60,7 +60,9 @@ func TestRowSpecificLoadFailureIsIsolated(t *testing.T) {
 		}
 		chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", id, "a", body, true)}))
 	}
-	time.Sleep(300 * time.Millisecond)
+	// All eight are complete before the first commit, held at the gate,
+	// resolves.
+	waitCore(t, o, "all eight are committable", func(k *core) bool { return k.committable == 8 })
 	close(f.commitGate)
 	waitAll(t, chs, 10*time.Second)
 	assert.Equal(t, []string{"t5"}, dl.txnIDs())

@@ -2,11 +2,12 @@ package starrocks_txn
 
 import "time"
 
-// The manager loop: the source-idle switch, the sequence-gap timeout, the
-// max_in_flight starvation report and the gauges.
+// The manager loop and the checks it runs in the core at each tick
+// (core.tick): the source-idle switch, the sequence-gap and parked-message
+// timeouts, the max_in_flight starvation report, the pruning of idle seq
+// sources and the gauges.
 
-// manager runs the source-idle switch, the sequence-gap timeout and the
-// capacity checks.
+// manager runs a step of the core (core.tick) four times per miniInterval.
 func (o *Output) manager() {
 	defer o.wg.Done()
 	tick := o.conf.miniInterval() / 4
@@ -20,66 +21,61 @@ func (o *Output) manager() {
 		}
 		now := o.now()
 		o.mu.Lock()
-		o.switchIdleLocked(now)
-		o.checkGapsLocked(now)
-		o.checkParkedLocked(now)
-		o.checkInFlightLocked(now)
-		o.pruneLocked(now)
-		o.updateGaugesLocked()
+		o.core.tick(now)
 		o.mu.Unlock()
 	}
 }
 
-// checkInFlightLocked reports when every WriteBatch slot waits on open source
+// checkInFlight reports when every WriteBatch slot waits on open source
 // transactions: nothing can commit, and nothing new can arrive to end them.
-// Only calls whose messages are all in their partitions count (Output.held),
+// Only calls whose messages are all in their partitions count (core.held),
 // and the state must last starveHold: a call still parsing or one whose
 // transactions just committed passes through it on a busy machine, while
 // real starvation lasts for good.
-func (o *Output) checkInFlightLocked(now time.Time) {
-	if !o.starvedLocked() {
-		o.starvedSince = time.Time{}
+func (k *core) checkInFlight(now time.Time) {
+	if !k.starved() {
+		k.starvedSince = time.Time{}
 		return
 	}
-	if o.starvedSince.IsZero() {
-		o.starvedSince = now
+	if k.starvedSince.IsZero() {
+		k.starvedSince = now
 	}
-	if now.Sub(o.starvedSince) < o.starveHold() || now.Sub(o.lastMIFErr) < reportEvery {
+	if now.Sub(k.starvedSince) < k.starveHold() || now.Sub(k.lastMIFErr) < reportEvery {
 		return
 	}
-	o.lastMIFErr = now
-	o.log.Errorf("All max_in_flight (%d) WriteBatch calls wait on open source transactions whose END is in a batch that cannot be delivered: raise max_in_flight to at least (batches per commit cycle + batches one source transaction spans) × partitions", o.conf.maxInFlight)
-	o.m.mifStarved.Incr(1)
+	k.lastMIFErr = now
+	k.fx.logf(logError, "", "All max_in_flight (%d) WriteBatch calls wait on open source transactions whose END is in a batch that cannot be delivered: raise max_in_flight to at least (batches per commit cycle + batches one source transaction spans) × partitions", k.conf.maxInFlight)
+	k.fx.count(ctrMaxInFlightStarved, 1, "")
 }
 
 // starveHold is how long every slot must stay held on open transactions
 // before that is reported: two commit intervals, at least a second.
-func (o *Output) starveHold() time.Duration {
-	return max(2*o.conf.commitInterval, time.Second)
+func (k *core) starveHold() time.Duration {
+	return max(2*k.conf.commitInterval, time.Second)
 }
 
-// starvedLocked reports whether every WriteBatch slot is held on open source
+// starved reports whether every WriteBatch slot is held on open source
 // transactions with nothing else under way that could end the wait.
-func (o *Output) starvedLocked() bool {
-	if o.held < o.conf.maxInFlight || o.committable > 0 {
+func (k *core) starved() bool {
+	if k.held < k.conf.maxInFlight || k.committable > 0 {
 		return false
 	}
-	if len(o.progressWait) > 0 {
+	if len(k.progressWait) > 0 {
 		// Waiting for a progress read, which reports its own errors.
 		return false
 	}
-	for _, sq := range o.seqs {
+	for _, sq := range k.seqs {
 		if len(sq.pending) > 0 {
 			// Waiting for a sequence gap, which is reported on its own.
 			return false
 		}
 	}
-	for _, w := range o.workers {
-		if len(w.queue) > 0 || w.busy || w.committing > 0 {
+	for _, q := range k.dbs {
+		if len(q.queue) > 0 || q.busy || q.committing > 0 {
 			return false
 		}
 	}
-	for _, p := range o.parts {
+	for _, p := range k.parts {
 		if p.stalled != nil || len(p.parked) > 0 {
 			// A stalled partition holds its calls until it is fenced or
 			// the poison is dealt with, and is reported on its own
@@ -92,16 +88,16 @@ func (o *Output) starvedLocked() bool {
 	return true
 }
 
-func (o *Output) updateGaugesLocked() {
-	o.m.buffered.Set(o.buffered)
+func (k *core) updateGauges() {
+	k.fx.gauge(gaugeBuffered, k.buffered, "")
 	// The set of regions is kept between ticks (emptied, not made anew) and
 	// keyed by a struct: a tick walks every live transaction.
-	if o.regionScratch == nil {
-		o.regionScratch = map[regionKey]struct{}{}
+	if k.regionScratch == nil {
+		k.regionScratch = map[regionKey]struct{}{}
 	}
-	regions := o.regionScratch
+	regions := k.regionScratch
 	clear(regions)
-	for _, p := range o.parts {
+	for _, p := range k.parts {
 		for _, t := range p.active {
 			addRegions(regions, p.key, t)
 		}
@@ -109,14 +105,14 @@ func (o *Output) updateGaugesLocked() {
 			addRegions(regions, p.key, p.open)
 		}
 	}
-	o.m.openRegions.Set(int64(len(regions)))
+	k.fx.gauge(gaugeOpenRegions, int64(len(regions)), "")
 	n := 0
-	for _, p := range o.parts {
+	for _, p := range k.parts {
 		if p.stalled != nil {
 			n++
 		}
 	}
-	o.m.stalledPartitions.Set(int64(n))
+	k.fx.gauge(gaugeStalledPartitions, int64(n), "")
 }
 
 // regionKey is one region: a (partition, database, table).
@@ -144,25 +140,25 @@ const (
 	maxRetiredSources = 1024
 )
 
-// pruneLocked forgets the seq sources idle for o.sourceIdle with nothing
+// prune forgets the seq sources idle for k.sourceIdle with nothing
 // pending, held or live in any of their partitions, and those partitions'
 // states. Their next seq is kept in retiredSeqs (the newest
 // maxRetiredSources of them): a source that sends again goes on where it
 // stopped; its partitions start a new state (the offset high-water mark
 // with it).
-func (o *Output) pruneLocked(now time.Time) {
-	if now.Sub(o.lastPrune) < min(reportEvery, o.sourceIdle) {
+func (k *core) prune(now time.Time) {
+	if now.Sub(k.lastPrune) < min(reportEvery, k.sourceIdle) {
 		return
 	}
-	o.lastPrune = now
-	for _, src := range sortedKeys(o.seqs) {
-		s := o.seqs[src]
-		if !s.idle(now, o.sourceIdle) {
+	k.lastPrune = now
+	for _, src := range sortedKeys(k.seqs) {
+		s := k.seqs[src]
+		if !s.idle(now, k.sourceIdle) {
 			continue
 		}
 		quiet := true
-		for k, p := range o.parts {
-			if k.source == src && !p.quiescent() {
+		for key, p := range k.parts {
+			if key.source == src && !p.quiescent() {
 				quiet = false
 				break
 			}
@@ -170,14 +166,14 @@ func (o *Output) pruneLocked(now time.Time) {
 		if !quiet {
 			continue
 		}
-		for k := range o.parts {
-			if k.source == src {
-				delete(o.parts, k)
+		for key := range k.parts {
+			if key.source == src {
+				delete(k.parts, key)
 			}
 		}
-		delete(o.seqs, src)
-		o.retiredSeqs.put(src, s.next)
-		o.log.Debugf("Forgot the idle seq source %q (next seq %d)", src, s.next)
+		delete(k.seqs, src)
+		k.retiredSeqs.put(src, s.next)
+		k.fx.logf(logDebug, "", "Forgot the idle seq source %q (next seq %d)", src, s.next)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // goes on where it stopped (no gap to wait for).
 func TestIdleSeqSourcesAreForgottenAndResume(t *testing.T) {
 	f := newFakeSR()
-	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 1h\n", f, nil, func(o *Output) { o.sourceIdle = 100 * time.Millisecond })
+	o, _ := testOutput(t, "commit_interval: 100ms\nsequence_gap_timeout: 1h\n", f, nil, func(o *Output) { o.core.sourceIdle = 100 * time.Millisecond })
 	var srcs []*src
 	var chs []chan error
 	want := map[string]int{}
@@ -31,10 +31,10 @@ func TestIdleSeqSourcesAreForgottenAndResume(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return len(o.seqs) == 0 && len(o.parts) == 0
+		return len(o.core.seqs) == 0 && len(o.core.parts) == 0
 	}, 5*time.Second, 10*time.Millisecond, "idle sources and their partition states are forgotten")
 	o.mu.Lock()
-	assert.Len(t, o.retiredSeqs.next, 20)
+	assert.Len(t, o.core.retiredSeqs.next, 20)
 	o.mu.Unlock()
 	// The first source goes on with seq 3: admitted at once.
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(srcs[0], "p0", "again", 99)))}, 5*time.Second)
@@ -42,7 +42,7 @@ func TestIdleSeqSourcesAreForgottenAndResume(t *testing.T) {
 	assertAtomic(t, f, want)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	assert.Len(t, o.retiredSeqs.next, 19, "the source that came back is live again")
+	assert.Len(t, o.core.retiredSeqs.next, 19, "the source that came back is live again")
 }
 
 // The forgotten sources whose next seq is kept are bounded.

@@ -165,4 +165,4 @@ func (m *metrics) seedPartition(label string) { m.deadLettered.Incr(0, label) }
 // partitionLabel is the partition label value of the per-partition metrics:
 // the source partition alone, without the seq source (an assembler
 // instance), so that their series are bounded by the source's partitions.
-func (o *Output) partitionLabel(p *partition) string { return p.key.partition }
+func partitionLabel(p *partition) string { return p.key.partition }

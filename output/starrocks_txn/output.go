@@ -35,6 +35,8 @@ type Output struct {
 	// meta asks StarRocks over its MySQL port (mysql_address): table
 	// models, and the progress and writers tables.
 	meta *starrocks.Meta
+	// proto is how a cycle reaches StarRocks (protocol.go).
+	proto protocol
 	// track keeps, in StarRocks, what a successor needs (tracker.go): none,
 	// writer rows, or writer rows and the partitions' progress.
 	track tracker
@@ -62,106 +64,46 @@ type Output struct {
 	closed       chan struct{}
 	closeOnce    sync.Once
 
-	mu   sync.Mutex
-	seqs map[string]*sequencer[*item]
-	// retiredSeqs and lastPrune: manager.go, pruneLocked; sourceIdle is
-	// the constant of that name (tests shorten it).
-	retiredSeqs retiredSources
-	lastPrune   time.Time
-	sourceIdle  time.Duration
-	parts       map[pkey]*partition
-	// progress is the durable progress of each partition, read before its
-	// first message is admitted (at start, and after a fence).
-	progress map[string]*progressEntry
-	// progressWait holds a partition's admitted messages while its progress
-	// is read; progressLoading marks the partitions being read, and
-	// progressGen counts their fences.
-	progressWait    map[string][]*item
-	progressLoading map[string]bool
-	progressGen     map[string]int
-	workers         map[string]*dbWorker
-	// retired keeps the ledgers of retired workers whose database began
-	// transactions (worker.go: retire).
+	mu sync.Mutex
+	// core is the state machine Output.mu guards (core.go).
+	core *core
+	// workers are the database workers, one per queue of the core
+	// (core.dbs), under Output.mu; retired keeps the ledgers of retired
+	// workers whose database began transactions (worker.go: retire).
+	workers map[string]*dbWorker
 	retired map[string]*labelLedger
-	dlQueue []*srcTxn
-	// dlWriting is the poisoned transaction being written to dead_letter.
-	dlWriting *srcTxn
-	dlWake    chan struct{}
-	// buffered is the bytes of the rows of live source transactions (open,
-	// active, queued, in cycle): what a commit may still load. At
-	// buffer_size the workers commit early, at twice it admission waits.
-	// committable counts the active, queued and in-cycle ones: while it is
-	// 0 nothing buffered can be committed, so admission over the cap goes
-	// on rather than wait forever. Both are kept by moveLocked only
-	// (lifecycle.go).
-	buffered    int64
-	committable int
-	// waiting counts the WriteBatch calls in flight, for the
-	// starrocks_txn_waiting_write_batches gauge.
-	waiting int
-	// held counts the WriteBatch calls whose messages are all sequenced
-	// (in their partitions) and not all done: the calls the max_in_flight
-	// starvation check counts. A call still parsing, held at the hard cap
-	// or returning is in waiting but not here.
-	held int
-	// starvedSince is when the starvation check first found every slot
-	// held on open transactions, zero while it does not (manager.go).
-	starvedSince time.Time
-	// regionScratch is the manager tick's set of open regions, kept between
-	// ticks (manager.go).
-	regionScratch map[regionKey]struct{}
+	// dlWake wakes the dead-letter loop (deadletter.go).
+	dlWake chan struct{}
 	// bodies keeps load bodies for reuse (bodypool.go).
-	bodies bufpool.FreeList
-	// unresolved counts the commits whose outcome is being resolved
-	// (commit.go: resolve); inFlight maps the label of every commit request
-	// sent and not resolved to its database, for Close to name what it
-	// leaves in doubt.
-	unresolved int
-	inFlight   map[string]string
-	warnedMIF  bool
-	lastCapErr time.Time
-	lastMIFErr time.Time
-	now        func() time.Time
-	started    bool
-
-	// lastStaleWarn rate-limits the warning about stale-epoch messages.
-	lastStaleWarn time.Time
-
-	// onLifecycleError, when set (tests), is told of every transition the
-	// lifecycle refused (lifecycle.go).
-	onLifecycleError func(error)
+	bodies  bufpool.FreeList
+	now     func() time.Time
+	started bool
 }
 
 func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *Output {
 	ctx, cancel := context.WithCancel(context.Background())
 	commitCtx, commitCancel := context.WithCancel(context.Background())
 	o := &Output{
-		commitCtx:       commitCtx,
-		commitCancel:    commitCancel,
-		closed:          make(chan struct{}),
-		inFlight:        map[string]string{},
-		conf:            c,
-		client:          cl,
-		dl:              dl,
-		log:             mgr.Logger(),
-		reg:             registry.Get(mgr),
-		m:               newMetrics(mgr.Metrics()),
-		ctx:             ctx,
-		cancel:          cancel,
-		seqs:            map[string]*sequencer[*item]{},
-		parts:           map[pkey]*partition{},
-		progress:        map[string]*progressEntry{},
-		progressWait:    map[string][]*item{},
-		progressLoading: map[string]bool{},
-		progressGen:     map[string]int{},
-		workers:         map[string]*dbWorker{},
-		sourceIdle:      sourceIdle,
-		retired:         map[string]*labelLedger{},
-		dlWake:          make(chan struct{}, 1),
-		now:             time.Now,
-		track:           noTracking{},
-		writer:          starrocks.NewWriterID(),
+		commitCtx:    commitCtx,
+		commitCancel: commitCancel,
+		closed:       make(chan struct{}),
+		conf:         c,
+		client:       cl,
+		dl:           dl,
+		log:          mgr.Logger(),
+		reg:          registry.Get(mgr),
+		m:            newMetrics(mgr.Metrics()),
+		ctx:          ctx,
+		cancel:       cancel,
+		workers:      map[string]*dbWorker{},
+		retired:      map[string]*labelLedger{},
+		dlWake:       make(chan struct{}, 1),
+		now:          time.Now,
+		proto:        multiTable{},
+		track:        noTracking{},
+		writer:       starrocks.NewWriterID(),
 	}
+	o.core = newCore(&o.conf, o, dl != nil)
 	o.m.startAtZero(c)
 	o.conn = newConnection(c, o.log, o.m.connected)
 	if c.batching.Count > 0 || c.batching.ByteSize > 0 || c.batching.Period != "" || c.batching.Check != "" {
@@ -185,6 +127,9 @@ func (o *Output) enableProgress() {
 // setProgressStore keeps progress (exactly_once) or writer rows in ps.
 func (o *Output) setProgressStore(ps progressStore) {
 	o.track = newTracker(o, ps)
+	o.mu.Lock()
+	o.core.learns = o.track.learnsPartitions()
+	o.mu.Unlock()
 }
 
 // Connect probes StarRocks (connect.go), then starts the background loops
@@ -250,8 +195,8 @@ func (o *Output) awaitCommits(ctx context.Context) {
 	case <-done:
 	default:
 		o.mu.Lock()
-		for _, label := range sortedKeys(o.inFlight) {
-			o.log.With("database", o.inFlight[label]).Warnf("Closing while the commit of label %s is unresolved: its outcome is left to StarRocks (nothing of it was acknowledged; with writer rows a successor waits for it)", label)
+		for _, label := range sortedKeys(o.core.inFlight) {
+			o.log.With("database", o.core.inFlight[label]).Warnf("Closing while the commit of label %s is unresolved: its outcome is left to StarRocks (nothing of it was acknowledged; with writer rows a successor waits for it)", label)
 		}
 		o.mu.Unlock()
 	}
@@ -260,32 +205,12 @@ func (o *Output) awaitCommits(ctx context.Context) {
 	o.closeOnce.Do(func() { close(o.closed) })
 }
 
-// workerLocked returns the worker of db, starting one when there is none;
-// nil when max_databases workers run already.
-func (o *Output) workerLocked(db string) *dbWorker {
-	w := o.workers[db]
-	if w == nil {
-		if len(o.workers) >= o.conf.maxDatabases {
-			return nil
-		}
-		w = newDBWorker(o, db, o.retired[db])
-		delete(o.retired, db)
-		o.workers[db] = w
-		o.wg.Add(1)
-		go w.run()
-	}
-	return w
-}
-
+// wakeWorkers wakes every database worker; with urgent, each commits its
+// cycle now.
 func (o *Output) wakeWorkers(urgent bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, w := range o.workers {
-		if urgent {
-			w.urgent = true
-		}
-		w.signal()
-	}
+	o.core.wakeAll(urgent)
 }
 
 // workerList returns the database workers.

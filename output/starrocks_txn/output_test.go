@@ -75,7 +75,7 @@ func TestCloseNamesTheCommitLeftInDoubt(t *testing.T) {
 	waitCommitting(t, o)
 	var label string
 	o.mu.Lock()
-	for l := range o.inFlight {
+	for l := range o.core.inFlight {
 		label = l
 	}
 	o.mu.Unlock()
@@ -109,11 +109,11 @@ func TestCloseDoesNotReplay(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return len(o.inFlight) > 0
+		return len(o.core.inFlight) > 0
 	}, 5*time.Second, time.Millisecond)
 	closed := make(chan error, 1)
 	go func() { closed <- o.Close(context.Background()) }()
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, o.closing, 5*time.Second, time.Millisecond, "Close began")
 	close(gate)
 	require.NoError(t, <-closed)
 	assert.Error(t, <-ch)

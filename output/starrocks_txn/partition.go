@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Partition state: what applying a message does to its partition (the open
-// source transaction, the high-water mark, replays StarRocks holds already,
-// abort markers), switches that freeze a partition's complete transactions
-// for its database workers, and stalls.
+// Partition state: what applying a message does to its partition (apply,
+// in named steps: the open source transaction, the high-water mark, replays
+// StarRocks holds already, abort markers, the END), messages parked for
+// their transaction, switches that freeze a partition's complete
+// transactions for its database workers, and stalls.
 
 // pkey identifies one ordered source stream: the assembler instance that
 // numbered it and the partition.
@@ -52,7 +53,7 @@ type partition struct {
 	replayNoted bool
 	// parked holds, by transaction id, messages with a malformed
 	// starrocks_seq whose transaction is not open yet: they join it, and
-	// poison it, when it opens (applyUnsequencedLocked); parkedAt is when
+	// poison it, when it opens (applyUnsequenced); parkedAt is when
 	// the first of them came.
 	parked   map[string][]*item
 	parkedAt map[string]time.Time
@@ -64,12 +65,12 @@ func (p *partition) quiescent() bool {
 	return p.open == nil && len(p.active) == 0 && len(p.order) == 0 && p.stalled == nil && len(p.held) == 0 && len(p.parked) == 0
 }
 
-func (o *Output) partitionLocked(k pkey) *partition {
-	p := o.parts[k]
+func (k *core) partition(key pkey) *partition {
+	p := k.parts[key]
 	if p == nil {
-		p = &partition{key: k}
-		o.parts[k] = p
-		o.m.seedPartition(o.partitionLabel(p))
+		p = &partition{key: key}
+		k.parts[key] = p
+		k.fx.count(ctrDeadLettered, 0, partitionLabel(p))
 	}
 	return p
 }
@@ -81,110 +82,174 @@ func (o *Output) staleEpoch(it *item) bool {
 	return it.meta.HasEpoch && it.meta.Partition != "" && o.reg.Stale(it.meta.Partition, it.meta.Epoch)
 }
 
-// releaseStaleLocked acknowledges a message of an assignment that is over
+// releaseStale acknowledges a message of an assignment that is over
 // without applying it: the fence dropped the rest of its source transaction,
 // and the partition's owner reads it again.
-func (o *Output) releaseStaleLocked(it *item) {
-	o.m.staleEpoch.Incr(1, it.meta.Partition)
-	log := o.log.With("partition", it.meta.Partition)
-	log.Debugf("A message at offset %d of assignment epoch %d arrived after the partition was fenced or re-assigned (epoch %d): released without being applied", it.meta.SourceOffset, it.meta.Epoch, o.reg.Epoch(it.meta.Partition))
-	if now := o.now(); now.Sub(o.lastStaleWarn) >= reportEvery {
-		o.lastStaleWarn = now
-		log.Warnf("Messages of assignment epoch %d arrived after a rebalance took the partition; they are acknowledged without being applied (the partition's owner reads them again)", it.meta.Epoch)
+func (k *core) releaseStale(it *item, now time.Time) {
+	k.fx.count(ctrStaleEpoch, 1, it.meta.Partition)
+	k.fx.logf(logDebug, it.meta.Partition, "A message at offset %d of assignment epoch %d arrived after the partition was fenced or re-assigned (epoch %d): released without being applied", it.meta.SourceOffset, it.meta.Epoch, k.fx.currentEpoch(it.meta.Partition))
+	if now.Sub(k.lastStaleWarn) >= reportEvery {
+		k.lastStaleWarn = now
+		k.fx.logf(logWarn, it.meta.Partition, "Messages of assignment epoch %d arrived after a rebalance took the partition; they are acknowledged without being applied (the partition's owner reads them again)", it.meta.Epoch)
 	}
-	o.itemDoneLocked(it)
+	k.itemDone(it)
 }
 
-// applyLocked applies one admitted message to its partition.
-func (o *Output) applyLocked(it *item, now time.Time) {
-	if it.finished {
-		// Released by a fence while it waited for a sequence gap.
+// apply applies one admitted message to its partition, in named steps,
+// each of which may take the message and end the apply: a message already
+// released or of an assignment that is over (epochCheck), one whose
+// partition's progress is not known yet (progressHold), one behind a stall
+// (stallHold), a replay StarRocks holds (replayHeld); then the high-water
+// mark (hwm), an abort marker (abort), the close of a transaction whose END
+// was malformed (closeUnsure), the open transaction it joins (appendTo),
+// and once the message ends its transaction, the END's handling (complete).
+func (k *core) apply(it *item, now time.Time) {
+	if k.epochCheck(it, now) || k.progressHold(it) {
 		return
 	}
-	if o.staleEpoch(it) {
-		// Never applied, and never recreates a fenced partition.
-		o.releaseStaleLocked(it)
-		return
-	}
-	if o.track.learnsPartitions() && it.pk.partition != noContractPartition && it.meta.HasOffset && o.waitProgressLocked(it) {
-		return
-	}
-	p := o.partitionLocked(it.pk)
+	p := k.partition(it.pk)
 	p.lastActivity = now
-	if p.stalled != nil {
-		// Held until the partition is fenced or the output stops.
-		p.held = append(p.held, it)
+	if k.stallHold(p, it) {
 		return
 	}
-	noContract := it.pk.partition == noContractPartition
 	// What StarRocks holds of the partition: read before its first message
 	// when the tracker keeps progress (exactly_once), nil or empty else.
 	var prog *progressEntry
-	if !noContract {
-		prog = o.progress[it.pk.partition]
+	if it.pk.partition != noContractPartition {
+		prog = k.progress[it.pk.partition]
 	}
-	if prog.coversMessage(it.meta.SourceOffset) && it.meta.HasOffset && p.open == nil {
-		// exactly_once: StarRocks already holds every source transaction
-		// at or below the partition's durable progress. A replay: it is
-		// acknowledged without being loaded.
-		if !p.hasHWM || it.meta.SourceOffset > p.hwm {
-			p.hwm, p.hasHWM = it.meta.SourceOffset, true
-		}
-		o.noteReplayLocked(p, it.meta.SourceOffset)
-		o.m.replaysDropped.Incr(1, it.pk.partition)
-		o.itemDoneLocked(it)
-		if it.meta.TxnEnd || it.meta.TxnAbort {
-			// The end of a source transaction StarRocks holds: the input
-			// may commit past it. Only at a boundary, so that a restart
-			// never begins inside a transaction.
-			o.publishLocked(p, it.meta.SourceOffset)
-		}
+	if k.replayHeld(p, it, prog) {
 		return
 	}
-	// A message at or below the partition's high-water mark (a replay or a
-	// reorder) is never applied: it poisons the source transaction it
-	// belongs to — the partition's open one, or one it opens — which then
-	// goes whole to dead_letter (or stalls the partition) once it ends; a
-	// regressed END or abort marker ends it.
-	regressed := false
-	if !noContract && it.meta.HasOffset {
-		if p.hasHWM && it.meta.SourceOffset <= p.hwm {
-			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
-			regressed = true
-			if it.poison == nil {
-				it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
-			}
-		} else {
-			p.hwm, p.hasHWM = it.meta.SourceOffset, true
-		}
-	}
+	regressed := k.hwm(p, it)
 	if it.meta.TxnAbort && !regressed {
-		if t := p.open; t != nil {
-			p.open = nil
-			t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
-			t.items = append(t.items, it)
-			p.order = append(p.order, t)
-			o.moveLocked(t, txnSkipped)
-			return
-		}
-		t := newTxnLocked(p, it.meta.TxnID, time.Time{})
-		t.items = []*item{it}
-		t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
-		p.order = append(p.order, t)
-		o.moveLocked(t, txnSkipped)
+		k.abort(p, it)
 		return
 	}
-	if t := p.open; t != nil && t.unsureEnd && it.meta.TxnID != "" && it.meta.TxnID != t.id {
-		// The open transaction's END was malformed and this message names
-		// another transaction: that one ended, poisoned, before it.
-		p.open = nil
-		t.hasEnd, t.endOffset = p.hasHWM, p.hwm
-		p.order = append(p.order, t)
-		o.poisonLocked(t)
+	k.closeUnsure(p, it)
+	t := k.appendTo(p, it)
+	if !k.ends(it, regressed) {
+		return
 	}
+	k.complete(p, t, it, regressed, prog, now)
+}
+
+// epochCheck takes a message that must never be applied: one a fence
+// released while it waited for a sequence gap, and one of an assignment
+// that is over (staleEpoch), which is acknowledged unapplied
+// (releaseStale) and never recreates a fenced partition.
+func (k *core) epochCheck(it *item, now time.Time) bool {
+	if it.finished {
+		return true
+	}
+	if k.fx.staleEpoch(it) {
+		k.releaseStale(it, now)
+		return true
+	}
+	return false
+}
+
+// progressHold takes a message whose partition's progress the tracker has
+// not learnt yet (learnsPartitions: writer rows or exactly_once): it waits,
+// with the partition's later messages, until the read is done (waitProgress,
+// progressRead), while other partitions go on. Messages without the
+// contract or without an offset never wait.
+func (k *core) progressHold(it *item) bool {
+	return k.learns && it.pk.partition != noContractPartition && it.meta.HasOffset && k.waitProgress(it)
+}
+
+// stallHold takes a message of a stalled partition: it is held, unapplied,
+// until the partition is fenced or the output stops.
+func (k *core) stallHold(p *partition, it *item) bool {
+	if p.stalled == nil {
+		return false
+	}
+	p.held = append(p.held, it)
+	return true
+}
+
+// replayHeld takes a message at or below the partition's durable progress
+// while no transaction is open (exactly_once: StarRocks already holds every
+// source transaction there): a replay, acknowledged without being loaded.
+// It raises the high-water mark, and at a transaction's END or abort
+// publishes the offset, so that the input may commit past it — only at a
+// boundary, so that a restart never begins inside a transaction.
+func (k *core) replayHeld(p *partition, it *item, prog *progressEntry) bool {
+	if !prog.coversMessage(it.meta.SourceOffset) || !it.meta.HasOffset || p.open != nil {
+		return false
+	}
+	if !p.hasHWM || it.meta.SourceOffset > p.hwm {
+		p.hwm, p.hasHWM = it.meta.SourceOffset, true
+	}
+	k.noteReplay(p, it.meta.SourceOffset)
+	k.fx.count(ctrReplaysDropped, 1, it.pk.partition)
+	k.itemDone(it)
+	if it.meta.TxnEnd || it.meta.TxnAbort {
+		k.publish(p, it.meta.SourceOffset)
+	}
+	return true
+}
+
+// hwm is the high-water mark rule: a message at or below the partition's
+// highest starrocks_source_offset (a replay or a reorder) is never applied;
+// it poisons the source transaction it belongs to — the partition's open
+// one, or one it opens — which then goes whole to dead_letter (or stalls the
+// partition) once it ends; a regressed END or abort marker ends it. It
+// reports whether the message regressed; otherwise the mark moves to it.
+func (k *core) hwm(p *partition, it *item) (regressed bool) {
+	if it.pk.partition == noContractPartition || !it.meta.HasOffset {
+		return false
+	}
+	if !p.hasHWM || it.meta.SourceOffset > p.hwm {
+		p.hwm, p.hasHWM = it.meta.SourceOffset, true
+		return false
+	}
+	k.fx.logf(logError, it.pk.String(), "A message of source transaction %q at starrocks_source_offset %d is not above %d already admitted: a replay or a reorder, never applied; its source transaction is poisoned whole", it.meta.TxnID, it.meta.SourceOffset, p.hwm)
+	if it.poison == nil {
+		it.poison = fmt.Errorf("starrocks_source_offset %d at or below the partition's high-water mark %d", it.meta.SourceOffset, p.hwm)
+	}
+	return true
+}
+
+// abort applies an abort marker: the partition's open transaction (or, when
+// none is open, a transaction of the marker alone) is skipped, its messages
+// acknowledged and nothing of it loaded; it resolves at the marker's offset.
+func (k *core) abort(p *partition, it *item) {
+	t := p.open
+	if t != nil {
+		p.open = nil
+	} else {
+		t = newTxn(p, it.meta.TxnID, time.Time{})
+	}
+	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
+	t.items = append(t.items, it)
+	p.order = append(p.order, t)
+	k.move(t, txnSkipped)
+}
+
+// closeUnsure ends the open transaction whose END was malformed when a
+// message names another transaction: that one ended, poisoned, before it,
+// at the high-water mark.
+func (k *core) closeUnsure(p *partition, it *item) {
+	t := p.open
+	if t == nil || !t.unsureEnd || it.meta.TxnID == "" || it.meta.TxnID == t.id {
+		return
+	}
+	p.open = nil
+	t.hasEnd, t.endOffset = p.hasHWM, p.hwm
+	p.order = append(p.order, t)
+	k.poison(t)
+}
+
+// appendTo adds the message to the partition's open transaction, opening
+// one when there is none (with the messages of it parked before it opened,
+// which poison it). A message's poison becomes its transaction's; a row
+// counts in buffered (addRow), and a transaction's rows must all go to one
+// database.
+func (k *core) appendTo(p *partition, it *item) *srcTxn {
 	t := p.open
 	if t == nil {
-		t = newTxnLocked(p, it.meta.TxnID, it.t0)
+		t = newTxn(p, it.meta.TxnID, it.t0)
 		p.open = t
 		if parked := p.parked[t.id]; len(parked) > 0 {
 			// Messages of it with a malformed starrocks_seq came first.
@@ -209,64 +274,93 @@ func (o *Output) applyLocked(it *item, now time.Time) {
 		case t.db != it.db && t.poison == nil:
 			t.poison = fmt.Errorf("source transaction %q writes to two databases, %s and %s; a StarRocks transaction spans one", t.id, t.db, it.db)
 		}
-		o.addRowLocked(t, it)
+		k.addRow(t, it)
 	}
-	if !it.meta.TxnEnd && !noContract && !(regressed && it.meta.TxnAbort) {
-		if it.unsequenced {
-			o.log.With("partition", it.pk.String()).Errorf("A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
-		}
-		return
+	return t
+}
+
+// ends reports whether the message completes its transaction: an END, any
+// message without the contract (each its own transaction), or a regressed
+// abort marker. A message with a malformed starrocks_seq that does not is
+// reported: its seq could not be waited for.
+func (k *core) ends(it *item, regressed bool) bool {
+	if it.meta.TxnEnd || it.pk.partition == noContractPartition || (regressed && it.meta.TxnAbort) {
+		return true
 	}
-	// The source transaction is complete.
+	if it.unsequenced {
+		k.fx.logf(logError, it.pk.String(), "A message of source transaction %q has a malformed starrocks_seq (its seq cannot be waited for, so admission reports a gap there): the transaction is poisoned", it.meta.TxnID)
+	}
+	return false
+}
+
+// complete handles the END of transaction t, which message it ended: t
+// leaves the open slot for the partition's order, resolving at the END's
+// offset (at the high-water mark when the END regressed). Then the first
+// rule that applies decides: a transaction this database holds already
+// (exactly_once, a replay after a restart or a re-assignment) is skipped
+// and acknowledged without being loaded; a poisoned one is poisoned
+// (dead_letter, or a stall); one without rows is skipped; any other becomes
+// active (activate).
+func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog *progressEntry, now time.Time) {
 	p.open = nil
 	t.hasEnd, t.endOffset = it.meta.HasOffset, it.meta.SourceOffset
 	if regressed && p.hasHWM {
-		// Its END is behind: it resolves at the high-water mark.
 		t.endOffset = p.hwm
 	}
 	p.order = append(p.order, t)
-	if t.hasEnd && prog.covers(t.db, t.endOffset) {
-		// exactly_once: this database already holds the transaction (a
-		// replay after a restart or a re-assignment): acknowledged, not
-		// loaded again.
-		o.noteReplayLocked(p, t.endOffset)
-		o.m.replaysDropped.Incr(int64(len(t.items)), it.pk.partition)
-		o.moveLocked(t, txnSkipped)
-		return
-	}
-	if t.poison != nil {
-		o.poisonLocked(t)
-		return
-	}
-	if len(t.rows) == 0 {
-		o.moveLocked(t, txnSkipped)
-		return
-	}
-	if !o.moveLocked(t, txnActive) {
-		return
-	}
-	p.active = append(p.active, t)
-	if now.Sub(p.lastSwitch) >= o.conf.miniInterval() {
-		o.switchLocked(p, now)
+	switch {
+	case t.hasEnd && prog.covers(t.db, t.endOffset):
+		k.noteReplay(p, t.endOffset)
+		k.fx.count(ctrReplaysDropped, int64(len(t.items)), it.pk.partition)
+		k.move(t, txnSkipped)
+	case t.poison != nil:
+		k.poison(t)
+	case len(t.rows) == 0:
+		k.move(t, txnSkipped)
+	default:
+		k.activate(p, t, now)
 	}
 }
 
-// applyUnsequencedLocked applies a message with a malformed starrocks_seq
+// activate puts a complete transaction with rows into its partition's
+// active chunks and switches the partition when miniInterval has passed
+// since its last switch (ARCHITECTURE.md §4.2): an END is where a switch
+// may happen, so that a switch freezes whole transactions only.
+//
+// This is the one place a complete transaction waits to be frozen, so it is
+// where a schema gate goes: a transaction that needs a schema change
+// StarRocks has not applied yet would be held here (live, not committable),
+// with every later complete transaction of its partition, instead of
+// joining p.active, while other partitions go on; switchPartition freezes
+// only p.active, and the gate, once the change finished, would move the held
+// prefix into it — to be taken only into a cycle begun after the change
+// (worker.go: take).
+func (k *core) activate(p *partition, t *srcTxn, now time.Time) {
+	if !k.move(t, txnActive) {
+		return
+	}
+	p.active = append(p.active, t)
+	if now.Sub(p.lastSwitch) >= k.conf.miniInterval() {
+		k.switchPartition(p, now)
+	}
+}
+
+// applyUnsequenced applies a message with a malformed starrocks_seq
 // that names its partition and transaction: it cannot wait for its turn in
 // the sequencer, so it joins its transaction at once when that is the
 // partition's open one, and otherwise waits (parked) for it to open. It
 // poisons that transaction either way. One whose transaction does not open
 // within sequence_gap_timeout (it ended before the message came, or never
-// comes) is poisoned alone by checkParkedLocked: it can no longer join its
+// comes) is poisoned alone by checkParked: it can no longer join its
 // transaction.
-func (o *Output) applyUnsequencedLocked(it *item, now time.Time) {
-	if o.staleEpoch(it) {
-		o.releaseStaleLocked(it)
+func (k *core) applyUnsequenced(it *item, now time.Time) {
+	if k.fx.staleEpoch(it) {
+		k.releaseStale(it, now)
 		return
 	}
-	p := o.partitionLocked(it.pk)
+	p := k.partition(it.pk)
 	if p.open != nil && p.open.id == it.meta.TxnID {
-		o.applyLocked(it, now)
+		k.apply(it, now)
 		return
 	}
 	if p.parked == nil {
@@ -278,99 +372,99 @@ func (o *Output) applyUnsequencedLocked(it *item, now time.Time) {
 	p.parked[it.meta.TxnID] = append(p.parked[it.meta.TxnID], it)
 }
 
-// checkParkedLocked poisons the parked messages whose transaction did not
+// checkParked poisons the parked messages whose transaction did not
 // open within sequence_gap_timeout, each transaction's together.
-func (o *Output) checkParkedLocked(now time.Time) {
-	for _, p := range o.parts {
+func (k *core) checkParked(now time.Time) {
+	for _, p := range k.parts {
 		for _, id := range sortedKeys(p.parkedAt) {
-			if now.Sub(p.parkedAt[id]) < o.conf.sequenceGapTimeout {
+			if now.Sub(p.parkedAt[id]) < k.conf.sequenceGapTimeout {
 				continue
 			}
 			items := p.parked[id]
 			delete(p.parked, id)
 			delete(p.parkedAt, id)
-			t := newTxnLocked(p, id, items[0].t0)
+			t := newTxn(p, id, items[0].t0)
 			t.items = items
-			t.poison = fmt.Errorf("%v; the transaction did not open within sequence_gap_timeout (%v) after this message came (it ended before, or never came), so the message is poisoned without it", items[0].poison, o.conf.sequenceGapTimeout)
+			t.poison = fmt.Errorf("%v; the transaction did not open within sequence_gap_timeout (%v) after this message came (it ended before, or never came), so the message is poisoned without it", items[0].poison, k.conf.sequenceGapTimeout)
 			p.order = append(p.order, t)
-			o.poisonLocked(t)
+			k.poison(t)
 		}
 	}
 }
 
-// noteReplayLocked logs, once per partition state, that replays are being
+// noteReplay logs, once per partition state, that replays are being
 // acknowledged without loading.
-func (o *Output) noteReplayLocked(p *partition, offset int64) {
+func (k *core) noteReplay(p *partition, offset int64) {
 	if p.replayNoted {
 		return
 	}
 	p.replayNoted = true
-	o.log.With("partition", p.key.String()).Infof("Acknowledging without loading: dropping replays StarRocks already holds (exactly_once, pipeline %s), from offset %d up to the progress", o.conf.pipelineID, offset)
+	k.fx.logf(logInfo, p.key.String(), "Acknowledging without loading: dropping replays StarRocks already holds (exactly_once, pipeline %s), from offset %d up to the progress", k.conf.pipelineID, offset)
 }
 
-// switchLocked freezes the active chunks of every region of the partition at
+// switchPartition freezes the active chunks of every region of the partition at
 // once. Only complete source transactions are ever in them, so a switch is
 // always at a clean boundary: a transaction whose END is on one table has
 // its rows on every other table frozen with it.
-func (o *Output) switchLocked(p *partition, now time.Time) {
+func (k *core) switchPartition(p *partition, now time.Time) {
 	p.lastSwitch = now
 	if len(p.active) == 0 {
 		return
 	}
 	for _, t := range p.active {
-		w := o.workerLocked(t.db)
-		if w == nil {
+		q := k.db(t.db)
+		if q == nil {
 			// A database worker per database, at most max_databases: a
 			// transaction to one more cannot be loaded.
-			t.poison = fmt.Errorf("source transaction %q writes to database %s, which would need a database worker beyond max_databases (%d running): raise max_databases, or check the database names the data carries", t.id, t.db, o.conf.maxDatabases)
-			o.poisonLocked(t)
+			t.poison = fmt.Errorf("source transaction %q writes to database %s, which would need a database worker beyond max_databases (%d running): raise max_databases, or check the database names the data carries", t.id, t.db, k.conf.maxDatabases)
+			k.poison(t)
 			continue
 		}
-		if !o.moveLocked(t, txnQueued) {
+		if !k.move(t, txnQueued) {
 			continue
 		}
-		w.queue = append(w.queue, t)
-		w.lastTraffic = now
-		w.signal()
+		q.queue = append(q.queue, t)
+		q.lastTraffic = now
+		k.fx.wakeWorker(q)
 	}
 	p.active = nil
 }
 
-// switchIdleLocked is the manager's source-idle fallback: a partition whose
+// switchIdle is the manager's source-idle fallback: a partition whose
 // completed transactions wait in active chunks is switched once miniInterval
 // has passed since its last switch.
-func (o *Output) switchIdleLocked(now time.Time) {
-	mini := o.conf.miniInterval()
-	for _, p := range o.parts {
+func (k *core) switchIdle(now time.Time) {
+	mini := k.conf.miniInterval()
+	for _, p := range k.parts {
 		if len(p.active) > 0 && now.Sub(p.lastSwitch) >= mini {
-			o.switchLocked(p, now)
+			k.switchPartition(p, now)
 		}
 	}
 }
 
-// cutLocked is the commit cut: every completed transaction is frozen.
-func (o *Output) cutLocked(now time.Time) {
-	for _, p := range o.parts {
+// cut is the commit cut: every completed transaction is frozen.
+func (k *core) cut(now time.Time) {
+	for _, p := range k.parts {
 		if len(p.active) > 0 {
-			o.switchLocked(p, now)
+			k.switchPartition(p, now)
 		}
 	}
 }
 
-// stallLocked stops a partition at a poisoned transaction: it and every later
+// stall stops a partition at a poisoned transaction: it and every later
 // transaction of the partition are held (their WriteBatch calls do not
 // return) until the partition is fenced or the output stops.
-func (o *Output) stallLocked(p *partition, t *srcTxn) {
+func (k *core) stall(p *partition, t *srcTxn) {
 	if p.stalled != nil {
 		return
 	}
 	p.stalled, p.stalledTxn = t.poison, t.id
-	o.log.With("partition", p.key.String()).Errorf("The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
-	o.m.stalled.Set(1, o.partitionLabel(p))
-	o.m.stalledCount.Incr(1)
+	k.fx.logf(logError, p.key.String(), "The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
+	k.fx.gauge(gaugeStalledPartition, 1, partitionLabel(p))
+	k.fx.count(ctrPartitionStalls, 1, "")
 	drop := func(x *srcTxn) {
 		if x != t && x.state.live() {
-			o.moveLocked(x, txnStalled)
+			k.move(x, txnStalled)
 		}
 	}
 	// Everything after t in the partition is held back with it.

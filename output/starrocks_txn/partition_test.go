@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -22,14 +23,14 @@ func TestSwitchNeverSplitsTransaction(t *testing.T) {
 	// transactions (cuts, idle switches and commits happen meanwhile); then
 	// t1 writes table b, whose region is created only now, and ends there.
 	t1a := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, false)})
-	var others []chan error
+	waitCore(t, o, "t1 is open", func(k *core) bool { return openTxn(k, "a1", "p0", "t1") })
+	// Each of p1's transactions commits before the next comes: a cut, a
+	// switch and a commit each, while t1 is open.
 	for i := 0; i < 5; i++ {
 		id := fmt.Sprintf("o%d", i)
-		others = append(others, writeAsync(o, service.MessageBatch{s.row("p1", id, "a", map[string]any{"id": 100 + i, "txn": id}, true)}))
-		time.Sleep(60 * time.Millisecond)
+		waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p1", id, "a", map[string]any{"id": 100 + i, "txn": id}, true)})}, 5*time.Second)
 	}
-	waitAll(t, others, 5*time.Second)
-	require.GreaterOrEqual(t, f.commitCount(), 2, "commits happened while t1 was open")
+	require.GreaterOrEqual(t, f.commitCount(), 5, "commits happened while t1 was open")
 	select {
 	case <-t1a:
 		t.Fatal("the first batch of an open source transaction was acknowledged")
@@ -39,12 +40,16 @@ func TestSwitchNeverSplitsTransaction(t *testing.T) {
 		s.row("p0", "t1", "b", map[string]any{"id": 2, "txn": "t1"}, false),
 		s.row("p0", "t1", "a", map[string]any{"id": 3, "txn": "t1"}, false),
 	})
-	time.Sleep(250 * time.Millisecond)
+	waitCore(t, o, "t1 holds rows of both tables", func(k *core) bool {
+		return openTxn(k, "a1", "p0", "t1") && len(k.parts[pkey{"a1", "p0"}].open.tables) == 2
+	})
+	// One more commit cycle cuts while t1 has rows in both tables.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p1", "o5", "a", map[string]any{"id": 105, "txn": "o5"}, true)})}, 5*time.Second)
 	t1c := writeAsync(o, service.MessageBatch{s.row("p0", "t1", "b", map[string]any{"id": 4, "txn": "t1"}, true)})
 	waitAll(t, []chan error{t1a, t1b, t1c}, 5*time.Second)
 
 	want := map[string]int{"t1": 4}
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 6; i++ {
 		want[fmt.Sprintf("o%d", i)] = 1
 	}
 	assertAtomic(t, f, want)
@@ -103,10 +108,14 @@ func TestOrderingUnderMaxInFlight64(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for b := range work {
+				// Let other writers go first now and then: arrival
+				// order is the shuffled dispatch order, stirred.
 				rngMu.Lock()
-				d := time.Duration(rng.Intn(3)) * time.Millisecond
+				n := rng.Intn(3)
 				rngMu.Unlock()
-				time.Sleep(d)
+				for range n {
+					runtime.Gosched()
+				}
 				errs <- o.WriteBatch(context.Background(), b)
 			}
 		}()
@@ -201,14 +210,15 @@ func TestOffsetRegressionInsideATransactionPoisonsItWhole(t *testing.T) {
 			} else {
 				ok := writeAsync(o, service.MessageBatch{other})
 				waitAll(t, []chan error{ok}, 5*time.Second)
-				time.Sleep(200 * time.Millisecond)
+				waitCore(t, o, "p0 stalls at t1", func(k *core) bool { return stalledAt(k, "a1", "p0") == "t1" })
+				quiesce(t, o)
 				select {
 				case err := <-chs[0]:
 					t.Fatalf("the batch of the poisoned transaction was acknowledged (%v) without dead_letter", err)
 				default:
 				}
 				o.mu.Lock()
-				stalled := o.parts[pkey{source: "a1", partition: "p0"}].stalledTxn
+				stalled := o.core.parts[pkey{source: "a1", partition: "p0"}].stalledTxn
 				o.mu.Unlock()
 				assert.Equal(t, "t1", stalled, "the partition stalls at the poisoned transaction")
 			}

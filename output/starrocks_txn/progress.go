@@ -2,6 +2,7 @@ package starrocks_txn
 
 import (
 	"context"
+	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -176,8 +177,7 @@ type progressRow struct {
 //
 // Loaded under c's label (with the writer's row in the writers table,
 // writerrow.go), the rows become visible with the data or not at all.
-func (w *dbWorker) progressRows(c *cycle) []progressRow {
-	o := w.o
+func (k *core) progressRows(c *cycle, now time.Time) []progressRow {
 	in := make(map[*srcTxn]bool, len(c.txns))
 	var parts []*partition
 	seen := map[*partition]bool{}
@@ -189,14 +189,13 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 		}
 	}
 	byPart := map[string]*progressRow{}
-	now := o.now().UTC().Format(starrocks.RowTimeLayout)
-	o.mu.Lock()
+	at := now.UTC().Format(starrocks.RowTimeLayout)
 	for _, p := range parts {
 		if p.fenced || p.key.partition == noContractPartition {
 			continue
 		}
 		through, found := p.published, p.hasPublished
-		if e := o.progress[p.key.partition]; e != nil && e.hasThrough && (!found || e.through > through) {
+		if e := k.progress[p.key.partition]; e != nil && e.hasThrough && (!found || e.through > through) {
 			through, found = e.through, true
 		}
 		for _, t := range p.order {
@@ -221,8 +220,8 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 		}
 		r := byPart[p.key.partition]
 		if r == nil {
-			r = &progressRow{Pipeline: o.conf.pipelineID, Partition: p.key.partition, Through: through, TxnEnd: last.endOffset,
-				TxnID: last.id, Label: c.label, Updated: now}
+			r = &progressRow{Pipeline: k.conf.pipelineID, Partition: p.key.partition, Through: through, TxnEnd: last.endOffset,
+				TxnID: last.id, Label: c.label, Updated: at}
 			byPart[p.key.partition] = r
 			continue
 		}
@@ -234,7 +233,6 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 			r.TxnEnd, r.TxnID = last.endOffset, last.id
 		}
 	}
-	o.mu.Unlock()
 	rows := make([]progressRow, 0, len(byPart)+1)
 	for _, k := range sortedKeys(byPart) {
 		rows = append(rows, *byPart[k])
@@ -242,23 +240,22 @@ func (w *dbWorker) progressRows(c *cycle) []progressRow {
 	return rows
 }
 
-// waitProgressLocked holds it when its partition's durable progress is not
+// waitProgress holds it when its partition's durable progress is not
 // known yet (exactly_once), or, with writer rows at_least_once, until other
 // writers' transactions are final: at start, and after the partition was
 // fenced.
 // The message has passed the sequencer, so admission of other partitions
 // goes on; the partition's messages are applied, in order, once the progress
 // is read. It reports whether it was held.
-func (o *Output) waitProgressLocked(it *item) bool {
+func (k *core) waitProgress(it *item) bool {
 	part := it.pk.partition
-	if _, ok := o.progress[part]; ok {
+	if _, ok := k.progress[part]; ok {
 		return false
 	}
-	o.progressWait[part] = append(o.progressWait[part], it)
-	if !o.progressLoading[part] {
-		o.progressLoading[part] = true
-		o.wg.Add(1)
-		go o.readProgressLoop(part)
+	k.progressWait[part] = append(k.progressWait[part], it)
+	if !k.progressLoading[part] {
+		k.progressLoading[part] = true
+		k.fx.readProgress(part)
 	}
 	return true
 }
@@ -271,7 +268,7 @@ func (o *Output) readProgressLoop(part string) {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	for {
 		o.mu.Lock()
-		gen := o.progressGen[part]
+		gen := o.core.progressGen[part]
 		o.mu.Unlock()
 		e, err := o.track.learn(o.ctx, part)
 		if err != nil {
@@ -285,24 +282,33 @@ func (o *Output) readProgressLoop(part string) {
 			continue
 		}
 		o.mu.Lock()
-		if o.progressGen[part] != gen {
-			// Fenced while reading: the value may be stale already.
-			o.mu.Unlock()
-			continue
-		}
-		o.progress[part] = &e
-		delete(o.progressLoading, part)
-		held := o.progressWait[part]
-		delete(o.progressWait, part)
-		if e.hasThrough {
-			o.log.With("partition", part).Infof("StarRocks holds its source transactions through offset %d (pipeline %s)", e.through, o.conf.pipelineID)
-		}
-		now := o.now()
-		for _, it := range held {
-			o.applyLocked(it, now)
-		}
-		o.wakeAtSoftCapLocked()
+		read := o.core.progressRead(part, gen, e, o.now())
 		o.mu.Unlock()
-		return
+		if read {
+			return
+		}
 	}
+}
+
+// progressRead takes what the tracker learnt of a partition (readProgress)
+// and applies, in order, the messages that waited for it; it reports false,
+// keeping nothing, when a fence came after the read began (gen is
+// progressGen then): the value may be stale already, and the reader reads
+// again.
+func (k *core) progressRead(part string, gen int, e progressEntry, now time.Time) bool {
+	if k.progressGen[part] != gen {
+		return false
+	}
+	k.progress[part] = &e
+	delete(k.progressLoading, part)
+	held := k.progressWait[part]
+	delete(k.progressWait, part)
+	if e.hasThrough {
+		k.fx.logf(logInfo, part, "StarRocks holds its source transactions through offset %d (pipeline %s)", e.through, k.conf.pipelineID)
+	}
+	for _, it := range held {
+		k.apply(it, now)
+	}
+	k.wakeAtSoftCap()
+	return true
 }

@@ -146,7 +146,7 @@ func TestExactlyOnceDropsWhatTheDatabaseHolds(t *testing.T) {
 	f := newFakeSR()
 	o, _, _ := eoOutput(t, f, nil, "")
 	o.mu.Lock()
-	o.progress["p0"] = &progressEntry{through: 2, hasThrough: true, perDB: map[string]int64{"test": 6}}
+	o.core.progress["p0"] = &progressEntry{through: 2, hasThrough: true, perDB: map[string]int64{"test": 6}}
 	o.mu.Unlock()
 	s := newSrc("asm")
 	var msgs []*service.Message
@@ -163,14 +163,12 @@ func TestProgressRowsCommitWithTheirRows(t *testing.T) {
 	f := newFakeSR()
 	o, _, _ := eoOutput(t, f, nil, "")
 	s := newSrc("a1")
-	var chs []chan error
+	// One commit each: every commit carries its partition's progress.
 	for i := 0; i < 6; i++ {
 		p := fmt.Sprintf("p%d", i%2)
 		id := fmt.Sprintf("t%d", i)
-		chs = append(chs, writeAsync(o, service.MessageBatch(txnMsgs(s, p, id, i))))
-		time.Sleep(40 * time.Millisecond)
+		waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, p, id, i)))}, 5*time.Second)
 	}
-	waitAll(t, chs, 5*time.Second)
 	last := map[string]int64{}
 	for _, r := range f.rows(defaultProgressTable) {
 		assert.Equal(t, "pl", r["pipeline_id"])
@@ -303,11 +301,13 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	g2 := &gatedProgress{fakeProgress: fp, part: "p2", gate: make(chan struct{})}
 	o.setProgressStore(g2)
 	waiting := writeAsync(o, service.MessageBatch(txnMsgs(s, "p2", "t3", 3)))
-	time.Sleep(50 * time.Millisecond)
+	waitCore(t, o, "t3 waits for p2's progress", func(k *core) bool { return len(k.progressWait["p2"]) == 2 })
 	require.NoError(t, o.fence(context.Background(), "p2"))
 	waitAll(t, []chan error{waiting}, time.Second)
 	close(g2.gate)
-	time.Sleep(300 * time.Millisecond)
+	// The read the fence outdated is read again, and applies nothing.
+	waitCore(t, o, "p2's progress is read", func(k *core) bool { return k.progress["p2"] != nil })
+	quiesce(t, o)
 	assert.NotContains(t, countIDs(f.rows("a")), "t3")
 }
 
@@ -317,13 +317,14 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 func TestExactlyOnceCommitWaitsForEarlierDeadLetter(t *testing.T) {
 	f := newFakeSR()
 	dl := &gatedDL{gate: make(chan struct{})}
-	o, _, _ := eoOutput(t, f, dl, "")
+	var logs logBuffer
+	o, _, _ := eoOutput(t, f, dl, "", withLog(&logs))
 	s := newSrc("asm")
 	bad := txnMsgs(s, "p0", "t1", 1)
 	bad[1].SetError(fmt.Errorf("boom"))
 	chBad := writeAsync(o, service.MessageBatch(bad))
 	chGood := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))
-	time.Sleep(500 * time.Millisecond)
+	waitLogged(t, &logs, 0, "t2's commit waits for t1's dead-letter write", "until the earlier poisoned transactions of its partitions are in dead_letter")
 	assert.Empty(t, f.rows("a"), "t2 is not committed while t1 is not in dead_letter")
 	close(dl.gate)
 	waitAll(t, []chan error{chBad, chGood}, 5*time.Second)

@@ -70,7 +70,7 @@ func (s *refSequencer) skipGap(now time.Time, timeout time.Duration) ([]int, int
 	return s.drain(now), from, to, true
 }
 
-// The sequencer with held runs and admitNext (used as sequenceLocked uses
+// The sequencer with held runs and admitNext (used as sequence uses
 // them) admits, refuses and skips exactly what the per-seq sequencer did,
 // for any interleaving of out-of-order, duplicate and late seqs, calls that
 // hold their seqs while they wait, and gap timeouts.
@@ -97,7 +97,7 @@ func TestSequencerMatchesPerSeqModel(t *testing.T) {
 				want, wantRes := ref.offer(seq, v, now)
 				require.Equal(t, wantRes, gotRes, "offer %d", seq)
 				require.Equal(t, want, got, "admitted by offer %d", seq)
-			case 2: // a call holds its seqs (as holdSeqsLocked makes runs)
+			case 2: // a call holds its seqs (as holdSeqs makes runs)
 				seqs := rapid.SliceOfN(rapid.Int64Range(1, 25), 1, 6).Draw(t, "call")
 				calls = append(calls, seqs)
 				for _, r := range runsOf(seqs) {
@@ -137,7 +137,7 @@ func TestSequencerMatchesPerSeqModel(t *testing.T) {
 	})
 }
 
-// runsOf groups seqs as holdSeqsLocked does: consecutive ascending seqs
+// runsOf groups seqs as holdSeqs does: consecutive ascending seqs
 // form one run.
 func runsOf(seqs []int64) []seqRun {
 	var out []seqRun

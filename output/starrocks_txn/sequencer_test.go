@@ -112,25 +112,25 @@ func TestSequencerHeldRunOverlapsExactly(t *testing.T) {
 	assert.True(t, skipped, "a run from the lowest pending seq on holds nothing below it")
 }
 
-// holdSeqsLocked holds a call's seqs as runs of consecutive seqs of one
+// holdSeqs holds a call's seqs as runs of consecutive seqs of one
 // source, and exactly those seqs: a gap between two runs of the same call is
 // not held, and forgetting the call leaves nothing held.
 func TestHoldSeqsAsRuns(t *testing.T) {
-	o := &Output{seqs: map[string]*sequencer[*item]{}, now: time.Now}
+	k := newCore(&config{}, newRecFx(), false)
 	mk := func(src string, seq int64) *item {
 		return &item{pk: pkey{source: src, partition: "p0"}, meta: contract.Meta{Seq: seq}}
 	}
 	items := []*item{mk("a", 1), mk("a", 2), mk("a", 3), mk("b", 4), mk("a", 7), mk("a", 8), {pk: pkey{partition: noContractPartition}}, mk("a", 9)}
-	o.holdSeqsLocked(items, 1)
-	assert.Equal(t, map[seqRun]int{{1, 3}: 1, {7, 9}: 1}, o.seqs["a"].held)
-	assert.Equal(t, map[seqRun]int{{4, 4}: 1}, o.seqs["b"].held)
-	a := o.seqs["a"]
+	k.holdSeqs(items, 1, time.Now())
+	assert.Equal(t, map[seqRun]int{{1, 3}: 1, {7, 9}: 1}, k.seqs["a"].held)
+	assert.Equal(t, map[seqRun]int{{4, 4}: 1}, k.seqs["b"].held)
+	a := k.seqs["a"]
 	a.next = 4
 	assert.False(t, a.heldBelow(7), "4..6 of a are not held")
 	assert.True(t, a.heldBelow(8))
-	o.holdSeqsLocked(items, -1)
-	assert.Empty(t, o.seqs["a"].held)
-	assert.Empty(t, o.seqs["b"].held)
+	k.holdSeqs(items, -1, time.Now())
+	assert.Empty(t, k.seqs["a"].held)
+	assert.Empty(t, k.seqs["b"].held)
 }
 
 // admitNext does what offer does for the next seq while nothing waits, and

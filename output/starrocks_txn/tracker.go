@@ -214,7 +214,10 @@ func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycl
 		return err
 	}
 	o := t.o
-	if rows := w.progressRows(c); len(rows) > 0 {
+	o.mu.Lock()
+	rows := o.core.progressRows(c, o.now())
+	o.mu.Unlock()
+	if len(rows) > 0 {
 		c.progress = rows
 		body, _ := json.Marshal(rows)
 		if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
@@ -261,7 +264,7 @@ func (t *exactlyOnceTracking) settle(ctx context.Context, w *dbWorker, label str
 // beforeCommit waits for earlier poisoned transactions of c's partitions to
 // reach dead_letter, then anchors when needed.
 func (t *exactlyOnceTracking) beforeCommit(ctx context.Context, w *dbWorker, c *cycle) error {
-	if err := t.awaitDeadLetters(ctx, c); err != nil {
+	if err := t.awaitDeadLetters(ctx, w, c); err != nil {
 		return err
 	}
 	return t.writerTracking.beforeCommit(ctx, w, c)
@@ -273,26 +276,20 @@ func (t *exactlyOnceTracking) beforeCommit(ctx context.Context, w *dbWorker, c *
 // skips every transaction of the partition at or below it into this
 // database, so an earlier poisoned one must be in dead_letter before c can
 // be visible, or a crash in between would lose its delivery.
-func (t *exactlyOnceTracking) awaitDeadLetters(ctx context.Context, c *cycle) error {
+func (t *exactlyOnceTracking) awaitDeadLetters(ctx context.Context, w *dbWorker, c *cycle) error {
 	o := t.o
 	if o.dl == nil {
 		return nil
 	}
-	for {
+	for noted := false; ; noted = true {
 		o.mu.Lock()
-		parts := make(map[*partition]bool, len(c.txns))
-		for _, t := range c.txns {
-			parts[t.p] = true
-		}
-		pending := o.dlWriting != nil && parts[o.dlWriting.p]
-		for _, t := range o.dlQueue {
-			if parts[t.p] {
-				pending = true
-			}
-		}
+		pending := o.core.deadLetterPending(c.txns)
 		o.mu.Unlock()
 		if !pending {
 			return nil
+		}
+		if !noted {
+			w.log.Debugf("Holding the commit of label %s until the earlier poisoned transactions of its partitions are in dead_letter", c.label)
 		}
 		if o.closing() {
 			// The dead-letter loop has stopped.

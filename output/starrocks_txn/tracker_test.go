@@ -64,7 +64,8 @@ func TestWriterRowIsNumberedAboveTheRowsHeld(t *testing.T) {
 	f := newFakeSR()
 	o, _, _ := eoOutput(t, f, nil, "")
 	o.mu.Lock()
-	w := o.workerLocked("test")
+	o.core.db("test")
+	w := o.workers["test"]
 	o.mu.Unlock()
 	w.labels.durable(5, []int64{3}, time.Now())
 	label := starrocks.SeqLabel("benthos", "test", o.writer, 3)

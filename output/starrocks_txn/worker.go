@@ -14,7 +14,9 @@ import (
 // The database worker runs its commit cycles one at a time
 // (ARCHITECTURE.md §4.3): step begins a cycle eagerly, takes what the
 // switches froze, streams it (load.go) and, when the cycle is due, hands it
-// to a commit goroutine that delivers it (commit.go).
+// to a commit goroutine that delivers it (commit.go), each through the
+// cycle's protocol (protocol.go). What it reads and changes of its queue is
+// the core's (take, stepState, idleDB, dropDB).
 
 // cycle is one shared multi-table transaction of a database: its label and
 // the source transactions retained in it until the commit resolves.
@@ -68,16 +70,10 @@ type dbWorker struct {
 	// log names the database in every line.
 	log *service.Logger
 
-	// Guarded by o.mu.
-	queue       []*srcTxn
-	lastTraffic time.Time
-	urgent      bool
-	busy        bool
-	committing  int
-	// refused is the last definite refusal of a begin in the database (it
-	// does not exist): while it stands, no transaction is begun eagerly,
-	// only for source transactions that wait for one.
-	refused error
+	// q is the database's queue in the core (core.go: dbQueue): what the
+	// switches froze for the worker, and the worker's state admission and
+	// the manager decide on. Guarded by o.mu, changed through the core.
+	q *dbQueue
 	// countedRows is committed's scratch for the rows per table of a
 	// commit, kept between commits (guarded by o.mu).
 	countedRows []tableCount
@@ -112,10 +108,10 @@ type dbWorker struct {
 // database has not begun a transaction yet.
 const notBegunDB = "(not begun)"
 
-// newDBWorker returns the worker of db, continuing the ledger of a retired
-// one when there is one.
-func newDBWorker(o *Output, db string, ledger *labelLedger) *dbWorker {
-	w := &dbWorker{o: o, db: db, log: o.log.With("database", db), wake: make(chan struct{}, 1), labels: ledger}
+// newDBWorker returns the worker of q's database, continuing the ledger of
+// a retired one when there is one.
+func newDBWorker(o *Output, q *dbQueue, ledger *labelLedger) *dbWorker {
+	w := &dbWorker{o: o, db: q.db, q: q, log: o.log.With("database", q.db), wake: make(chan struct{}, 1), labels: ledger}
 	if w.labels == nil {
 		w.labels = &labelLedger{}
 	} else {
@@ -182,27 +178,25 @@ func (w *dbWorker) retire() bool {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(w.queue) > 0 || w.busy || w.committing > 0 || o.workers[w.db] != w {
+	if !o.core.idleDB(w.q) || o.workers[w.db] != w {
 		return false
 	}
 	if w.begun.Load() {
-		if o.now().Sub(w.lastTraffic) < w.recycleAge() || !w.labels.idle() {
+		if o.now().Sub(w.q.lastTraffic) < w.recycleAge() || !w.labels.idle() {
 			return false
 		}
 		o.retired[w.db] = w.labels
 	}
+	o.core.dropDB(w.q)
 	delete(o.workers, w.db)
 	w.log.Debugf("The database worker is idle and retires")
 	return true
 }
 
 func (w *dbWorker) rollbackOnClose() {
-	if w.cyc == nil || w.cyc.label == "" {
-		return
+	if w.cyc != nil {
+		w.o.proto.rollback(w, w.cyc)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
-	defer cancel()
-	_ = w.o.client.Rollback(ctx, w.txn(w.cyc.label))
 }
 
 func (w *dbWorker) txn(label string) starrocks.Txn {
@@ -215,18 +209,55 @@ func (w *dbWorker) take(cut bool) {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	now := o.now()
+	w.cyc.txns = o.core.take(w.q, w.cyc.txns, cut, o.now())
+}
+
+// take moves what the switches froze for q's database into a cycle that
+// holds txns and returns them; with cut, every partition's complete
+// transactions are frozen first (the commit cut). A transaction a fence or
+// a stall took out while it was queued is left out, a fenced one released.
+// Which cycle may take a transaction is decided here (a schema gate's
+// transaction only a cycle begun after its change: partition.go, activate).
+func (k *core) take(q *dbQueue, txns []*srcTxn, cut bool, now time.Time) []*srcTxn {
 	if cut {
-		o.cutLocked(now)
+		k.cut(now)
 	}
-	for _, t := range w.queue {
-		o.releaseFencedLocked(t)
-		if t.state != txnQueued || !o.moveLocked(t, txnInCycle) {
+	for _, t := range q.queue {
+		k.releaseFenced(t)
+		if t.state != txnQueued || !k.move(t, txnInCycle) {
 			continue
 		}
-		w.cyc.txns = append(w.cyc.txns, t)
+		txns = append(txns, t)
 	}
-	w.queue = nil
+	q.queue = nil
+	return txns
+}
+
+// stepState is what a worker's step decides on, read at its start: whether
+// something is queued, whether the database had traffic within recycleAge
+// (then a transaction is begun eagerly), whether the cycle is urgent (the
+// soft cap; the request is consumed) and whether StarRocks refused the
+// last begin.
+func (k *core) stepState(q *dbQueue, now time.Time, recycleAge time.Duration) (hasWork, recent, urgent, refused bool) {
+	hasWork = len(q.queue) > 0
+	recent = now.Sub(q.lastTraffic) < recycleAge
+	urgent = q.urgent || k.buffered >= k.conf.bufferSize
+	q.urgent = false
+	return hasWork, recent, urgent, q.refused != nil
+}
+
+// idleDB reports whether q's worker has nothing to do: nothing queued, no
+// step running, no commit goroutine, and q still the database's queue.
+func (k *core) idleDB(q *dbQueue) bool {
+	return len(q.queue) == 0 && !q.busy && q.committing == 0 && k.dbs[q.db] == q
+}
+
+// dropDB forgets q when its worker retires: a switch that queues for the
+// database later starts a new one.
+func (k *core) dropDB(q *dbQueue) {
+	if k.dbs[q.db] == q {
+		delete(k.dbs, q.db)
+	}
 }
 
 func (w *dbWorker) recycleAge() time.Duration {
@@ -243,12 +274,7 @@ func (w *dbWorker) recycleAge() time.Duration {
 func (w *dbWorker) step(ctx context.Context) {
 	o := w.o
 	o.mu.Lock()
-	hasWork := len(w.queue) > 0
-	recent := o.now().Sub(w.lastTraffic) < w.recycleAge()
-	// The soft cap: a full buffer commits the cycle early.
-	urgent := w.urgent || o.buffered >= o.conf.bufferSize
-	w.urgent = false
-	refused := w.refused != nil
+	hasWork, recent, urgent, refused := o.core.stepState(w.q, o.now(), w.recycleAge())
 	o.mu.Unlock()
 	if w.cyc == nil {
 		if !hasWork && (!recent || refused) {
@@ -260,7 +286,7 @@ func (w *dbWorker) step(ctx context.Context) {
 	w.setBusy(true)
 	defer w.setBusy(false)
 	// Eager begin: the shared transaction is open before the rows arrive.
-	if w.cyc.label == "" && !w.begin(ctx, w.cyc) {
+	if w.cyc.label == "" && !o.proto.begin(ctx, w, w.cyc) {
 		if len(w.cyc.txns) == 0 {
 			w.cyc = nil
 		}
@@ -271,7 +297,7 @@ func (w *dbWorker) step(ctx context.Context) {
 	if now.Sub(w.cyc.begun) >= w.recycleAge() && len(w.cyc.txns) == 0 {
 		// Idle and old: re-begin early, so a transaction is never loaded
 		// into when it is too old to finish before its timeout.
-		w.rollback(w.cyc.label)
+		o.proto.rollback(w, w.cyc)
 		w.cyc = nil
 		return
 	}
@@ -293,7 +319,7 @@ func (w *dbWorker) step(ctx context.Context) {
 			return
 		}
 		w.lastLoad = now
-		err := w.loadPending(ctx, w.cyc)
+		err := o.proto.load(ctx, w, w.cyc)
 		if err == nil {
 			return
 		}
@@ -311,7 +337,7 @@ func (w *dbWorker) step(ctx context.Context) {
 		// is rolled back, and the commit goroutine begins a new one and
 		// loads the cycle's rows again, so that nothing is loaded into a
 		// transaction too old to finish before its timeout.
-		w.rollback(w.cyc.label)
+		o.proto.rollback(w, w.cyc)
 		w.cyc.reset()
 	}
 	w.take(true)
@@ -334,7 +360,7 @@ func (w *dbWorker) waitCommitter(ctx context.Context) bool {
 
 func (w *dbWorker) setBusy(b bool) {
 	w.o.mu.Lock()
-	w.busy = b
+	w.q.busy = b
 	w.o.mu.Unlock()
 }
 
@@ -348,7 +374,7 @@ func (w *dbWorker) commitCycle(ctx context.Context) {
 	done := make(chan struct{})
 	w.committer = done
 	w.o.mu.Lock()
-	w.committing++
+	w.q.committing++
 	w.o.mu.Unlock()
 	// The commit runs on commitCtx: Close waits for it (output.go).
 	ctx = w.o.commitCtx
@@ -358,7 +384,7 @@ func (w *dbWorker) commitCycle(ctx context.Context) {
 		defer close(done)
 		defer func() {
 			w.o.mu.Lock()
-			w.committing--
+			w.q.committing--
 			w.o.mu.Unlock()
 		}()
 		if err := w.deliver(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errClosing) {
@@ -376,7 +402,7 @@ func (w *dbWorker) commitCycle(ctx context.Context) {
 func (w *dbWorker) live(txns []*srcTxn) []*srcTxn {
 	w.o.mu.Lock()
 	defer w.o.mu.Unlock()
-	return w.o.liveTxnsLocked(txns)
+	return w.o.core.liveTxns(txns)
 }
 
 // metricDB is the database label of the worker's metrics: notBegunDB until

@@ -23,15 +23,13 @@ func TestNToOneMapping(t *testing.T) {
 		seconds   = 3
 	)
 	var chs []chan error
-	start := time.Now()
-	for i := 0; i < perSecond*seconds; i++ {
+	start := paced(perSecond*seconds, seconds*time.Second, func(i int) {
 		id := fmt.Sprintf("t%d", i)
 		chs = append(chs, writeAsync(o, service.MessageBatch{
 			s.row("p0", id, "orders", map[string]any{"id": i, "txn": id}, false),
 			s.row("p0", id, "items", map[string]any{"id": i, "txn": id}, true),
 		}))
-		time.Sleep(time.Until(start.Add(time.Duration(i+1) * time.Second / perSecond)))
-	}
+	})
 	waitAll(t, chs, 10*time.Second)
 	elapsed := time.Since(start).Seconds()
 
@@ -75,16 +73,14 @@ func TestNToOneMappingManyPartitions(t *testing.T) {
 		seconds   = 3
 	)
 	var chs []chan error
-	start := time.Now()
-	for i := 0; i < perSecond*seconds; i++ {
+	start := paced(perSecond*seconds, seconds*time.Second, func(i int) {
 		id := fmt.Sprintf("t%d", i)
 		p := fmt.Sprintf("p%d", i%parts)
 		chs = append(chs, writeAsync(o, service.MessageBatch{
 			s.row(p, id, "orders", map[string]any{"id": i, "txn": id}, false),
 			s.row(p, id, "items", map[string]any{"id": i, "txn": id}, true),
 		}))
-		time.Sleep(time.Until(start.Add(time.Duration(i+1) * time.Second / perSecond)))
-	}
+	})
 	waitAll(t, chs, 10*time.Second)
 	elapsed := time.Since(start).Seconds()
 
@@ -113,16 +109,16 @@ func TestIdleTransactionIsRecycled(t *testing.T) {
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t1", "a", map[string]any{"id": 1, "txn": "t1"}, true)})}, 3*time.Second)
 	// The next shared transaction is begun eagerly; unused, it is rolled
 	// back at 80% of txn_timeout instead of expiring on the server.
-	time.Sleep(2 * time.Second)
-	f.mu.Lock()
-	recycled := 0
-	for _, ft := range f.txns {
-		if !ft.loaded && ft.state == starrocks.StateAborted {
-			recycled++
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, ft := range f.txns {
+			if !ft.loaded && ft.state == starrocks.StateAborted {
+				return true
+			}
 		}
-	}
-	f.mu.Unlock()
-	assert.Positive(t, recycled, "an idle, empty shared transaction was rolled back before its timeout")
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "an idle, empty shared transaction was rolled back before its timeout")
 	// Traffic after the idle period begins a new one and commits.
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch{s.row("p0", "t2", "a", map[string]any{"id": 2, "txn": "t2"}, true)})}, 3*time.Second)
 	assertAtomic(t, f, map[string]int{"t1": 1, "t2": 1})
@@ -151,15 +147,15 @@ func TestCycleAgedByACommitWaitIsNeverLoaded(t *testing.T) {
 	o, _ := testOutput(t, "commit_interval: 200ms\ntxn_timeout: 1s\n", f, nil)
 	s := newSrc("a1")
 	var chs []chan error
-	start := time.Now()
-	for i := 0; time.Since(start) < 2*time.Second; i++ {
+	// One source transaction every 100 ms for 2 s; the first commit is
+	// held for the first 1.5 s.
+	paced(20, 2*time.Second, func(i int) {
 		if i == 15 {
 			close(gate)
 		}
 		id := fmt.Sprintf("t%d", i)
 		chs = append(chs, writeAsync(o, service.MessageBatch{s.row("p0", id, "a", map[string]any{"id": i, "txn": id}, true)}))
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 	waitAll(t, chs, 10*time.Second)
 	recycle := time.Duration(recycleFraction * float64(time.Second))
 	f.mu.Lock()
@@ -213,7 +209,7 @@ func TestMissingDatabaseStopsBeginningAndItsWorkerRetires(t *testing.T) {
 	mu.Lock()
 	n := begins
 	mu.Unlock()
-	time.Sleep(300 * time.Millisecond)
+	quiesce(t, o)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, n, begins, "no begin is retried for a database StarRocks refused, once nothing waits for it")

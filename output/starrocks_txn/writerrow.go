@@ -121,7 +121,7 @@ func (o *Output) forgetWriter(ctx context.Context) {
 	ws := o.workerList()
 	o.mu.Lock()
 	for _, db := range sortedKeys(o.retired) {
-		ws = append(ws, newDBWorker(o, db, o.retired[db]))
+		ws = append(ws, newDBWorker(o, &dbQueue{db: db}, o.retired[db]))
 	}
 	o.mu.Unlock()
 	for _, w := range ws {

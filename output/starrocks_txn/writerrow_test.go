@@ -112,7 +112,14 @@ func TestWriterEagerBeginBurnStaysFindable(t *testing.T) {
 	o, _, _ := eoOutput(t, f, nil, "retry_backoff: { initial_interval: 1ms, max_interval: 1ms }\n")
 	s := newSrc("asm")
 	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t0", 0)))}, 5*time.Second)
-	time.Sleep(50 * time.Millisecond)
+	// The next cycle's transaction is begun (eagerly) before the begins
+	// fail: t1 goes into it, and the begins that fail are the eager ones
+	// of the cycle after it.
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return countOpen(f) > 0
+	}, 5*time.Second, time.Millisecond, "the next cycle is begun")
 	f.mu.Lock()
 	armed = true
 	f.mu.Unlock()
@@ -204,7 +211,7 @@ func TestWriterRowForgottenOnCleanCloseKeptWhenInDoubt(t *testing.T) {
 		}
 		dying.mu.Lock()
 		defer dying.mu.Unlock()
-		for _, p := range dying.parts {
+		for _, p := range dying.core.parts {
 			for _, tx := range p.order {
 				if tx.inCommit {
 					return hung != ""
