@@ -177,8 +177,8 @@ func (m *Meta) AlterJobs(ctx context.Context, db, table string, limit int) (jobs
 }
 
 // Version returns the StarRocks version the FE reports (select
-// current_version(): "<version> <commit>", docs/notes/starrocks-protocol.md
-// §12.2), without the commit.
+// current_version(): "<version>-<commit>", docs/notes/starrocks-protocol.md
+// §12.2), without the commit: "3.3.7".
 func (m *Meta) Version(ctx context.Context) (v string, err error) {
 	ctx, end := m.bound(ctx, "version", "")
 	defer func() { end(err == nil) }()
@@ -187,6 +187,9 @@ func (m *Meta) Version(ctx context.Context) (v string, err error) {
 	}
 	if f := strings.Fields(v); len(f) > 0 {
 		v = f[0]
+	}
+	if i := strings.IndexByte(v, '-'); i > 0 {
+		v = v[:i]
 	}
 	return v, nil
 }

@@ -69,7 +69,7 @@ func TestSchemaChangesAgainstTheEmulator(t *testing.T) {
 
 	v, err := m.Version(ctx)
 	require.NoError(t, err)
-	assert.Regexp(t, `^\d+\.\d+`, v)
+	assert.Regexp(t, `^\d+\.\d+\.\d+$`, v)
 
 	_, _, err = m.Columns(ctx, "shop", "or`ders")
 	assert.ErrorContains(t, err, "refusing to put it into SQL")
