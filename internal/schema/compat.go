@@ -40,6 +40,10 @@ func Holds(col, src Type) bool {
 		if src.Kind.IsInteger() {
 			return col.Precision-col.Scale >= intDigits[src.Kind]
 		}
+		if src.Kind == KindDecimal && src.Precision == 0 {
+			// Only the scale is known.
+			return col.Scale >= src.Scale
+		}
 		return src.Kind == KindDecimal && col.Scale >= src.Scale && col.Precision-col.Scale >= src.Precision-src.Scale
 	case KindDouble:
 		return src.Kind == KindFloat || src.Kind == KindDecimal || src.Kind.IsInteger()
@@ -85,10 +89,14 @@ func Widens(from, to Type) bool {
 	case from.Kind == KindFloat && to.Kind == KindDouble:
 		return true
 	case from.Kind == KindChar && to.Kind == KindChar, from.Kind == KindVarchar && to.Kind == KindVarchar:
-		return to.Len > from.Len
+		return to.Len > 0 && to.Len > from.Len
 	case from.Kind == KindChar && to.Kind == KindVarchar:
-		return to.Len >= from.Len
+		return to.Len > 0 && to.Len >= from.Len
 	case from.Kind == KindDecimal && to.Kind == KindDecimal:
+		if to.Precision == 0 {
+			// Only the scale is known: never widen to a guess.
+			return false
+		}
 		return to.Precision <= MaxDecimalPrecision && to.Scale >= from.Scale && to.Precision-to.Scale >= from.Precision-from.Scale
 	case from.Kind == KindDate && to.Kind == KindDateTime:
 		return true

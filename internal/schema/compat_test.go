@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"github.com/stretchr/testify/require"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,27 @@ func TestWidest(t *testing.T) {
 	assert.False(t, ok)
 	_, ok = Widest(Decimal(38, 0), Decimal(38, 10))
 	assert.False(t, ok)
+}
+
+// A length or a precision the source does not give is never a reason to
+// change a column: an unknown length holds in any VARCHAR, an unknown
+// precision in any DECIMAL of enough scale, and neither is widened to.
+func TestUnknownLengthsAndPrecisionsChangeNothing(t *testing.T) {
+	assert.True(t, Holds(Varchar(32), Text))
+	assert.False(t, Widens(Varchar(32), Text))
+	assert.True(t, Holds(Decimal(10, 2), Type{Kind: KindDecimal, Scale: 2}))
+	assert.False(t, Holds(Decimal(10, 2), Type{Kind: KindDecimal, Scale: 3}))
+	assert.False(t, Widens(Decimal(10, 2), Type{Kind: KindDecimal, Scale: 3}))
+	assert.Equal(t, "DECIMAL(38,3)", Type{Kind: KindDecimal, Scale: 3}.String())
+	assert.Equal(t, "VARCHAR(65533)", Text.String())
+	d := Compare(&Table{Columns: []Column{{Name: "id", Type: Varchar(32)}, {Name: "p", Type: Decimal(10, 2)}}, Key: []string{"id"}},
+		&Table{Columns: []Column{{Name: "id", Type: Text}, {Name: "p", Type: Type{Kind: KindDecimal, Scale: 2}}}, Key: []string{"id"}})
+	assert.False(t, d.Changes())
+	assert.Empty(t, d.Conflicts)
+	b, err := Text.MarshalJSON()
+	require.NoError(t, err)
+	assert.Equal(t, `"VARCHAR"`, string(b))
+	var back Type
+	require.NoError(t, back.UnmarshalJSON(b))
+	assert.True(t, back.Equal(Text), "an unknown length survives the JSON form")
 }

@@ -77,6 +77,9 @@ func qualified(db, table string) (string, error) {
 	return d + "." + t, nil
 }
 
+// KeyTextLen is the length of a text key column whose source gives none.
+const KeyTextLen = 255
+
 // CreateTableSQL renders CREATE TABLE IF NOT EXISTS for a PRIMARY KEY table
 // (ARCHITECTURE.md §14.3): the key columns first, in key order and NOT NULL
 // (StarRocks wants them so), then the others in the source's order;
@@ -98,6 +101,11 @@ func CreateTableSQL(db, name string, t *Table, properties map[string]string) (st
 	var defs, keys []string
 	for _, k := range t.Key {
 		c, _ := t.Column(k)
+		if c.Type.Kind == KindVarchar && c.Type.Len == 0 {
+			// A key of unknown length: StarRocks bounds a primary key's
+			// encoded length, so not the 65533 bytes of a value column.
+			c.Type.Len = KeyTextLen
+		}
 		d, err := columnDef(c, true)
 		if err != nil {
 			return "", fmt.Errorf("table %s.%s: %w", db, name, err)

@@ -58,3 +58,10 @@ func TestAlterSQL(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "CREATE DATABASE IF NOT EXISTS `shop`", sql)
 }
+
+func TestCreateTableGivesAKeyOfUnknownLengthABoundedOne(t *testing.T) {
+	sql, err := CreateTableSQL("d", "t", &Table{Columns: []Column{{Name: "k", Type: Text}, {Name: "v", Type: Text}}, Key: []string{"k"}}, nil)
+	require.NoError(t, err)
+	assert.Contains(t, sql, "`k` VARCHAR(255) NOT NULL")
+	assert.Contains(t, sql, "`v` VARCHAR(65533) NULL")
+}

@@ -38,8 +38,11 @@ type Conflict struct {
 	Reason     string
 }
 
-// Error names the column, both types and why.
+// Error names the column, both types and why (a key conflict: why).
 func (c Conflict) Error() string {
+	if c.Have.Kind == KindUnknown && c.Want.Kind == KindUnknown {
+		return c.Reason
+	}
 	return fmt.Sprintf("column %s is %s in StarRocks and %s at the source: %s", c.Column, c.Have, c.Want, c.Reason)
 }
 
@@ -48,8 +51,10 @@ func (d Diff) Changes() bool { return len(d.Add) > 0 || len(d.Modify) > 0 }
 
 // Compare returns what the StarRocks table have lacks to take the rows of
 // the source table want. Columns match by name, ignoring case, as StarRocks
-// does. A source key that differs from the table's (when both are known) is
-// a conflict: StarRocks cannot change a primary key.
+// does. A source key whose columns differ from the table's (when both are
+// known; in any order, since a source may list them in another: a Kafka key
+// without a schema is a JSON object) is a conflict: StarRocks cannot change
+// a primary key.
 func Compare(have, want *Table) Diff {
 	var d Diff
 	for _, w := range want.Columns {
@@ -79,7 +84,7 @@ func Compare(have, want *Table) Diff {
 			d.Dropped = append(d.Dropped, h.Name)
 		}
 	}
-	if len(have.Key) > 0 && len(want.Key) > 0 && !sameNames(have.Key, want.Key) {
+	if len(have.Key) > 0 && len(want.Key) > 0 && !sameSet(have.Key, want.Key) {
 		d.Conflicts = append(d.Conflicts, Conflict{Column: strings.Join(want.Key, ","),
 			Reason: fmt.Sprintf("the source's primary key (%s) differs from the table's (%s), and StarRocks cannot change a primary key",
 				strings.Join(want.Key, ", "), strings.Join(have.Key, ", "))})
@@ -87,16 +92,22 @@ func Compare(have, want *Table) Diff {
 	return d
 }
 
-// sameNames reports whether a and b name the same columns in the same
-// order, ignoring case.
-func sameNames(a, b []string) bool {
+// sameSet reports whether a and b name the same columns, in any order,
+// ignoring case.
+func sameSet(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		if !strings.EqualFold(a[i], b[i]) {
+	seen := make(map[string]int, len(a))
+	for _, n := range a {
+		seen[strings.ToLower(n)]++
+	}
+	for _, n := range b {
+		k := strings.ToLower(n)
+		if seen[k] == 0 {
 			return false
 		}
+		seen[k]--
 	}
 	return true
 }

@@ -54,4 +54,8 @@ func TestCompareKeyChangesAreConflicts(t *testing.T) {
 	d = Compare(have, &Table{Columns: []Column{{Name: "id", Type: Int}, {Name: "k", Type: Varchar(10)}}, Key: []string{"id"}})
 	require.Len(t, d.Conflicts, 1)
 	assert.True(t, strings.Contains(d.Conflicts[0].Reason, "cannot change a primary key"), d.Conflicts[0].Reason)
+	assert.Equal(t, d.Conflicts[0].Reason, d.Conflicts[0].Error(), "a key conflict names no column type")
+
+	d = Compare(have, &Table{Columns: []Column{{Name: "id", Type: Int}, {Name: "k", Type: Varchar(10)}}, Key: []string{"K", "id"}})
+	assert.Empty(t, d.Conflicts, "the same key columns in another order (a key object's order) are the same key")
 }

@@ -42,7 +42,7 @@ func FromMySQL(c MySQLColumn) (Type, error) {
 	}
 	text := func(chars int, known bool) Type {
 		if !known {
-			return String
+			return Text
 		}
 		return Varchar(min(max(chars*bytesPerChar, 1), MaxVarcharLen))
 	}

@@ -66,9 +66,12 @@ func (k Kind) String() string {
 type Type struct {
 	Kind Kind
 	// Len is the length in bytes of CHAR, VARCHAR and VARBINARY; 0 when
-	// it is not known (a source that does not say).
+	// it is not known (a source that does not say): such a column holds
+	// any length (Holds) and is created as VARCHAR(65533), a key column as
+	// VARCHAR(255) (CreateTableSQL).
 	Len int
-	// Precision and Scale of DECIMAL.
+	// Precision and Scale of DECIMAL; Precision 0 when the source gives
+	// only the scale: created as DECIMAL(38, Scale).
 	Precision, Scale int
 	// Elem is the element type of ARRAY; Key and Elem of MAP.
 	Elem, Key *Type
@@ -92,6 +95,8 @@ var (
 	JSON     = Type{Kind: KindJSON}
 	// String is StarRocks's STRING: VARCHAR(65533).
 	String = Varchar(StringLen)
+	// Text is a VARCHAR whose length the source does not give.
+	Text = Varchar(0)
 )
 
 // Varchar is VARCHAR(n).
@@ -118,7 +123,11 @@ func (t Type) String() string {
 		}
 		return t.Kind.String()
 	case KindDecimal:
-		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
+		p := t.Precision
+		if p == 0 {
+			p = MaxDecimalPrecision
+		}
+		return fmt.Sprintf("DECIMAL(%d,%d)", p, t.Scale)
 	case KindArray:
 		if t.Elem == nil {
 			return "ARRAY<UNKNOWN>"
@@ -354,8 +363,12 @@ func (p *typeParser) parse() (Type, error) {
 	return t, nil
 }
 
-// MarshalJSON writes the type as its DDL text.
+// MarshalJSON writes the type as its DDL text; a VARCHAR whose length is
+// not known as "VARCHAR", which ParseType reads back as unknown.
 func (t Type) MarshalJSON() ([]byte, error) {
+	if t.Kind == KindVarchar && t.Len == 0 {
+		return []byte(`"VARCHAR"`), nil
+	}
 	return []byte(strconv.Quote(t.String())), nil
 }
 
