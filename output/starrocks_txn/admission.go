@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/starrocks-txn/benthos-starrocks/internal/jsonscan"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 	"maps"
 	"slices"
 	"strconv"
@@ -54,6 +56,14 @@ type item struct {
 	// with it (contract.Parsed.Row): parseBody then neither validates nor
 	// decodes it again.
 	vouched bool
+	// schema and keys are what the writer established of the row's schema
+	// (contract.RowFacts: its source table, or the hash of its keys; the
+	// hash is computed here for a row no writer vouched for); change is the
+	// table definition of a schema change (contract.KeySchemaChange), which
+	// is not a row (schema.go, ARCHITECTURE.md §14.1).
+	schema *schema.Table
+	keys   uint64
+	change *schema.Table
 	// poison is why the message's source transaction cannot be loaded
 	// (parseContract, parseBody, a duplicate seq).
 	poison error
@@ -180,6 +190,7 @@ func (o *Output) parseContractInto(it *item, msg *service.Message, c *call, now 
 		if body, err := msg.AsBytes(); err == nil {
 			if facts, ok := parsed.Row(bytes.TrimSpace(body)); ok {
 				it.vouched, it.isDelete = true, facts.Delete
+				it.schema, it.keys = facts.Schema, facts.Keys
 			}
 		}
 	}
@@ -201,12 +212,20 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 	if meta.Marker || meta.TxnAbort || (len(trimmed) == 0 && meta.TxnEnd) {
 		return
 	}
-	it.isRow = true
+	change := meta.SchemaChange
+	it.isRow = !change
 	it.body = trimmed
 	if it.poison != nil {
 		return
 	}
-	if !it.vouched && (len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed)) {
+	if change {
+		def, err := parseChange(trimmed)
+		if err != nil {
+			it.poison = err
+			return
+		}
+		it.change = def
+	} else if !it.vouched && !o.validRow(it, trimmed) {
 		it.poison = errors.New("the message body is not a JSON object")
 		return
 	}
@@ -242,9 +261,38 @@ func (o *Output) parseBody(batch service.MessageBatch, i int, it *item, targets 
 		it.poison = err
 		return
 	}
-	if !it.vouched {
+	if !it.vouched && it.isRow {
 		it.isDelete = starrocks.IsDeleteRow(trimmed)
 	}
+}
+
+// validRow reports whether a row no writer vouched for is one JSON object;
+// when the output checks schemas it hashes the row's keys in the same pass
+// (ARCHITECTURE.md §14.1).
+func (o *Output) validRow(it *item, b []byte) bool {
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	if o.schemas == nil {
+		return json.Valid(b)
+	}
+	st, keys := jsonscan.ObjectKeys(b)
+	switch st {
+	case jsonscan.OK:
+		it.keys = keys.Sum()
+		return true
+	case jsonscan.Invalid:
+		return false
+	}
+	if !json.Valid(b) {
+		return false
+	}
+	var h schema.KeysHash
+	for _, k := range topLevelKeys(b) {
+		h.AddString(k)
+	}
+	it.keys = h.Sum()
+	return true
 }
 
 // sourceTime is the creation time of the message for the visibility latency:

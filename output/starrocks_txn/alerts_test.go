@@ -390,6 +390,7 @@ func TestAlertsFireOnTheFirstDeadLetter(t *testing.T) {
 	require.NoError(t, sb.AddProcessorYAML(`mapping: 'root = if this.boom == true { throw("boom") } else { this }'`))
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %q ]
   commit_interval: 100ms
   dead_letter:

@@ -163,6 +163,7 @@ func TestBenchmarkReport(t *testing.T) {
 	e1 := startEmulator(t)
 	results = append(results, runBench(t, "starrocks_txn", fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %s ]
   commit_interval: 1s
   max_in_flight: 1024

@@ -38,6 +38,7 @@ func TestIntegrationSlowDatabaseBesideAQuickOneStillCommits(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %s ]
   commit_interval: 200ms
   txn_timeout: 20s
@@ -129,6 +130,7 @@ func TestIntegrationBigLoadsKeepTheirBoundBesideSmallOnes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %s ]
   commit_interval: 200ms
   txn_timeout: 30s

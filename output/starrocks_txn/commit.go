@@ -86,9 +86,15 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			case loadBadTable:
 				// The table is unusable for every transaction that writes
 				// to it (unknown table, for one): poison exactly those.
+				// The table may be created (or fixed) by an operator: a
+				// stall on it is tried again (ARCHITECTURE.md §14.4), and the
+				// schema manager reads it afresh.
+				if o.schemas != nil {
+					o.schemas.Invalidate(w.db, le.table)
+				}
 				for _, t := range c.txns {
 					if _, ok := t.rows[le.table]; ok {
-						o.poisonFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
+						o.poisonTableFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
 					}
 				}
 				o.m.retries.Incr(1, w.metricDB(), starrocks.ClassPerTxn.String())

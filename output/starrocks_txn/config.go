@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn/schemasync"
 	"sort"
 	"strings"
 	"time"
@@ -81,10 +82,17 @@ type config struct {
 	mysqlTimeout                      time.Duration
 	batching                          service.BatchPolicy
 	mysqlAddress                      string
-	progressTable                     string
-	exactlyOnce                       bool
-	pipelineID                        string
-	conn                              connConfig
+	// schemaMode is schema_evolution (ARCHITECTURE.md §14); empty in a
+	// config built in code: no schema checks, as ignore without
+	// mysql_address. createTableProps are create_table_properties;
+	// stallRetryInterval is stall_retry_interval.
+	schemaMode         string
+	createTableProps   map[string]string
+	stallRetryInterval time.Duration
+	progressTable      string
+	exactlyOnce        bool
+	pipelineID         string
+	conn               connConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -206,6 +214,15 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	if c.unknownCommit, err = durationField(conf, fieldUnknownCommit); err != nil {
+		return
+	}
+	if c.schemaMode, err = conf.FieldString(fieldSchemaEvolution); err != nil {
+		return
+	}
+	if c.createTableProps, err = conf.FieldStringMap(fieldCreateTableProps); err != nil {
+		return
+	}
+	if c.stallRetryInterval, err = durationField(conf, fieldStallRetry); err != nil {
 		return
 	}
 	if c.mysqlTimeout, err = durationField(conf, fieldMySQLTimeout); err != nil {
@@ -350,6 +367,17 @@ func (c *config) validate() error {
 	}
 	if c.mysqlTimeout <= 0 {
 		return errors.New(msgMySQLTimeout)
+	}
+	if c.schemaMode != "" {
+		if _, err := schemasync.ParseMode(c.schemaMode); err != nil {
+			return err
+		}
+		if c.schemaMode != schemasync.ModeIgnore && c.mysqlAddress == "" {
+			return fmt.Errorf("schema_evolution: %s (the default is evolve) %s", c.schemaMode, msgSchemaNeedsMySQLTail)
+		}
+		if c.stallRetryInterval <= 0 {
+			return errors.New(msgStallRetry)
+		}
 	}
 	if c.trackWriters() && len(c.pipelineID) > maxPipelineID {
 		return fmt.Errorf("pipeline_id %q is longer than %d characters", c.pipelineID, maxPipelineID)

@@ -27,6 +27,10 @@ func TestLintRules(t *testing.T) {
 		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\n":                         "semantic exactly_once needs mysql_address",
 		"load_urls: [x]\ncommit_interval: 1500ms\ntxn_timeout: 2s\n":                              "commit_interval must be at most half of txn_timeout",
 		"load_urls: [x]\ncommit_interval: 500s\n":                                                 "commit_interval must be at most half of txn_timeout",
+		"load_urls: [http://x]\n":                                                                 "schema_evolution: evolve (the default is evolve) reads the tables' columns over mysql_address, which is not set",
+		"load_urls: [http://x]\nschema_evolution: error\n":                                        "schema_evolution: error (the default is evolve) reads the tables' columns over mysql_address",
+		"load_urls: [http://x]\nschema_evolution: lenient\n":                                      "lenient",
+		"load_urls: [http://x]\nmysql_address: fe:9030\nstall_retry_interval: 0s\n":               "stall_retry_interval must be positive",
 	}
 	for yaml, want := range cases {
 		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(yaml)))
@@ -43,8 +47,9 @@ func TestLintRules(t *testing.T) {
 		}
 		assert.True(t, found, "config %q: want a lint containing %q, got %v", yaml, want, texts)
 	}
-	for _, ok := range []string{"load_urls: [http://fe:8030]", "load_urls: [http://x]\ncommit_interval: 1s\ntxn_timeout: 2s",
-		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030"} {
+	for _, ok := range []string{"load_urls: [http://fe:8030]\nschema_evolution: ignore", "load_urls: [http://x]\ncommit_interval: 1s\ntxn_timeout: 2s\nmysql_address: fe:9030",
+		"load_urls: [http://x]\nsemantic: exactly_once\npipeline_id: p\nmysql_address: fe:9030",
+		"load_urls: [http://x]\nmysql_address: fe:9030\nschema_evolution: error\ncreate_table_properties: {replication_num: \"1\"}"} {
 		lints, err := linter.LintOutputYAML([]byte("starrocks_txn:\n" + indent(ok)))
 		require.NoError(t, err)
 		assert.Empty(t, lints, ok)
@@ -63,7 +68,7 @@ func indent(s string) string {
 }
 
 func TestHeadersPerTable(t *testing.T) {
-	pc, err := outputSpec().ParseYAML(`
+	pc, err := parseTestYAML(`
 load_urls: [x]
 load_properties: {max_filter_ratio: "0.1", FORMAT: json}
 table_properties:
@@ -84,7 +89,7 @@ func TestLoadPropertiesValidated(t *testing.T) {
 		"load_properties: {format: csv}":                         "format csv is not supported",
 		"compression: gzip\nload_properties: {compression: lz4}": "conflicts with compression gzip",
 	} {
-		pc, err := outputSpec().ParseYAML("load_urls: [x]\n"+yaml, nil)
+		pc, err := parseTestYAML("load_urls: [x]\n"+yaml, nil)
 		require.NoError(t, err)
 		_, err = configFromParsed(pc)
 		require.ErrorContains(t, err, want, yaml)
@@ -98,12 +103,12 @@ func TestExactlyOnceConfigValidated(t *testing.T) {
 		"semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: " + strings.Repeat("x", 129): "longer than 128",
 		"semantic: exactly_once\nmysql_address: fe:9030\npipeline_id: p\nprogress_table: 'a b'\n":  "progress_table",
 	} {
-		pc, err := outputSpec().ParseYAML("load_urls: [x]\n"+yaml, nil)
+		pc, err := parseTestYAML("load_urls: [x]\n"+yaml, nil)
 		require.NoError(t, err)
 		_, err = configFromParsed(pc)
 		require.ErrorContains(t, err, want, yaml)
 	}
-	pc, err := outputSpec().ParseYAML("load_urls: [x]\n", nil)
+	pc, err := parseTestYAML("load_urls: [x]\n", nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)
@@ -114,11 +119,11 @@ func TestExactlyOnceConfigValidated(t *testing.T) {
 // pipeline_id is only checked where it is used.
 func TestPipelineIDLengthCheckedWhenUsed(t *testing.T) {
 	long := strings.Repeat("p", maxPipelineID+1)
-	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\npipeline_id: "+long+"\n", nil)
+	pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]\npipeline_id: "+long+"\n", nil)
 	require.NoError(t, err)
 	_, err = configFromParsed(pc)
 	assert.NoError(t, err, "at_least_once without mysql_address does not use it")
-	pc, err = outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\nmysql_address: 127.0.0.1:9030\npipeline_id: "+long+"\n", nil)
+	pc, err = parseTestYAML("load_urls: [ http://fake:8030 ]\nmysql_address: 127.0.0.1:9030\npipeline_id: "+long+"\n", nil)
 	require.NoError(t, err)
 	_, err = configFromParsed(pc)
 	require.Error(t, err)
@@ -134,7 +139,7 @@ func TestProgressTableValidatedInEveryMode(t *testing.T) {
 		"mysql_address: 127.0.0.1:9030\npipeline_id: p\n",                         // at_least_once with writer rows
 		"semantic: exactly_once\nmysql_address: 127.0.0.1:9030\npipeline_id: p\n", // exactly_once
 	} {
-		pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\n"+mode+"progress_table: \"p`; DROP TABLE orders; --\"\n", nil)
+		pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]\n"+mode+"progress_table: \"p`; DROP TABLE orders; --\"\n", nil)
 		require.NoError(t, err)
 		_, err = configFromParsed(pc)
 		require.Error(t, err, "mode %q", mode)

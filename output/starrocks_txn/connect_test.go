@@ -36,7 +36,7 @@ import (
 // parseTestConfig parses a YAML config of the output.
 func parseTestConfig(t *testing.T, yaml string) config {
 	t.Helper()
-	pc, err := outputSpec().ParseYAML(yaml, nil)
+	pc, err := parseTestYAML(yaml, nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)
@@ -125,6 +125,7 @@ input:
     mapping: 'root = {"order_id": counter(), "customer_id": 1}'
 output:
   starrocks_txn:
+    schema_evolution: ignore
     database: test
     table: orders
     commit_interval: 200ms
@@ -296,7 +297,7 @@ func TestMySQLDriverMessagesGoThroughTheLogger(t *testing.T) {
 // connect backoff of a minute.
 func unreachableOutput(t *testing.T, stopping <-chan struct{}) *Output {
 	t.Helper()
-	pc, err := outputSpec().ParseYAML(fmt.Sprintf("load_urls: [ \"http://%s\" ]\ndatabase: test\ntable: orders\nretry_backoff: { initial_interval: 1m, max_interval: 1m }\n", freeAddr(t)), nil)
+	pc, err := parseTestYAML(fmt.Sprintf("load_urls: [ \"http://%s\" ]\ndatabase: test\ntable: orders\nretry_backoff: { initial_interval: 1m, max_interval: 1m }\n", freeAddr(t)), nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)

@@ -1,6 +1,10 @@
 package starrocks_txn
 
-import "time"
+import (
+	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn/schemasync"
+)
 
 // core is the output's state machine: the sequencers, the partitions and
 // their source transactions, the databases' queues, the dead-letter queue,
@@ -25,6 +29,12 @@ type core struct {
 	// learns is whether a partition's messages wait for the tracker before
 	// they are applied (tracker.learnsPartitions).
 	learns bool
+	// schemas checks the rows' schemas against StarRocks (schema.go); nil
+	// when the output does not (schema_evolution: ignore without
+	// mysql_address). Its fast path, Known, takes only its own lock.
+	schemas *schemasync.Book
+	// knownLast caches the book's last yes (schema.go: known).
+	knownLast knownCache
 
 	seqs map[string]*sequencer[*item]
 	// retiredSeqs and lastPrune: manager.go, prune; sourceIdle is the
@@ -104,6 +114,10 @@ type effects interface {
 	// wakeDeadLetter tells the dead-letter loop a poisoned transaction is
 	// queued.
 	wakeDeadLetter()
+	// resolveSchemas runs the schema manager for the needs of a gated
+	// transaction (schema.go); the verdict comes back through
+	// core.schemasResolved.
+	resolveSchemas(p *partition, t *srcTxn, needs []schemaNeed)
 	// staleEpoch asks the partition registry whether a message belongs to
 	// an assignment that is over; currentEpoch is the partition's epoch
 	// now, for the log.
@@ -240,6 +254,7 @@ func (k *core) tick(now time.Time) {
 	k.checkGaps(now)
 	k.checkParked(now)
 	k.checkInFlight(now)
+	k.retryStalls(now)
 	k.prune(now)
 	k.updateGauges()
 }

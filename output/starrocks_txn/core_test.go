@@ -32,6 +32,15 @@ type recFx struct {
 	logs      []string
 	counts    map[string]int64
 	gauges    map[string]int64
+	// resolving are the schema checks started, in order.
+	resolving []resolveCall
+}
+
+// resolveCall is one resolveSchemas effect.
+type resolveCall struct {
+	p     *partition
+	t     *srcTxn
+	needs []schemaNeed
 }
 
 func newRecFx() *recFx {
@@ -45,6 +54,10 @@ func (r *recFx) wakeWorker(q *dbQueue) { r.woken = append(r.woken, q.db) }
 func (r *recFx) readProgress(part string) { r.progressReads = append(r.progressReads, part) }
 
 func (r *recFx) wakeDeadLetter() { r.dlWakes++ }
+
+func (r *recFx) resolveSchemas(p *partition, t *srcTxn, needs []schemaNeed) {
+	r.resolving = append(r.resolving, resolveCall{p: p, t: t, needs: needs})
+}
 
 func (r *recFx) staleEpoch(it *item) bool {
 	cur, ok := r.epochs[it.meta.Partition]
@@ -110,7 +123,7 @@ type stepper struct {
 // (the fake's load_urls added) and, with dl, a dead_letter.
 func newStepper(t *testing.T, yaml string, dl bool) *stepper {
 	t.Helper()
-	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\n"+yaml, nil)
+	pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]\n"+yaml, nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)

@@ -47,6 +47,18 @@ func (o *Output) poisonFromCycle(t *srcTxn, reason error) {
 	o.core.poisonLive(t, reason)
 }
 
+// poisonTableFromCycle is poisonFromCycle for a failure of the table as a
+// whole (it does not exist, say): a stall it causes is tried again every
+// stall_retry_interval (ARCHITECTURE.md §14.4).
+func (o *Output) poisonTableFromCycle(t *srcTxn, reason error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t.state.live() {
+		t.schemaStall = true
+	}
+	o.core.poisonLive(t, reason)
+}
+
 // poisonLive poisons t for reason unless a fence or a stall took it first.
 func (k *core) poisonLive(t *srcTxn, reason error) {
 	if !t.state.live() {

@@ -262,6 +262,10 @@ func runOrdersWith(t *testing.T, r ordersRun) emulator.Counters {
 	require.NoError(t, sb.SetLoggerYAML(streamLogYAML()))
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
+	if !strings.Contains(outputYAML, "mysql_address") && !strings.Contains(outputYAML, "schema_evolution") {
+		// Without mysql_address schemas cannot be checked.
+		outputYAML += "  schema_evolution: ignore\n"
+	}
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
   load_urls: [ %s ]
@@ -465,6 +469,7 @@ func poisonStream(t *testing.T, e *emulator.Emulator, dlName string, batches []s
 	}
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %s ]
   commit_interval: 200ms
   max_in_flight: 64

@@ -198,6 +198,7 @@ func TestIntegrationStaleEpochIsReleasedUnapplied(t *testing.T) {
 	require.NoError(t, sb.AddProcessorYAML("starrocks_txn_test_registry: { name: "+name+" }"))
 	require.NoError(t, sb.AddOutputYAML(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ `+e.FEURL()+` ]
   commit_interval: 200ms
   max_in_flight: 16
@@ -467,6 +468,7 @@ func TestIntegrationStalledPartitionSeriesAreBounded(t *testing.T) {
 	require.NoError(t, sb.AddProcessorYAML("starrocks_txn_test_registry: { name: "+name+" }"))
 	require.NoError(t, sb.AddOutputYAML(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ `+e.FEURL()+` ]
   commit_interval: 100ms
   max_in_flight: 16

@@ -15,6 +15,9 @@ import (
 //
 //	         END, with rows       switch           take            commit
 //	open ────────────────► active ───────► queued ───────► in cycle ───────► committed
+//	 │                       ▲
+//	 │ a new schema          │ StarRocks takes its rows
+//	 └──────────────► gated ─┘ (a change applied, or none needed; without rows: skipped)
 //	 │                                                                        ▲    ▲
 //	 │ END without rows, abort marker,                                        │    │
 //	 │ or StarRocks holds it already (exactly_once)                           │    │
@@ -38,10 +41,11 @@ import (
 //
 //   - open: receiving its messages (the partition's open transaction), or
 //     complete and being placed within one admission step.
+//   - gated: complete, held before it may be frozen because a row of it (or
+//     of an earlier gated transaction of its partition) has a schema the
+//     output has not checked against StarRocks yet (partition.gated;
+//     schema.go, ARCHITECTURE.md §14.3). Live, not committable.
 //   - active: complete, in its partition's active chunks (partition.active).
-//     A state between open and active for a transaction held before it may
-//     be frozen (a schema gate) would be entered where active is:
-//     partition.go, activate.
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
 //   - poisoned: on its way to dead_letter (core.dlQueue, core.dlWriting).
@@ -70,6 +74,7 @@ type txnState uint8
 
 const (
 	txnOpen txnState = iota
+	txnGated
 	txnActive
 	txnQueued
 	txnInCycle
@@ -84,7 +89,7 @@ const (
 )
 
 var txnStateNames = [numTxnStates]string{
-	txnOpen: "open", txnActive: "active", txnQueued: "queued", txnInCycle: "in cycle",
+	txnOpen: "open", txnGated: "gated", txnActive: "active", txnQueued: "queued", txnInCycle: "in cycle",
 	txnPoisoned: "poisoned", txnStalled: "stalled", txnFenced: "fenced",
 	txnCommitted: "committed", txnSkipped: "skipped", txnDeadLettered: "dead-lettered", txnReleased: "released",
 }
@@ -97,7 +102,7 @@ func (s txnState) String() string {
 }
 
 // live reports whether the transaction's rows count in core.buffered: a
-// commit may still load them.
+// commit may still load them (open, gated, active, queued, in cycle).
 func (s txnState) live() bool { return s <= txnInCycle }
 
 // committable reports whether the transaction counts in core.committable:
@@ -122,14 +127,16 @@ func (s txnState) resolved() bool {
 // dead-lettered.
 func canMove(from, to txnState, inCommit, inDeadLetter bool) bool {
 	switch to {
+	case txnGated:
+		return from == txnOpen || from == txnStalled && !inCommit
 	case txnActive:
-		return from == txnOpen
+		return from == txnOpen || from == txnGated
 	case txnQueued:
 		return from == txnActive
 	case txnInCycle:
 		return from == txnQueued
 	case txnSkipped:
-		return from == txnOpen
+		return from == txnOpen || from == txnGated
 	case txnPoisoned, txnStalled:
 		return from.live()
 	case txnFenced:
@@ -168,6 +175,17 @@ type srcTxn struct {
 	// state is where the transaction is in its lifecycle; only move
 	// changes it.
 	state txnState
+	// needs are the schemas of its rows the output has not checked against
+	// StarRocks (schema.go): it is gated at its END while there are some.
+	needs []schemaNeed
+	// notBefore is when a schema change its rows needed became visible in
+	// StarRocks: it is loaded only into a StarRocks transaction begun after
+	// it (worker.go: take).
+	notBefore time.Time
+	// schemaStall is set when it was poisoned for its schema or its table
+	// (a change refused, mode error, a missing table): without dead_letter
+	// its partition's stall is tried again (ARCHITECTURE.md §14.4).
+	schemaStall bool
 	// inCommit is set while a commit request that holds the transaction is
 	// in flight: a fence waits for it, and nothing releases the transaction
 	// meanwhile. inDeadLetter is the same for a poisoned transaction's write
@@ -244,8 +262,12 @@ func (k *core) move(t *srcTxn, to txnState) bool {
 	case !from.committable() && to.committable():
 		k.committable++
 	}
-	if from.live() && !to.live() {
+	switch {
+	case from.live() && !to.live():
 		k.buffered -= t.bytes
+	case !from.live() && to.live():
+		// A stalled transaction tried again (schema.go: retryStalls).
+		k.buffered += t.bytes
 	}
 	t.state = to
 	if to.over() {

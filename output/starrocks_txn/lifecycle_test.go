@@ -204,16 +204,20 @@ func TestLifecycleTransitions(t *testing.T) {
 	}
 	always := func(from, to txnState) { add(from, to, both, both) }
 	always(txnOpen, txnActive)
+	always(txnOpen, txnGated)
+	always(txnGated, txnActive)
+	always(txnGated, txnSkipped)
+	add(txnStalled, txnGated, []bool{false}, both)
 	always(txnActive, txnQueued)
 	always(txnQueued, txnInCycle)
 	always(txnInCycle, txnCommitted)
 	always(txnOpen, txnSkipped)
-	for _, s := range []txnState{txnOpen, txnActive, txnQueued, txnInCycle} {
+	for _, s := range []txnState{txnOpen, txnGated, txnActive, txnQueued, txnInCycle} {
 		always(s, txnPoisoned)
 		always(s, txnStalled)
 	}
 	always(txnPoisoned, txnDeadLettered)
-	for _, s := range []txnState{txnOpen, txnActive, txnQueued, txnInCycle, txnPoisoned, txnStalled} {
+	for _, s := range []txnState{txnOpen, txnGated, txnActive, txnQueued, txnInCycle, txnPoisoned, txnStalled} {
 		always(s, txnFenced)
 	}
 	add(txnFenced, txnReleased, []bool{false}, []bool{false})
@@ -302,7 +306,7 @@ func TestLifecycleCountersFollowTheTransitions(t *testing.T) {
 // A refused transition changes nothing and is reported: production logs and
 // counts it, the tests' hook fails the test (here it is caught instead).
 func TestIllegalTransitionIsRefused(t *testing.T) {
-	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]", nil)
+	pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]", nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package starrocks_txn
 
 import (
 	"fmt"
+	"github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn/schemasync"
 	"regexp"
 	"slices"
 	"sort"
@@ -34,6 +35,7 @@ const (
 	defaultLabelStateWait     = "60s"
 	defaultUnknownCommit      = "30s"
 	defaultMySQLTimeout       = "10s"
+	defaultStallRetry         = "30s"
 	defaultLabelPrefix        = "benthos"
 )
 
@@ -52,6 +54,13 @@ const labelPrefixPattern = `^[-A-Za-z0-9_]{1,64}$`
 const progressTablePattern = `^[A-Za-z0-9_$-]{1,1000}$`
 
 var progressTableRE = regexp.MustCompile(progressTablePattern)
+
+// msgSchemaNeedsMySQLTail follows "schema_evolution: <mode>": the mode
+// reads the tables' columns over mysql_address.
+const msgSchemaNeedsMySQLTail = "reads the tables' columns over mysql_address, which is not set: set mysql_address (the FE's MySQL port, e.g. 127.0.0.1:9030), or set schema_evolution: ignore to load without checking (StarRocks then drops the fields a table has no column for, and nothing counts them)"
+
+// msgStallRetry refuses a stall_retry_interval that is not positive.
+const msgStallRetry = "stall_retry_interval must be positive"
 
 func msgDuration(field, value string) string {
 	return fmt.Sprintf("%s: %q is not a duration: give a number and a unit, e.g. 500ms or 10s", field, value)
@@ -278,6 +287,7 @@ let dur_errs = [
   {"name": "label_state_wait", "value": this.label_state_wait},
   {"name": "unknown_commit_timeout", "value": this.unknown_commit_timeout},
   {"name": "mysql_timeout", "value": this.mysql_timeout},
+  {"name": "stall_retry_interval", "value": this.stall_retry_interval},
 ].map_each(d -> d.apply("dur_err"))
 let ci = this.commit_interval.or("` + defaultCommitInterval + `").apply("dur_ns")
 let tt = this.txn_timeout.or("` + defaultTxnTimeout + `").apply("dur_ns")
@@ -286,6 +296,8 @@ let rm = this.retry_backoff.max_interval.or("` + defaultRetryMax + `").apply("du
 let sg = this.sequence_gap_timeout.or("` + defaultSequenceGapTimeout + `").apply("dur_ns")
 let uc = this.unknown_commit_timeout.or("` + defaultUnknownCommit + `").apply("dur_ns")
 let mt = this.mysql_timeout.or("` + defaultMySQLTimeout + `").apply("dur_ns")
+let sr = this.stall_retry_interval.or("` + defaultStallRetry + `").apply("dur_ns")
+let schemaMode = this.schema_evolution.or("` + schemasync.ModeEvolve + `").string()
 
 let semantic = this.semantic.or("` + semanticAtLeastOnce + `")
 let pid = this.pipeline_id.or("").string()
@@ -308,6 +320,8 @@ root = [
   if $sg != null && $sg <= 0 { "` + msgSequenceGap + `" } else { null },
   if $uc != null && $uc <= 0 { "` + msgUnknownCommit + `" } else { null },
   if $mt != null && $mt <= 0 { "` + msgMySQLTimeout + `" } else { null },
+  if $sr != null && $sr <= 0 { "` + msgStallRetry + `" } else { null },
+  if $schemaMode != "` + schemasync.ModeIgnore + `" && $mysql == "" { "schema_evolution: %s (the default is evolve) ` + msgSchemaNeedsMySQLTail + `".format($schemaMode) } else { null },
   if $track && $pid.length() > ` + strconv.Itoa(maxPipelineID) + ` { "pipeline_id %q is longer than %d characters".format($pid, ` + strconv.Itoa(maxPipelineID) + `) } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $pid == "" { "semantic exactly_once needs pipeline_id: it names this pipeline's rows in the progress table" } else { null },
   if $semantic == "` + semanticExactlyOnce + `" && $mysql == "" { "semantic exactly_once needs mysql_address: the progress table is created and read over the FE MySQL protocol" } else { null },

@@ -75,6 +75,12 @@ var lintCases = []lintCase{
 		want: "unknown_commit_timeout must be positive"},
 	{name: "mysql_timeout zero", bad: "mysql_timeout: 0s", good: "mysql_timeout: 2s",
 		want: "mysql_timeout must be positive"},
+	{name: "stall_retry_interval zero", bad: "stall_retry_interval: 0s\nmysql_address: fe:9030", good: "stall_retry_interval: 5s\nmysql_address: fe:9030",
+		want: "stall_retry_interval must be positive"},
+	{name: "stall_retry_interval without unit", bad: "stall_retry_interval: 30\nmysql_address: fe:9030", good: "stall_retry_interval: 30s\nmysql_address: fe:9030",
+		want: `stall_retry_interval: "30" is not a duration: give a number and a unit, e.g. 500ms or 10s`},
+	{name: "schema_evolution without mysql_address", bad: "schema_evolution: evolve", good: "schema_evolution: evolve\nmysql_address: fe:9030",
+		want: "schema_evolution: evolve (the default is evolve) " + msgSchemaNeedsMySQLTail},
 	{name: "unknown_commit_timeout without unit", bad: "unknown_commit_timeout: 30", good: "unknown_commit_timeout: 30s",
 		want: `unknown_commit_timeout: "30" is not a duration: give a number and a unit, e.g. 500ms or 10s`},
 
@@ -157,8 +163,13 @@ var lintCases = []lintCase{
 		want: "table_properties d.t: a where header drops rows of a source transaction and breaks its atomicity: filter with a processor instead"},
 }
 
-// withURL adds a load URL unless the case sets its own.
+// withURL adds a load URL unless the case sets its own, and
+// schema_evolution: ignore unless it sets a mode or mysql_address (the
+// default mode, evolve, needs mysql_address).
 func withURL(fields string) string {
+	if !strings.Contains(fields, "schema_evolution:") && !strings.Contains(fields, "mysql_address:") {
+		fields += "\nschema_evolution: ignore"
+	}
 	if strings.Contains(fields, "load_urls:") {
 		return fields
 	}

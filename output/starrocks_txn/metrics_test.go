@@ -41,6 +41,7 @@ func TestMetricsExistAtZeroFromTheStart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %q ]
   database: test
   table: orders
@@ -125,6 +126,7 @@ func TestSequenceGapsAreOneSeriesAcrossAssemblerRestarts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`
 starrocks_txn:
+  schema_evolution: ignore
   load_urls: [ %q ]
   commit_interval: 50ms
   sequence_gap_timeout: 100ms

@@ -5,6 +5,7 @@ package starrocks_txn
 
 import (
 	"context"
+	"github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn/schemasync"
 	"sort"
 	"sync"
 	"time"
@@ -32,6 +33,9 @@ type Output struct {
 	conf   config
 	client txnClient
 	dl     deadLetter
+	// schemas checks the rows' schemas against StarRocks and applies what
+	// they need (schema.go, output/starrocks_txn/schemasync); nil when off.
+	schemas *schemasync.Book
 	// meta asks StarRocks over its MySQL port (mysql_address): table
 	// models, and the progress and writers tables.
 	meta *starrocks.Meta

@@ -27,7 +27,7 @@ func BenchmarkParseBatch(b *testing.B) {
 func benchmarkParseBatch(b *testing.B, form string, n int) {
 	{
 		{
-			pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]", nil)
+			pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]", nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,8 +2,13 @@ package starrocks_txn
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
+
+// debeziumSeqSource starts the starrocks_seq_source of the debezium_txn
+// input, whose one partition per connector carries every table.
+const debeziumSeqSource = "debezium_txn-"
 
 // Partition state: what applying a message does to its partition (apply,
 // in named steps: the open source transaction, the high-water mark, replays
@@ -39,10 +44,19 @@ type partition struct {
 	lastSwitch   time.Time
 	lastActivity time.Time
 	// stalled is why the partition stopped at source transaction stalledTxn
-	// (no dead_letter); held are the messages admitted after it.
-	stalled    error
-	stalledTxn string
-	held       []*item
+	// (no dead_letter); held are the messages admitted after it. A stall
+	// caused by a table or its schema is tried again (stallRetry) at
+	// stallRetryAt (schema.go: retryStalls; zero: at the next tick plus
+	// stall_retry_interval).
+	stalled      error
+	stalledTxn   string
+	held         []*item
+	stallRetry   bool
+	stallRetryAt time.Time
+	// gated are the complete transactions held for a schema check, in
+	// order: the first one's check runs, the rest wait behind it
+	// (schema.go).
+	gated []*srcTxn
 	// fenced is set once a fence that took the partition ended: nothing is
 	// published for it any more.
 	fenced bool
@@ -62,7 +76,7 @@ type partition struct {
 // quiescent reports whether the partition state holds nothing: no open,
 // complete, unresolved, held or parked transaction, no stall.
 func (p *partition) quiescent() bool {
-	return p.open == nil && len(p.active) == 0 && len(p.order) == 0 && p.stalled == nil && len(p.held) == 0 && len(p.parked) == 0
+	return p.open == nil && len(p.active) == 0 && len(p.order) == 0 && p.stalled == nil && len(p.held) == 0 && len(p.parked) == 0 && len(p.gated) == 0
 }
 
 func (k *core) partition(key pkey) *partition {
@@ -267,14 +281,17 @@ func (k *core) appendTo(p *partition, it *item) *srcTxn {
 	if it.poison != nil && t.poison == nil {
 		t.poison = it.poison
 	}
-	if it.isRow && it.poison == nil {
+	if (it.isRow || it.change != nil) && it.poison == nil {
 		switch {
 		case t.db == "":
 			t.db = it.db
 		case t.db != it.db && t.poison == nil:
 			t.poison = fmt.Errorf("source transaction %q writes to two databases, %s and %s; a StarRocks transaction spans one", t.id, t.db, it.db)
 		}
-		k.addRow(t, it)
+		if it.isRow {
+			k.addRow(t, it)
+		}
+		k.noteNeed(t, it)
 	}
 	return t
 }
@@ -315,6 +332,10 @@ func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog 
 		k.move(t, txnSkipped)
 	case t.poison != nil:
 		k.poison(t)
+	case len(t.needs) > 0 || len(p.gated) > 0:
+		// A schema to check, or an earlier transaction gated for one: it
+		// waits, in order (schema.go).
+		k.gate(p, t)
 	case len(t.rows) == 0:
 		k.move(t, txnSkipped)
 	default:
@@ -327,14 +348,8 @@ func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog 
 // since its last switch (ARCHITECTURE.md §4.2): an END is where a switch
 // may happen, so that a switch freezes whole transactions only.
 //
-// This is the one place a complete transaction waits to be frozen, so it is
-// where a schema gate goes: a transaction that needs a schema change
-// StarRocks has not applied yet would be held here (live, not committable),
-// with every later complete transaction of its partition, instead of
-// joining p.active, while other partitions go on; switchPartition freezes
-// only p.active, and the gate, once the change finished, would move the held
-// prefix into it — to be taken only into a cycle begun after the change
-// (worker.go: take).
+// A transaction whose rows need a schema check waits before this, gated
+// (schema.go: gate), with every later transaction of its partition.
 func (k *core) activate(p *partition, t *srcTxn, now time.Time) {
 	if !k.move(t, txnActive) {
 		return
@@ -459,7 +474,17 @@ func (k *core) stall(p *partition, t *srcTxn) {
 		return
 	}
 	p.stalled, p.stalledTxn = t.poison, t.id
-	k.fx.logf(logError, p.key.String(), "The partition stalled at source transaction %q: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, t.poison)
+	p.stallRetry, p.stallRetryAt = t.schemaStall, time.Time{}
+	p.gated = nil
+	whole := ""
+	if strings.HasPrefix(p.key.source, debeziumSeqSource) {
+		whole = " (with debezium_txn this partition is the whole connector: its commit order is global, so every table of the connector waits)"
+	}
+	if t.schemaStall {
+		k.fx.logf(logError, p.key.String(), "The partition stalled at source transaction %q%s: %v; it is tried again every stall_retry_interval (%v) and goes on, without a restart, once StarRocks takes it; or set dead_letter to divert it", t.id, whole, t.poison, k.conf.stallRetryInterval)
+	} else {
+		k.fx.logf(logError, p.key.String(), "The partition stalled at source transaction %q%s: %v; set dead_letter to divert poisoned transactions, or fix the cause and restart", t.id, whole, t.poison)
+	}
 	k.fx.gauge(gaugeStalledPartition, 1, partitionLabel(p))
 	k.fx.count(ctrPartitionStalls, 1, "")
 	drop := func(x *srcTxn) {

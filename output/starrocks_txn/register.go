@@ -36,6 +36,11 @@ func init() {
 				}
 			}
 			o.enableProgress()
+			if o.meta != nil {
+				o.enableSchemas(o.meta, mgr.Metrics())
+			} else {
+				o.enableSchemas(nil, mgr.Metrics())
+			}
 			return o, c.batching, c.maxInFlight, nil
 		})
 }

@@ -7,6 +7,7 @@ package starrocks_txn
 
 import (
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn/schemasync"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
@@ -38,6 +39,9 @@ const (
 	fieldUnknownCommit      = "unknown_commit_timeout"
 	fieldMaxDatabases       = "max_databases"
 	fieldMySQLTimeout       = "mysql_timeout"
+	fieldSchemaEvolution    = "schema_evolution"
+	fieldCreateTableProps   = "create_table_properties"
+	fieldStallRetry         = "stall_retry_interval"
 	fieldBatching           = "batching"
 	fieldMySQLAddress       = "mysql_address"
 	fieldProgressTable      = "progress_table"
@@ -228,11 +232,29 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default(defaultProgressTable).
 				Advanced(),
 			service.NewStringField(fieldMySQLAddress).
-				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
+				Description("The FE MySQL-protocol address (`fe:9030`), used with `username` and `password` (the same account as the HTTP loads). Required by `schema_evolution` (but `ignore`), which reads the tables' columns and applies schema changes through it, and by `exactly_once`, which creates and reads the progress table through it. When set, the output also reads a table's key model from the server the first time a source transaction deletes from it (`\"__op\": 1`), and poisons a transaction that deletes from a table without a primary key: StarRocks would silently load such a delete as an appended row.").
 				Example("127.0.0.1:9030").
 				Default(""),
 			mysqlTLSField(),
 			mysqlAllowCleartextField(),
+			service.NewStringAnnotatedEnumField(fieldSchemaEvolution, map[string]string{
+				schemasync.ModeEvolve: "Apply what a row needs before it is loaded: create a missing table (from a source that gives its schema and primary key: Debezium with schemas, Maxwell's DDL events, explicit schema events), add missing columns in one `ALTER TABLE … ADD COLUMN`, widen a column losslessly (a larger integer, FLOAT to DOUBLE, a longer VARCHAR, a DECIMAL with more digits) — and wait until StarRocks reports the change FINISHED, in the transaction order. What it cannot apply (a narrowing, another type family, a key change, a column whose type the source does not give) poisons the source transaction with the table, the column and what to do. Never drops a column or changes a key.",
+				schemasync.ModeError:  "A row that names a table or a column StarRocks lacks poisons its source transaction (dead_letter, or the partition stalls and is tried again every `stall_retry_interval`), naming `database.table` and the columns.",
+				schemasync.ModeIgnore: "Load the rows as they are: StarRocks drops the fields the table has no column for. Each dropped field is counted (`starrocks_txn_ignored_fields`) and warned about once per table and column (with `mysql_address`; without it nothing can be counted).",
+			}).
+				Description("What happens when rows carry a table or columns StarRocks does not have (ARCHITECTURE.md §14). `evolve` and `error` read the tables' columns over `mysql_address`, which they need. The default, `evolve`, never drops a value silently: a source that gives types gets its changes applied, one that does not is refused with the column named.").
+				Example(schemasync.ModeError).
+				Default(schemasync.ModeEvolve),
+			service.NewStringMapField(fieldCreateTableProps).
+				Description("The `PROPERTIES` of the tables `schema_evolution: evolve` creates, e.g. `replication_num`.").
+				Example(map[string]any{"replication_num": "1"}).
+				Default(map[string]any{}).
+				Advanced(),
+			service.NewDurationField(fieldStallRetry).
+				Description("How often a source transaction stalled on its table or its schema (a missing table, `schema_evolution: error`, a schema change StarRocks refused or cancelled; without `dead_letter`) is tried again: it goes on, without a restart, once the cause is fixed in StarRocks.").
+				Example("10s").
+				Default(defaultStallRetry).
+				Advanced(),
 			service.NewDurationField(fieldMySQLTimeout).
 				Description("The timeout of one call on the MySQL port (`mysql_address`): a table-model lookup, the creation and check of the progress and writers tables, a read of their rows. A call that times out is retried (a partition's messages wait for its progress read; the cycle whose tables were being created is replayed).").
 				Example("3s").

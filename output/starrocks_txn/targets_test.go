@@ -15,7 +15,7 @@ import (
 // of value a processor can set (strings of every sort, numbers, booleans,
 // structured values, empty, unset) the result is the interpolation's.
 func TestDefaultTargetsEqualTheInterpolation(t *testing.T) {
-	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]", nil)
+	pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]", nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestDefaultTargetsEqualTheInterpolation(t *testing.T) {
 	assert.Greater(t, fast, len(batch)/2, "most messages took the contract's values")
 
 	// Any other expression is interpolated.
-	pc, err = outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]\ndatabase: '${! @starrocks_database.uppercase() }'\ntable: '${! @starrocks_table }_x'", nil)
+	pc, err = parseTestYAML("load_urls: [ http://fake:8030 ]\ndatabase: '${! @starrocks_database.uppercase() }'\ntable: '${! @starrocks_table }_x'", nil)
 	require.NoError(t, err)
 	c, err = configFromParsed(pc)
 	require.NoError(t, err)

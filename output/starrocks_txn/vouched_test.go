@@ -14,7 +14,7 @@ import (
 // parseOne reads one message as WriteBatch does.
 func parseOne(t *testing.T, msg *service.Message) *item {
 	t.Helper()
-	pc, err := outputSpec().ParseYAML("load_urls: [ http://fake:8030 ]", nil)
+	pc, err := parseTestYAML("load_urls: [ http://fake:8030 ]", nil)
 	require.NoError(t, err)
 	c, err := configFromParsed(pc)
 	require.NoError(t, err)

@@ -205,11 +205,12 @@ func (w *dbWorker) txn(label string) starrocks.Txn {
 
 // take moves the database's frozen transactions into the cycle; with cut,
 // every partition's complete transactions are frozen first.
-func (w *dbWorker) take(cut bool) {
+func (w *dbWorker) take(cut bool) (fresh bool) {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w.cyc.txns = o.core.take(w.q, w.cyc.txns, cut, o.now())
+	w.cyc.txns, fresh = o.core.takeBegunAt(w.q, w.cyc.txns, cut, o.now(), w.cyc.begun)
+	return fresh
 }
 
 // take moves what the switches froze for q's database into a cycle that
@@ -219,18 +220,37 @@ func (w *dbWorker) take(cut bool) {
 // Which cycle may take a transaction is decided here (a schema gate's
 // transaction only a cycle begun after its change: partition.go, activate).
 func (k *core) take(q *dbQueue, txns []*srcTxn, cut bool, now time.Time) []*srcTxn {
+	txns, _ = k.takeBegunAt(q, txns, cut, now, time.Time{})
+	return txns
+}
+
+// takeBegunAt is take into a cycle whose StarRocks transaction began at
+// begun (zero: not begun yet, so it begins after now). A transaction whose
+// rows need a schema change that became visible at or after begun
+// (srcTxn.notBefore) would lose what the change added (a StarRocks
+// transaction keeps the schema it began with, ARCHITECTURE.md §14.3): it
+// and everything queued after it stay queued, and fresh reports that the
+// database needs a cycle begun after it.
+func (k *core) takeBegunAt(q *dbQueue, txns []*srcTxn, cut bool, now, begun time.Time) (_ []*srcTxn, fresh bool) {
 	if cut {
 		k.cut(now)
 	}
-	for _, t := range q.queue {
+	for i, t := range q.queue {
 		k.releaseFenced(t)
-		if t.state != txnQueued || !k.move(t, txnInCycle) {
+		if t.state != txnQueued {
+			continue
+		}
+		if !begun.IsZero() && !t.notBefore.IsZero() && !begun.After(t.notBefore) {
+			q.queue = append(q.queue[:0:0], q.queue[i:]...)
+			return txns, true
+		}
+		if !k.move(t, txnInCycle) {
 			continue
 		}
 		txns = append(txns, t)
 	}
 	q.queue = nil
-	return txns
+	return txns, false
 }
 
 // stepState is what a worker's step decides on, read at its start: whether
@@ -292,8 +312,16 @@ func (w *dbWorker) step(ctx context.Context) {
 		}
 		return
 	}
-	w.take(urgent)
+	fresh := w.take(urgent)
 	now := o.now()
+	if fresh && len(w.cyc.txns) == 0 {
+		// What is queued needs a StarRocks transaction begun after a
+		// schema change: this one began before it.
+		o.proto.rollback(w, w.cyc)
+		w.cyc = nil
+		w.signal()
+		return
+	}
 	if now.Sub(w.cyc.begun) >= w.recycleAge() && len(w.cyc.txns) == 0 {
 		// Idle and old: re-begin early, so a transaction is never loaded
 		// into when it is too old to finish before its timeout.
@@ -307,7 +335,9 @@ func (w *dbWorker) step(ctx context.Context) {
 	// The cycle began after the last commit was handed over, and
 	// commit_interval is at most half of txn_timeout (validate), below the
 	// recycle age: a cycle is due by commit_interval before it is too old.
-	due := now.Sub(w.lastCommit) >= o.conf.commitInterval || urgent
+	// A transaction held for a cycle begun after a schema change makes
+	// this one due: the next cycle takes it.
+	due := now.Sub(w.lastCommit) >= o.conf.commitInterval || urgent || fresh
 	if !due {
 		// Stream what froze under the shared label, at most once per
 		// miniInterval, so that the frozen chunks of every partition of a
@@ -340,7 +370,9 @@ func (w *dbWorker) step(ctx context.Context) {
 		o.proto.rollback(w, w.cyc)
 		w.cyc.reset()
 	}
-	w.take(true)
+	if w.take(true) {
+		w.signal()
+	}
 	w.commitCycle(ctx)
 }
 

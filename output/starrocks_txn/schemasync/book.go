@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -109,7 +110,14 @@ type Book struct {
 
 	mu     sync.Mutex
 	tables map[tableKey]*tableState
+	// gen counts the times what is known was forgotten (Invalidate, new
+	// columns): a caller's cache of Known answers is good while it stands.
+	gen atomic.Uint64
 }
+
+// Gen returns the generation of what is known: a Known answer of true
+// stays true until Gen moves.
+func (b *Book) Gen() uint64 { return b.gen.Load() }
 
 type tableKey struct{ db, table string }
 
@@ -194,6 +202,7 @@ func (b *Book) Invalidate(db, table string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.tables, tableKey{db, table})
+	b.gen.Add(1)
 }
 
 // remember records that r was checked against cols.
@@ -209,6 +218,7 @@ func (b *Book) remember(k tableKey, cols *schema.Table, r Ref) {
 		clear(st.typed)
 		clear(st.keys)
 		clear(st.changes)
+		b.gen.Add(1)
 	}
 	switch {
 	case r.Change != nil:
