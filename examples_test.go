@@ -28,7 +28,7 @@ import (
 // against a fresh emulator and returns the emulator.
 func runExample(t *testing.T, file string, vars map[string]string) *emulator.Emulator {
 	t.Helper()
-	em := emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t)})
+	em := emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t), MySQLAddr: "127.0.0.1:0"})
 
 	conf, err := os.ReadFile(filepath.Join("examples", file))
 	require.NoError(t, err)
@@ -40,6 +40,7 @@ func runExample(t *testing.T, file string, vars map[string]string) *emulator.Emu
 func runConf(t *testing.T, em *emulator.Emulator, conf string, vars map[string]string) {
 	t.Helper()
 	vars["STARROCKS_LOAD_URL"] = em.FEURL()
+	vars["STARROCKS_MYSQL_ADDRESS"] = em.MySQLAddr()
 	b := service.GlobalEnvironment().NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	require.NoError(t, b.SetYAML(conf), "the example must lint cleanly")
@@ -111,7 +112,9 @@ func TestExampleRelativePathsAreFromTheWorkingDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(conf), "${INPUT_FILE:./examples/data/orders.envelope.jsonl}")
 	schema := emurig.ExampleSchema(t)
-	start := func() *emulator.Emulator { return emurig.Start(t, emulator.Config{Schema: schema}) }
+	start := func() *emulator.Emulator {
+		return emurig.Start(t, emulator.Config{Schema: schema, MySQLAddr: "127.0.0.1:0"})
+	}
 
 	// From the repository root the default path finds the data.
 	em := start()
@@ -125,8 +128,11 @@ func TestExampleRelativePathsAreFromTheWorkingDirectory(t *testing.T) {
 	var logs syncBuffer
 	b := service.GlobalEnvironment().NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) {
-		if k == "STARROCKS_LOAD_URL" {
+		switch k {
+		case "STARROCKS_LOAD_URL":
 			return em.FEURL(), true
+		case "STARROCKS_MYSQL_ADDRESS":
+			return em.MySQLAddr(), true
 		}
 		return "", false
 	})

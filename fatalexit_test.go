@@ -51,6 +51,7 @@ pipeline:
     - mapping: root = this
 output:
   starrocks_txn:
+    schema_evolution: ignore
     load_urls: [ %q ]
     username: loader
     password: wrong

@@ -83,6 +83,7 @@ input:
     mapping: 'root = {"id": 1}'
 output:
   starrocks_txn:
+    schema_evolution: ignore
     load_urls: [ %q ]
     username: loader
     password: wrong

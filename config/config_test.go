@@ -118,11 +118,15 @@ func TestConfigsLint(t *testing.T) {
 			bad = strings.Replace(conf, "    commit_interval: 1s\n", "    commit_interval: 400s\n", 1)
 			assert.NotEmpty(t, lint(t, bad), "commit_interval over half of txn_timeout fails the lint")
 
-			// Switching to exactly_once without the MySQL address is caught.
-			lints := lint(t, conf, "STARROCKS_SEMANTIC", "exactly_once")
+			// Without the MySQL address, schema_evolution (and exactly_once)
+			// cannot work, and the lint says so.
+			noMySQL := strings.Replace(conf, `mysql_address: "${STARROCKS_MYSQL_ADDRESS:localhost:9030}"`, `mysql_address: ""`, 1)
+			require.NotEqual(t, conf, noMySQL)
+			lints := lint(t, noMySQL, "STARROCKS_SEMANTIC", "exactly_once")
 			require.NotEmpty(t, lints)
 			assert.Contains(t, lints[0].What, "mysql_address")
 			assert.Empty(t, lint(t, conf, "STARROCKS_SEMANTIC", "exactly_once", "STARROCKS_MYSQL_ADDRESS", "fe:9030"))
+			assert.Empty(t, lint(t, noMySQL, "STARROCKS_SCHEMA_EVOLUTION", "ignore"), "ignore needs no MySQL address")
 		})
 	}
 }
@@ -265,16 +269,16 @@ func runConfig(t *testing.T, c configCase, schema, semantic string) {
 
 	httpAddr := freeAddr(t)
 	vars := map[string]string{
-		"KAFKA_BROKERS":      strings.Join(kafka.Brokers(), ","),
-		"KAFKA_TOPIC":        topic,
-		"KAFKA_GROUP":        "config-test",
-		"STARROCKS_LOAD_URL": em.FEURL(),
-		"HTTP_ADDRESS":       httpAddr,
-		"LOG_LEVEL":          "WARN",
+		"KAFKA_BROKERS":           strings.Join(kafka.Brokers(), ","),
+		"KAFKA_TOPIC":             topic,
+		"KAFKA_GROUP":             "config-test",
+		"STARROCKS_LOAD_URL":      em.FEURL(),
+		"STARROCKS_MYSQL_ADDRESS": em.MySQLAddr(),
+		"HTTP_ADDRESS":            httpAddr,
+		"LOG_LEVEL":               "WARN",
 	}
 	if semantic == "exactly_once" {
 		vars["STARROCKS_SEMANTIC"] = semantic
-		vars["STARROCKS_MYSQL_ADDRESS"] = em.MySQLAddr()
 	}
 	b := service.GlobalEnvironment().NewStreamBuilder()
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })

@@ -32,7 +32,9 @@ func TestDebeziumConfigLints(t *testing.T) {
 	bad := strings.Replace(conf, "    revoke_timeout: 20s\n", "    revoke_timeout: 90s\n", 1)
 	require.NotEqual(t, conf, bad)
 	assert.NotEmpty(t, lint(t, bad), "revoke_timeout above rebalance_timeout fails the lint")
-	lints := lint(t, conf, "STARROCKS_SEMANTIC", "exactly_once")
+	noMySQL := strings.Replace(conf, `mysql_address: "${STARROCKS_MYSQL_ADDRESS:localhost:9030}"`, `mysql_address: ""`, 1)
+	require.NotEqual(t, conf, noMySQL)
+	lints := lint(t, noMySQL, "STARROCKS_SEMANTIC", "exactly_once")
 	require.NotEmpty(t, lints)
 	assert.Contains(t, lints[0].What, "mysql_address")
 }
@@ -70,10 +72,11 @@ func TestDebeziumConfigRuns(t *testing.T) {
 				"STARROCKS_LOAD_URL": em.FEURL(),
 				"HTTP_ADDRESS":       httpAddr,
 				"LOG_LEVEL":          "WARN",
+				// schema_evolution reads the tables' columns here.
+				"STARROCKS_MYSQL_ADDRESS": em.MySQLAddr(),
 			}
 			if semantic == "exactly_once" {
 				vars["STARROCKS_SEMANTIC"] = semantic
-				vars["STARROCKS_MYSQL_ADDRESS"] = em.MySQLAddr()
 			}
 			b := service.GlobalEnvironment().NewStreamBuilder()
 			b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })

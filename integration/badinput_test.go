@@ -460,6 +460,7 @@ input:
   processors:
 %soutput:
   starrocks_txn:
+    schema_evolution: ignore
     load_urls: [ %q ]
     commit_interval: 200ms
     txn_timeout: 10s

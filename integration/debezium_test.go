@@ -163,11 +163,13 @@ func (w *dbzWorld) yaml(o dbzPipeOpts) string {
 	if o.commitPeriod == 0 {
 		o.commitPeriod = 100 * time.Millisecond
 	}
-	eo := ""
+	// Every pipeline checks its rows' schemas (schema_evolution's
+	// default, evolve, reads the columns over mysql_address).
+	eo := fmt.Sprintf("    mysql_address: %s\n", w.r.em.MySQLAddr())
 	if o.exactlyOnce {
-		eo = fmt.Sprintf("    semantic: exactly_once\n    pipeline_id: integration-dbz\n    mysql_address: %s\n", w.r.em.MySQLAddr())
+		eo += "    semantic: exactly_once\n    pipeline_id: integration-dbz\n"
 	} else if o.writerRows {
-		eo = fmt.Sprintf("    pipeline_id: integration-dbz\n    mysql_address: %s\n", w.r.em.MySQLAddr())
+		eo += "    pipeline_id: integration-dbz\n"
 	}
 	return fmt.Sprintf(`
 input:

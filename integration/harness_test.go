@@ -438,13 +438,15 @@ func (r *rig) pipelineYAML(o pipeOpts) string {
 	if o.spanBatches {
 		cut = "      processors: [ { noop: {} } ]\n"
 	}
-	eo := ""
+	// Every pipeline checks its rows' schemas (schema_evolution's
+	// default, evolve, reads the columns over mysql_address).
+	eo := fmt.Sprintf("    mysql_address: %s\n", r.em.MySQLAddr())
 	if o.exactlyOnce {
 		// The output creates its progress table in every database it
 		// writes, before the first commit there.
-		eo = fmt.Sprintf("    semantic: exactly_once\n    pipeline_id: integration\n    mysql_address: %s\n", r.em.MySQLAddr())
+		eo += "    semantic: exactly_once\n    pipeline_id: integration\n"
 	} else if o.writerRows {
-		eo = fmt.Sprintf("    pipeline_id: integration\n    mysql_address: %s\n", r.em.MySQLAddr())
+		eo += "    pipeline_id: integration\n"
 	}
 	return fmt.Sprintf(`
 input:

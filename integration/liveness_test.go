@@ -153,6 +153,7 @@ input:
     - txn_assembler: {}
 output:
   starrocks_txn:
+    schema_evolution: ignore
     load_urls: [ %q ]%s
 shutdown_timeout: 5s
 `, strings.Join(r.brokers, ","), topic, coalesce, r.em.FEURL(), mif)))

@@ -220,7 +220,7 @@ func TestPipelineYAML(t *testing.T) {
 
 	alo := yaml(byKind[KindPipeline+SemanticAtLeastOnce], "127.0.0.1:9030")
 	assert.Contains(t, alo, "semantic: at_least_once")
-	assert.NotContains(t, alo, "mysql_address", "at_least_once runs without the MySQL port")
+	assert.Contains(t, alo, `mysql_address: "127.0.0.1:9030"`, "at_least_once checks schemas too (schema_evolution's default), which the bench measures")
 	require.NoError(t, env.NewStreamBuilder().SetYAML(alo))
 
 	drop := yaml(byKind[KindDrop], "")
@@ -231,13 +231,13 @@ func TestPipelineYAML(t *testing.T) {
 	assert.Contains(t, asm, "txn_assembler")
 	assert.Contains(t, asm, "drop: {}")
 
-	out := yaml(byKind[KindOutput+SemanticAtLeastOnce], "")
+	out := yaml(byKind[KindOutput+SemanticAtLeastOnce], "127.0.0.1:9030")
 	assert.Contains(t, out, prebuiltInputName)
 	assert.NotContains(t, out, "kafka_txn")
 	assert.Contains(t, out, "starrocks_txn")
 	require.NoError(t, env.NewStreamBuilder().SetYAML(out))
 
-	dbz := yaml(byKind[KindDebezium+SemanticAtLeastOnce], "")
+	dbz := yaml(byKind[KindDebezium+SemanticAtLeastOnce], "127.0.0.1:9030")
 	assert.Contains(t, dbz, "debezium_txn:")
 	assert.Contains(t, dbz, "transaction_topic: "+debeziumNaming.TransactionTopic())
 	assert.NotContains(t, dbz, "txn_assembler", "debezium_txn assembles the transactions itself")

@@ -58,7 +58,8 @@ func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) 
     username: root
     password: ""
     commit_interval: %s
-`, feURL, o.CommitInterval)
+    mysql_address: %q
+`, feURL, o.CommitInterval, mysqlAddr)
 		if c.MaxInFlight > 0 {
 			fmt.Fprintf(&sb, "    max_in_flight: %d\n", c.MaxInFlight)
 		}
@@ -71,8 +72,7 @@ func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) 
 		if c.Semantic == SemanticExactlyOnce {
 			fmt.Fprintf(&sb, `    pipeline_id: %s
     progress_table: %s
-    mysql_address: %q
-`, PipelineID, ProgressTable, mysqlAddr)
+`, PipelineID, ProgressTable)
 		}
 	case KindHTTP:
 		// What users do today: one plain stream load per table per output

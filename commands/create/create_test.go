@@ -2,6 +2,7 @@ package create_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -49,6 +50,22 @@ func generate(t *testing.T, expr string, required map[string]any) string {
 	var doc yaml.Node
 	require.NoError(t, yaml.Unmarshal([]byte(conf), &doc))
 	set(t, doc.Content[0], "http.address", "127.0.0.1:0")
+	// schema_evolution's default reads the tables' columns over
+	// mysql_address, which has a default ("") and so is not marked
+	// required: the lint names it when it is left empty (below).
+	if addr, ok := required["output.starrocks_txn.mysql_address"]; ok {
+		var unset bytes.Buffer
+		_ = yaml.NewEncoder(&unset).Encode(&doc)
+		lints, err := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().LintYAML(unset.Bytes())
+		require.NoError(t, err)
+		named := false
+		for _, l := range lints {
+			named = named || strings.Contains(l.What, "mysql_address")
+		}
+		assert.True(t, named, "left empty, the lint names mysql_address: %v", lints)
+		set(t, doc.Content[0], "output.starrocks_txn.mysql_address", addr)
+		delete(required, "output.starrocks_txn.mysql_address")
+	}
 	var unfilled []string
 	walk(doc.Content[0], "", func(path string, n *yaml.Node) {
 		if strings.Contains(n.LineComment, "required") {
@@ -104,7 +121,8 @@ func set(t *testing.T, root *yaml.Node, path string, v any) {
 
 func startEmulator(t *testing.T) *emulator.Emulator {
 	t.Helper()
-	return emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t)})
+	// With the MySQL port: schema_evolution's default reads the columns.
+	return emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t), MySQLAddr: "127.0.0.1:0"})
 }
 
 func startKafka(t *testing.T) (*kafka.Cluster, string) {
@@ -164,6 +182,8 @@ func TestCreateAllThreeStarts(t *testing.T) {
 		"input.kafka_txn.topics":         []string{topic},
 		"input.kafka_txn.consumer_group": "create-test",
 		"output.starrocks_txn.load_urls": []string{em.FEURL()},
+		// schema_evolution's default reads the tables' columns over it.
+		"output.starrocks_txn.mysql_address": em.MySQLAddr(),
 	})
 	assert.Contains(t, conf, "input:\n    kafka_txn:", conf)
 	var doc struct {
@@ -202,7 +222,7 @@ func TestCreateAllThreeStarts(t *testing.T) {
 // metadata, the shape the output admits one row per transaction.
 func TestCreateOutputStarts(t *testing.T) {
 	em := startEmulator(t)
-	conf := generate(t, "//starrocks_txn", map[string]any{"output.starrocks_txn.load_urls": []string{em.FEURL()}})
+	conf := generate(t, "//starrocks_txn", map[string]any{"output.starrocks_txn.load_urls": []string{em.FEURL()}, "output.starrocks_txn.mysql_address": em.MySQLAddr()})
 	var doc yaml.Node
 	require.NoError(t, yaml.Unmarshal([]byte(conf), &doc))
 	var in yaml.Node

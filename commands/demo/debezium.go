@@ -32,6 +32,7 @@ input:
 output:
   starrocks_txn:
     load_urls: [ "${STARROCKS_LOAD_URL:http://127.0.0.1:8030}" ]
+    mysql_address: "${STARROCKS_MYSQL_ADDRESS:127.0.0.1:9030}"
     username: "${STARROCKS_USER:root}"
     password: "${STARROCKS_PASSWORD:}"
     commit_interval: 1s

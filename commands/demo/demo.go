@@ -158,12 +158,13 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 
 	env := service.GlobalEnvironment().Clone()
 	for k, v := range map[string]string{
-		"KAFKA_BROKERS":      strings.Join(brokers, ","),
-		"KAFKA_TOPIC":        topic,
-		"KAFKA_GROUP":        "starrocks-demo",
-		"STARROCKS_LOAD_URL": r.em.FEURL(),
-		"STARROCKS_USER":     "root",
-		"STARROCKS_PASSWORD": "",
+		"KAFKA_BROKERS":           strings.Join(brokers, ","),
+		"KAFKA_TOPIC":             topic,
+		"KAFKA_GROUP":             "starrocks-demo",
+		"STARROCKS_LOAD_URL":      r.em.FEURL(),
+		"STARROCKS_MYSQL_ADDRESS": r.em.MySQLAddr(),
+		"STARROCKS_USER":          "root",
+		"STARROCKS_PASSWORD":      "",
 	} {
 		vars[k] = v
 	}

@@ -33,7 +33,7 @@ var timeText = schema.Varchar(32)
 
 var logicalRules = map[string]logicalRule{
 	logicalDecimal:          {conv: convDecimal, column: decimalColumn},
-	logicalVariableDecimal:  {conv: convVariableDecimal, column: fixed(schema.String)},
+	logicalVariableDecimal:  {conv: convVariableDecimal, column: fixed(schema.Text)},
 	logicalJSON:             {conv: convJSON, column: fixed(schema.JSON)},
 	logicalDate:             {conv: convDate, column: fixed(schema.Date)},
 	logicalConnectDate:      {conv: convDate, column: fixed(schema.Date)},
@@ -75,7 +75,9 @@ func decimalColumn(f wireSchema) (schema.Type, error) {
 	}
 	prec, err := strconv.Atoi(p)
 	if err != nil || prec <= 0 {
-		prec = schema.MaxDecimalPrecision
+		// Only the scale is known (precision 0): a column of that scale
+		// holds it, and one is created DECIMAL(38, scale).
+		return schema.Type{Kind: schema.KindDecimal, Scale: scale}, nil
 	}
 	prec = max(prec, scale)
 	if prec > schema.MaxDecimalPrecision {
@@ -83,11 +85,6 @@ func decimalColumn(f wireSchema) (schema.Type, error) {
 	}
 	return schema.Decimal(prec, scale), nil
 }
-
-// keyStringLen is the VARCHAR length of a text key column whose source
-// length is not known: StarRocks bounds a primary key's encoded length, so a
-// key is never created at the 65533 bytes of a value column.
-const keyStringLen = 255
 
 // bytesPerChar: StarRocks counts VARCHAR in bytes, the source in characters
 // (utf8mb4).
@@ -117,13 +114,13 @@ func columnType(f wireSchema, key bool) (schema.Type, error) {
 		if n, err := strconv.Atoi(f.Parameters[paramSourceLength]); err == nil && n > 0 && isCharType(f.Parameters[paramSourceType]) {
 			return schema.Varchar(min(n*bytesPerChar, schema.MaxVarcharLen)), nil
 		}
-		if key {
-			return schema.Varchar(keyStringLen), nil
-		}
-		return schema.String, nil
+		// A length the source does not give: it changes nothing in an
+		// existing column, and is created as VARCHAR(65533) (a key:
+		// schema.KeyTextLen).
+		return schema.Text, nil
 	case "bytes":
 		// base64 text, as the JSON converter writes bytes.
-		return schema.String, nil
+		return schema.Text, nil
 	case "array":
 		if f.Items != nil {
 			if et, err := columnType(*f.Items, false); err == nil && et.Kind != schema.KindJSON {

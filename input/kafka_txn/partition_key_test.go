@@ -78,6 +78,7 @@ input:
 %s
 output:
   starrocks_txn:
+    schema_evolution: ignore
     load_urls: [ %q ]
     username: root
     commit_interval: 200ms
