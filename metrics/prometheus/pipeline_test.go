@@ -65,7 +65,7 @@ func runPipeline(t *testing.T) (*pipelineRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", Schema: string(schema)})
+	em, err := emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: string(schema)})
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +102,10 @@ func runPipeline(t *testing.T) (*pipelineRun, error) {
 		"KAFKA_TOPIC":        topic,
 		"KAFKA_GROUP":        "prometheus-test",
 		"STARROCKS_LOAD_URL": em.FEURL(),
-		"STARROCKS_USER":     "root",
-		"STARROCKS_PASSWORD": "",
+		// The output checks schemas over the MySQL port (schema_evolution's default).
+		"STARROCKS_MYSQL_ADDRESS": em.MySQLAddr(),
+		"STARROCKS_USER":          "root",
+		"STARROCKS_PASSWORD":      "",
 	}
 	b.SetEnvVarLookupFunc(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err := b.SetYAML(string(pipeline)); err != nil {
