@@ -201,9 +201,34 @@ func (p *DebeziumProducer) Snapshot(ctx context.Context) error {
 	return nil
 }
 
+// createTopics creates the topics a transaction writes first, as Kafka
+// Connect does for a new table's topic (its partitions as the source's
+// other data topics).
+func (p *DebeziumProducer) createTopics(ctx context.Context, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(p.cl)
+	for _, t := range topics {
+		resp, err := adm.CreateTopic(cctx, p.src.Partitions(), 1, nil, t)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("creating topic %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
 // Write writes one encoded source transaction (DebeziumSource.Encode) and
 // records it.
 func (p *DebeziumProducer) Write(ctx context.Context, t DebeziumTxn) error {
+	if err := p.createTopics(ctx, t.NewTopics); err != nil {
+		return err
+	}
 	if err := p.write(ctx, t.Records); err != nil {
 		return err
 	}
@@ -241,6 +266,9 @@ func (p *DebeziumProducer) Produce(ctx context.Context, n int) error {
 			next = next.Add(interval)
 		}
 		t := p.src.Next()
+		if err := p.createTopics(ctx, t.NewTopics); err != nil {
+			return err
+		}
 		if err := p.write(ctx, t.Records); err != nil {
 			return err
 		}
