@@ -51,6 +51,10 @@ type DebeziumProducerOptions struct {
 	// partition's order kept): partitions arrive unevenly, ENDs before
 	// their events, as when a connector's producer batches per broker.
 	Lag func(topic string, partition int32) time.Duration
+	// OnWrite, when set, is called with each source transaction once its
+	// records were written (lagged ones handed to the lag) and the model
+	// recorded it, and with the snapshot's rows as one (ID "snapshot").
+	OnWrite func(DebeziumTxn)
 }
 
 // DebeziumStats count what a DebeziumProducer wrote.
@@ -197,6 +201,9 @@ func (p *DebeziumProducer) Snapshot(ctx context.Context) error {
 		return err
 	}
 	p.model.Apply(t)
+	if p.opts.OnWrite != nil {
+		p.opts.OnWrite(DebeziumTxn{Txn: t, Records: recs})
+	}
 	p.Stats.SnapshotRows.Add(int64(len(recs)))
 	return nil
 }
@@ -233,6 +240,9 @@ func (p *DebeziumProducer) Write(ctx context.Context, t DebeziumTxn) error {
 		return err
 	}
 	p.model.Apply(t.Txn)
+	if p.opts.OnWrite != nil {
+		p.opts.OnWrite(t)
+	}
 	p.Stats.Txns.Add(1)
 	p.Stats.Events.Add(int64(t.Events))
 	for {
@@ -273,6 +283,9 @@ func (p *DebeziumProducer) Produce(ctx context.Context, n int) error {
 			return err
 		}
 		p.model.Apply(t.Txn)
+		if p.opts.OnWrite != nil {
+			p.opts.OnWrite(t)
+		}
 		p.Stats.Txns.Add(1)
 		p.Stats.Events.Add(int64(t.Events))
 		p.Stats.Resent.Add(int64(len(t.Records) - t.Events - 2 - countTombstones(t)))

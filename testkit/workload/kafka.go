@@ -77,6 +77,9 @@ type ProducerOptions struct {
 	// Format is how source transactions are written: FormatEnvelope (the
 	// default) or FormatMaxwell.
 	Format string
+	// OnCommit, when set, is called with each source transaction once its
+	// Kafka transaction committed and the model recorded it.
+	OnCommit func(Txn)
 }
 
 // Formats a Producer writes.
@@ -232,6 +235,9 @@ func (p *Producer) write(ctx context.Context, batch []Txn, abort bool) error {
 	}
 	for _, t := range batch {
 		p.model.Apply(t)
+		if p.opts.OnCommit != nil {
+			p.opts.OnCommit(t)
+		}
 	}
 	p.Stats.Committed.Add(int64(len(batch)))
 	p.Stats.Records.Add(int64(len(recs)))
