@@ -138,18 +138,20 @@ func (l *changeLog) txns() []workload.Txn {
 
 func (l *changeLog) produced() int64 { return l.count.Load() }
 
-// schemaDbz is Debezium traffic with schemas under a plan: per-table topics
-// (the shipments topic created by its first transaction), uneven partition
-// lags up to 300 ms, a snapshot, large transactions, re-sent copies.
+// schemaDbz is Debezium traffic under a plan: per-table topics (the
+// shipments topic created by its first transaction), uneven partition lags
+// up to 300 ms, a snapshot, large transactions, re-sent copies; with the
+// JsonConverter's schemas (typed rows: the output can create and alter
+// tables from them) or without (untyped rows: their keys).
 type schemaDbz struct {
 	*dbzWorld
 	*changeLog
 }
 
-func newSchemaDbz(t *testing.T, r *rig, seed uint64, plan workload.SchemaPlan) *schemaDbz {
+func newSchemaDbz(t *testing.T, r *rig, seed uint64, plan workload.SchemaPlan, schemas bool) *schemaDbz {
 	t.Helper()
 	src := workload.NewDebeziumSource(workload.DebeziumOptions{
-		Partitions: 3, Schemas: true, SnapshotOrders: 20, LargeEvery: 25, LargeSize: 8,
+		Partitions: 3, Schemas: schemas, SnapshotOrders: 20, LargeEvery: 25, LargeSize: 8,
 		ResendRatio: 0.05, Seed: seed, Schema: plan,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
