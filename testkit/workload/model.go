@@ -18,7 +18,13 @@ import (
 // §14): a column added by a change reads its DEFAULT (NULL without one) in
 // rows written before the change (docs/notes/starrocks-protocol.md §11.5),
 // a dropped column stays and reads NULL in rows written after the drop (an
-// upsert without it), and the new table holds what its rows say.
+// upsert without it), and the new table holds what its rows say. A row
+// written before an ADD COLUMN but loaded after it (another partition's,
+// with several partitions; an at-least-once replay) has no key for the new
+// column: the emulator gives it the DEFAULT, as the model does, while what
+// StarRocks does there is unverified (docs/notes/starrocks-protocol.md
+// §11.8). With one ordered stream (Maxwell's partition, a Debezium
+// connector) and exactly_once, no such row is loaded.
 type Model struct {
 	mu        sync.Mutex
 	orders    map[int64]modelRow
