@@ -33,6 +33,7 @@ func Command(pipeline, schema string) *cli.Command {
 			&cli.StringFlag{Name: "config", Usage: "pipeline YAML instead of the embedded examples/demo.yaml"},
 			&cli.StringFlag{Name: "schema", Usage: "DDL file instead of the embedded examples/schema.sql"},
 			&cli.StringFlag{Name: "format", Value: FormatEnvelope, Usage: "source format: envelope (kafka_txn → txn_assembler) or debezium (Debezium topics → debezium_txn)"},
+			&cli.BoolFlag{Name: "schema-changes", Value: true, Usage: "with --format debezium: the source changes its tables mid-run (new columns, a new table, wider columns, a dropped column) and the output applies each change in step with the transactions; --schema-changes=false for none"},
 		},
 		Action: func(c *cli.Context) error {
 			out := c.App.Writer
@@ -69,10 +70,14 @@ func Command(pipeline, schema string) *cli.Command {
 				AbortRatio: c.Float64("abort-ratio"), Pipeline: p, Schema: s,
 				HTTPAddr: c.String("http"), MySQLAddr: c.String("mysql"), Out: out, Live: true, Terminal: isTerminal(out),
 				Seed: uint64(time.Now().UnixNano()), Format: format,
+				SchemaChanges: format == FormatDebezium && c.Bool("schema-changes"),
 			}
 			if format == FormatDebezium {
 				fmt.Fprintf(out, "demo: Debezium topics (%d partitions per table, a transaction topic), a snapshot, then %.0f source txns/s for %s\n",
 					opts.Partitions, opts.Rate, opts.Duration)
+				if opts.SchemaChanges {
+					fmt.Fprintf(out, "demo: the source changes its tables at source transactions %v\n", schemaPlan(opts.Rate, opts.Duration))
+				}
 			} else {
 				fmt.Fprintf(out, "demo: %d partitions, %.0f source txns/s for %s, %.0f%% of producer transactions aborted\n",
 					opts.Partitions, opts.Rate, opts.Duration, opts.AbortRatio*100)
@@ -117,6 +122,9 @@ func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  producer: %d source transactions committed, %d aborted (%d Kafka records)\n", s.SourceCommitted, s.SourceAborted, s.Records)
 	if s.SnapshotRows > 0 || s.LargestTxn > 0 {
 		fmt.Fprintf(w, "            Debezium: %d snapshot rows, the largest source transaction %d events\n", s.SnapshotRows, s.LargestTxn)
+	}
+	for _, c := range s.SchemaChanges {
+		fmt.Fprintf(w, "  schema:   %s\n", c)
 	}
 	fmt.Fprintf(w, "  loaded:   %d source transactions, %d rows, in %d StarRocks commits and %d HTTP loads\n", s.TxnsLoaded, s.RowsLoaded, s.Commits, s.Loads)
 	if s.TxnsLoaded > 0 && s.Commits > 0 {

@@ -53,6 +53,10 @@ type Options struct {
 	Seed uint64
 	// Format is FormatEnvelope (the default) or FormatDebezium.
 	Format string
+	// SchemaChanges, with FormatDebezium, has the source change its tables
+	// mid-run (testkit/workload's SchemaPlan, spread over the run): new
+	// orders columns, a new table, wider columns, a dropped column.
+	SchemaChanges bool
 }
 
 // Summary is the outcome of a run.
@@ -75,6 +79,8 @@ type Summary struct {
 	// SnapshotRows and LargestTxn (events) are set by the Debezium format.
 	SnapshotRows int64
 	LargestTxn   int64
+	// SchemaChanges are the schema changes the source made.
+	SchemaChanges []string
 }
 
 // Running is a started demo: Wait for its summary, then Close.
@@ -83,6 +89,7 @@ type Running struct {
 	kafka   *kafka.Cluster
 	prod    *workload.Producer
 	dbz     *workload.DebeziumProducer
+	schemas *schemaLog
 	model   *workload.Model
 	stream  *service.Stream
 	metrics *metricscap.Capture
@@ -100,6 +107,9 @@ type Running struct {
 // error it stops what it had started and returns the error, never a
 // partly started demo.
 func Start(ctx context.Context, o Options) (_ *Running, err error) {
+	if o.SchemaChanges && o.Format != FormatDebezium {
+		return nil, fmt.Errorf("schema changes mid-run need the Debezium format (--format %s)", FormatDebezium)
+	}
 	if o.Partitions <= 0 {
 		o.Partitions = 4
 	}
@@ -268,7 +278,7 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 	verifyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	want := r.model.Snapshot()
-	got, err := workload.ReadTarget(verifyCtx, r.db, true)
+	got, err := workload.ReadTargetFor(verifyCtx, r.db, want, true)
 	if err != nil {
 		return s, err
 	}
@@ -283,6 +293,12 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 		s.TornReads++
 		s.ConsistencyError = fmt.Sprintf("final state: %d orders differ from their items, %d items without order", torn, orphans)
 	}
+	if torn, err := r.checkShipments(verifyCtx); err != nil {
+		return s, err
+	} else if torn > 0 {
+		s.TornReads++
+		s.ConsistencyError = fmt.Sprintf("final state: %d shipments without their order's update", torn)
+	}
 	if v, ok := r.consErr.Load().(string); ok && s.ConsistencyError == "" {
 		s.ConsistencyError = v
 	}
@@ -294,7 +310,7 @@ func (r *Running) drain(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
 	want := r.model.Snapshot()
 	for {
-		got, err := workload.ReadTarget(ctx, r.db, true)
+		got, err := workload.ReadTargetFor(ctx, r.db, want, true)
 		if err == nil && len(workload.Compare(want, got)) == 0 {
 			return nil
 		}
@@ -310,11 +326,36 @@ func (r *Running) drain(ctx context.Context) error {
 	}
 }
 
+// checkShipments counts the shipments seen without their order's update
+// (0 while the table does not exist: the source has not created it).
+func (r *Running) checkShipments(ctx context.Context) (int64, error) {
+	if !r.opts.SchemaChanges {
+		return 0, nil
+	}
+	exists, err := workload.TableExists(ctx, r.db, workload.TableShipments)
+	if err != nil || !exists {
+		return 0, err
+	}
+	var torn int64
+	if err := r.db.QueryRowContext(ctx, workload.ShipmentsConsistencyQuery).Scan(&torn); err != nil {
+		return 0, fmt.Errorf("checking shipments: %w", err)
+	}
+	return torn, nil
+}
+
 // checkLoop queries the consistency invariant continuously: a reader must
-// never see an order without all its items.
+// never see an order without all its items (nor, with schema changes, a
+// shipment without its order's update).
 func (r *Running) checkLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		torn, orphans, err := workload.CheckConsistency(ctx, r.db)
+		if err == nil {
+			var ship int64
+			if ship, err = r.checkShipments(ctx); ship > 0 {
+				r.torn.Add(1)
+				r.consErr.Store(fmt.Sprintf("a reader saw %d shipments without their order's update", ship))
+			}
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.consErr.Store(err.Error())

@@ -61,6 +61,12 @@ type DebeziumOptions struct {
 	UpdateRatio float64
 	DeleteRatio float64
 	Seed        uint64
+	// Schema is the plan of source schema changes (none by default), by
+	// the numbers of streamed transactions (Next). A change shows as new
+	// Connect schemas of its table's events (with Schemas; without them,
+	// as the rows' keys), a new table as a new topic listed by the END
+	// of its first transaction.
+	Schema SchemaPlan
 }
 
 // Record is one Kafka record of the traffic.
@@ -80,6 +86,11 @@ type DebeziumTxn struct {
 	Records []Record
 	// Events counts its data change events (every collection).
 	Events int
+	// NewTopics are topics the transaction writes first: the topic of a
+	// table a schema change created. Kafka Connect creates a topic when
+	// its first record is written; DebeziumProducer does so before the
+	// transaction's records.
+	NewTopics []string
 }
 
 // DebeziumSource generates Debezium traffic. It is not safe for concurrent
@@ -96,6 +107,12 @@ type DebeziumSource struct {
 	audit   int64
 	recent  [][]Record
 	schemas map[string]json.RawMessage
+	// With a schema plan (or schema changes Encode carried): the tables
+	// as changed so far, whose columns every image shows, and the
+	// shipments of shipped orders.
+	schema    *schemaState
+	current   map[string]*TableDef
+	shipments map[int64]Row
 }
 
 // NewDebeziumSource returns a source; zero options get defaults.
@@ -120,9 +137,27 @@ func NewDebeziumSource(opts DebeziumOptions) *DebeziumSource {
 	}
 	s.schemas = map[string]json.RawMessage{}
 	for _, t := range []string{TableOrders, TableItems, TableEvents, TableAudit} {
-		s.schemas[t] = envelopeSchema(opts.Prefix, t)
+		s.schemas[t] = envelopeSchema(opts.Prefix, t, tableColumns[t])
+	}
+	s.current, s.shipments = map[string]*TableDef{}, map[int64]Row{}
+	if len(opts.Schema) > 0 {
+		s.schema = newSchemaState(opts.Schema)
+		for _, t := range []string{TableOrders, TableItems} {
+			s.setTable(s.schema.table(t))
+		}
 	}
 	return s
+}
+
+// setTable makes def the table's current definition: its Connect schema
+// and the columns of its images.
+func (s *DebeziumSource) setTable(def *TableDef) {
+	fields := make([]schemaField, len(def.Columns))
+	for i, c := range def.Columns {
+		fields[i] = c.connect
+	}
+	s.schemas[def.Name] = envelopeSchema(s.opts.Prefix, def.Name, fields)
+	s.current[def.Name] = def
 }
 
 // Topic is the data topic of a table.
@@ -133,16 +168,23 @@ func (s *DebeziumSource) Topic(table string) string {
 // TransactionTopic is the transaction metadata topic.
 func (s *DebeziumSource) TransactionTopic() string { return s.opts.Prefix + ".transaction" }
 
-// DataTopics are the topics the pipelines consume.
+// DataTopics are the topics the pipelines consume: with a plan that
+// creates shipments, its topic too (which exists from the change on).
 func (s *DebeziumSource) DataTopics() []string {
-	return []string{s.Topic(TableOrders), s.Topic(TableItems), s.Topic(TableEvents)}
+	out := []string{s.Topic(TableOrders), s.Topic(TableItems), s.Topic(TableEvents)}
+	if s.opts.Schema.Has(ChangeNewTable) {
+		out = append(out, s.Topic(TableShipments))
+	}
+	return out
 }
 
-// AllTopics lists every topic the source writes, with its partition count.
+// AllTopics lists every topic the source writes from the start, with its
+// partition count (a topic a schema change creates comes later:
+// DebeziumTxn.NewTopics).
 func (s *DebeziumSource) AllTopics() map[string]int32 {
 	out := map[string]int32{s.TransactionTopic(): 1, s.Topic(TableAudit): s.opts.Partitions}
-	for _, t := range s.DataTopics() {
-		out[t] = s.opts.Partitions
+	for _, t := range []string{TableOrders, TableItems, TableEvents} {
+		out[s.Topic(t)] = s.opts.Partitions
 	}
 	return out
 }
@@ -182,17 +224,28 @@ func (s *DebeziumSource) Next() DebeziumTxn {
 	if s.opts.LargeEvery > 0 && s.seq%int64(s.opts.LargeEvery) == 0 {
 		n = s.opts.LargeSize
 	}
+	schemaChanges := s.schema.advance(int(s.seq))
+	var newTopics []string
+	ship := false
+	for _, c := range schemaChanges {
+		s.setTable(c.New)
+		if c.Kind == ChangeNewTable {
+			// The first transaction of the new table also updates the
+			// order it ships.
+			newTopics, ship = append(newTopics, s.Topic(c.Table)), true
+		}
+	}
 	var changes []Change
 	var befores []Row
 	for i := 0; i < n; i++ {
-		cs, bs := s.orderTxn()
+		cs, bs := s.orderTxn(ship && i == 0)
 		changes = append(changes, cs...)
 		befores = append(befores, bs...)
 	}
 	s.audit++
 	auditRow := Row{"id": s.audit, "note": fmt.Sprintf("txn %d", s.seq)}
 	id := fmt.Sprintf("3e11fa47-71ca-11e1-9e33-c80aa9429562:%d", s.seq)
-	txn := DebeziumTxn{Txn: Txn{ID: id, Changes: changes}}
+	txn := DebeziumTxn{Txn: Txn{ID: id, Changes: changes, Schema: schemaChanges, Version: s.schema.version()}, NewTopics: newTopics}
 
 	counts := map[string]int{}
 	total := 0
@@ -219,7 +272,7 @@ func (s *DebeziumSource) Next() DebeziumTxn {
 	}
 	emit(TableAudit, 'c', nil, auditRow, auditRow)
 	var cols []map[string]any
-	for _, table := range []string{TableOrders, TableItems, TableEvents, TableAudit} {
+	for _, table := range []string{TableOrders, TableItems, TableEvents, TableShipments, TableAudit} {
 		if counts[table] > 0 {
 			cols = append(cols, map[string]any{"data_collection": DebeziumTable(table), "event_count": counts[table]})
 		}
@@ -253,6 +306,13 @@ func (s *DebeziumSource) Next() DebeziumTxn {
 func (s *DebeziumSource) Encode(t Txn) DebeziumTxn {
 	s.seq++
 	id := fmt.Sprintf("3e11fa47-71ca-11e1-9e33-c80aa9429562:%d", s.seq)
+	var newTopics []string
+	for _, c := range t.Schema {
+		if s.current[c.Table] == nil && c.Old == nil {
+			newTopics = append(newTopics, s.Topic(c.Table))
+		}
+		s.setTable(c.New)
+	}
 	counts := map[string]int{}
 	total := 0
 	recs := []Record{s.txnRecord(map[string]any{"status": "BEGIN", "id": id, "ts_ms": 1764417600000, "event_count": nil, "data_collections": nil})}
@@ -268,19 +328,23 @@ func (s *DebeziumSource) Encode(t Txn) DebeziumTxn {
 		recs = append(recs, s.record(c.Table, c.Row, s.payload('c', c.Table, nil, c.Row, "false", block)))
 	}
 	var cols []map[string]any
-	for _, table := range []string{TableOrders, TableItems, TableEvents} {
+	for _, table := range []string{TableOrders, TableItems, TableEvents, TableShipments} {
 		if counts[table] > 0 {
 			cols = append(cols, map[string]any{"data_collection": DebeziumTable(table), "event_count": counts[table]})
 		}
 	}
 	recs = append(recs, s.txnRecord(map[string]any{"status": "END", "id": id, "ts_ms": 1764417600000, "event_count": total, "data_collections": cols}))
-	return DebeziumTxn{Txn: Txn{ID: id, Changes: t.Changes}, Records: recs, Events: total}
+	return DebeziumTxn{Txn: Txn{ID: id, Changes: t.Changes, Schema: t.Schema, Version: t.Version}, Records: recs, Events: total, NewTopics: newTopics}
 }
 
 // orderTxn returns the changes of one order transaction and, per change,
-// the row before it (nil for a create).
-func (s *DebeziumSource) orderTxn() ([]Change, []Row) {
+// the row before it (nil for a create). With ship it ships an order (an
+// update when there is one to update).
+func (s *DebeziumSource) orderTxn(ship bool) ([]Change, []Row) {
 	roll := s.rng.Float64()
+	if ship {
+		roll = s.opts.DeleteRatio
+	}
 	if len(s.live) > 0 && roll < s.opts.DeleteRatio {
 		i := s.rng.IntN(len(s.live))
 		id := s.live[i]
@@ -293,6 +357,11 @@ func (s *DebeziumSource) orderTxn() ([]Change, []Row) {
 			cs = append(cs, Change{Table: TableItems, Row: withOp(it), Delete: true})
 			bs = append(bs, it)
 		}
+		if sh, ok := s.shipments[id]; ok {
+			cs = append(cs, Change{Table: TableShipments, Row: withOp(sh), Delete: true})
+			bs = append(bs, sh)
+			delete(s.shipments, id)
+		}
 		delete(s.orders, id)
 		delete(s.items, id)
 		ev := s.eventRow(id, "delete")
@@ -300,21 +369,42 @@ func (s *DebeziumSource) orderTxn() ([]Change, []Row) {
 	}
 	if len(s.live) > 0 && roll < s.opts.DeleteRatio+s.opts.UpdateRatio {
 		id := s.live[s.rng.IntN(len(s.live))]
-		oldOrder, oldItems := s.orders[id], s.items[id]
+		oldOrder, oldItems, oldShipment := s.orders[id], s.items[id], s.shipments[id]
 		cs := s.writeOrder(id, len(oldItems), fmt.Sprintf("updated-%d", s.seq))
+		cs = append(cs, s.ship(id, ship, true)...)
 		bs := make([]Row, 0, len(cs)+1)
 		for _, c := range cs {
-			if c.Table == TableOrders {
+			switch c.Table {
+			case TableOrders:
 				bs = append(bs, oldOrder)
-			} else {
+			case TableShipments:
+				bs = append(bs, oldShipment)
+			default:
 				bs = append(bs, oldItems[asInt(c.Row["item_id"])-1])
 			}
 		}
 		return append(cs, s.eventRow(id, "update")), append(bs, nil)
 	}
 	cs := s.create()
+	cs = append(cs, s.ship(s.live[len(s.live)-1], ship, false)...)
 	bs := make([]Row, len(cs)+1)
 	return append(cs, s.eventRow(s.live[len(s.live)-1], "create")), bs
+}
+
+// ship returns the shipment change of an order just written, under
+// ChangeNewTable: when it was shipped before (a rewrite with its new
+// status), when ship says so, or for some updates.
+func (s *DebeziumSource) ship(id int64, ship, update bool) []Change {
+	if !s.schema.on(ChangeNewTable) {
+		return nil
+	}
+	prev, shipped := s.shipments[id]
+	if !shipped && !ship && !(update && s.rng.Float64() < shipRatio) {
+		return nil
+	}
+	row := shipment(s.rng, id, fmt.Sprint(s.orders[id]["order_status"]), prev)
+	s.shipments[id] = row
+	return []Change{{Table: TableShipments, Row: row}}
 }
 
 func withOp(r Row) Row {
@@ -341,11 +431,16 @@ func (s *DebeziumSource) writeOrder(id int64, n int, status string) []Change {
 	for i := 0; i < n; i++ {
 		qty := 1 + s.rng.IntN(4)
 		cents := int64(100 + s.rng.IntN(50000))
+		items[i] = Row{"order_id": id, "item_id": i + 1, "product": products[s.rng.IntN(len(products))], "quantity": qty}
+		if s.schema.on(ChangeWiden) {
+			widenItem(s.rng, items[i], &qty, &cents)
+		}
 		total += int64(qty) * cents
-		items[i] = Row{"order_id": id, "item_id": i + 1, "product": products[s.rng.IntN(len(products))], "quantity": qty, "price": centsString(cents)}
+		items[i]["price"] = centsString(cents)
 		cs = append(cs, Change{Table: TableItems, Row: items[i]})
 	}
 	order := Row{"order_id": id, "customer_id": 1000 + s.rng.IntN(9000), "total_amount": centsString(total), "order_status": status, "updated_at": "2026-11-29 12:00:00"}
+	orderColumns(s.schema, s.rng, order)
 	s.orders[id], s.items[id] = order, items
 	oc := Change{Table: TableOrders, Row: order}
 	if s.rng.IntN(2) == 0 {
@@ -362,6 +457,7 @@ func (s *DebeziumSource) eventRow(order int64, kind string) Change {
 // keyColumns are each table's primary key.
 var keyColumns = map[string][]string{
 	TableOrders: {"order_id"}, TableItems: {"order_id", "item_id"}, TableEvents: {"event_id"}, TableAudit: {"id"},
+	TableShipments: {"order_id"},
 }
 
 func (s *DebeziumSource) key(table string, r Row) []byte {
@@ -421,6 +517,10 @@ func (s *DebeziumSource) image(table string, r Row) any {
 	if r == nil {
 		return nil
 	}
+	if def := s.current[table]; def != nil {
+		// Images show the table's columns as they are now.
+		r = def.project(r)
+	}
 	out := map[string]any{}
 	for k, v := range r {
 		if k == "__op" {
@@ -432,6 +532,9 @@ func (s *DebeziumSource) image(table string, r Row) any {
 		return out
 	}
 	for k, v := range out {
+		if v == nil {
+			continue
+		}
 		switch columnKind(table, k) {
 		case "decimal":
 			out[k] = decimalBase64(v.(string))
@@ -450,7 +553,7 @@ func columnKind(table, col string) string {
 	switch table + "." + col {
 	case TableOrders + ".total_amount", TableItems + ".price":
 		return "decimal"
-	case TableOrders + ".updated_at":
+	case TableOrders + ".updated_at", TableShipments + ".shipped_at":
 		return "timestamp"
 	case TableEvents + ".created_at":
 		return "microtimestamp"
@@ -503,6 +606,7 @@ type schemaField struct {
 	Name       string            `json:"name,omitempty"`
 	Version    int               `json:"version,omitempty"`
 	Parameters map[string]string `json:"parameters,omitempty"`
+	Default    any               `json:"default,omitempty"`
 	Field      string            `json:"field,omitempty"`
 	Fields     []schemaField     `json:"fields,omitempty"`
 	Items      *schemaField      `json:"items,omitempty"`
@@ -531,9 +635,11 @@ var tableColumns = map[string][]schemaField{
 	TableAudit: {col("id", "int64", false), col("note", "string", true)},
 }
 
-func envelopeSchema(prefix, table string) json.RawMessage {
+// envelopeSchema is the Connect schema of a table's change events whose
+// rows have the given fields.
+func envelopeSchema(prefix, table string, fields []schemaField) json.RawMessage {
 	value := func(field string) schemaField {
-		return schemaField{Type: "struct", Optional: true, Name: prefix + "." + Database + "." + table + ".Value", Field: field, Fields: tableColumns[table]}
+		return schemaField{Type: "struct", Optional: true, Name: prefix + "." + Database + "." + table + ".Value", Field: field, Fields: fields}
 	}
 	source := schemaField{Type: "struct", Name: "io.debezium.connector.mysql.Source", Field: "source", Fields: []schemaField{
 		col("version", "string", false), col("connector", "string", false), col("name", "string", false), col("ts_ms", "int64", false),

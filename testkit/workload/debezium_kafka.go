@@ -51,6 +51,10 @@ type DebeziumProducerOptions struct {
 	// partition's order kept): partitions arrive unevenly, ENDs before
 	// their events, as when a connector's producer batches per broker.
 	Lag func(topic string, partition int32) time.Duration
+	// OnWrite, when set, is called with each source transaction once its
+	// records were written (lagged ones handed to the lag) and the model
+	// recorded it, and with the snapshot's rows as one (ID "snapshot").
+	OnWrite func(DebeziumTxn)
 }
 
 // DebeziumStats count what a DebeziumProducer wrote.
@@ -197,17 +201,48 @@ func (p *DebeziumProducer) Snapshot(ctx context.Context) error {
 		return err
 	}
 	p.model.Apply(t)
+	if p.opts.OnWrite != nil {
+		p.opts.OnWrite(DebeziumTxn{Txn: t, Records: recs})
+	}
 	p.Stats.SnapshotRows.Add(int64(len(recs)))
+	return nil
+}
+
+// createTopics creates the topics a transaction writes first, as Kafka
+// Connect does for a new table's topic (its partitions as the source's
+// other data topics).
+func (p *DebeziumProducer) createTopics(ctx context.Context, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(p.cl)
+	for _, t := range topics {
+		resp, err := adm.CreateTopic(cctx, p.src.Partitions(), 1, nil, t)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("creating topic %s: %w", t, err)
+		}
+	}
 	return nil
 }
 
 // Write writes one encoded source transaction (DebeziumSource.Encode) and
 // records it.
 func (p *DebeziumProducer) Write(ctx context.Context, t DebeziumTxn) error {
+	if err := p.createTopics(ctx, t.NewTopics); err != nil {
+		return err
+	}
 	if err := p.write(ctx, t.Records); err != nil {
 		return err
 	}
 	p.model.Apply(t.Txn)
+	if p.opts.OnWrite != nil {
+		p.opts.OnWrite(t)
+	}
 	p.Stats.Txns.Add(1)
 	p.Stats.Events.Add(int64(t.Events))
 	for {
@@ -241,10 +276,16 @@ func (p *DebeziumProducer) Produce(ctx context.Context, n int) error {
 			next = next.Add(interval)
 		}
 		t := p.src.Next()
+		if err := p.createTopics(ctx, t.NewTopics); err != nil {
+			return err
+		}
 		if err := p.write(ctx, t.Records); err != nil {
 			return err
 		}
 		p.model.Apply(t.Txn)
+		if p.opts.OnWrite != nil {
+			p.opts.OnWrite(t)
+		}
 		p.Stats.Txns.Add(1)
 		p.Stats.Events.Add(int64(t.Events))
 		p.Stats.Resent.Add(int64(len(t.Records) - t.Events - 2 - countTombstones(t)))

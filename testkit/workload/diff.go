@@ -26,6 +26,23 @@ type TableDiff struct {
 	// when the comparison allows them (CompareAtLeastOnce); they are not
 	// in ExtraLines nor counted unexpected.
 	Duplicates int
+	// Columns are the named columns ("|name=value" fields, the ones a
+	// schema plan changed) whose values differ in rows of the same key.
+	Columns []ColumnDiff
+}
+
+// ColumnDiff counts, for one named column, the rows present on both sides
+// whose value differs: missing when the model has a value and the target
+// NULL or no such column at all (a value lost), wrong otherwise.
+type ColumnDiff struct {
+	Column         string
+	Missing, Wrong int
+	// Examples are up to three "key: model X, target Y".
+	Examples []string
+}
+
+func (c ColumnDiff) String() string {
+	return fmt.Sprintf("column %s: %d values missing, %d different (%s)", c.Column, c.Missing, c.Wrong, strings.Join(c.Examples, "; "))
 }
 
 // Equal reports whether the table matches the model.
@@ -38,10 +55,14 @@ func (d TableDiff) String() string {
 		d.Table, d.Missing, d.Stale, d.Unexpected)
 }
 
-// Detail is String with up to three lines of each side, for a test's or
-// the demo's failure message.
+// Detail is String with up to three lines of each side and the columns
+// whose values differ, for a test's or the demo's failure message.
 func (d TableDiff) Detail() string {
-	return fmt.Sprintf("%s (model only: %s; target only: %s)", d, examples(d.MissingLines), examples(d.ExtraLines))
+	s := fmt.Sprintf("%s (model only: %s; target only: %s)", d, examples(d.MissingLines), examples(d.ExtraLines))
+	for _, c := range d.Columns {
+		s += "; " + c.String()
+	}
+	return s
 }
 
 func examples(lines []string) string {
@@ -67,6 +88,7 @@ func DiffTable(table string, keyFields int, want, got []string) TableDiff {
 		f := strings.SplitN(line, "|", keyFields+1)
 		return strings.Join(f[:min(keyFields, len(f))], "|")
 	}
+	d.Columns = columnDiffs(key, d.MissingLines, d.ExtraLines)
 	type versions struct{ want, got map[string]int }
 	byKey := map[string]*versions{}
 	at := func(k string) *versions {
@@ -103,6 +125,80 @@ func DiffTable(table string, keyFields int, want, got []string) TableDiff {
 	return d
 }
 
+// columnDiffs compares the named fields of the lines only one side has,
+// key by key (a key repeated on either side is left to the line counts).
+func columnDiffs(key func(string) string, missing, extra []string) []ColumnDiff {
+	byKey := func(lines []string) map[string]string {
+		m := map[string]string{}
+		n := map[string]int{}
+		for _, l := range lines {
+			k := key(l)
+			m[k] = l
+			n[k]++
+		}
+		for k, c := range n {
+			if c > 1 {
+				delete(m, k)
+			}
+		}
+		return m
+	}
+	want, got := byKey(missing), byKey(extra)
+	diffs := map[string]*ColumnDiff{}
+	var order []string
+	keys := slices.Sorted(maps.Keys(want))
+	for _, k := range keys {
+		g, ok := got[k]
+		if !ok {
+			continue
+		}
+		wf, gf := namedFields(want[k]), namedFields(g)
+		for _, name := range slices.Sorted(maps.Keys(wf)) {
+			wv, gv := wf[name], gf[name]
+			if gv == "" {
+				gv = absentText
+			}
+			if wv == gv {
+				continue
+			}
+			cd := diffs[name]
+			if cd == nil {
+				cd = &ColumnDiff{Column: name}
+				diffs[name] = cd
+				order = append(order, name)
+			}
+			if wv != nullText && (gv == nullText || gv == absentText) {
+				cd.Missing++
+			} else {
+				cd.Wrong++
+			}
+			if len(cd.Examples) < 3 {
+				cd.Examples = append(cd.Examples, fmt.Sprintf("%s: model %s, target %s", k, wv, gv))
+			}
+		}
+	}
+	slices.Sort(order)
+	out := make([]ColumnDiff, 0, len(order))
+	for _, n := range order {
+		out = append(out, *diffs[n])
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// namedFields returns the "name=value" fields of a line.
+func namedFields(line string) map[string]string {
+	out := map[string]string{}
+	for _, f := range strings.Split(line, "|") {
+		if name, v, ok := strings.Cut(f, "="); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
 // lineDiff is the multiset difference of two renderings: the lines only
 // want has and the lines only got has, each sorted.
 func lineDiff(want, got []string) (missing, extra []string) {
@@ -129,22 +225,36 @@ func lineDiff(want, got []string) (missing, extra []string) {
 // Key fields of the example tables' lines (OrderLine, ItemLine; an event
 // line is its id, and an event is written once).
 const (
-	ordersKeyFields = 1
-	itemsKeyFields  = 2
-	eventsKeyFields = 0
-	wideKeyFields   = 1
+	ordersKeyFields    = 1
+	itemsKeyFields     = 2
+	eventsKeyFields    = 0
+	wideKeyFields      = 1
+	shipmentsKeyFields = 1
 )
 
 // Compare compares a target read back (ReadTarget) with the model's
 // snapshot: the tables that differ, in the order orders, order_items,
 // order_events; none when the target holds exactly what the source
 // committed.
+//
+// With a schema plan, the orders lines carry the columns it changed (a
+// TableDiff names each column whose values differ) and shipments is
+// compared too (after order_events) once the model has it.
 func Compare(want, got Snapshot) []TableDiff {
 	return keepDiffering(
 		DiffTable(TableOrders, ordersKeyFields, want.Orders, got.Orders),
 		DiffTable(TableItems, itemsKeyFields, want.Items, got.Items),
 		DiffTable(TableEvents, eventsKeyFields, want.Events, got.Events),
+		diffShipments(want, got),
 	)
+}
+
+// diffShipments compares shipments when the model has the table.
+func diffShipments(want, got Snapshot) TableDiff {
+	if !want.HasShipments {
+		return TableDiff{Table: TableShipments}
+	}
+	return DiffTable(TableShipments, shipmentsKeyFields, want.Shipments, got.Shipments)
 }
 
 // CompareAtLeastOnce is Compare for an at-least-once load: orders and
@@ -173,6 +283,7 @@ func CompareAtLeastOnce(want, got Snapshot) (diffs []TableDiff, dups int) {
 		DiffTable(TableOrders, ordersKeyFields, want.Orders, got.Orders),
 		DiffTable(TableItems, itemsKeyFields, want.Items, got.Items),
 		events,
+		diffShipments(want, got),
 	), events.Duplicates
 }
 

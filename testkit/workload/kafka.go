@@ -12,10 +12,12 @@ import (
 )
 
 // Envelope renders a source transaction in the envelope format that
-// txn_assembler reads by default: TXN_BEGIN, one DATA event per change (the
-// row as a JSON string in `json`), TXN_END.
+// txn_assembler reads by default: TXN_BEGIN, a SCHEMA event per schema
+// change the transaction carries (the table's definition after it, in
+// StarRocks types, in `json`), one DATA event per change (the row as a JSON
+// string in `json`), TXN_END.
 func Envelope(t Txn) ([][]byte, error) {
-	out := make([][]byte, 0, len(t.Changes)+2)
+	out := make([][]byte, 0, len(t.Schema)+len(t.Changes)+2)
 	add := func(ev map[string]any) error {
 		b, err := json.Marshal(ev)
 		if err != nil {
@@ -26,6 +28,14 @@ func Envelope(t Txn) ([][]byte, error) {
 	}
 	if err := add(map[string]any{"partition": t.Partition, "txnId": t.ID, "type": "TXN_BEGIN"}); err != nil {
 		return nil, err
+	}
+	for _, c := range t.Schema {
+		if err := add(map[string]any{
+			"partition": t.Partition, "txnId": t.ID, "type": "SCHEMA",
+			"database": Database, "table": c.Table, "json": c.New.StarRocks(),
+		}); err != nil {
+			return nil, err
+		}
 	}
 	for _, c := range t.Changes {
 		row, err := json.Marshal(c.Row)
@@ -64,7 +74,19 @@ type ProducerOptions struct {
 	// default). A topic created with a max.message.bytes (testkit/kafka's
 	// CreateGuardedTopic) refuses larger batches.
 	BatchMaxBytes int32
+	// Format is how source transactions are written: FormatEnvelope (the
+	// default) or FormatMaxwell.
+	Format string
+	// OnCommit, when set, is called with each source transaction once its
+	// Kafka transaction committed and the model recorded it.
+	OnCommit func(Txn)
 }
+
+// Formats a Producer writes.
+const (
+	FormatEnvelope = "envelope"
+	FormatMaxwell  = "maxwell"
+)
 
 // ProducerStats count what a Producer did.
 type ProducerStats struct {
@@ -81,6 +103,7 @@ type Producer struct {
 	model *Model
 	cl    *kgo.Client
 	rng   *rand.Rand
+	xid   int64
 	Stats ProducerStats
 }
 
@@ -91,6 +114,13 @@ func NewProducer(opts ProducerOptions, gen *Generator, model *Model) (*Producer,
 	}
 	if opts.TransactionalID == "" {
 		opts.TransactionalID = "workload-producer"
+	}
+	switch opts.Format {
+	case "":
+		opts.Format = FormatEnvelope
+	case FormatEnvelope, FormatMaxwell:
+	default:
+		return nil, fmt.Errorf("producer format %q is not %s or %s", opts.Format, FormatEnvelope, FormatMaxwell)
 	}
 	kopts := []kgo.Opt{
 		kgo.SeedBrokers(opts.Brokers...),
@@ -141,6 +171,12 @@ func (p *Producer) Produce(ctx context.Context, n int) error {
 			part = (part + 1) % p.gen.Partitions()
 		}
 		abort := p.rng.Float64() < p.opts.AbortRatio
+		for _, t := range batch {
+			// A schema change is the source's DDL, never rolled back: the
+			// Kafka transaction that carries it commits, so the partition's
+			// stream always holds it before the rows written under it.
+			abort = abort && len(t.Schema) == 0
+		}
 		if err := p.write(ctx, batch, abort); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -157,7 +193,14 @@ func (p *Producer) write(ctx context.Context, batch []Txn, abort bool) error {
 	}
 	var recs []*kgo.Record
 	for _, t := range batch {
-		evs, err := Envelope(t)
+		var evs [][]byte
+		var err error
+		if p.opts.Format == FormatMaxwell {
+			p.xid++
+			evs, err = Maxwell(t, p.xid)
+		} else {
+			evs, err = Envelope(t)
+		}
 		if err != nil {
 			return err
 		}
@@ -192,6 +235,9 @@ func (p *Producer) write(ctx context.Context, batch []Txn, abort bool) error {
 	}
 	for _, t := range batch {
 		p.model.Apply(t)
+		if p.opts.OnCommit != nil {
+			p.opts.OnCommit(t)
+		}
 	}
 	p.Stats.Committed.Add(int64(len(batch)))
 	p.Stats.Records.Add(int64(len(recs)))

@@ -8,16 +8,15 @@
 // quantity × price, so a reader that ever sees an order whose total does not
 // match its items, or items without their order, has seen half a source
 // transaction. Each transaction also appends one row to the order_events
-// DUPLICATE KEY table, which makes duplicates visible.
+// DUPLICATE KEY table, which makes duplicates visible. A SchemaPlan
+// (schema.go) changes the source's tables mid-stream.
 package workload
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strconv"
-	"sync"
 )
 
 // Database is the database of the example schema (examples/schema.sql).
@@ -46,6 +45,14 @@ type Txn struct {
 	Partition int32
 	ID        string
 	Changes   []Change
+	// Schema lists the schema changes the transaction's partition has not
+	// carried yet and that hold for this transaction: a source shows them
+	// in the partition's stream before the transaction's rows (an
+	// envelope SCHEMA event, a Maxwell DDL event). Empty without a plan.
+	Schema []SchemaChange
+	// Version is the number of planned schema changes in effect when the
+	// transaction was written (0: none); SchemaChange.Step counts the same.
+	Version int
 }
 
 // Options shape the generated traffic.
@@ -63,6 +70,10 @@ type Options struct {
 	// tables (WideSchema): every transaction writes RowsPerWideTxn rows to
 	// tables drawn at random.
 	Tables int
+	// Schema is the plan of source schema changes (none by default);
+	// transactions are counted over every partition, in the order Next is
+	// called. Not with Tables.
+	Schema SchemaPlan
 }
 
 // Generator produces source transactions. It is not safe for concurrent use.
@@ -79,6 +90,17 @@ type Generator struct {
 	orders map[int64]Row
 	// wideLive holds per partition the keys the wide workload wrote.
 	wideLive [][]wideKey
+
+	// With a schema plan: the tables as changed so far, the transactions
+	// written, the changes made (in step order), how many of them each
+	// partition has carried, the partitions whose next transaction is the
+	// first under ChangeNewTable, and each shipped order's shipment.
+	schema    *schemaState
+	count     int
+	changes   []SchemaChange
+	announced []int
+	shipFirst []bool
+	shipments map[int64]Row
 }
 
 // NewGenerator returns a generator; zero options get sensible defaults.
@@ -100,6 +122,15 @@ func NewGenerator(opts Options) *Generator {
 	if opts.Tables > 0 {
 		g.wideLive = make([][]wideKey, opts.Partitions)
 	}
+	if len(opts.Schema) > 0 {
+		if opts.Tables > 0 {
+			panic("workload: a schema plan changes the orders tables, not the wide ones")
+		}
+		g.schema = newSchemaState(opts.Schema)
+		g.announced = make([]int, opts.Partitions)
+		g.shipFirst = make([]bool, opts.Partitions)
+		g.shipments = map[int64]Row{}
+	}
 	return g
 }
 
@@ -115,8 +146,30 @@ func (g *Generator) Next(p int32) Txn {
 	if g.opts.Tables > 0 {
 		return g.nextWide(t)
 	}
+	g.count++
+	if g.schema != nil {
+		g.changes = append(g.changes, g.schema.advance(g.count)...)
+		t.Version = g.schema.version()
+		if n := g.announced[p]; n < len(g.changes) {
+			t.Schema = slices.Clone(g.changes[n:])
+			g.announced[p] = len(g.changes)
+			for _, c := range t.Schema {
+				if c.Kind == ChangeNewTable {
+					g.shipFirst[p] = true
+				}
+			}
+		}
+	}
 	roll := g.rng.Float64()
 	live := g.live[p]
+	// The partition's first transaction under ChangeNewTable ships an
+	// order: an update of an old table and the new table's first row in
+	// one source transaction.
+	ship := g.shipFirst != nil && g.shipFirst[p]
+	if ship {
+		g.shipFirst[p] = false
+		roll = g.opts.DeleteRatio
+	}
 	switch {
 	case len(live) > 0 && roll < g.opts.DeleteRatio:
 		i := g.rng.IntN(len(live))
@@ -126,6 +179,10 @@ func (g *Generator) Next(p int32) Txn {
 		for k, v := range g.orders[id] {
 			del[k] = v
 		}
+		if def := g.schema.table(TableOrders); def != nil {
+			// The source's delete image holds the row as it is now.
+			del = def.project(del)
+		}
 		delete(g.orders, id)
 		t.Changes = append(t.Changes, Change{Table: TableOrders, Row: del, Delete: true})
 		for item := 1; item <= maxItems; item++ {
@@ -133,16 +190,20 @@ func (g *Generator) Next(p int32) Txn {
 			// transaction removes every item the order could have.
 			t.Changes = append(t.Changes, Change{Table: TableItems, Row: Row{"order_id": id, "item_id": item, "__op": 1}, Delete: true})
 		}
+		if s, ok := g.shipments[id]; ok {
+			delete(g.shipments, id)
+			t.Changes = append(t.Changes, Change{Table: TableShipments, Row: withOp(s), Delete: true})
+		}
 		g.addEvent(&t, id, "delete")
 	case len(live) > 0 && roll < g.opts.DeleteRatio+g.opts.UpdateRatio:
 		id := live[g.rng.IntN(len(live))]
-		g.writeOrder(&t, id, fmt.Sprintf("updated-%d", g.txnSeq[p]), true)
+		g.writeOrder(&t, id, fmt.Sprintf("updated-%d", g.txnSeq[p]), true, ship)
 		g.addEvent(&t, id, "update")
 	default:
 		id := g.nextID[p]*int64(g.opts.Partitions) + int64(p) + 1
 		g.nextID[p]++
 		g.live[p] = append(g.live[p], id)
-		g.writeOrder(&t, id, "created", false)
+		g.writeOrder(&t, id, "created", false, ship)
 		g.addEvent(&t, id, "create")
 	}
 	return t
@@ -152,21 +213,27 @@ const maxItems = 5
 
 var products = []string{"keyboard", "mouse", "monitor", "cable", "dock", "webcam", "headset", "chair"}
 
-// writeOrder writes the order row and its items. On update every possible item
-// is rewritten (deleted or upserted) so the order's total stays equal to the
-// sum of its items after the transaction, whatever it had before.
-func (g *Generator) writeOrder(t *Txn, id int64, status string, update bool) {
+// writeOrder writes the order row and its items (and, under
+// ChangeNewTable, its shipment when it is shipped now or was before). On
+// update every possible item is rewritten (deleted or upserted) so the
+// order's total stays equal to the sum of its items after the transaction,
+// whatever it had before.
+func (g *Generator) writeOrder(t *Txn, id int64, status string, update, ship bool) {
 	n := 1 + g.rng.IntN(maxItems)
 	var totalCents int64
 	var items []Change
 	for item := 1; item <= n; item++ {
 		qty := 1 + g.rng.IntN(4)
 		cents := int64(100 + g.rng.IntN(50000))
+		row := Row{"order_id": id, "item_id": item, "product": products[g.rng.IntN(len(products))]}
+		if g.schema.on(ChangeWiden) {
+			widenItem(g.rng, row, &qty, &cents)
+		} else {
+			row["quantity"] = qty
+		}
 		totalCents += int64(qty) * cents
-		items = append(items, Change{Table: TableItems, Row: Row{
-			"order_id": id, "item_id": item, "product": products[g.rng.IntN(len(products))],
-			"quantity": qty, "price": centsString(cents),
-		}})
+		row["price"] = centsString(cents)
+		items = append(items, Change{Table: TableItems, Row: row})
 	}
 	if update {
 		for item := n + 1; item <= maxItems; item++ {
@@ -177,6 +244,7 @@ func (g *Generator) writeOrder(t *Txn, id int64, status string, update bool) {
 		"order_id": id, "customer_id": 1000 + g.rng.IntN(9000), "total_amount": centsString(totalCents),
 		"order_status": status, "updated_at": "2026-11-29 12:00:00",
 	}}
+	orderColumns(g.schema, g.rng, order.Row)
 	g.orders[id] = order.Row
 	// Half the transactions write the items first, so a transaction's END is
 	// not always on the table its first row went to.
@@ -187,6 +255,61 @@ func (g *Generator) writeOrder(t *Txn, id int64, status string, update bool) {
 		t.Changes = append(t.Changes, items...)
 		t.Changes = append(t.Changes, order)
 	}
+	if !g.schema.on(ChangeNewTable) {
+		return
+	}
+	prev, shipped := g.shipments[id]
+	if !shipped && !ship && !(update && g.rng.Float64() < shipRatio) {
+		return
+	}
+	s := shipment(g.rng, id, status, prev)
+	g.shipments[id] = s
+	t.Changes = append(t.Changes, Change{Table: TableShipments, Row: s})
+}
+
+// shipRatio is the share of updates that ship an order not yet shipped.
+const shipRatio = 0.3
+
+// orderColumns sets the columns the plan changed on an orders row: under
+// ChangeAddColumns a coupon (one in five NULL) and points; under
+// ChangeDropColumn no updated_at.
+func orderColumns(s *schemaState, rng *rand.Rand, row Row) {
+	if s.on(ChangeAddColumns) {
+		var coupon any
+		if rng.IntN(5) > 0 {
+			coupon = fmt.Sprintf("SAVE%d", 5+rng.IntN(50))
+		}
+		row["coupon"], row["points"] = coupon, rng.IntN(1000)
+	}
+	if s.on(ChangeDropColumn) {
+		delete(row, "updated_at")
+	}
+}
+
+// widenItem sets quantity and product under ChangeWiden: one item in four
+// is a bulk item whose quantity INT cannot hold, priced 0.00 (so the
+// order's total still equals its items), one in three has a long name.
+func widenItem(rng *rand.Rand, row Row, qty *int, cents *int64) {
+	if rng.IntN(4) == 0 {
+		*qty, *cents = 0, 0
+		row["quantity"] = bulkQuantity + rng.Int64N(1<<20)
+	} else {
+		row["quantity"] = *qty
+	}
+	if rng.IntN(3) == 0 {
+		row["product"] = longProducts[rng.IntN(len(longProducts))]
+	}
+}
+
+// shipment is an order's shipment row: its status copies the order's (so a
+// reader can tell a shipment seen without its order's update), carrier and
+// tracking stay those of its first shipping.
+func shipment(rng *rand.Rand, order int64, status string, prev Row) Row {
+	if prev != nil {
+		return Row{"order_id": order, "carrier": prev["carrier"], "tracking": prev["tracking"], "order_status": status, "shipped_at": prev["shipped_at"]}
+	}
+	return Row{"order_id": order, "carrier": carriers[rng.IntN(len(carriers))],
+		"tracking": fmt.Sprintf("TRK%09d", rng.IntN(1_000_000_000)), "order_status": status, "shipped_at": "2026-11-30 09:30:00"}
 }
 
 func (g *Generator) addEvent(t *Txn, id int64, kind string) {
@@ -201,121 +324,4 @@ func (g *Generator) addEvent(t *Txn, id int64, kind string) {
 
 func centsString(c int64) string {
 	return strconv.FormatInt(c/100, 10) + "." + fmt.Sprintf("%02d", c%100)
-}
-
-// Model is the target state that the committed source transactions imply.
-// It is safe for concurrent use.
-type Model struct {
-	mu     sync.Mutex
-	orders map[int64]Row
-	items  map[[2]int64]Row
-	events map[int64]int
-	wide   map[string]map[int64]string
-	txns   int
-}
-
-// NewModel returns an empty model.
-func NewModel() *Model {
-	return &Model{orders: map[int64]Row{}, items: map[[2]int64]Row{}, events: map[int64]int{}, wide: map[string]map[int64]string{}}
-}
-
-// Apply records a committed source transaction.
-func (m *Model) Apply(t Txn) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.txns++
-	for _, c := range t.Changes {
-		switch c.Table {
-		case TableOrders:
-			id := asInt(c.Row["order_id"])
-			if c.Delete {
-				delete(m.orders, id)
-			} else {
-				m.orders[id] = c.Row
-			}
-		case TableItems:
-			k := [2]int64{asInt(c.Row["order_id"]), asInt(c.Row["item_id"])}
-			if c.Delete {
-				delete(m.items, k)
-			} else {
-				m.items[k] = c.Row
-			}
-		case TableEvents:
-			m.events[asInt(c.Row["event_id"])]++
-		default:
-			m.applyWide(c)
-		}
-	}
-}
-
-// Txns returns the number of committed source transactions recorded.
-func (m *Model) Txns() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.txns
-}
-
-// Snapshot is a comparable rendering of a set of tables: one line per row,
-// sorted.
-type Snapshot struct {
-	Orders []string
-	Items  []string
-	Events []string
-}
-
-// Snapshot renders the model.
-func (m *Model) Snapshot() Snapshot {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var s Snapshot
-	for _, r := range m.orders {
-		s.Orders = append(s.Orders, OrderLine(asInt(r["order_id"]), asInt(r["customer_id"]), fmt.Sprint(r["total_amount"]), fmt.Sprint(r["order_status"])))
-	}
-	for _, r := range m.items {
-		s.Items = append(s.Items, ItemLine(asInt(r["order_id"]), asInt(r["item_id"]), fmt.Sprint(r["product"]), asInt(r["quantity"]), fmt.Sprint(r["price"])))
-	}
-	for id, n := range m.events {
-		for i := 0; i < n; i++ {
-			s.Events = append(s.Events, strconv.FormatInt(id, 10))
-		}
-	}
-	s.sort()
-	return s
-}
-
-func (s *Snapshot) sort() {
-	sort.Strings(s.Orders)
-	sort.Strings(s.Items)
-	sort.Strings(s.Events)
-}
-
-// OrderLine and ItemLine render rows the same way for the model and for what
-// a query returns.
-func OrderLine(id, customer int64, total, status string) string {
-	return fmt.Sprintf("%d|%d|%s|%s", id, customer, total, status)
-}
-
-// ItemLine renders an order_items row.
-func ItemLine(order, item int64, product string, qty int64, price string) string {
-	return fmt.Sprintf("%d|%d|%s|%d|%s", order, item, product, qty, price)
-}
-
-func asInt(v any) int64 {
-	switch x := v.(type) {
-	case int:
-		return int64(x)
-	case int64:
-		return x
-	case int32:
-		return int64(x)
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, _ := x.Int64()
-		return n
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
 }
