@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +22,6 @@ import (
 // the wide values, NULL after the drop — and no reader ever saw half a
 // transaction.
 func TestDemoDebeziumSchemaChanges(t *testing.T) {
-	requireSchemaGate(t)
 	schema, err := os.ReadFile("../../examples/schema.sql")
 	require.NoError(t, err)
 	var out bytes.Buffer
@@ -59,16 +56,4 @@ func TestDemoSchemaChangesNeedDebezium(t *testing.T) {
 	_, err := Start(context.Background(), Options{SchemaChanges: true, Format: FormatEnvelope})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--format debezium")
-}
-
-// requireSchemaGate skips a test whose pipeline needs the output's schema
-// gate (schema_evolution, ARCHITECTURE.md §14.3) while this build's output
-// does not have it.
-func requireSchemaGate(t *testing.T) {
-	t.Helper()
-	err := service.NewStreamBuilder().AddOutputYAML("starrocks_txn: { load_urls: [ \"http://127.0.0.1:8030\" ], mysql_address: \"127.0.0.1:9030\", schema_evolution: evolve }")
-	if err != nil && strings.Contains(err.Error(), "schema_evolution") {
-		t.Skipf("the output has no schema gate yet (schema_evolution): %v", err)
-	}
-	require.NoError(t, err)
 }
