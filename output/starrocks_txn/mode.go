@@ -145,7 +145,7 @@ func (a *autoProtocol) decide(perTable bool, log *service.Logger, reason string)
 		var p protocol = multiTable{}
 		if perTable {
 			p = a.per
-			log.Infof("transaction_mode auto: per-table transactions prepared together (StarRocks 3.x: %s). Each cycle prepares one transaction per table, records its decision, then commits them: between the first and the last commit of a cycle a reader may see part of a source transaction, never once the cycle is done (ARCHITECTURE.md §15)", reason)
+			log.Infof("transaction_mode auto: per-table transactions prepared together, as StarRocks 3.x has no multi-table transactions (%s). Each cycle prepares one transaction per table, records its decision, then commits them: between the first and the last commit of a cycle a reader may see part of a source transaction, never once the cycle is done (ARCHITECTURE.md §15)", reason)
 		} else {
 			log.Infof("transaction_mode auto: multi-table transactions (%s)", reason)
 		}
@@ -197,8 +197,10 @@ type errStopped struct{ error }
 func (o *Output) decideMode(ctx context.Context) error {
 	mode := o.conf.mode.mode
 	per := perTableOf(o.proto)
-	major, version := 0, ""
-	if o.meta != nil && mode != modePerTable {
+	// major is the FE's major version when known (0: not), why how it is
+	// known, version the version itself ("" when not read).
+	major, why, version := 0, "", ""
+	if o.meta != nil {
 		if v, err := o.meta.Version(ctx); err != nil {
 			// Not a StarRocks MySQL port we know, or it did not answer: the
 			// FE's answer to a multi-table begin decides instead.
@@ -206,16 +208,18 @@ func (o *Output) decideMode(ctx context.Context) error {
 		} else {
 			version = v
 			major, _ = strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+			why = "the FE is StarRocks " + v
 		}
 	}
 	if major == 0 && mode != modePerTable {
 		// No version: ask the FE with a multi-table begin, when the
 		// database is known and the client is StarRocks's own.
-		if _, real := o.client.(prober); real && o.conn.conf.database != "" {
-			threeX, decided := o.probeMultiTable(ctx, o.conn.conf.database)
-			if decided {
-				major = map[bool]int{true: 3, false: 4}[threeX]
-				version = map[bool]string{true: "3.x: a multi-table begin was answered `unknown table \"" + o.conn.conf.database + ".\"`", false: "a multi-table begin succeeded"}[threeX]
+		db := o.conn.conf.database
+		if _, real := o.client.(prober); real && db != "" {
+			if threeX, decided := o.probeMultiTable(ctx, db); decided && threeX {
+				major, why = 3, "a multi-table begin in database "+db+" was answered `unknown table \""+db+".\"`, as StarRocks 3.x answers it"
+			} else if decided {
+				major, why = 4, "a multi-table begin in database "+db+" succeeded"
 			}
 		}
 	}
@@ -225,14 +229,9 @@ func (o *Output) decideMode(ctx context.Context) error {
 			o.log.Infof("transaction_mode auto: the FE's version is not known yet (no %s); decided by the first begin", fieldMySQLAddress)
 		}
 	case mode == modeMultiTable && major < 4:
-		return errStopped{fmt.Errorf("%s multi_table needs StarRocks 4.0 or later, and the FE is %s: set %s: per_table (or auto), or upgrade StarRocks", fieldTransactionMode, version, fieldTransactionMode)}
+		return errStopped{fmt.Errorf("%s multi_table needs StarRocks 4.0 or later, and %s: set %s: per_table (or auto), or upgrade StarRocks", fieldTransactionMode, why, fieldTransactionMode)}
 	case mode == modeAuto:
-		a := o.proto.(*autoProtocol)
-		if major < 4 {
-			a.decide(true, o.log, "the FE is "+version)
-		} else {
-			a.decide(false, o.log, "the FE is "+version)
-		}
+		o.proto.(*autoProtocol).decide(major < 4, o.log, why)
 	}
 	if per != nil && (mode == modePerTable || major > 0 && major < 4) {
 		per.learnLimit(ctx, o, version)
