@@ -93,5 +93,7 @@ func (r *Running) debeziumSummary() *Summary {
 		MySQLAddr:       r.em.MySQLAddr(),
 		SnapshotRows:    st.SnapshotRows.Load(),
 		LargestTxn:      st.Largest.Load(),
+		PerTable:        r.heal != nil,
+		Windows:         r.metrics.Timings("starrocks_txn_commit_window_ns"),
 	}
 }
