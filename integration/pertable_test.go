@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,4 +254,73 @@ func procTxns(t *testing.T, db *sql.DB, which string) map[string]string {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// perTableChaos is the chaos catalogue for a per-table world: every entry
+// (a commit is then a cycle's decision or one of its parts), but a true
+// abort of a commit only on decisions — StarRocks never aborts a PREPARED
+// transaction when its commit fails, and a decided cycle a part of which
+// was aborted is a broken cycle, replayed whole: its DUPLICATE KEY rows
+// would double — and the prepares' outcomes with their own rollbacks.
+func perTableChaos(cat []chaosFault) []chaosFault {
+	var out []chaosFault
+	for _, f := range cat {
+		abort := false
+		for _, x := range f.faults {
+			if x.Op == emulator.OpCommit && x.Action == emulator.ActCommitAbort {
+				abort = true
+			}
+		}
+		if abort {
+			f.faults = []emulator.Fault{{Op: emulator.OpCommit, Action: emulator.ActCommitAbort, Label: perTableCycleLabel}}
+			f.kind = "commit commit_abort (decision)"
+		}
+		out = append(out, f)
+	}
+	add := func(class string, f emulator.Fault) {
+		kind := string(f.Op) + " " + string(f.Action)
+		if f.Action == emulator.ActReplyLate && f.Delay > chaosRequestTimeout {
+			kind += " past request_timeout"
+		}
+		out = append(out, chaosFault{kind: kind, class: class, faults: []emulator.Fault{f}})
+	}
+	add("refused", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActInternalError})
+	add("refused", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActTxnInProcessing, Count: 2})
+	add("reset", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActReset})
+	add("reply_lost", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActReplyLost})
+	add("reply_late", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActReplyLate, Delay: chaosRequestTimeout + time.Second})
+	add("no_answer", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActNoAnswer})
+	add("slow", emulator.Fault{Op: emulator.OpPrepare, Action: emulator.ActDelay, Delay: 1500 * time.Millisecond})
+	// A storm that holds a decided cycle's parts for a while: the window
+	// stays open (a reader sees part of it) until they commit.
+	add("refused", emulator.Fault{Op: emulator.OpCommit, Action: emulator.ActInternalError, Label: perTableDataLabel, Count: 5})
+	return out
+}
+
+// TestChaosPerTable is TestChaos for the per-table mode (ARCHITECTURE.md
+// §15): the envelope pipeline, at_least_once with writer rows and
+// exactly_once, against the emulator as StarRocks 3.3, with the catalogue's
+// faults (the prepares' among them), FE restarts, label evictions, crashes,
+// kills and rebalances. A partial read passes only while it heals; after
+// the faults stop the tables equal the model (events exactly once with
+// exactly_once), none is partial, and the FE's records show every cycle's
+// labels ended together.
+func TestChaosPerTable(t *testing.T) {
+	plan := chaosPlanOf(t)
+	totals := newChaosTotals()
+	t.Run("runs", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for _, c := range []chaosCase{
+			{name: "per_table/at_least_once", perTable: true},
+			{name: "per_table/exactly_once", exactlyOnce: true, perTable: true},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(c.name, func(t *testing.T) { runChaos(t, plan, c, totals) })
+			}()
+		}
+		wg.Wait()
+	})
+	t.Logf("chaos totals (per-table, %s form, %v of chaos per run):\n%s", plan.form, plan.duration, totals.summary())
 }
