@@ -261,3 +261,50 @@ func TestPerTableTakeOverSettlesADeadWritersCycleByItsDecision(t *testing.T) {
 		})
 	}
 }
+
+// A cycle whose prepares are half the prepared timeout old is rolled back
+// and replayed rather than decided (pertable.go: tooOld): with the output's
+// prepared timeout made tiny, every cycle is prepared and rolled back,
+// nothing becomes visible and nothing is acknowledged; with it restored the
+// same source transaction commits, once.
+func TestPerTableCycleTooOldToDecideIsRolledBack(t *testing.T) {
+	e := ptEmulator(t)
+	o, _ := emulatorPTOutput(t, e, "semantic: exactly_once\npipeline_id: "+deadPipeline+"\n")
+	p := perTableOf(o.proto)
+	require.NotNil(t, p)
+	limit := p.limit.Load()
+	p.limit.Store(int64(time.Nanosecond))
+	s := newSrc("old")
+	ch := writeAsync(o, service.MessageBatch{
+		s.row("orders/1", "o1", "orders", map[string]any{"order_id": 7001, "customer_id": 1, "total_amount": 1, "order_status": "new"}, false),
+		s.row("orders/1", "o1", "order_items", map[string]any{"order_id": 7001, "item_id": 1, "product": "p", "quantity": 1, "price": 1.5}, true),
+	})
+	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/")
+	require.NoError(t, err)
+	defer db.Close()
+	// Cycles prepared and rolled back: their parts and decisions ABORTED.
+	require.Eventually(t, func() bool {
+		aborted := 0
+		for l, st := range procLabels(t, db, "test", "finished") {
+			if _, part, ok := starrocks.SplitPartLabel(l); ok && part != "p" && st == string(starrocks.StateAborted) {
+				aborted++
+			}
+		}
+		return aborted >= 4
+	}, 20*time.Second, 20*time.Millisecond, "cycles are prepared and rolled back")
+	select {
+	case err := <-ch:
+		t.Fatalf("acknowledged (%v) while no cycle may be decided", err)
+	default:
+	}
+	order, items := orderVisible(t, e, 7001)
+	assert.False(t, order || items > 0, "nothing of an undecided cycle is visible")
+
+	p.limit.Store(limit)
+	waitAll(t, []chan error{ch}, 20*time.Second)
+	order, items = orderVisible(t, e, 7001)
+	assert.True(t, order && items == 1, "committed once decided in time")
+	// Closed: its eager next cycle is rolled back.
+	require.NoError(t, o.Close(context.Background()))
+	checkCyclesEndedTogether(t, e, "test")
+}
