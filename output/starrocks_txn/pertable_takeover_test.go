@@ -14,6 +14,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The per-table take-over (ARCHITECTURE.md §15.2): a writer killed between
@@ -307,4 +308,33 @@ func TestPerTableCycleTooOldToDecideIsRolledBack(t *testing.T) {
 	// Closed: its eager next cycle is rolled back.
 	require.NoError(t, o.Close(context.Background()))
 	checkCyclesEndedTogether(t, e, "test")
+}
+
+// The torn-read check of the per-table tests fails a partial read that
+// does not heal: a dead writer's decided cycle with its first part
+// committed is partial for good until someone settles it — the reader
+// reports it once it outlived the bound — and a successor heals it.
+func TestHealCatchesAPartialThatStays(t *testing.T) {
+	e := ptEmulator(t)
+	d := newDeadWriter(t, e, 7)
+	labels := d.parts(false, true)
+	d.decide(true)
+	_, err := d.cl.Commit(context.Background(), d.txn(labels[0], ""))
+	require.NoError(t, err)
+
+	db, err := sql.Open("mysql", "root@tcp("+e.MySQLAddr()+")/test")
+	require.NoError(t, err)
+	defer db.Close()
+	rd := &partialReader{db: db, heal: testkit.NewHeal(300 * time.Millisecond)}
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		require.NoError(t, rd.round(context.Background()))
+	}
+	err = rd.heal.Check(true)
+	require.Error(t, err, "a partial read that stays fails the check")
+	assert.Contains(t, err.Error(), "4242")
+
+	d.successor(semanticAtLeastOnce)
+	healed := &partialReader{db: db, heal: testkit.NewHeal(300 * time.Millisecond)}
+	require.NoError(t, healed.round(context.Background()))
+	assert.NoError(t, healed.heal.Check(true), "the successor committed the rest of the cycle")
 }
