@@ -125,7 +125,7 @@ func Summary(rs []Result) []string {
 		}
 	}
 	if first == nil {
-		return nil
+		return perTableSummary(rs)
 	}
 	base := first.Topic
 	find := func(t Topic, kind, semantic string) (Result, bool) {
@@ -151,18 +151,6 @@ func Summary(rs []Result) []string {
 			base, eo.RowsPerSec()/pipe.RowsPerSec(), eo.RowsPerSec(), pipe.RowsPerSec(),
 			float64(eo.VisP50)/float64(pipe.VisP50), fmtDur(eo.VisP50), fmtDur(pipe.VisP50),
 			float64(eo.VisP99)/float64(pipe.VisP99), fmtDur(eo.VisP99), fmtDur(pipe.VisP99)))
-	}
-	for _, r := range rs {
-		if r.Mode != ModePerTable || r.Rate > 0 {
-			continue
-		}
-		line := fmt.Sprintf("per_table (StarRocks %s) %s (%s, this run): commit window p50 / p99 / max %s / %s / %s over %d cycles (from a cycle's first COMMIT to its last data COMMIT's answer: a reader may see part of a source transaction within it, never after)",
-			PerTableVersion, r.Semantic, r.Topic, fmtDur(r.WindowP50), fmtDur(r.WindowP99), fmtDur(r.WindowMax), r.Windows)
-		if mt, ok := find(r.Topic, KindPipeline, r.Semantic); ok && mt.RowsPerSec() > 0 && mt.VisP99 > 0 {
-			line += fmt.Sprintf("; ÷ multi_table: throughput %.2f× (%.0f ÷ %.0f rows/s), p99 visibility %.2f× (%s ÷ %s)",
-				r.RowsPerSec()/mt.RowsPerSec(), r.RowsPerSec(), mt.RowsPerSec(), float64(r.VisP99)/float64(mt.VisP99), fmtDur(r.VisP99), fmtDur(mt.VisP99))
-		}
-		out = append(out, line)
 	}
 	for _, r := range rs {
 		if r.Kind != KindPipeline || r.Mode != "" || r.Semantic != SemanticAtLeastOnce || r.Rate > 0 || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
@@ -193,6 +181,28 @@ func Summary(rs []Result) []string {
 		if r.Rate > 0 && r.Topic.Tables == 0 {
 			out = append(out, fmt.Sprintf("paced at %d records/s (%s): %.0f records/s delivered, p50 / p99 visibility %s / %s (commit request p50 / p99 %s / %s)", r.Rate, r.Topic, r.RecordsPerSec(), fmtDur(r.VisP50), fmtDur(r.VisP99), fmtDur(r.CommitP50), fmtDur(r.CommitP99)))
 		}
+	}
+	return append(out, perTableSummary(rs)...)
+}
+
+// perTableSummary is a line per per-table row: its commit windows and its
+// ratios to the multi-table row of the same topic and semantic.
+func perTableSummary(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Mode != ModePerTable || r.Rate > 0 {
+			continue
+		}
+		line := fmt.Sprintf("per_table (StarRocks %s) %s (%s, this run): commit window p50 / p99 / max %s / %s / %s over %d cycles (from a cycle's first COMMIT to its last data COMMIT's answer: a reader may see part of a source transaction within it, never after)",
+			PerTableVersion, r.Semantic, r.Topic, fmtDur(r.WindowP50), fmtDur(r.WindowP99), fmtDur(r.WindowMax), r.Windows)
+		for _, mt := range rs {
+			if mt.Topic == r.Topic && mt.Kind == r.Kind && mt.Semantic == r.Semantic && mt.Mode == "" && mt.Rate == 0 && mt.RowsPerSec() > 0 && mt.VisP99 > 0 {
+				line += fmt.Sprintf("; ÷ multi_table: throughput %.2f× (%.0f ÷ %.0f rows/s), p99 visibility %.2f× (%s ÷ %s)",
+					r.RowsPerSec()/mt.RowsPerSec(), r.RowsPerSec(), mt.RowsPerSec(), float64(r.VisP99)/float64(mt.VisP99), fmtDur(r.VisP99), fmtDur(mt.VisP99))
+				break
+			}
+		}
+		out = append(out, line)
 	}
 	return out
 }

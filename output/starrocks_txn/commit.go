@@ -515,6 +515,11 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		if err == nil {
 			w.labels.opened(n)
 			w.began()
+			if a, ok := o.proto.(*autoProtocol); ok {
+				// transaction_mode auto, not decided at Connect: the FE has
+				// multi-table transactions.
+				a.decide(false, o.log, "a multi-table begin in database "+w.db+" succeeded")
+			}
 			c.reset()
 			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
 			return true
@@ -607,8 +612,12 @@ func (w *dbWorker) rollback(label string) {
 	w.labelDone(label)
 }
 
-// reasonOf is the cycle_retries reason of a failure: its class.
+// reasonOf is the cycle_retries reason of a failure: its class, or a
+// per-table cycle too old to decide (reasonPrepared).
 func reasonOf(err error) string {
+	if errors.Is(err, errPreparedTooOld) {
+		return reasonPrepared
+	}
 	return starrocks.ClassOf(err).String()
 }
 

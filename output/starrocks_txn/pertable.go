@@ -312,7 +312,6 @@ func (p *perTable) commit(ctx context.Context, w *dbWorker, c *cycle) (bool, boo
 		return p.fail(w, c, err)
 	}
 	if p.tooOld(c, o.now()) {
-		o.m.retries.Incr(1, w.metricDB(), reasonPrepared)
 		return p.fail(w, c, errPreparedTooOld)
 	}
 	if part := w.expiredLeaseOfCommit(c); part != "" {
@@ -362,6 +361,7 @@ func (p *perTable) commitParts(ctx context.Context, w *dbWorker, c *cycle, data 
 	}
 	wg.Wait()
 	window := o.now().Sub(start)
+	measured := len(data) > 0
 	var aborted []string
 	for i, r := range results {
 		switch r {
@@ -371,7 +371,9 @@ func (p *perTable) commitParts(ctx context.Context, w *dbWorker, c *cycle, data 
 			aborted = append(aborted, data[i].table)
 		}
 	}
-	o.m.commitWindow.Timing(int64(window), w.metricDB())
+	if measured {
+		o.m.commitWindow.Timing(int64(window), w.metricDB())
+	}
 	if len(aborted) > 0 {
 		if pt.progress != nil && pt.progress.prepared {
 			p.rollbackParts(w, []*ptPart{pt.progress})
