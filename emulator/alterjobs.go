@@ -91,7 +91,7 @@ func txnInvolves(t *txn, table string) bool {
 
 // alterJobFault takes the first alter_job fault for the job's table.
 func (e *Emulator) alterJobFault(db, table string) store.JobFault {
-	f := e.faults.take(OpAlterJob, db, table)
+	f := e.faults.take(OpAlterJob, db, table, "")
 	if f == nil {
 		return store.JobFault{}
 	}

@@ -139,7 +139,7 @@ func (e *Emulator) takeCommitFault(q *req, shape func(status, msg string) reply)
 }
 
 func (e *Emulator) takeFaultFor(q *req, shape func(status, msg string) reply, commit bool) (*Fault, bool) {
-	f := e.faults.take(Op(q.op), q.db, q.table)
+	f := e.faults.take(Op(q.op), q.db, q.table, q.label)
 	if commit && commitFailure(f) {
 		e.ctr.faultsFired.Add(1)
 		e.log.Debug("fault fired", "op", f.Op, "action", f.Action, "label", q.label, "table", q.table)

@@ -207,6 +207,11 @@ type Fault struct {
 	// case-insensitively, against the statement text; empty matches every
 	// statement.
 	Statement string `json:"statement,omitempty"`
+	// Label (HTTP ops only) is a regular expression matched against the
+	// request's label; empty matches every request. It tells apart requests
+	// no header does: a client's commit of one kind of label from its
+	// commit of another.
+	Label string `json:"label,omitempty"`
 	// Delay is for ActDelay, ActReplyLate, ActNoAnswer, ActCommitNoAnswer,
 	// ActCommitLate and ActAbortPending. Over JSON: "delay": "1.5s" or
 	// "delay_ms": 1500.
@@ -223,7 +228,8 @@ type Fault struct {
 	// ActCommitLate and ActCommitAbort (e.g. "PUBLISH_TIMEOUT").
 	Status string `json:"status,omitempty"`
 
-	stmtRe *regexp.Regexp
+	stmtRe  *regexp.Regexp
+	labelRe *regexp.Regexp
 }
 
 // MarshalJSON writes Delay as a duration string.
@@ -240,7 +246,7 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 }
 
 // faultFields are the JSON fields of a Fault, for the unknown-field error.
-const faultFields = "op, action, count, db, table, statement, delay, delay_ms, http_code, code, message, status"
+const faultFields = "op, action, count, db, table, statement, label, delay, delay_ms, http_code, code, message, status"
 
 // UnmarshalJSON reads Delay from "delay" (a duration) or "delay_ms". An
 // unknown field is an error naming it: a misspelt one ("acton", "cnt")
@@ -304,6 +310,14 @@ func (f Fault) compile() (*regexp.Regexp, error) {
 	if f.Delay < 0 {
 		return nil, fmt.Errorf("fault delay %s must not be negative", f.Delay)
 	}
+	if f.Label != "" {
+		if f.Op == OpMySQL || f.Op == OpAlterJob {
+			return nil, fmt.Errorf("fault label %q only applies to HTTP ops", f.Label)
+		}
+		if _, err := regexp.Compile(f.Label); err != nil {
+			return nil, fmt.Errorf("fault label %q is not a valid regular expression: %w", f.Label, err)
+		}
+	}
 	if f.Statement == "" {
 		return nil, nil
 	}
@@ -333,6 +347,9 @@ func (fs *Faults) Add(f Fault) error {
 		return err
 	}
 	f.stmtRe = re
+	if f.Label != "" {
+		f.labelRe = regexp.MustCompile(f.Label)
+	}
 	if f.Count == 0 {
 		f.Count = 1
 	}
@@ -361,9 +378,10 @@ func (fs *Faults) Pending() []Fault {
 }
 
 // take consumes one use of the first fault matching an HTTP request.
-func (fs *Faults) take(op Op, db, table string) *Fault {
+func (fs *Faults) take(op Op, db, table, label string) *Fault {
 	return fs.takeIf(func(f *Fault) bool {
-		return f.Op == op && (f.DB == "" || f.DB == db) && (f.Table == "" || strings.EqualFold(f.Table, table))
+		return f.Op == op && (f.DB == "" || f.DB == db) && (f.Table == "" || strings.EqualFold(f.Table, table)) &&
+			(f.labelRe == nil || f.labelRe.MatchString(label))
 	})
 }
 

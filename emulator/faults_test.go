@@ -324,3 +324,23 @@ func TestFaultsRefuseUnknownFields(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code, r.raw)
 	assert.Len(t, e.Faults().Pending(), 2)
 }
+
+// A fault with a label pattern takes only the requests whose label matches:
+// a client's commit of one kind of label is told from its commit of
+// another (the per-table fault matrix: a cycle's decision from its parts).
+func TestFaultLabelPattern(t *testing.T) {
+	t.Parallel()
+	e := startEmu(t, nil)
+	c := newClient(t, e)
+	require.NoError(t, e.Faults().Add(Fault{Op: OpBegin, Action: ActInternalError, Label: `-part$`}))
+	requireStatus(t, c.begin(multiH("test", "l-whole")), "OK", "")
+	requireStatus(t, c.begin(multiH("test", "l-part")), "INTERNAL_ERROR", "injected internal error")
+	requireStatus(t, c.begin(multiH("test", "l-part")), "OK", "")
+	assert.Empty(t, e.Faults().Pending())
+
+	assert.ErrorContains(t, e.Faults().Add(Fault{Op: OpBegin, Action: ActReset, Label: `(`}), "not a valid regular expression")
+	assert.ErrorContains(t, e.Faults().Add(Fault{Op: OpMySQL, Action: ActSQLError, Label: `x`}), "only applies to HTTP ops")
+	r := c.do(http.MethodPost, "/_emulator/faults", nil, `{"op":"commit","action":"reset","label":"-p$"}`)
+	require.Equal(t, http.StatusOK, r.code, r.raw)
+	assert.Equal(t, "-p$", e.Faults().Pending()[0].Label)
+}

@@ -156,6 +156,9 @@ type chaosCase struct {
 	name        string
 	debezium    bool
 	exactlyOnce bool
+	// perTable runs the envelope pipeline in transaction_mode per_table
+	// against the emulator as StarRocks 3.3 (TestChaosPerTable).
+	perTable bool
 }
 
 func chaosCases() []chaosCase {
@@ -185,8 +188,12 @@ type chaosWorld struct {
 	aborts  bool
 }
 
-func envelopeWorld(t *testing.T, seed uint64, exactlyOnce bool) *chaosWorld {
-	r := newRig(t, 4)
+func envelopeWorld(t *testing.T, seed uint64, exactlyOnce, perTable bool) *chaosWorld {
+	version, mode := "", ""
+	if perTable {
+		version, mode = perTableVersion, "per_table"
+	}
+	r := newRigAs(t, 4, version)
 	src := newSource(t, r, seed, 0.2)
 	// Updates and deletes outweigh creates, so the set of live orders (and
 	// what the emulator holds of them) stays about flat over a long run.
@@ -195,7 +202,7 @@ func envelopeWorld(t *testing.T, seed uint64, exactlyOnce bool) *chaosWorld {
 	return &chaosWorld{
 		r: r, src: src, aborts: true,
 		yaml: func() string {
-			return chaosSessions(r.pipelineYAML(pipeOpts{group: group, batchCount: 3, exactlyOnce: exactlyOnce, writerRows: !exactlyOnce, commitPeriod: 500 * time.Millisecond}))
+			return chaosSessions(r.pipelineYAML(pipeOpts{group: group, batchCount: 3, exactlyOnce: exactlyOnce, writerRows: !exactlyOnce, commitPeriod: 500 * time.Millisecond, transactionMode: mode}))
 		},
 		ready: func(*testing.T) {},
 		produce: func(ctx context.Context) func() error {
@@ -306,7 +313,7 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	if c.debezium {
 		w, rate = debeziumWorld(t, seed, c.exactlyOnce), plan.dbzRate
 	} else {
-		w = envelopeWorld(t, seed, c.exactlyOnce)
+		w = envelopeWorld(t, seed, c.exactlyOnce, c.perTable)
 	}
 	totals.track(w.produced)
 	run := &chaosRun{name: c.name, faults: newFaultCounts(), life: &lifeCounts{}}
@@ -343,7 +350,12 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	require.NoError(t, fl.startMain())
 	w.ready(t)
 	// Exactly-once: no order may ever go back, not even across a crash.
-	rd = startReader(w.r.db, c.exactlyOnce)
+	// Per-table: a partial read passes while it heals.
+	if c.perTable {
+		rd = startHealReader(w.r.db, c.exactlyOnce)
+	} else {
+		rd = startReader(w.r.db, c.exactlyOnce)
+	}
 	defer rd.stop()
 
 	ctx, stopTraffic := context.WithCancel(context.WithValue(context.Background(), rateKey{}, rate))
@@ -353,7 +365,11 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	defer stopChaos()
 	var wg sync.WaitGroup
 	wg.Add(3)
-	inj := &injector{em: w.r.em, cat: plan.catalogue(t), rng: rand.New(rand.NewPCG(seed, 21)),
+	cat := plan.catalogue(t)
+	if c.perTable {
+		cat = perTableChaos(cat)
+	}
+	inj := &injector{em: w.r.em, cat: cat, rng: rand.New(rand.NewPCG(seed, 21)),
 		gap: plan.faultGap, wait: plan.faultWait, counts: run.faults}
 	totals.inChaos.Add(1)
 	go func() { defer wg.Done(); inj.run(chaosCtx) }()
@@ -410,6 +426,10 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	failMu.Unlock()
 
 	checkReader(t, rd, w.src)
+	if c.perTable {
+		checkPerTableCycles(t, w.r.db)
+		t.Logf("per-table partial reads: %s", rd.heal)
+	}
 	if w.aborts {
 		checkNoAbortedEvents(t, w.r, w.src)
 	}

@@ -73,9 +73,18 @@ type eoWorld struct {
 	// Reader figures.
 	checks, torn, dupSeen atomic.Int64
 	readErr               atomic.Value
+	// mode is the pipelines' transaction_mode ("": the default); heal,
+	// set in per-table mode, takes the reader's partial reads, which pass
+	// while they heal (pertable_kill_test.go).
+	mode string
+	heal *testkit.Heal
 }
 
-func eoStart(t *testing.T, partitions int32) *eoWorld {
+func eoStart(t *testing.T, partitions int32) *eoWorld { return eoStartAs(t, partitions, "") }
+
+// eoStartAs is eoStart with the emulator process answering as StarRocks
+// version ("": its default).
+func eoStartAs(t *testing.T, partitions int32, version string) *eoWorld {
 	t.Helper()
 	w := &eoWorld{t: t, bin: eoBuildBinary(t), dir: t.TempDir(), model: workload.NewModel()}
 	w.httpAddr, w.sqlAddr = eoFreeAddr(t), eoFreeAddr(t)
@@ -83,7 +92,11 @@ func eoStart(t *testing.T, partitions int32) *eoWorld {
 	// The emulator in its own process.
 	emLog, err := os.Create(filepath.Join(w.dir, "emulator.log"))
 	require.NoError(t, err)
-	em := exec.Command(w.bin, "emulator", "--http", w.httpAddr, "--mysql", w.sqlAddr, "--schema", "../examples/schema.sql")
+	args := []string{"emulator", "--http", w.httpAddr, "--mysql", w.sqlAddr, "--schema", "../examples/schema.sql"}
+	if version != "" {
+		args = append(args, "--starrocks-version", version)
+	}
+	em := exec.Command(w.bin, args...)
 	em.Stdout, em.Stderr = emLog, emLog
 	require.NoError(t, em.Start())
 	t.Cleanup(func() {
@@ -145,6 +158,9 @@ output:
     request_timeout: 3s
     retry_backoff: { initial_interval: 50ms, max_interval: 500ms }
 `, w.kafka.Brokers()[0], seek, w.httpAddr, w.sqlAddr, semantic)
+	if w.mode != "" {
+		yaml += "    transaction_mode: " + w.mode + "\n"
+	}
 	path := filepath.Join(w.dir, fmt.Sprintf("pipeline-%s-seek-%v.yaml", semantic, seek))
 	require.NoError(w.t, os.WriteFile(path, []byte(yaml), 0o600))
 	return path
@@ -225,7 +241,16 @@ func (w *eoWorld) reader(ctx context.Context) func() {
 		for ctx.Err() == nil {
 			// A round every 10 ms (20 ms after an error), stopped at once.
 			pause := 10 * time.Millisecond
-			if torn, orphans, err := workload.CheckConsistency(ctx, w.db); err != nil {
+			if w.heal != nil {
+				if err := healRound(ctx, w.db, w.heal); err != nil {
+					if ctx.Err() == nil {
+						w.readErr.Store(err.Error())
+					}
+					pause = 20 * time.Millisecond
+				} else {
+					w.checks.Add(1)
+				}
+			} else if torn, orphans, err := workload.CheckConsistency(ctx, w.db); err != nil {
 				if ctx.Err() == nil {
 					w.readErr.Store(err.Error())
 				}
@@ -339,6 +364,10 @@ func (w *eoWorld) finish(stopProducer func(), stopReader func(), survivors []*eo
 	}
 	require.True(t, ok, "the tables equal the model, every event exactly once: %s", mismatch)
 	assert.Zero(t, w.torn.Load(), "a reader saw part of a source transaction")
+	if w.heal != nil {
+		assert.NoError(t, w.heal.Check(true), "partial reads (per-table mode): %s", w.heal)
+		t.Logf("per-table: %s", w.heal)
+	}
 	assert.Zero(t, w.dupSeen.Load(), "a reader saw an event twice")
 	assert.Positive(t, w.checks.Load(), "the reader ran (last error: %v)", w.readErr.Load())
 	// A kill between a StarRocks commit and the next Kafka offset commit

@@ -71,10 +71,14 @@ type rig struct {
 	partitions int32
 }
 
-func newRig(t *testing.T, partitions int32) *rig {
+func newRig(t *testing.T, partitions int32) *rig { return newRigAs(t, partitions, "") }
+
+// newRigAs is newRig with the emulator answering as StarRocks version (""
+// for its default, 4.0).
+func newRigAs(t *testing.T, partitions int32, version string) *rig {
 	t.Helper()
 	r := &rig{partitions: partitions}
-	r.em, r.db = emurig.StartSQL(t, emulator.Config{Schema: emurig.ExampleSchema(t), ReaperInterval: 50 * time.Millisecond})
+	r.em, r.db = emurig.StartSQL(t, emulator.Config{Schema: emurig.ExampleSchema(t), ReaperInterval: 50 * time.Millisecond, StarRocksVersion: version})
 	r.kafka = kafka.New(t, kafka.Topic(topic, partitions, nil))
 	r.brokers = r.kafka.Brokers()
 	return r
@@ -284,6 +288,9 @@ func toInt(v any) int64 {
 type reader struct {
 	db         *sql.DB
 	checkOrder bool
+	// heal, when set (per-table mode, pertable_test.go), takes the partial
+	// reads instead of torn: they pass while they heal.
+	heal *testkit.Heal
 
 	rounds   atomic.Int64
 	torn     atomic.Int64 // rounds that saw half a source transaction
@@ -300,9 +307,13 @@ type reader struct {
 	done   chan struct{}
 }
 
-func startReader(db *sql.DB, checkOrder bool) *reader {
+func startReader(db *sql.DB, checkOrder bool) *reader { return startReaderWith(db, checkOrder, nil) }
+
+// startReaderWith is startReader whose partial reads go to heal when it is
+// set (per-table mode): they pass while they heal.
+func startReaderWith(db *sql.DB, checkOrder bool, heal *testkit.Heal) *reader {
 	ctx, cancel := context.WithCancel(context.Background())
-	rd := &reader{db: db, checkOrder: checkOrder, versions: map[int64]int64{}, gone: map[int64]bool{},
+	rd := &reader{db: db, checkOrder: checkOrder, heal: heal, versions: map[int64]int64{}, gone: map[int64]bool{},
 		seen: map[orderVersion]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(rd.done)
@@ -330,6 +341,13 @@ func (rd *reader) problem(format string, args ...any) {
 }
 
 func (rd *reader) round(ctx context.Context) error {
+	if rd.heal != nil {
+		if err := healRound(ctx, rd.db, rd.heal); err != nil {
+			return err
+		}
+		rd.rounds.Add(1)
+		return rd.orders(ctx, rd.rounds.Load())
+	}
 	torn, orphans, err := workload.CheckConsistency(ctx, rd.db)
 	if err != nil {
 		return err
@@ -339,6 +357,12 @@ func (rd *reader) round(ctx context.Context) error {
 		rd.torn.Add(1)
 		rd.problem("round %d: %d orders differ from their items, %d items without their order", n, torn, orphans)
 	}
+	return rd.orders(ctx, n)
+}
+
+// orders reads every order's value: what was seen, and with checkOrder
+// whether an order went back or came back after its delete.
+func (rd *reader) orders(ctx context.Context, n int64) error {
 	rows, err := rd.db.QueryContext(ctx, "SELECT order_id, order_status FROM test.orders")
 	if err != nil {
 		return fmt.Errorf("reading orders: %w", err)
@@ -404,6 +428,8 @@ type pipeOpts struct {
 	// writerRows sets pipeline_id and mysql_address with at_least_once:
 	// the output keeps writer rows and checks other writers' transactions.
 	writerRows bool
+	// transactionMode is the output's transaction_mode ("": its default).
+	transactionMode string
 	// commitPeriod is the input's offset commit period (default 100ms).
 	commitPeriod time.Duration
 	// isolation is the input's isolation_level (default read_committed).
@@ -447,6 +473,9 @@ func (r *rig) pipelineYAML(o pipeOpts) string {
 		eo += "    semantic: exactly_once\n    pipeline_id: integration\n"
 	} else if o.writerRows {
 		eo += "    pipeline_id: integration\n"
+	}
+	if o.transactionMode != "" {
+		eo += "    transaction_mode: " + o.transactionMode + "\n"
 	}
 	return fmt.Sprintf(`
 input:
@@ -751,6 +780,9 @@ func checkReader(t *testing.T, rd *reader, src *source) {
 	t.Helper()
 	require.Greater(t, rd.rounds.Load(), int64(10), "the reader must run while loading (last error: %s)", rd.lastErr)
 	require.Empty(t, rd.problems, "what the concurrent reader saw")
+	if rd.heal != nil {
+		require.NoError(t, rd.heal.Check(true), "partial reads (per-table mode): %s", rd.heal)
+	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
 	var aborted []string

@@ -62,6 +62,14 @@ const (
 	SemanticExactlyOnce = "exactly_once"
 )
 
+// The per-table rows: starrocks_txn's transaction_mode per_table against the
+// emulator answering as StarRocks PerTableVersion, which has no multi-table
+// transactions (ARCHITECTURE.md §15). Every other row is multi-table.
+const (
+	ModePerTable    = "per_table"
+	PerTableVersion = "3.3"
+)
+
 // The exactly_once configuration's pipeline_id and the progress table it
 // writes (the output's default name) in the workload's database.
 const (
@@ -196,6 +204,10 @@ type Config struct {
 	// (Options.Rate): the row measures freshness below capacity, not
 	// throughput.
 	Rate int
+	// Mode is starrocks_txn's transaction_mode: "" (multi-table, against
+	// the default emulator) or ModePerTable (against the emulator as
+	// StarRocks PerTableVersion).
+	Mode string
 }
 
 // Loader reports whether the row loads into an emulator.
@@ -228,6 +240,13 @@ func rowName(kind, semantic string) string {
 		return "kafka_txn → txn_assembler → starrocks_txn exactly_once"
 	}
 	return "kafka_txn → txn_assembler → starrocks_txn"
+}
+
+// perTable makes c a per-table row.
+func perTable(c Config) Config {
+	c.Mode = ModePerTable
+	c.Name += " per_table (StarRocks " + PerTableVersion + ")"
+	return c
 }
 
 // Topics returns the topics a run with o loads, in order.
@@ -266,6 +285,8 @@ func Configs(o Options, t Topic) []Config {
 			mk(KindAssembler, ""),
 			mk(KindPipeline, SemanticAtLeastOnce),
 			mk(KindPipeline, SemanticExactlyOnce),
+			perTable(mk(KindPipeline, SemanticAtLeastOnce)),
+			perTable(mk(KindPipeline, SemanticExactlyOnce)),
 			mk(KindHTTP, ""),
 			mk(KindOutput, SemanticAtLeastOnce),
 			mk(KindDebezium, SemanticAtLeastOnce),
@@ -275,7 +296,7 @@ func Configs(o Options, t Topic) []Config {
 		var paced []Config
 		for _, c := range cs {
 			paced = append(paced, c)
-			if c.Kind == KindPipeline && c.Semantic == SemanticAtLeastOnce {
+			if c.Kind == KindPipeline && c.Semantic == SemanticAtLeastOnce && c.Mode == "" {
 				c.Rate = o.Rate
 				c.Name += fmt.Sprintf(", paced at %d records/s", o.Rate)
 				paced = append(paced, c)

@@ -56,7 +56,7 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 	for _, tp := range Topics(o) {
 		configs = append(configs, Configs(o, tp)...)
 	}
-	require.Len(t, configs, 8+3+2)
+	require.Len(t, configs, 10+3+2)
 	require.Len(t, rows, 1+len(configs), "one row per configuration")
 	col := func(name string) int {
 		for i, c := range Columns {
@@ -103,7 +103,7 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 			assert.InDelta(t, number(t, r[col("records/s")])/number(t, byKey[c.Topic.String()+KindDrop][col("records/s")]), ratio, 0.01,
 				"%s: the ratio is to kafka_txn → drop on the same topic", c.Name)
 		}
-		byKey[c.Topic.String()+c.Kind+c.Semantic] = r
+		byKey[c.Topic.String()+c.Kind+c.Semantic+c.Mode] = r
 		name := profileName(dir+"/cpu", slug(fmt.Sprintf("p%d-t%d-%s", c.Topic.Partitions, c.Topic.Tables, c.Name)))
 		st, err := os.Stat(name)
 		require.NoError(t, err, "a CPU profile per row")
@@ -128,9 +128,13 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 
 	for _, want := range []string{"assembler ÷ drop (4 partitions, this run): ", "pipeline ÷ drop (4 partitions, this run): ",
 		"output alone ÷ drop", "exactly_once ÷ at_least_once (4 partitions, this run): throughput ", "8 ÷ 4 partitions (starrocks_txn rows/s, this run): ",
-		"loads per commit (starrocks_txn, 4 partitions): 5 tables "} {
+		"loads per commit (starrocks_txn, 4 partitions): 5 tables ",
+		"per_table (StarRocks 3.3) at_least_once (4 partitions, this run): commit window p50 / p99 / max ",
+		"per_table (StarRocks 3.3) exactly_once (4 partitions, this run): commit window p50 / p99 / max "} {
 		assert.Contains(t, out.String(), want)
 	}
+	// The per-table rows measured their commit windows.
+	assert.NotContains(t, out.String(), "over 0 cycles", "every per-table row measured its commit window")
 }
 
 // tableRows returns the cells of every Markdown table line but the
@@ -168,11 +172,16 @@ func TestConfigsPerTopic(t *testing.T) {
 	kinds := func(cs []Config) []string {
 		var out []string
 		for _, c := range cs {
-			out = append(out, c.Kind+":"+c.Semantic)
+			k := c.Kind + ":" + c.Semantic
+			if c.Mode != "" {
+				k += ":" + c.Mode
+			}
+			out = append(out, k)
 		}
 		return out
 	}
-	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:exactly_once", "http_client:", "output:at_least_once", "debezium:at_least_once"},
+	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:exactly_once",
+		"pipeline:at_least_once:per_table", "pipeline:exactly_once:per_table", "http_client:", "output:at_least_once", "debezium:at_least_once"},
 		kinds(Configs(o, ts[0])))
 	assert.Equal(t, []string{"drop:", "assembler:", "pipeline:at_least_once"}, kinds(Configs(o, ts[1])))
 	assert.Equal(t, []string{"drop:", "pipeline:at_least_once"}, kinds(Configs(o, ts[3])))
@@ -197,7 +206,7 @@ func TestPipelineYAML(t *testing.T) {
 	cs := Configs(Options{}, Topic{Partitions: 4})
 	byKind := map[string]Config{}
 	for _, c := range cs {
-		byKind[c.Kind+c.Semantic] = c
+		byKind[c.Kind+c.Semantic+c.Mode] = c
 	}
 	env := service.GlobalEnvironment().Clone()
 	require.NoError(t, registerTimedInput(env, newMeter(0)))
@@ -222,6 +231,16 @@ func TestPipelineYAML(t *testing.T) {
 	assert.Contains(t, alo, "semantic: at_least_once")
 	assert.Contains(t, alo, `mysql_address: "127.0.0.1:9030"`, "at_least_once checks schemas too (schema_evolution's default), which the bench measures")
 	require.NoError(t, env.NewStreamBuilder().SetYAML(alo))
+
+	// The per-table rows: transaction_mode per_table, the rest as their
+	// multi-table twins.
+	for _, sem := range []string{SemanticAtLeastOnce, SemanticExactlyOnce} {
+		pt := yaml(byKind[KindPipeline+sem+ModePerTable], "127.0.0.1:9030")
+		assert.Contains(t, pt, "transaction_mode: per_table")
+		assert.Equal(t, yaml(byKind[KindPipeline+sem], "127.0.0.1:9030"), strings.Replace(pt, "    transaction_mode: per_table\n", "", 1))
+		require.NoError(t, env.NewStreamBuilder().SetYAML(pt))
+	}
+	assert.NotContains(t, eo, "transaction_mode", "the multi-table rows run with the output's default mode")
 
 	drop := yaml(byKind[KindDrop], "")
 	assert.NotContains(t, drop, "txn_assembler")
@@ -569,4 +588,32 @@ func TestPacedRowKeepsItsRate(t *testing.T) {
 		}
 	}
 	assert.Contains(t, line, "p50 / p99 visibility", "the summary gives the paced row's visibility")
+}
+
+// A per-table row's summary line gives its commit window and its ratio to
+// the multi-table row of the same semantic; the multi-table ratios ignore
+// it.
+func TestSummaryPerTable(t *testing.T) {
+	four := Topic{Partitions: 4}
+	mk := func(kind, sem, mode string, records int64, p99 time.Duration) Result {
+		c := Config{Topic: four, Kind: kind, Semantic: sem, Name: rowName(kind, sem)}
+		if mode != "" {
+			c = perTable(c)
+		}
+		return Result{Config: c, Records: records, Rows: records / 2, Elapsed: time.Second, VisP50: p99 / 2, VisP99: p99, Loads: 40, Commits: 10}
+	}
+	rs := []Result{
+		mk(KindDrop, "", "", 1000, 0),
+		mk(KindPipeline, SemanticAtLeastOnce, "", 400, time.Second),
+		mk(KindPipeline, SemanticAtLeastOnce, ModePerTable, 300, 2*time.Second),
+	}
+	rs[1].DropRecordsPerSec, rs[2].DropRecordsPerSec = 1000, 1000
+	rs[2].Windows, rs[2].WindowP50, rs[2].WindowP99, rs[2].WindowMax = 12, 400*time.Microsecond, 3*time.Millisecond, 20*time.Millisecond
+	s := strings.Join(Summary(rs), "\n")
+	assert.Contains(t, s, "pipeline ÷ drop (4 partitions, this run): 0.40 (400 ÷ 1000 records/s)", "the multi-table row, not the per-table one")
+	assert.Contains(t, s, "per_table (StarRocks 3.3) at_least_once (4 partitions, this run): commit window p50 / p99 / max 400µs / 3ms / 20ms over 12 cycles")
+	assert.Contains(t, s, "÷ multi_table: throughput 0.75× (150 ÷ 200 rows/s), p99 visibility 2.00× (2s ÷ 1s)")
+	assert.Equal(t, "kafka_txn → txn_assembler → starrocks_txn per_table (StarRocks 3.3)", rs[2].Name)
+	// Without a drop row (--only pipeline) the per-table line stays.
+	assert.Contains(t, strings.Join(Summary(rs[1:]), "\n"), "commit window p50 / p99 / max 400µs / 3ms / 20ms over 12 cycles")
 }

@@ -69,6 +69,9 @@ func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) 
 		if c.Semantic != "" {
 			fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
 		}
+		if c.Mode != "" {
+			fmt.Fprintf(&sb, "    transaction_mode: %s\n", c.Mode)
+		}
 		if c.Semantic == SemanticExactlyOnce {
 			fmt.Fprintf(&sb, `    pipeline_id: %s
     progress_table: %s

@@ -46,6 +46,12 @@ type Result struct {
 	// request's start (after the cycle's loads, its progress rows and the
 	// lease wait) to its outcome, a commit in doubt's resolution included.
 	CommitP50, CommitP99 time.Duration
+	// Windows, WindowP50, WindowP99 and WindowMax (per-table rows): the
+	// cycles measured by starrocks_txn_commit_window_ns and its quantiles,
+	// the time from a cycle's first COMMIT to its last data COMMIT's
+	// answer, within which a reader may see part of a source transaction.
+	Windows                         int
+	WindowP50, WindowP99, WindowMax time.Duration
 	// Loads and Commits are the emulator's HTTP loads (transaction and
 	// plain stream loads) and committed transactions.
 	Loads, Commits int64

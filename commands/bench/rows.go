@@ -118,7 +118,11 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	var db *sql.DB
 	if c.Loader() {
 		var err error
-		if em, err = emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: tp.schema}); err != nil {
+		version := ""
+		if c.Mode == ModePerTable {
+			version = PerTableVersion
+		}
+		if em, err = emulator.Start(emulator.Config{HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: tp.schema, StarRocksVersion: version}); err != nil {
 			return res, fmt.Errorf("starting the emulator: %w", err)
 		}
 		defer em.Close()
@@ -267,6 +271,10 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 		res.LatencySource = "starrocks_txn_visibility_latency_ns"
 		cl := capture.Timings("starrocks_txn_commit_latency_ns")
 		res.CommitP50, res.CommitP99 = metricscap.Quantile(cl, 0.5), metricscap.Quantile(cl, 0.99)
+		if w := capture.Timings("starrocks_txn_commit_window_ns"); len(w) > 0 {
+			res.Windows = len(w)
+			res.WindowP50, res.WindowP99, res.WindowMax = metricscap.Quantile(w, 0.5), metricscap.Quantile(w, 0.99), metricscap.Quantile(w, 1)
+		}
 	} else {
 		res.VisP50, res.VisP99 = m.quantile(0.5), m.quantile(0.99)
 		res.LatencySource = "read → ack"

@@ -81,6 +81,14 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "The pre-built contract stream: the topic read through kafka_txn → txn_assembler before the row, untimed,")
 	fmt.Fprintln(w, "  then handed to starrocks_txn from memory: the output and the emulator alone.")
 	for _, r := range rs {
+		if r.Mode == ModePerTable {
+			fmt.Fprintln(w, "per_table (StarRocks "+PerTableVersion+"): starrocks_txn with transaction_mode per_table into the emulator answering as")
+			fmt.Fprintln(w, "  StarRocks "+PerTableVersion+", which has no multi-table transactions: each cycle's tables are loaded as classic")
+			fmt.Fprintln(w, "  transactions, all prepared, the decision committed, then each committed; its commit window is in the summary.")
+			break
+		}
+	}
+	for _, r := range rs {
 		if r.Kind == KindDebezium {
 			fmt.Fprintln(w, "debezium_txn: the same source transactions produced as Debezium topics into the same Kafka (one per table,")
 			fmt.Fprintln(w, "  as many partitions each, and a transaction topic), assembled across partitions by the input; it")
@@ -117,12 +125,12 @@ func Summary(rs []Result) []string {
 		}
 	}
 	if first == nil {
-		return nil
+		return perTableSummary(rs)
 	}
 	base := first.Topic
 	find := func(t Topic, kind, semantic string) (Result, bool) {
 		for _, r := range rs {
-			if r.Topic == t && r.Kind == kind && r.Semantic == semantic && r.Rate == 0 {
+			if r.Topic == t && r.Kind == kind && r.Semantic == semantic && r.Rate == 0 && r.Mode == "" {
 				return r, true
 			}
 		}
@@ -145,7 +153,7 @@ func Summary(rs []Result) []string {
 			float64(eo.VisP99)/float64(pipe.VisP99), fmtDur(eo.VisP99), fmtDur(pipe.VisP99)))
 	}
 	for _, r := range rs {
-		if r.Kind != KindPipeline || r.Semantic != SemanticAtLeastOnce || r.Rate > 0 || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
+		if r.Kind != KindPipeline || r.Mode != "" || r.Semantic != SemanticAtLeastOnce || r.Rate > 0 || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%d ÷ %d partitions (starrocks_txn rows/s, this run): %.2f (%.0f ÷ %.0f); p99 visibility %s",
@@ -153,7 +161,7 @@ func Summary(rs []Result) []string {
 	}
 	var parts []string
 	for _, r := range rs {
-		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Rate == 0 && r.Topic.Tables == 0 {
+		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Rate == 0 && r.Topic.Tables == 0 && r.Mode == "" {
 			parts = append(parts, fmt.Sprintf("%d partitions %.1f", r.Topic.Partitions, r.LoadsPerCommit()))
 		}
 	}
@@ -173,6 +181,28 @@ func Summary(rs []Result) []string {
 		if r.Rate > 0 && r.Topic.Tables == 0 {
 			out = append(out, fmt.Sprintf("paced at %d records/s (%s): %.0f records/s delivered, p50 / p99 visibility %s / %s (commit request p50 / p99 %s / %s)", r.Rate, r.Topic, r.RecordsPerSec(), fmtDur(r.VisP50), fmtDur(r.VisP99), fmtDur(r.CommitP50), fmtDur(r.CommitP99)))
 		}
+	}
+	return append(out, perTableSummary(rs)...)
+}
+
+// perTableSummary is a line per per-table row: its commit windows and its
+// ratios to the multi-table row of the same topic and semantic.
+func perTableSummary(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Mode != ModePerTable || r.Rate > 0 {
+			continue
+		}
+		line := fmt.Sprintf("per_table (StarRocks %s) %s (%s, this run): commit window p50 / p99 / max %s / %s / %s over %d cycles (from a cycle's first COMMIT to its last data COMMIT's answer: a reader may see part of a source transaction within it, never after)",
+			PerTableVersion, r.Semantic, r.Topic, fmtDur(r.WindowP50), fmtDur(r.WindowP99), fmtDur(r.WindowMax), r.Windows)
+		for _, mt := range rs {
+			if mt.Topic == r.Topic && mt.Kind == r.Kind && mt.Semantic == r.Semantic && mt.Mode == "" && mt.Rate == 0 && mt.RowsPerSec() > 0 && mt.VisP99 > 0 {
+				line += fmt.Sprintf("; ÷ multi_table: throughput %.2f× (%.0f ÷ %.0f rows/s), p99 visibility %.2f× (%s ÷ %s)",
+					r.RowsPerSec()/mt.RowsPerSec(), r.RowsPerSec(), mt.RowsPerSec(), float64(r.VisP99)/float64(mt.VisP99), fmtDur(r.VisP99), fmtDur(mt.VisP99))
+				break
+			}
+		}
+		out = append(out, line)
 	}
 	return out
 }

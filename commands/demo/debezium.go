@@ -160,5 +160,7 @@ func (r *Running) debeziumSummary() *Summary {
 		SnapshotRows:  st.SnapshotRows.Load(),
 		LargestTxn:    st.Largest.Load(),
 		SchemaChanges: r.schemas.changes(),
+		PerTable:      r.heal != nil,
+		Windows:       r.metrics.Timings("starrocks_txn_commit_window_ns"),
 	}
 }

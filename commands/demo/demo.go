@@ -22,6 +22,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 
@@ -57,6 +58,10 @@ type Options struct {
 	// mid-run (testkit/workload's SchemaPlan, spread over the run): new
 	// orders columns, a new table, wider columns, a dropped column.
 	SchemaChanges bool
+	// StarRocksVersion is the release the emulator answers as ("": its
+	// default, 4.0). Below 4.0 there are no multi-table transactions: the
+	// output (transaction_mode auto) commits per table (pertable.go).
+	StarRocksVersion string
 }
 
 // Summary is the outcome of a run.
@@ -81,6 +86,18 @@ type Summary struct {
 	LargestTxn   int64
 	// SchemaChanges are the schema changes the source made.
 	SchemaChanges []string
+	// PerTable is set when the emulator answered as StarRocks 3.x: the
+	// output committed each cycle per table, and its commit windows are
+	// in Windows (starrocks_txn_commit_window_ns). Partial, Healed and
+	// LongestPartial are the reader's partial reads: how many queries saw
+	// part of a source transaction, how many such partial streaks healed,
+	// the longest; a partial read is a failure only when it did not heal
+	// (TornReads, ConsistencyError).
+	PerTable       bool
+	Windows        []time.Duration
+	Partial        int64
+	Healed         int64
+	LongestPartial time.Duration
 }
 
 // Running is a started demo: Wait for its summary, then Close.
@@ -101,6 +118,9 @@ type Running struct {
 
 	checks, torn atomic.Int64
 	consErr      atomic.Value
+	// heal follows partial reads in per-table mode (StarRocksVersion
+	// below 4.0), nil otherwise.
+	heal *testkit.Heal
 }
 
 // Start brings every part up and starts producing and loading. On an
@@ -134,8 +154,11 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 		}
 	}()
 
-	if r.em, err = emulator.Start(emulator.Config{HTTPAddr: o.HTTPAddr, MySQLAddr: o.MySQLAddr, Schema: o.Schema}); err != nil {
+	if r.em, err = emulator.Start(emulator.Config{HTTPAddr: o.HTTPAddr, MySQLAddr: o.MySQLAddr, Schema: o.Schema, StarRocksVersion: o.StarRocksVersion}); err != nil {
 		return nil, fmt.Errorf("starting the emulator: %w", err)
+	}
+	if perTableVersion(r.em.StarRocksVersion()) {
+		r.heal = testkit.NewHeal(perTableHealBound)
 	}
 	const topic = "cdc"
 	// The test kit's Kafka: its fetch guard keeps the aborted transactions
@@ -285,6 +308,18 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 	diffs := workload.Compare(want, got)
 	s.TablesMatch = len(diffs) == 0
 	s.Mismatch = workload.Detail(diffs)
+	if r.heal != nil {
+		// Per-table: once drained, nothing may be partial any more, and
+		// nothing may have stayed partial for long while loading.
+		if err := r.healRound(verifyCtx); err != nil {
+			return s, err
+		}
+		if err := r.heal.Check(true); err != nil {
+			s.TornReads++
+			s.ConsistencyError = err.Error()
+		}
+		s.Partial, s.Healed, s.LongestPartial = int64(r.heal.Partial), int64(r.heal.Healed), r.heal.Longest
+	}
 	torn, orphans, err := workload.CheckConsistency(verifyCtx, r.db)
 	if err != nil {
 		return s, err
@@ -347,6 +382,10 @@ func (r *Running) checkShipments(ctx context.Context) (int64, error) {
 // never see an order without all its items (nor, with schema changes, a
 // shipment without its order's update).
 func (r *Running) checkLoop(ctx context.Context) {
+	if r.heal != nil {
+		r.healLoop(ctx)
+		return
+	}
 	for ctx.Err() == nil {
 		torn, orphans, err := workload.CheckConsistency(ctx, r.db)
 		if err == nil {
@@ -424,6 +463,8 @@ func (r *Running) summary() *Summary {
 		TornReads:       r.torn.Load(),
 		Latencies:       r.metrics.Timings("starrocks_txn_visibility_latency_ns"),
 		MySQLAddr:       r.em.MySQLAddr(),
+		PerTable:        r.heal != nil,
+		Windows:         r.metrics.Timings("starrocks_txn_commit_window_ns"),
 	}
 }
 

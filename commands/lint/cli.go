@@ -30,7 +30,9 @@ input.processors, or under pipeline.processors with pipeline.threads: 1.
 Exits with status 1 if any linting error was found. Also warns (without
 failing) when a kafka_txn → starrocks_txn config cannot make rows visible
 within the output's commit_interval, or gives the input no way to know where
-source transactions end.`,
+source transactions end, and explains starrocks_txn's transaction_mode when
+per_table keeps no decision record (no writer rows) or prepared_timeout is set
+for multi_table, which prepares nothing.`,
 		Action: func(c *cli.Context) error {
 			stderr := c.App.ErrWriter
 			if stderr == nil {

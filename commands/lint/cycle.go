@@ -83,6 +83,7 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 	}
 	for _, out := range outs {
 		cleartextWithoutTLS(out, warn)
+		transactionMode(out, warn)
 	}
 	return ps, nil
 }

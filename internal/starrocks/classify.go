@@ -120,6 +120,7 @@ var dataAbortTexts = texts(
 //	rollback, cancel, get_load_state: any failure         → transient
 //	begin: 2xx reply without Status (no txn interface)    → fatal
 //	TXN_IN_PROCESSING                                      → retry_safe
+//	"… has no node." (3.x FE, no route for the label)     → transient
 //	"load request not equal last." (client bug)           → fatal
 //	txn gone/aborting/cancelled texts                      → transient
 //	data texts (no rows imported, filter rate, filtered)   → per_transaction
@@ -167,6 +168,14 @@ var classRules = []classRule{
 
 	// A load's parameters differ from the table's first load: a client bug.
 	{ops: setLoad | setStreamLoad, msg: texts("load request not equal last"), class: ClassFatal},
+
+	// A 3.x FE that has no BE for the label (it was begun through another
+	// FE, before an FE restart, or evicted from the FE's label → BE map of
+	// 512 labels per BE) refuses to route the request at all: "Transaction
+	// with op[commit] and label[L] has no node." Nothing was sent on, so
+	// nothing happened, a commit included (docs/notes/starrocks-protocol.md
+	// §12.1).
+	{ops: setAll, msg: regexp.MustCompile(`(?i)with op\[\w+\] and label\[[^\]]*\] has no node`), class: ClassTransient},
 
 	// The transaction is gone, aborting or cancelled (often because an
 	// earlier request of it failed): replay under a new label. Checked before

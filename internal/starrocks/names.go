@@ -117,6 +117,46 @@ func SplitSeqLabel(label string) (stem string, n int64, ok bool) {
 	return label[:len(label)-8], int64(v), true
 }
 
+// PartRoom is what CycleLabel leaves free of the 128 characters of a label
+// for a part (PartLabel): a dash and up to 7 characters.
+const PartRoom = 8
+
+// CycleLabel is SeqLabel with PartRoom characters left free, so that every
+// PartLabel of it is a valid label: the label of a per-table cycle (its
+// decision) and the stem of its parts (ARCHITECTURE.md §15.1). For short
+// prefixes and databases it equals SeqLabel; SplitSeqLabel splits it the
+// same way.
+func CycleLabel(prefix, db, writer string, n int64) string {
+	return joinLabelRoom(prefix, db, sanitizeLabelPart(writer)+seqDigits(n), PartRoom)
+}
+
+// PartLabel returns the label of one part of a per-table cycle:
+// "<cycle>-<part>", part one to seven letters or digits (a table's number
+// in the cycle, "p" for the progress table).
+func PartLabel(cycle, part string) string {
+	return cycle + "-" + part
+}
+
+// SplitPartLabel splits a PartLabel into its cycle label and part. ok is
+// false when the label is not a part of a numbered cycle label (a cycle
+// label itself, for one: its last 16 characters are hex digits).
+func SplitPartLabel(label string) (cycle, part string, ok bool) {
+	i := strings.LastIndexByte(label, '-')
+	if i < 0 || len(label)-i-1 < 1 || len(label)-i-1 > PartRoom-1 {
+		return "", "", false
+	}
+	cycle, part = label[:i], label[i+1:]
+	for _, r := range part {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z') {
+			return "", "", false
+		}
+	}
+	if _, _, seq := SplitSeqLabel(cycle); !seq {
+		return "", "", false
+	}
+	return cycle, part, true
+}
+
 // StemLabel returns the n-th label of the writer whose labels start with
 // stem (see SplitSeqLabel).
 func StemLabel(stem string, n int64) string {
@@ -136,12 +176,15 @@ func randomHex(n int) string {
 // joinLabel returns "<prefix>-<db>-<tail>" (or "<db>-<tail>"), shortening
 // the prefix first, then db, so that the label fits 128 characters with the
 // tail whole.
-func joinLabel(prefix, db, tail string) string {
+func joinLabel(prefix, db, tail string) string { return joinLabelRoom(prefix, db, tail, 0) }
+
+// joinLabelRoom is joinLabel with room characters of the 128 left free.
+func joinLabelRoom(prefix, db, tail string, room int) string {
 	prefix, db = sanitizeLabelPart(prefix), sanitizeLabelPart(db)
 	if db == "" {
 		db = "db"
 	}
-	budget := MaxLabelLen - len(tail) - 1
+	budget := MaxLabelLen - room - len(tail) - 1
 	head := db
 	if prefix != "" {
 		head = prefix + "-" + db

@@ -1,6 +1,9 @@
 package starrocks
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // Decisions callers take from the text of a StarRocks error, beyond its
 // Class. Each predicate reads the whole error text (err.Error()), which for
@@ -90,4 +93,26 @@ func RollbackRefusalOf(err error) RollbackRefusal {
 // it.
 func IsUnknownDatabase(err error) bool {
 	return err != nil && unknownDatabase.MatchString(err.Error())
+}
+
+// NoMultiTable reports whether err is a StarRocks 3.x FE's answer to a
+// multi-table begin in database db: the FE knows no transaction_type, sends
+// the begin to a BE as a classic one without a table, and the FE's
+// loadTxnBegin refuses the empty table name, `unknown table "<db>."`
+// (ANALYSIS_ERROR), with nothing begun (docs/notes/starrocks-protocol.md
+// §12.1). Only that exact name, the database and an empty table, counts: a
+// 4.x FE never sends a multi-table begin to a BE, and a missing table or
+// database reads otherwise. IsTableWide matches the text too, so a caller
+// asks this first.
+func NoMultiTable(err error, db string) bool {
+	if err == nil || db == "" {
+		return false
+	}
+	text := err.Error()
+	for _, q := range []string{`"`, "`", `'`} {
+		if strings.Contains(text, "unknown table "+q+db+"."+q) {
+			return true
+		}
+	}
+	return false
 }

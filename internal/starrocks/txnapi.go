@@ -49,6 +49,9 @@ func (c *Client) control(ctx context.Context, op string, t Txn) (*Reply, error) 
 	if op == OpBegin && t.Timeout > 0 {
 		setRaw(h, "timeout", strconv.FormatInt(int64(math.Ceil(t.Timeout.Seconds())), 10))
 	}
+	if op == OpPrepare && t.PreparedTimeout > 0 {
+		setRaw(h, "prepared_timeout", strconv.FormatInt(max(1, int64(math.Ceil(t.PreparedTimeout.Seconds()))), 10))
+	}
 	k := &call{op: op, method: http.MethodPost, path: "/api/transaction/" + op, header: h, db: t.DB, label: t.Label}
 	if withTable {
 		k.table = t.Table
@@ -65,7 +68,8 @@ func (c *Client) Begin(ctx context.Context, t Txn) (*Reply, error) {
 
 // Prepare is POST /api/transaction/prepare (classic only: multi-table
 // transactions have no prepare and the FE answers FAILED "Unsupported
-// operation: TXN_PREPARE").
+// operation: TXN_PREPARE"), with prepared_timeout (seconds) when
+// Txn.PreparedTimeout > 0.
 func (c *Client) Prepare(ctx context.Context, t Txn) (*Reply, error) {
 	return c.control(ctx, OpPrepare, t)
 }

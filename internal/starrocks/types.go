@@ -53,6 +53,12 @@ type Txn struct {
 	Multi bool
 	// Timeout is sent as the `timeout` header on begin (seconds) when > 0.
 	Timeout time.Duration
+	// PreparedTimeout is sent as the `prepared_timeout` header on prepare
+	// (whole seconds, at least 1) when > 0. StarRocks reads it from 3.5.4;
+	// an older FE ignores it and a PREPARED transaction waits its
+	// prepared_transaction_default_timeout_second
+	// (docs/notes/starrocks-protocol.md §12.3).
+	PreparedTimeout time.Duration
 }
 
 // LoadRequest is one /api/transaction/load (or plain stream load) request.

@@ -13,6 +13,8 @@ import (
 type txnClient interface {
 	Begin(ctx context.Context, t starrocks.Txn) error
 	Load(ctx context.Context, r starrocks.LoadRequest) error
+	// Prepare prepares a classic transaction (per-table mode).
+	Prepare(ctx context.Context, t starrocks.Txn) error
 	Commit(ctx context.Context, t starrocks.Txn) error
 	Rollback(ctx context.Context, t starrocks.Txn) error
 	// WaitFinal polls the label's state until it is final (COMMITTED,

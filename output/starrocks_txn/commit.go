@@ -84,6 +84,16 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 				c.reset()
 				return err
 			case loadBadTable:
+				if starrocks.IsUnknownDatabase(le.err) {
+					// The database does not exist (per-table mode learns it
+					// at a table's first begin): every transaction waiting
+					// for it is poisoned, as a refused multi-table begin
+					// poisons them.
+					w.poisonWaiting(c, le.err)
+					o.proto.rollback(w, c)
+					c.reset()
+					continue
+				}
 				// The table is unusable for every transaction that writes
 				// to it (unknown table, for one): poison exactly those.
 				// The table may be created (or fixed) by an operator: a
@@ -332,6 +342,21 @@ func (w *dbWorker) resolve(ctx context.Context, label string, commitErr error, r
 					note = fmt.Errorf("rollback: %w", rerr)
 				}
 			default:
+				if p := perTableOf(o.proto); p != nil && p.tooOld(rows.cycle, o.now()) {
+					// A per-table decision whose cycle's prepares are half
+					// their prepared timeout old: sending it again could let
+					// a part expire after it commits (ARCHITECTURE.md
+					// §15.1). Rolled back instead; the cycle is replayed.
+					st, decided, rerr := w.rollbackDecides(ctx, label)
+					if decided {
+						if st == starrocks.StateAborted {
+							w.log.Warnf("The decision %s is %s after a commit without reply, and its cycle's prepared transactions are half their prepared timeout old: rolled back rather than committed again; the cycle is replayed", label, state)
+						}
+						return st, true
+					}
+					note = fmt.Errorf("the cycle's prepares are too old to send the decision again; rollback: %w", rerr)
+					break
+				}
 				if part := w.expiredLeaseOfCommit(rows.cycle); part != "" {
 					// Sending the commit again could race the new owner of
 					// part, which loads the same source transactions under
@@ -495,18 +520,30 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
 			w.labels.opened(n)
-			if !w.begun.Swap(true) {
-				o.m.seedDatabase(w.db)
+			w.began()
+			if a, ok := o.proto.(*autoProtocol); ok {
+				// transaction_mode auto, not decided at Connect: the FE has
+				// multi-table transactions.
+				a.decide(false, o.log, "a multi-table begin in database "+w.db+" succeeded")
 			}
-			o.mu.Lock()
-			w.q.refused = nil
-			o.mu.Unlock()
 			c.reset()
 			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
+		}
+		if starrocks.NoMultiTable(err, w.db) {
+			// A StarRocks 3.x FE (docs/notes/starrocks-protocol.md §12.1):
+			// nothing was begun. transaction_mode auto goes on per table;
+			// multi_table stops the output (mode.go).
+			if p := o.noMultiTable(w, err); p != nil {
+				return p.begin(ctx, w, c)
+			}
+			if !sleepCtx(ctx, b.next()) {
+				return false
+			}
+			continue
 		}
 		o.m.retries.Incr(1, w.metricDB(), reasonBegin)
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
@@ -523,6 +560,19 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 			return false
 		}
 	}
+}
+
+// began records that StarRocks began a transaction in the worker's
+// database: it exists (its metrics are seeded, a refusal of an earlier
+// begin is over).
+func (w *dbWorker) began() {
+	o := w.o
+	if !w.begun.Swap(true) {
+		o.m.seedDatabase(w.db)
+	}
+	o.mu.Lock()
+	w.q.refused = nil
+	o.mu.Unlock()
 }
 
 // poisonWaiting handles a begin that StarRocks refused for the request
@@ -568,8 +618,12 @@ func (w *dbWorker) rollback(label string) {
 	w.labelDone(label)
 }
 
-// reasonOf is the cycle_retries reason of a failure: its class.
+// reasonOf is the cycle_retries reason of a failure: its class, or a
+// per-table cycle too old to decide (reasonPrepared).
 func reasonOf(err error) string {
+	if errors.Is(err, errPreparedTooOld) {
+		return reasonPrepared
+	}
 	return starrocks.ClassOf(err).String()
 }
 

@@ -93,6 +93,8 @@ type config struct {
 	exactlyOnce        bool
 	pipelineID         string
 	conn               connConfig
+	// mode is transaction_mode and prepared_timeout (mode.go).
+	mode modeConfig
 }
 
 // reservedLoadHeaders are set by the output and its client on every load.
@@ -246,6 +248,9 @@ func configFromParsed(conf *service.ParsedConfig) (c config, err error) {
 		return
 	}
 	if c.conn, err = connConfigFromParsed(conf); err != nil {
+		return
+	}
+	if c.mode, err = modeConfigFromParsed(conf); err != nil {
 		return
 	}
 	if err = c.validate(); err != nil {
@@ -404,7 +409,7 @@ func (c *config) validate() error {
 	if c.mysqlAddress != "" && !validMySQLAddress(c.mysqlAddress) {
 		return errors.New(msgMySQLAddress(c.mysqlAddress))
 	}
-	return nil
+	return c.mode.validate(c.requestTimeout)
 }
 
 // trackWriters reports whether the output keeps writer rows in the progress

@@ -246,6 +246,9 @@ type connection struct {
 	retryInitial, retryMax time.Duration
 	// stopped is Connect's answer once the output gave up.
 	stopped error
+	// modeChecked is set once the transaction mode was decided or checked
+	// against the FE (checkMode).
+	modeChecked bool
 	// observing is set once the client reports its requests' health;
 	// healthy is what it reported last.
 	observing bool
@@ -370,6 +373,9 @@ func (o *Output) connect(ctx context.Context) error {
 	}
 	p, _ := o.client.(prober)
 	if p == nil && o.meta == nil {
+		if err := o.checkMode(ctx); err != nil {
+			return err
+		}
 		cn.connected()
 		return nil
 	}
@@ -378,6 +384,9 @@ func (o *Output) connect(ctx context.Context) error {
 	}
 	definite, f := o.probe(ctx, p)
 	if f == nil {
+		if err := o.checkMode(ctx); err != nil {
+			return err
+		}
 		cn.connected()
 		return nil
 	}
@@ -404,6 +413,45 @@ func (o *Output) connect(ctx context.Context) error {
 	cn.owed = wait
 	return &service.ErrBackOff{
 		Err:  fmt.Errorf("StarRocks does not answer (attempt %d, retrying in %s; not ready until it does): %w", cn.failures, wait, f),
+		Wait: connectPause,
+	}
+}
+
+// checkMode decides the transaction mode once StarRocks answered (mode.go:
+// decideMode), once: a mode no retry makes work (multi_table against a 3.x
+// FE) stops the output, a failure that may pass (the version query) fails
+// Connect with a backoff.
+func (o *Output) checkMode(ctx context.Context) error {
+	cn := o.conn
+	cn.mu.Lock()
+	done := cn.modeChecked
+	cn.mu.Unlock()
+	if done {
+		return nil
+	}
+	err := o.decideMode(ctx)
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if err == nil {
+		cn.modeChecked = true
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	cn.setLocked(false)
+	if stop := (errStopped{}); errors.As(err, &stop) {
+		return cn.stopLocked(fmt.Errorf("cannot start: %w; no retry can fix this", stop.error))
+	}
+	now := cn.now()
+	if cn.failures == 0 {
+		cn.since = now
+	}
+	cn.failures++
+	wait := cn.wait.next()
+	cn.owed = wait
+	return &service.ErrBackOff{
+		Err:  fmt.Errorf("StarRocks answers, but %v (attempt %d, retrying in %s; not ready until it does)", err, cn.failures, wait),
 		Wait: connectPause,
 	}
 }

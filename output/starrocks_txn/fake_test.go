@@ -125,6 +125,14 @@ func (f *fakeSR) Begin(ctx context.Context, t starrocks.Txn) error {
 	return nil
 }
 
+// Prepare: the fake has multi-table transactions only, which have no
+// prepare (the per-table protocol is tested against the emulator in 3.x
+// mode: pertable_test.go).
+func (f *fakeSR) Prepare(ctx context.Context, t starrocks.Txn) error {
+	f.notify()
+	return srErr("prepare", starrocks.ClassFatal, "Unsupported operation: TXN_PREPARE")
+}
+
 func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	f.notify()
 	key := r.Label + "/" + r.Table

@@ -22,6 +22,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The fault matrix (ARCHITECTURE.md §12; the table in the README): every
@@ -86,6 +87,14 @@ type matrixRequest struct {
 	atStart bool
 	// exactlyOnceOnly: the request exists only with exactly_once.
 	exactlyOnceOnly bool
+	// label selects the requests by label (a regular expression): a
+	// per-table cycle's decision from its parts.
+	label string
+	// perTable runs the cell against the emulator as StarRocks 3.3, in
+	// transaction_mode per_table (ARCHITECTURE.md §15): a reader may then
+	// see part of a source transaction while a cycle commits, which must
+	// heal (testkit.Heal), and every cycle's labels must end together.
+	perTable bool
 }
 
 var matrixRequests = []matrixRequest{
@@ -102,11 +111,38 @@ var matrixRequests = []matrixRequest{
 	{name: "ensure tables", op: emulator.OpMySQL, statement: `^\s*CREATE TABLE`, atStart: true},
 	{name: "progress read", op: emulator.OpMySQL, statement: "FROM `test`\\.`" + defaultProgressTable + "` WHERE", atStart: true, exactlyOnceOnly: true},
 	{name: "writer rows read", op: emulator.OpMySQL, statement: "FROM `test`\\.`" + writersTable(defaultProgressTable) + "` WHERE `pipeline_id` = '[^']*'\\s*$", atStart: true},
+
+	// The per-table protocol's requests (StarRocks 3.3): a part's begin
+	// (with its table), the decision's begin (on the writers table), a
+	// part's load, the prepares, the decision's commit, the parts' commits,
+	// the rollback a refused prepare brings, and the label-state query a
+	// part's commit without a reply brings.
+	{name: "pt begin", op: emulator.OpBegin, table: "order_events", perTable: true},
+	{name: "pt decision begin", op: emulator.OpBegin, table: writersTable(defaultProgressTable), perTable: true},
+	{name: "pt load", op: emulator.OpLoad, table: "order_events", perTable: true},
+	{name: "pt prepare", op: emulator.OpPrepare, label: ptDataLabel, perTable: true},
+	{name: "pt progress prepare", op: emulator.OpPrepare, label: ptProgressLabel, perTable: true, exactlyOnceOnly: true},
+	{name: "pt decision commit", op: emulator.OpCommit, label: ptCycleLabel, perTable: true},
+	{name: "pt data commit", op: emulator.OpCommit, label: ptDataLabel, perTable: true},
+	{name: "pt progress commit", op: emulator.OpCommit, label: ptProgressLabel, perTable: true, exactlyOnceOnly: true},
+	{name: "pt rollback", op: emulator.OpRollback, label: ptDataLabel, perTable: true,
+		trigger: &emulator.Fault{Op: emulator.OpPrepare, Label: ptDataLabel, Action: emulator.ActInternalError}},
+	{name: "pt get_load_state", op: emulator.OpGetLoadState, perTable: true,
+		trigger: &emulator.Fault{Op: emulator.OpCommit, Label: ptDataLabel, Action: emulator.ActCommitReportFailure}},
 }
+
+// The labels of a per-table cycle (starrocks.CycleLabel, PartLabel): the
+// decision (and anchors) end in 16 hex digits, a data part in -<k>, the
+// progress part in -p.
+const (
+	ptCycleLabel    = `-[0-9a-f]{16}$`
+	ptDataLabel     = `-[0-9a-f]{16}-[0-9]+$`
+	ptProgressLabel = `-[0-9a-f]{16}-p$`
+)
 
 // fault is the request's fault for an outcome.
 func (r matrixRequest) fault(out matrixOutcome) emulator.Fault {
-	f := emulator.Fault{Op: r.op, Table: r.table, Statement: r.statement, Count: 1}
+	f := emulator.Fault{Op: r.op, Table: r.table, Statement: r.statement, Label: r.label, Count: 1}
 	timeout := matrixRequestTimeout
 	if r.op == emulator.OpMySQL {
 		timeout = matrixMySQLTimeout
@@ -250,10 +286,14 @@ func runMatrixCell(c matrixCell, seed int64) (res cellResult) {
 }
 
 func matrixCellBody(t *cellT, c matrixCell, seed int64) (res cellResult) {
+	version, mode := "", ""
+	if c.req.perTable {
+		version, mode = ptVersion, "  transaction_mode: per_table\n"
+	}
 	emulatorStartMu.Lock()
 	e, err := emulator.Start(emulator.Config{
 		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: matrixSchema(),
-		ReaperInterval: 50 * time.Millisecond,
+		ReaperInterval: 50 * time.Millisecond, StarRocksVersion: version,
 	})
 	emulatorStartMu.Unlock()
 	require.NoError(t, err)
@@ -278,6 +318,14 @@ func matrixCellBody(t *cellT, c matrixCell, seed int64) (res cellResult) {
 	rwg.Add(1)
 	go func() { defer rwg.Done(); rd.runPaced(rctx, 5*time.Millisecond) }()
 	defer func() { rcancel(); rwg.Wait() }()
+	// Per-table: partial reads pass while they heal; the bound is the
+	// cell's deadline, which a part left prepared for good would outlast.
+	var prd *partialReader
+	if c.req.perTable {
+		prd = &partialReader{db: db, heal: testkit.NewHeal(matrixDeadline / 2)}
+		rwg.Add(1)
+		go func() { defer rwg.Done(); prd.run(rctx) }()
+	}
 
 	faults := []emulator.Fault{c.req.fault(c.outcome)}
 	if c.req.trigger != nil {
@@ -320,8 +368,8 @@ starrocks_txn:
   mysql_timeout: %s
   unknown_commit_timeout: %s
   retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
-`, e.FEURL(), e.MySQLAddr(), semantic, 10*time.Second*matrixTimeScale, time.Second*matrixTimeScale,
-		matrixRequestTimeout, matrixMySQLTimeout, 2*time.Second*matrixTimeScale)))
+%s`, e.FEURL(), e.MySQLAddr(), semantic, 10*time.Second*matrixTimeScale, time.Second*matrixTimeScale,
+		matrixRequestTimeout, matrixMySQLTimeout, 2*time.Second*matrixTimeScale, mode)))
 	stream, err := sb.Build()
 	require.NoError(t, err)
 	// The deadline is the no-stall bound: every batch acknowledged within
@@ -366,7 +414,16 @@ starrocks_txn:
 	rwg.Wait()
 
 	checkOrdersModel(t, e, w)
-	assert.Zero(t, rd.violations.Load(), "a concurrent reader saw a partly visible source transaction")
+	if prd != nil {
+		// One more round once every batch is acknowledged: nothing may be
+		// partial any more.
+		assert.NoError(t, prd.round(context.Background()))
+		assert.NoError(t, prd.heal.Check(true), "partial reads: %s", prd.heal)
+		t.Logf("%s; commit windows: %s", prd.heal, windowSummary(metrics))
+		checkCyclesEndedTogether(t, e, "test")
+	} else {
+		assert.Zero(t, rd.violations.Load(), "a concurrent reader saw a partly visible source transaction")
+	}
 	assert.Zero(t, rd.regressed.Load(), "a concurrent reader saw an order go back to an older version")
 	res.readerQueries = int(rd.queries.Load())
 	assert.Positive(t, res.readerQueries, "the reader ran (last error: %v)", rd.lastErr.Load())
@@ -383,7 +440,7 @@ starrocks_txn:
 	pending := e.Faults().Pending()
 	for _, f := range faults {
 		for _, p := range pending {
-			if p.Op == f.Op && p.Action == f.Action && p.Table == f.Table && p.Statement == f.Statement && p.Count == f.Count {
+			if p.Op == f.Op && p.Action == f.Action && p.Table == f.Table && p.Statement == f.Statement && p.Label == f.Label && p.Count == f.Count {
 				t.Errorf("the fault %s %s (table %q, statement %q) never fired: the output did not make the request", f.Op, f.Action, f.Table, f.Statement)
 			}
 		}

@@ -306,7 +306,7 @@ let track = $mysql != "" && ($semantic == "` + semanticExactlyOnce + `" || $pid 
 let prefix = this.label_prefix.or("` + defaultLabelPrefix + `").string()
 let progress = this.progress_table.or("` + defaultProgressTable + `").string()
 let urls = this.load_urls.or([])
-
+` + lintMode + `
 root = [
   if $urls.length() == 0 { "load_urls must list at least one StarRocks FE address, e.g. http://127.0.0.1:8030" } else { null },
   if this.table_properties.or([]).any(tp -> tp.database.or("") == "" || tp.table.or("") == "") { "` + msgTableProperties + `" } else { null },
@@ -333,7 +333,7 @@ root = [
 ].merge($dur_errs).merge($dl_batching).merge([
   {"field": "database", "kind": "database", "value": this.database, "limit": 256},
   {"field": "table", "kind": "table", "value": this.table, "limit": 1024},
-].map_each(n -> n.apply("name_err"))).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).filter(v -> v != null)
+].map_each(n -> n.apply("name_err"))).merge($urls.enumerated().map_each(e -> e.apply("url_err"))).merge($hdr_errs).merge($mode_errs).filter(v -> v != null)
 `
 
 // rawLiteral returns the raw text of an interpolated name field when it

@@ -80,7 +80,14 @@ func (w *dbWorker) loadPending(ctx context.Context, c *cycle) error {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			errs[i] = w.loadOne(ctx, c.label, jobs[i].table, jobs[i].body, jobs[i].held)
+			// The table's label: the cycle's, or in per-table mode its own,
+			// begun at its first load.
+			label, err := w.o.proto.labelFor(ctx, w, c, jobs[i].table)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = w.loadOne(ctx, label, jobs[i].table, jobs[i].body, jobs[i].held)
 		}(i)
 	}
 	wg.Wait()
@@ -194,7 +201,7 @@ func classifyLoad(err error) (loadOutcome, *loadError) {
 // loadOne loads body into table under label.
 func (w *dbWorker) loadOne(ctx context.Context, label, table string, body []byte, refs starrocks.BodyRefs) error {
 	req := starrocks.LoadRequest{
-		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: !w.o.proto.classic(), Timeout: w.o.conf.txnTimeout},
 		Headers: w.o.conf.headersFor(w.db, table),
 		Body:    body,
 		Refs:    refs,

@@ -13,6 +13,9 @@ const (
 	reasonBegin    = "begin"
 	reasonFenced   = "fenced"
 	reasonProgress = "progress"
+	// reasonPrepared: a per-table cycle whose prepares aged past half the
+	// prepared timeout before its decision (ARCHITECTURE.md §15.1).
+	reasonPrepared = "prepared_too_old"
 )
 
 // retryReasons is every reason label starrocks_txn_cycle_retries takes: a
@@ -20,6 +23,7 @@ const (
 var retryReasons = []string{
 	starrocks.ClassRetrySafe.String(), starrocks.ClassAmbiguous.String(), starrocks.ClassTransient.String(),
 	starrocks.ClassPerTxn.String(), starrocks.ClassFatal.String(), reasonBegin, reasonFenced, reasonProgress,
+	reasonPrepared,
 }
 
 // metrics are the output's own metrics, through the Benthos metrics API.
@@ -57,6 +61,13 @@ type metrics struct {
 	leaseWaits        *service.MetricCounter
 	// connected is 1 while StarRocks answers (connect.go).
 	connected *service.MetricGauge
+	// commitWindow is, per per-table cycle, the time from its first COMMIT
+	// sent to its last data COMMIT answered: while it lasts a reader may
+	// see part of a source transaction (ARCHITECTURE.md §15); brokenCycles
+	// counts decided per-table cycles a part of which expired before its
+	// commit (pertable.go).
+	commitWindow *service.MetricTimer
+	brokenCycles *service.MetricCounter
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -86,6 +97,8 @@ func newMetrics(m *service.Metrics) *metrics {
 		unresolved:        m.NewGauge("starrocks_txn_unresolved_commits"),
 		leaseWaits:        m.NewCounter("starrocks_txn_lease_waits", "partition"),
 		connected:         m.NewGauge("starrocks_txn_connected"),
+		commitWindow:      m.NewTimer("starrocks_txn_commit_window_ns", "database"),
+		brokenCycles:      m.NewCounter("starrocks_txn_broken_cycles", "database"),
 	}
 }
 
@@ -153,6 +166,7 @@ func (m *metrics) seedDatabase(db string) {
 	m.rollbacks.Incr(0, db)
 	m.srcTxns.Incr(0, db)
 	m.unknownCommits.Incr(0, db)
+	m.brokenCycles.Incr(0, db)
 	for _, r := range retryReasons {
 		m.retries.Incr(0, db, r)
 	}

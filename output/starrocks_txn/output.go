@@ -103,7 +103,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		retired:      map[string]*labelLedger{},
 		dlWake:       make(chan struct{}, 1),
 		now:          time.Now,
-		proto:        multiTable{},
+		proto:        newProtocol(c),
 		track:        noTracking{},
 		writer:       starrocks.NewWriterID(),
 	}

@@ -1,6 +1,9 @@
 package starrocks_txn
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // The delivery protocol: how a cycle's rows reach StarRocks and become
 // visible together (ARCHITECTURE.md §4.3). A database worker and its commit
@@ -9,14 +12,15 @@ import "context"
 // when a cycle begins, is due, replays or is split, what a failure means
 // (classifyLoad, starrocks.ClassOf), the tracker's rows, leases and fences.
 //
-// multiTable is the protocol of today and the only one: one StarRocks
-// multi-table transaction per cycle, one label (cycle.label), loads per
-// table under it, one commit. A per-table protocol (StarRocks 3.x: one
-// classic transaction per table per cycle, begun with the table's header at
-// its first load, PREPARE of each, a decision record, then COMMIT of each)
-// goes beside it as a second implementation; its labels per table would live
-// in the cycle next to label, and the tracker's rows (tracker.loadRows),
-// which go under the one label today, in its decision record.
+// There are two, chosen by transaction_mode (mode.go, ARCHITECTURE.md §15):
+// multiTable, one StarRocks multi-table transaction per cycle, one label
+// (cycle.label), loads per table under it, one commit; and perTable
+// (pertable.go), StarRocks 3.x: one classic transaction per table of a
+// cycle, begun with the table's header at its first load, each PREPARED,
+// then a decision record committed, then each COMMITTED. The tracker's rows
+// (tracker.loadRows) go under labelFor of their tables: the cycle's label
+// in multi-table mode, the progress part and the decision in per-table
+// mode. autoProtocol (mode.go) is one of them once decided.
 type protocol interface {
 	// begin opens the cycle's StarRocks transaction, retrying until it
 	// succeeds; false when ctx ended or StarRocks refused the begin for
@@ -36,6 +40,12 @@ type protocol interface {
 	// or not, it is never committed now. The cycle keeps its
 	// transactions; c.reset forgets the label.
 	rollback(w *dbWorker, c *cycle)
+	// classic reports whether the protocol's transactions are classic
+	// (single-table) ones: a table on every begin, no transaction_type.
+	classic() bool
+	// labelFor returns the label the cycle's rows of table go under,
+	// beginning its transaction when the protocol begins one per table.
+	labelFor(ctx context.Context, w *dbWorker, c *cycle, table string) (string, error)
 }
 
 // multiTable is one multi-table transaction per cycle (ARCHITECTURE.md §1,
@@ -56,4 +66,13 @@ func (multiTable) rollback(w *dbWorker, c *cycle) {
 	if c.label != "" {
 		w.rollback(c.label)
 	}
+}
+
+func (multiTable) classic() bool { return false }
+
+func (multiTable) labelFor(_ context.Context, _ *dbWorker, c *cycle, _ string) (string, error) {
+	if c.label == "" {
+		return "", errors.New("no shared transaction")
+	}
+	return c.label, nil
 }

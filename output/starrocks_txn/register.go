@@ -59,6 +59,11 @@ func (s srClient) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	return connHint(err)
 }
 
+func (s srClient) Prepare(ctx context.Context, t starrocks.Txn) error {
+	_, err := s.c.Prepare(ctx, t)
+	return connHint(err)
+}
+
 func (s srClient) Commit(ctx context.Context, t starrocks.Txn) error {
 	_, err := s.c.Commit(ctx, t)
 	return connHint(err)

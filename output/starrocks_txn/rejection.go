@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -52,7 +53,12 @@ func (w *dbWorker) rejection(ctx context.Context, t *srcTxn, err error) error {
 // one the failure names, the only one t writes, or the one holding the row
 // the error log quotes; "" when none of these tells.
 func rejectedTable(t *srcTxn, err error, lines []string) string {
-	if tbl := starrocks.RejectedTable(err); tbl != "" {
+	tbl := starrocks.RejectedTable(err)
+	if le := (*loadError)(nil); errors.As(err, &le) {
+		// A per-table prepare names its table (pertable.go).
+		tbl = le.table
+	}
+	if tbl != "" {
 		for _, x := range t.tables {
 			if strings.EqualFold(x, tbl) {
 				return x

@@ -222,6 +222,8 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
 				Example(semanticExactlyOnce).
 				Default(semanticAtLeastOnce),
+			transactionModeField(),
+			preparedTimeoutField(),
 			service.NewStringField(fieldPipelineID).
 				Description("Names this pipeline's rows in `progress_table`. Required with `exactly_once`; every member of one consumer group must use the same value, and two pipelines that write the same databases must use different ones. Changing it starts the pipeline over with no progress. With `at_least_once`, setting it together with `mysql_address` keeps the writer rows (no progress rows) in `<progress_table>_writers`, so that a successor waits for a transaction the FE was still committing when a process died instead of letting it land over newer rows.").
 				Example("orders-cdc").

@@ -215,10 +215,16 @@ func (k *takeOver) probeWriter(ctx context.Context, db string, r writerRow) (adv
 	for n := r.top + 1; n <= r.top+anchorGap; n++ {
 		ns = append(ns, n)
 	}
-	return anyOf(ctx, len(ns), labelParallel, func(ctx context.Context, i int) (bool, error) {
+	advanced, err = anyOf(ctx, len(ns), labelParallel, func(ctx context.Context, i int) (bool, error) {
 		committed, err := k.finalizeLabel(ctx, db, starrocks.StemLabel(stem, ns[i]), r.writer)
 		return committed && ns[i] > r.top, err
 	})
+	if err == nil && o.proto.classic() {
+		// Per-table cycles: their parts, by their decisions
+		// (pertable_takeover.go).
+		err = k.settleParts(ctx, db, stem, r)
+	}
+	return advanced, err
 }
 
 // finalizeLabel makes another writer's label final and, when it is committed,

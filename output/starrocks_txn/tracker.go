@@ -178,7 +178,13 @@ func (t *writerTracking) ensureTables(ctx context.Context, w *dbWorker) error {
 // writer's other open labels.
 func (t *writerTracking) loadWriterRow(ctx context.Context, w *dbWorker, c *cycle) error {
 	c.open, c.rowAt, c.rowTop = w.labels.openExcept(c.n), t.o.now(), max(c.n, w.labels.top())
-	if err := w.loadWriterRow(ctx, c.label, w.writerRow(c.label, c.rowTop, c.open, c.rowAt)); err != nil {
+	// Under the cycle's label: in per-table mode its decision's
+	// transaction, on the writers table (pertable.go).
+	label, err := t.o.proto.labelFor(ctx, w, c, writersTable(t.o.conf.progressTable))
+	if err == nil {
+		err = w.loadWriterRow(ctx, label, w.writerRow(c.label, c.rowTop, c.open, c.rowAt))
+	}
+	if err != nil {
 		if starrocks.IsTableWide(err) {
 			// Dropped while running: create it again before the replay.
 			w.progressReady = false
@@ -220,7 +226,11 @@ func (t *exactlyOnceTracking) loadRows(ctx context.Context, w *dbWorker, c *cycl
 	if len(rows) > 0 {
 		c.progress = rows
 		body, _ := json.Marshal(rows)
-		if err := w.loadRows(ctx, c.label, o.conf.progressTable, starrocks.ProgressOffsetCol, body); err != nil {
+		label, err := o.proto.labelFor(ctx, w, c, o.conf.progressTable)
+		if err == nil {
+			err = w.loadRows(ctx, label, o.conf.progressTable, starrocks.ProgressOffsetCol, body)
+		}
+		if err != nil {
 			if starrocks.IsTableWide(err) {
 				w.progressReady = false
 			}
@@ -299,4 +309,16 @@ func (t *exactlyOnceTracking) awaitDeadLetters(ctx context.Context, w *dbWorker,
 			return ctx.Err()
 		}
 	}
+}
+
+// writerTrackingOf returns the writer tracking of tr (exactly_once
+// included), nil when it keeps no writer rows.
+func writerTrackingOf(tr tracker) *writerTracking {
+	switch t := tr.(type) {
+	case *writerTracking:
+		return t
+	case *exactlyOnceTracking:
+		return &t.writerTracking
+	}
+	return nil
 }

@@ -50,12 +50,16 @@ type cycle struct {
 	// so nothing is sent under it again and the commit replays the cycle
 	// under a new label (ARCHITECTURE.md §4.4).
 	tainted error
+	// pt is the per-table protocol's part of the cycle: its labels per
+	// table, the decision (pertable.go; nil in multi-table mode).
+	pt *ptCycle
 }
 
 // reset forgets the label and what was loaded under it, for a replay.
 func (c *cycle) reset() {
 	c.label, c.sent, c.loaded, c.progressLoaded, c.n, c.open, c.rowAt, c.tainted = "", nil, false, false, 0, nil, time.Time{}, nil
 	c.progress, c.rowTop = nil, 0
+	c.pt = nil
 }
 
 // dbWorker runs the commit cycles of one database: one cycle begins and
@@ -199,7 +203,14 @@ func (w *dbWorker) rollbackOnClose() {
 	}
 }
 
+// txn is the transaction of one of the worker's labels as its begin,
+// commit and rollback send it: multi-table, or in per-table mode a classic
+// one on the writers table (a cycle's decision, an anchor: the parts are
+// begun with their own tables, pertable.go).
 func (w *dbWorker) txn(label string) starrocks.Txn {
+	if w.o.proto.classic() {
+		return starrocks.Txn{DB: w.db, Label: label, Table: writersTable(w.o.conf.progressTable), Timeout: w.o.conf.txnTimeout}
+	}
 	return starrocks.Txn{DB: w.db, Label: label, Multi: true, Timeout: w.o.conf.txnTimeout}
 }
 

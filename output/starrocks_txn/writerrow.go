@@ -14,9 +14,13 @@ import (
 // exist): the row loaded under every commit and under anchors, its format,
 // and its deletion on a clean close.
 
-// nextLabel returns the worker's next label and its number.
+// nextLabel returns the worker's next label and its number: in per-table
+// mode a cycle label, which leaves room for its parts' suffixes.
 func (w *dbWorker) nextLabel() (string, int64) {
 	n := w.labels.next()
+	if w.o.proto.classic() {
+		return starrocks.CycleLabel(w.o.conf.labelPrefix, w.db, w.o.writer, n), n
+	}
 	return starrocks.SeqLabel(w.o.conf.labelPrefix, w.db, w.o.writer, n), n
 }
 
@@ -59,7 +63,7 @@ func tableHeaders(mergeCol string) map[string]string {
 // with a higher mergeCol (none when empty).
 func (w *dbWorker) loadRows(ctx context.Context, label, table, mergeCol string, body []byte) error {
 	req := starrocks.LoadRequest{
-		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: true, Timeout: w.o.conf.txnTimeout},
+		Txn:     starrocks.Txn{DB: w.db, Label: label, Table: table, Multi: !w.o.proto.classic(), Timeout: w.o.conf.txnTimeout},
 		Headers: tableHeaders(mergeCol),
 		Body:    body,
 	}
