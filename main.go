@@ -19,7 +19,6 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
@@ -59,9 +58,10 @@ func benthosLint(args []string) int {
 
 func main() {
 	// Benthos's own --version prints only its version; this binary's names
-	// both (and leaves the engine version Benthos reports elsewhere alone).
+	// the project and both versions, whatever the file is called (and
+	// leaves the engine version Benthos reports elsewhere alone).
 	if version.Requested(os.Args[1:]) {
-		version.Print(os.Stdout, filepath.Base(os.Args[0]))
+		version.Print(os.Stdout)
 		return
 	}
 	// Outputs still waiting to connect give up at once on SIGTERM instead of
