@@ -179,9 +179,11 @@ func TestConfigsAreProductionShaped(t *testing.T) {
 			}
 			require.NoError(t, yaml.Unmarshal([]byte(conf), &doc))
 			assert.True(t, doc.HTTP.Enabled, "http serves /metrics")
-			// One exporter, served at /metrics; the linter above proved it is
-			// registered (core Benthos has json_api, not prometheus).
+			// One exporter, served at /metrics: the Prometheus one, which the
+			// shipped dashboard and alert rules read (the linter above proved
+			// it is registered; core Benthos has json_api, not prometheus).
 			assert.Len(t, doc.Metrics, 1, "one metrics exporter")
+			assert.Contains(t, doc.Metrics, "prometheus", "config/grafana-dashboard.json and config/alerts.yaml need Prometheus")
 
 			k := doc.Input.Kafka
 			assert.Equal(t, c.check, k.Batching.Check, "batches end at the format's transaction end")
@@ -302,6 +304,7 @@ func runConfig(t *testing.T, c configCase, schema, semantic string) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "starrocks_txn_commits", "the output's metrics are served at /metrics")
+	assert.Contains(t, string(body), "# TYPE starrocks_txn_commits counter", "in Prometheus's text format, which the dashboard and alerts read")
 
 	if semantic == "exactly_once" {
 		var n int
