@@ -2,8 +2,6 @@ package config_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,36 +42,7 @@ var cases = []configCase{
 
 func envelopeEvents(t workload.Txn, _ int64) ([][]byte, error) { return workload.Envelope(t) }
 
-// maxwellEvents renders a source transaction as Maxwell rows: one per change,
-// the last with "commit": true.
-func maxwellEvents(t workload.Txn, xid int64) ([][]byte, error) {
-	out := make([][]byte, 0, len(t.Changes))
-	for i, c := range t.Changes {
-		data := map[string]any{}
-		for k, v := range c.Row {
-			if k != "__op" {
-				data[k] = v
-			}
-		}
-		typ := "insert"
-		if c.Delete {
-			typ = "delete"
-		}
-		ev := map[string]any{
-			"database": workload.Database, "table": c.Table, "type": typ, "ts": 1764417600,
-			"xid": xid, "xoffset": i, "data": data,
-		}
-		if i == len(t.Changes)-1 {
-			ev["commit"] = true
-		}
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return nil, fmt.Errorf("encoding a maxwell row: %w", err)
-		}
-		out = append(out, b)
-	}
-	return out, nil
-}
+func maxwellEvents(t workload.Txn, xid int64) ([][]byte, error) { return workload.Maxwell(t, xid) }
 
 func readConfig(t *testing.T, file string) string {
 	t.Helper()
