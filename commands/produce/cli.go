@@ -64,12 +64,15 @@ transactions.`,
 
 // PrintResult writes what a run wrote and what the tables then hold.
 func PrintResult(w io.Writer, r *Result) {
-	each := ""
-	if len(r.Topics) > 1 {
-		each = " each"
+	parts := fmt.Sprintf("%d partitions", r.Partitions)
+	if r.Partitions == 1 {
+		parts = "1 partition"
 	}
-	fmt.Fprintf(w, "produce: %d source transactions (%d Kafka records) in the %s format to %s (%d partitions%s)\n",
-		r.Txns, r.Records, r.Format, strings.Join(r.Topics, ", "), r.Partitions, each)
+	if len(r.Topics) > 1 {
+		parts += " each"
+	}
+	fmt.Fprintf(w, "produce: %d source transactions (%d Kafka records) in the %s format to %s (%s)\n",
+		r.Txns, r.Records, r.Format, strings.Join(r.Topics, ", "), parts)
 	if r.TransactionTopic != "" {
 		fmt.Fprintf(w, "  and their BEGIN/END events to %s; config/debezium.yaml reads them with\n  DEBEZIUM_TOPICS=%s\n",
 			r.TransactionTopic, strings.Join(r.Topics, ","))
