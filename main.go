@@ -23,8 +23,6 @@ import (
 	"context"
 	"os"
 
-	_ "github.com/redpanda-data/benthos/v4/public/components/io"
-	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/commands/create"
@@ -35,7 +33,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 	"github.com/starrocks-txn/benthos-starrocks/internal/shutdown"
 
-	_ "github.com/starrocks-txn/benthos-starrocks/components"
+	// Benthos's io and pure components and every plugin: the set a custom
+	// binary gets from the same import.
+	_ "github.com/starrocks-txn/benthos-starrocks/components/all"
 )
 
 // options are the CLI options every run of the binary shares.
