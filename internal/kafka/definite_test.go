@@ -105,7 +105,6 @@ func TestDefiniteClusterErrors(t *testing.T) {
 	})
 }
 
-
 // answering starts a TCP server that writes reply to every connection, at
 // once (first) or after the first bytes it reads, and returns its address.
 func answering(t *testing.T, reply string, first bool) string {
