@@ -68,7 +68,7 @@ type Processor struct {
 
 	// placed refuses the calls of a processor placed under
 	// pipeline.processors in a pool of threads (nil elsewhere).
-	placed *placementGuard
+	placed   *placementGuard
 	inFlight atomic.Bool
 
 	mu  sync.Mutex
