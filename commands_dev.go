@@ -9,6 +9,8 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/commands/bench"
 	"github.com/starrocks-txn/benthos-starrocks/commands/demo"
+	"github.com/starrocks-txn/benthos-starrocks/commands/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/commands/produce"
 )
 
 var (
@@ -18,10 +20,11 @@ var (
 	demoSchema string
 )
 
-// kafkaCommands are the subcommands that run an in-process Kafka (kfake,
-// through testkit/kafka): `demo` and `bench`. The default build has them, so
-// that `go run . demo` works from a checkout; commands_production.go is the
-// build without them.
-func kafkaCommands() []*cli.Command {
-	return []*cli.Command{demo.Command(demoPipeline, demoSchema), bench.Command(demoSchema)}
+// localCommands are the subcommands for work on one machine: `demo`,
+// `bench` and `kafka`, which run an in-process Kafka (kfake, through
+// testkit/kafka), and `produce`, which writes sample source transactions.
+// The default build has them, so that `go run . demo` works from a
+// checkout; commands_production.go is the build without them.
+func localCommands() []*cli.Command {
+	return []*cli.Command{demo.Command(demoPipeline, demoSchema), bench.Command(demoSchema), kafka.Command(), produce.Command()}
 }

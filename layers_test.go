@@ -200,7 +200,7 @@ func TestProductionBuildLinksNoKfake(t *testing.T) {
 		return false
 	}
 	assert.False(t, linked("-tags", "production"), "the production binary links %s", kfake)
-	assert.True(t, linked(), "the default build keeps demo and bench, which run kfake")
+	assert.True(t, linked(), "the default build keeps demo, bench and kafka, which run kfake")
 }
 
 // The production binary names the commands it leaves out, and says in one
@@ -212,13 +212,18 @@ func TestProductionBuildSaysWhatItLeavesOut(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "benthos-starrocks")
 	out, err := exec.Command("go", "build", "-tags", "production", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "building with -tags production: %s", out)
-	for _, name := range []string{"demo", "bench"} {
+	for name, what := range map[string]string{
+		"demo":    "the commands that run an in-process Kafka",
+		"bench":   "the commands that run an in-process Kafka",
+		"kafka":   "the commands that run an in-process Kafka",
+		"produce": "the sample-data producer, a tool for local work",
+	} {
 		cmd := exec.Command(bin, name, "--partitions", "2")
 		out, err := cmd.CombinedOutput()
 		var exitErr *exec.ExitError
 		require.ErrorAs(t, err, &exitErr, "%s fails in the production build: %s", name, out)
 		assert.Equal(t, 1, exitErr.ExitCode())
-		assert.Equal(t, name+" is not in this build: it was built with -tags production, which leaves out the commands that run an in-process Kafka; build without the tag (go build .) to run it\n", string(out))
+		assert.Equal(t, name+" is not in this build: it was built with -tags production, which leaves out "+what+"; build without the tag (go build .) to run it\n", string(out))
 	}
 	help, err := exec.Command(bin, "--help").CombinedOutput()
 	require.NoError(t, err)

@@ -1,28 +1,28 @@
 // Command benthos-starrocks is a Benthos binary with every core component plus
 // the plugins of this project: the txn_assembler processor, the starrocks_txn
 // output, the kafka_txn input and output and a prometheus metrics exporter. It
-// adds four subcommands: `emulator`, a StarRocks-compatible server for local
-// work and tests; `demo`, which runs the whole pipeline on this machine and
-// verifies the result; `bench`, the comparative benchmark; and `inspect`,
-// which prints a pipeline's progress and writer rows from StarRocks. It
+// adds subcommands: `emulator`, a StarRocks-compatible server for local work
+// and tests; `kafka`, a Kafka broker for local work; `produce`, which writes
+// sample source transactions in each supported format; `demo`, which runs
+// the whole pipeline on this machine and verifies the result; `bench`, the
+// comparative benchmark; and `inspect`, which prints a pipeline's progress
+// and writer rows from StarRocks. It
 // replaces two of Benthos's: `create`, which puts txn_assembler under
 // input.processors, and `lint`, which also refuses a txn_assembler placed
 // where it cannot see each partition in order (the same check runs when a
 // config starts).
 //
-// `demo` and `bench` run an in-process Kafka (the test kit's kfake): the
-// default build has them, a build with `-tags production` leaves them out
-// and links no kfake (commands_dev.go, commands_production.go; ARCHITECTURE.md
-// §2). The subcommands live in commands/; this file only wires them.
+// `demo`, `bench` and `kafka` run an in-process Kafka (the test kit's
+// kfake), and `produce` writes sample source transactions: the default build
+// has them, a build with `-tags production` leaves them out and links no
+// kfake (commands_dev.go, commands_production.go; ARCHITECTURE.md §2). The
+// subcommands live in commands/; this file only wires them.
 package main
 
 import (
 	"context"
 	"os"
-	"path/filepath"
 
-	_ "github.com/redpanda-data/benthos/v4/public/components/io"
-	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/commands/create"
@@ -33,7 +33,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/exitstatus"
 	"github.com/starrocks-txn/benthos-starrocks/internal/shutdown"
 
-	_ "github.com/starrocks-txn/benthos-starrocks/components"
+	// Benthos's io and pure components and every plugin: the set a custom
+	// binary gets from the same import.
+	_ "github.com/starrocks-txn/benthos-starrocks/components/all"
 )
 
 // options are the CLI options every run of the binary shares.
@@ -59,9 +61,10 @@ func benthosLint(args []string) int {
 
 func main() {
 	// Benthos's own --version prints only its version; this binary's names
-	// both (and leaves the engine version Benthos reports elsewhere alone).
+	// the project and both versions, whatever the file is called (and
+	// leaves the engine version Benthos reports elsewhere alone).
 	if version.Requested(os.Args[1:]) {
-		version.Print(os.Stdout, filepath.Base(os.Args[0]))
+		version.Print(os.Stdout)
 		return
 	}
 	// Outputs still waiting to connect give up at once on SIGTERM instead of
@@ -76,11 +79,11 @@ func main() {
 }
 
 // commands are the subcommands this binary adds to Benthos's: those of
-// every build, and those that need the in-process Kafka (kafkaCommands, of
-// the default build only).
+// every build, and those for work on one machine (localCommands: the
+// in-process Kafka and the sample producer, of the default build only).
 func commands() []service.CLIOptFunc {
 	opts := []service.CLIOptFunc{service.CLIOptAddCommand(emulator.Command())}
-	for _, c := range kafkaCommands() {
+	for _, c := range localCommands() {
 		opts = append(opts, service.CLIOptAddCommand(c))
 	}
 	return append(opts,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -102,4 +103,51 @@ logger:
 func TestInspectIsASubcommand(t *testing.T) {
 	assert.Equal(t, 1, runCLI(context.Background(), append(commands(), service.CLIOptSetArgs("benthos-starrocks", "no-such-command"))...))
 	assert.Equal(t, 0, runCLI(context.Background(), append(commands(), service.CLIOptSetArgs("benthos-starrocks", "inspect", "--help"))...))
+}
+
+// A pipeline whose Kafka input cannot start because of an error no retry
+// fixes (here seed_brokers names an HTTP server, not a Kafka broker) stops,
+// and the binary exits with status 1, the fix named in the log.
+func TestDefiniteKafkaErrorExitsWithStatus1(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				buf := make([]byte, 512)
+				if _, err := conn.Read(buf); err == nil {
+					_, _ = conn.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
+				}
+			}()
+		}
+	}()
+	dir := t.TempDir()
+	path, logPath := filepath.Join(dir, "pipeline.yaml"), filepath.Join(dir, "log.txt")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`
+http:
+  enabled: false
+input:
+  kafka_txn:
+    seed_brokers: [ %q ]
+    topics: [ cdc ]
+    consumer_group: g
+  processors:
+    - txn_assembler: {}
+output:
+  drop: {}
+logger:
+  level: error
+  file: { path: %q, rotate: false }
+`, l.Addr().String(), logPath)), 0o644))
+	assert.Equal(t, 1, runCLI(context.Background(), service.CLIOptSetArgs("benthos-starrocks", "-c", path)))
+	logs, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(logs), "The kafka_txn input stops, and the pipeline with it")
+	assert.Contains(t, string(logs), "answered as an HTTP server, not a Kafka broker: check the port")
 }

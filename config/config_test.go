@@ -16,9 +16,9 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"gopkg.in/yaml.v3"
 
+	"github.com/starrocks-txn/benthos-starrocks/commands/produce"
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
 	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
@@ -27,20 +27,18 @@ import (
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
 )
 
-// configCase is one production config and how its source events look.
+// configCase is one production config and its source format (the
+// txn_assembler's, and `produce`'s).
 type configCase struct {
 	file   string
 	format string // txn_assembler format
 	check  string // the input's batching check for that format
-	encode func(t workload.Txn, xid int64) ([][]byte, error)
 }
 
 var cases = []configCase{
-	{file: "envelope.yaml", format: "envelope", check: `this.type == "TXN_END"`, encode: envelopeEvents},
-	{file: "maxwell.yaml", format: "maxwell", check: `this.commit == true`, encode: workload.Maxwell},
+	{file: "envelope.yaml", format: "envelope", check: `this.type == "TXN_END"`},
+	{file: "maxwell.yaml", format: "maxwell", check: `this.commit == true`},
 }
-
-func envelopeEvents(t workload.Txn, _ int64) ([][]byte, error) { return workload.Envelope(t) }
 
 func readConfig(t *testing.T, file string) string {
 	t.Helper()
@@ -150,9 +148,11 @@ func TestConfigsAreProductionShaped(t *testing.T) {
 			}
 			require.NoError(t, yaml.Unmarshal([]byte(conf), &doc))
 			assert.True(t, doc.HTTP.Enabled, "http serves /metrics")
-			// One exporter, served at /metrics; the linter above proved it is
-			// registered (core Benthos has json_api, not prometheus).
+			// One exporter, served at /metrics: the Prometheus one, which the
+			// shipped dashboard and alert rules read (the linter above proved
+			// it is registered; core Benthos has json_api, not prometheus).
 			assert.Len(t, doc.Metrics, 1, "one metrics exporter")
+			assert.Contains(t, doc.Metrics, "prometheus", "config/grafana-dashboard.json and config/alerts.yaml need Prometheus")
 
 			k := doc.Input.Kafka
 			assert.Equal(t, c.check, k.Batching.Check, "batches end at the format's transaction end")
@@ -215,24 +215,14 @@ func runConfig(t *testing.T, c configCase, schema, semantic string) {
 	const topic, partitions = "source", 3
 	kafka := kafkakit.New(t, kafkakit.Topic(topic, partitions, nil))
 
-	// Produce committed source transactions.
-	gen := workload.NewGenerator(workload.Options{Partitions: partitions, Seed: 11, Events: true})
-	model := workload.NewModel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.Brokers()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Committed source transactions, written by `produce` as the README
+	// tells a user to (one Kafka transaction each).
+	res, err := produce.Run(context.Background(), produce.Options{
+		Brokers: kafka.Brokers(), Format: c.format, Topic: topic, Txns: 60, Seed: 11,
+	})
 	require.NoError(t, err)
-	defer cl.Close()
-	var recs []*kgo.Record
-	for i := 0; i < 60; i++ {
-		txn := gen.Next(int32(i % partitions))
-		evs, err := c.encode(txn, int64(1000+i))
-		require.NoError(t, err)
-		for _, ev := range evs {
-			recs = append(recs, &kgo.Record{Partition: txn.Partition, Value: ev})
-		}
-		model.Apply(txn)
-	}
-	require.NoError(t, cl.ProduceSync(context.Background(), recs...).FirstErr())
+	require.Equal(t, int32(partitions), res.Partitions)
+	model := res.Model
 
 	httpAddr := freeAddr(t)
 	vars := map[string]string{
@@ -273,6 +263,7 @@ func runConfig(t *testing.T, c configCase, schema, semantic string) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "starrocks_txn_commits", "the output's metrics are served at /metrics")
+	assert.Contains(t, string(body), "# TYPE starrocks_txn_commits counter", "in Prometheus's text format, which the dashboard and alerts read")
 
 	if semantic == "exactly_once" {
 		var n int

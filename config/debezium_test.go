@@ -29,6 +29,7 @@ func TestDebeziumConfigLints(t *testing.T) {
 	for _, m := range placeholder.FindAllStringSubmatch(conf, -1) {
 		assert.NotEmpty(t, m[2], "placeholder %s has a default", m[0])
 	}
+	assert.Contains(t, conf, "\nmetrics:\n  prometheus: {}\n", "the exporter config/grafana-dashboard.json and config/alerts.yaml read")
 	bad := strings.Replace(conf, "    revoke_timeout: 20s\n", "    revoke_timeout: 90s\n", 1)
 	require.NotEqual(t, conf, bad)
 	assert.NotEmpty(t, lint(t, bad), "revoke_timeout above rebalance_timeout fails the lint")
@@ -103,6 +104,7 @@ func TestDebeziumConfigRuns(t *testing.T) {
 			resp.Body.Close()
 			require.NoError(t, err)
 			assert.Contains(t, string(body), "debezium_txn_transactions", "the input's metrics are served at /metrics")
+			assert.Contains(t, string(body), "# TYPE debezium_txn_transactions counter", "in Prometheus's text format, which the dashboard and alerts read")
 			if semantic == "exactly_once" {
 				var n int
 				require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM test.starrocks_txn_progress WHERE source_partition = ?", src.TransactionTopic()).Scan(&n))

@@ -5,7 +5,9 @@
 // processors go under input.processors, where each partition is seen in order
 // by one call at a time. Benthos's `create` puts every processor under
 // pipeline.processors with threads: -1, where the assembler's calls overlap;
-// the binary's lint refuses that placement.
+// the binary's lint refuses that placement. And a field without a default is
+// left empty (required) or out (optional), never given the spec's first
+// example as a value, which Benthos's marshaller does.
 package create
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
 
 	"github.com/starrocks-txn/benthos-starrocks/commands/lint"
 )
@@ -39,8 +42,10 @@ forward slashes:
 
 When the processors include txn_assembler they are placed under
 input.processors, where the assembler sees each partition in order.
-Fields without a default are printed empty; fill in the required ones
-(marked "No default (required)").`,
+A field without a default is never given an example as its value: a
+required one is printed empty and marked "No default (required)" (fill it
+in; lint names each one still empty), an optional one is left out and named
+in a comment.`,
 		Action: func(c *cli.Context) error {
 			out := c.App.Writer
 			if out == nil {
@@ -80,7 +85,95 @@ func Generate(env *service.Environment, expression string, small bool) (string, 
 	if err != nil {
 		return "", fmt.Errorf("generate error: %w", err)
 	}
+	if s, err = withoutExamples(s); err != nil {
+		return "", fmt.Errorf("generate error: %w", err)
+	}
 	return s + "\n", nil
+}
+
+// The line comments Benthos's marshaller puts on a field without a default.
+const (
+	requiredComment = "No default (required)"
+	optionalComment = "No default (optional)"
+)
+
+// withoutExamples returns conf without the example values Benthos's
+// marshaller puts into fields that have no default. It hydrates such a field
+// with the first example of its spec, which reads as a value chosen for the
+// user: `consumer_group: starrocks-loader` makes every pipeline created from
+// the template share one consumer group, and `database: analytics` on
+// debezium_txn would move every row. A required field is set to the zero
+// value of its type and keeps its "No default (required)" comment, so the
+// user sees what to fill in; an optional one is left out — a value,
+// even an empty one, is not the same as no value (an empty compression is
+// refused, an empty key is a key) — and named in a comment where it was.
+func withoutExamples(conf string) (string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(conf), &doc); err != nil {
+		return "", fmt.Errorf("reading the generated config: %w", err)
+	}
+	blankExamples(&doc)
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return "", fmt.Errorf("writing the generated config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return "", fmt.Errorf("writing the generated config: %w", err)
+	}
+	return b.String(), nil
+}
+
+func lineComment(n *yaml.Node) string { return strings.TrimLeft(n.LineComment, "# ") }
+
+func blankExamples(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		var kept []*yaml.Node
+		var unset []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
+				switch lineComment(v) {
+				case optionalComment:
+					unset = append(unset, k.Value)
+					continue
+				case requiredComment:
+					zero(v)
+				}
+			}
+			if len(unset) > 0 {
+				k.HeadComment = strings.TrimSpace(k.HeadComment + "\n" + unsetComment(unset))
+				unset = nil
+			}
+			kept = append(kept, k, v)
+		}
+		if len(unset) > 0 {
+			n.FootComment = strings.TrimSpace(n.FootComment + "\n" + unsetComment(unset))
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		blankExamples(c)
+	}
+}
+
+func unsetComment(names []string) string {
+	return "optional, not set (no default): " + strings.Join(names, ", ")
+}
+
+// zero sets a scalar to the zero value of its type.
+func zero(n *yaml.Node) {
+	switch n.Tag {
+	case "!!int":
+		n.Value = "0"
+	case "!!float":
+		n.Value = "0.0"
+	case "!!bool":
+		n.Value = "false"
+	default:
+		n.Tag, n.Value, n.Style = "!!str", "", yaml.DoubleQuotedStyle
+	}
 }
 
 func addExpression(env *service.Environment, conf map[string]any, expression string) error {

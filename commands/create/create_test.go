@@ -342,3 +342,55 @@ func TestCreateKeepsOtherProcessorsInThePipeline(t *testing.T) {
 	_, err = create.Generate(service.GlobalEnvironment(), "stdin/no_such_processor/stdout", false)
 	assert.ErrorContains(t, err, "unrecognised processor type 'no_such_processor'")
 }
+
+// create never gives a field without a default one of its spec's examples
+// as a value (Benthos's marshaller does): a required field is left at its
+// type's zero value, marked "No default (required)", and lint names every
+// one of them until it is filled in; an optional one is left out and named
+// in a comment. A consumer_group of starrocks-loader would make every
+// pipeline from the template share a group; a database of analytics would
+// move every Debezium row.
+func TestCreateLeavesNoExampleAsAValue(t *testing.T) {
+	for _, expr := range []string{"kafka_txn/txn_assembler/starrocks_txn", "debezium_txn//kafka_txn"} {
+		t.Run(expr, func(t *testing.T) {
+			conf, err := create.Generate(service.GlobalEnvironment(), expr, false)
+			require.NoError(t, err)
+			var doc yaml.Node
+			require.NoError(t, yaml.Unmarshal([]byte(conf), &doc))
+			required := map[int]string{} // line → path
+			walk(doc.Content[0], "", func(path string, n *yaml.Node) {
+				comment := strings.TrimLeft(n.LineComment, "# ")
+				if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+					return
+				}
+				assert.NotEqual(t, "No default (optional)", comment, "%s: an optional field without a default is left out, not given an example", path)
+				if comment == "No default (required)" {
+					assert.Empty(t, n.Value, "%s: a required field is left for the user", path)
+					required[n.Line] = path
+				}
+			})
+			walk(doc.Content[0], "", func(path string, n *yaml.Node) {
+				if strings.TrimLeft(n.LineComment, "# ") == "No default (required)" && (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) && len(n.Content) == 0 && !strings.HasSuffix(path, "processors") {
+					required[n.Line] = path
+				}
+			})
+			require.NotEmpty(t, required)
+			assert.NotContains(t, conf, "starrocks-loader", "the spec's example consumer group is not a value")
+			assert.NotContains(t, conf, "analytics", "debezium_txn's example database is not a value")
+			if strings.HasPrefix(expr, "debezium_txn") {
+				assert.Contains(t, conf, "# optional, not set (no default): database, table\n", "the optional fields left out are named")
+			}
+
+			// The next step the README gives, lint, names each unfilled one.
+			lints, err := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().LintYAML([]byte(conf))
+			require.NoError(t, err)
+			linted := map[int]string{}
+			for _, l := range lints {
+				linted[l.Line] = l.What
+			}
+			for line, path := range required {
+				assert.Contains(t, linted, line, "lint names the unfilled required field %s (line %d): %v", path, line, lints)
+			}
+		})
+	}
+}

@@ -122,14 +122,22 @@ func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "\nsummary after %s\n", s.Elapsed.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "  producer: %d source transactions committed, %d aborted (%d Kafka records)\n", s.SourceCommitted, s.SourceAborted, s.Records)
 	if s.SnapshotRows > 0 || s.LargestTxn > 0 {
-		fmt.Fprintf(w, "            Debezium: %d snapshot rows, the largest source transaction %d events\n", s.SnapshotRows, s.LargestTxn)
+		fmt.Fprintf(w, "            Debezium: before them a snapshot of %d rows (no transaction: each row loads as one of its own); the largest source transaction %d events\n", s.SnapshotRows, s.LargestTxn)
+	}
+	if s.SnapshotRows > 0 {
+		fmt.Fprintf(w, "  loaded:   %d source transactions and the %d snapshot rows, %d rows in all, in %d StarRocks commits and %d HTTP loads\n", s.TxnsLoaded, s.SnapshotRows, s.RowsLoaded, s.Commits, s.Loads)
+	} else {
+		fmt.Fprintf(w, "  loaded:   %d source transactions, %d rows, in %d StarRocks commits and %d HTTP loads\n", s.TxnsLoaded, s.RowsLoaded, s.Commits, s.Loads)
 	}
 	for _, c := range s.SchemaChanges {
 		fmt.Fprintf(w, "  schema:   %s\n", c)
 	}
-	fmt.Fprintf(w, "  loaded:   %d source transactions, %d rows, in %d StarRocks commits and %d HTTP loads\n", s.TxnsLoaded, s.RowsLoaded, s.Commits, s.Loads)
 	if s.TxnsLoaded > 0 && s.Commits > 0 {
-		fmt.Fprintf(w, "            %.1f source transactions per StarRocks transaction\n", float64(s.TxnsLoaded)/float64(s.Commits))
+		note := ""
+		if s.SnapshotRows > 0 {
+			note = " (the snapshot's commits included)"
+		}
+		fmt.Fprintf(w, "            %.1f source transactions per StarRocks transaction%s\n", float64(s.TxnsLoaded)/float64(s.Commits), note)
 	}
 	verdict := "OK: tables equal what the producer committed; no aborted transaction visible"
 	if !s.TablesMatch {
@@ -158,8 +166,12 @@ func PrintSummary(w io.Writer, s *Summary) {
 	if len(s.Latencies) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  visibility latency (Kafka record time → StarRocks commit), %d source transactions: p50 %s, p99 %s, max %s\n",
-		len(s.Latencies), metricscap.Quantile(s.Latencies, 0.5).Round(time.Millisecond),
+	counted := fmt.Sprintf("%d source transactions", len(s.Latencies))
+	if s.SnapshotRows > 0 {
+		counted = fmt.Sprintf("%d transactions at the output: the source's and the %d snapshot rows, one each", len(s.Latencies), s.SnapshotRows)
+	}
+	fmt.Fprintf(w, "  visibility latency (Kafka record time → StarRocks commit), %s: p50 %s, p99 %s, max %s\n",
+		counted, metricscap.Quantile(s.Latencies, 0.5).Round(time.Millisecond),
 		metricscap.Quantile(s.Latencies, 0.99).Round(time.Millisecond), metricscap.Quantile(s.Latencies, 1).Round(time.Millisecond))
 	bounds := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond, time.Second,
 		1500 * time.Millisecond, 2 * time.Second, 3 * time.Second, 5 * time.Second}

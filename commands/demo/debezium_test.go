@@ -38,3 +38,22 @@ func TestDemoDebezium(t *testing.T) {
 	assert.Less(t, s.Commits, s.TxnsLoaded/5, "many source transactions share one StarRocks transaction")
 	assert.Contains(t, out.String(), "snapshot rows")
 }
+
+// The Debezium summary says which of its counts are snapshot rows: a
+// snapshot row has no transaction, and the output counts each as a source
+// transaction of its own.
+func TestSummarySaysWhichCountsAreSnapshotRows(t *testing.T) {
+	var out bytes.Buffer
+	PrintSummary(&out, &Summary{SourceCommitted: 515, Records: 6347, TxnsLoaded: 515, RowsLoaded: 4466, Commits: 6, Loads: 73,
+		TablesMatch: true, SnapshotRows: 976, LargestTxn: 113, Latencies: make([]time.Duration, 1491)})
+	assert.Contains(t, out.String(), "  producer: 515 source transactions committed, 0 aborted (6347 Kafka records)\n"+
+		"            Debezium: before them a snapshot of 976 rows (no transaction: each row loads as one of its own); the largest source transaction 113 events\n"+
+		"  loaded:   515 source transactions and the 976 snapshot rows, 4466 rows in all, in 6 StarRocks commits and 73 HTTP loads\n")
+	assert.Contains(t, out.String(), "visibility latency (Kafka record time → StarRocks commit), 1491 transactions at the output: the source's and the 976 snapshot rows, one each:")
+
+	out.Reset()
+	PrintSummary(&out, &Summary{SourceCommitted: 40, TxnsLoaded: 40, RowsLoaded: 200, Commits: 4, TablesMatch: true, Latencies: make([]time.Duration, 40)})
+	assert.NotContains(t, out.String(), "snapshot")
+	assert.Contains(t, out.String(), "  loaded:   40 source transactions, 200 rows, in 4 StarRocks commits and 0 HTTP loads\n")
+	assert.Contains(t, out.String(), "), 40 source transactions: p50")
+}

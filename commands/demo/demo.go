@@ -11,9 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -155,7 +158,7 @@ func Start(ctx context.Context, o Options) (_ *Running, err error) {
 	}()
 
 	if r.em, err = emulator.Start(emulator.Config{HTTPAddr: o.HTTPAddr, MySQLAddr: o.MySQLAddr, Schema: o.Schema, StarRocksVersion: o.StarRocksVersion}); err != nil {
-		return nil, fmt.Errorf("starting the emulator: %w", err)
+		return nil, fmt.Errorf("starting the emulator: %w%s", err, portHint(err, o))
 	}
 	if perTableVersion(r.em.StarRocksVersion()) {
 		r.heal = testkit.NewHeal(perTableHealBound)
@@ -425,8 +428,14 @@ func (r *Running) statusLoop(ctx context.Context) {
 			rows := r.metrics.Counter("starrocks_txn_rows_committed")
 			secs := now.Sub(last).Seconds()
 			lat := r.metrics.Timings("starrocks_txn_visibility_latency_ns")
-			writeStatus(r.opts.Out, r.opts.Terminal, fmt.Sprintf("%5.0fs  source txns/s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d",
-				now.Sub(r.start).Seconds(), float64(txns-lastTxns)/secs, float64(rows-lastRows)/secs,
+			// A Debezium snapshot row has no transaction: the output
+			// counts it as a source transaction of its own.
+			label := "source txns/s"
+			if r.opts.Format == FormatDebezium {
+				label = "txns/s (a snapshot row counts one)"
+			}
+			writeStatus(r.opts.Out, r.opts.Terminal, fmt.Sprintf("%5.0fs  %s %6.0f  rows/s %7.0f  commits %5d  visibility p50 %6s p99 %6s  torn reads %d",
+				now.Sub(r.start).Seconds(), label, float64(txns-lastTxns)/secs, float64(rows-lastRows)/secs,
 				r.metrics.Counter("starrocks_txn_commits"),
 				metricscap.Quantile(lat, 0.5).Round(time.Millisecond), metricscap.Quantile(lat, 0.99).Round(time.Millisecond),
 				r.torn.Load()))
@@ -493,4 +502,44 @@ func (r *Running) Close() {
 	if r.em != nil {
 		_ = r.em.Close()
 	}
+}
+
+// portHint tells, for an emulator listener that could not bind because the
+// address is taken, which flag moves it to a free port ("" for any other
+// error): the default 127.0.0.1:9030 is where a local StarRocks FE, an
+// emulator or a demo left with --keep already listens.
+func portHint(err error, o Options) string {
+	var op *net.OpError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &op) || op.Addr == nil {
+		return ""
+	}
+	flag := ""
+	switch addr := op.Addr.String(); {
+	case sameAddr(addr, o.MySQLAddr):
+		flag = "--mysql"
+	case sameAddr(addr, o.HTTPAddr):
+		flag = "--http"
+	default:
+		return "; another process listens there: give --mysql 127.0.0.1:0 and --http 127.0.0.1:0 for free ports"
+	}
+	return fmt.Sprintf("; another process listens there (a StarRocks FE, an emulator, a demo with --keep?): give %s 127.0.0.1:0 for a free port", flag)
+}
+
+// sameAddr reports whether a bound address is the configured one (a host
+// name in the flag resolves to the address in the error).
+func sameAddr(bound, configured string) bool {
+	if bound == configured {
+		return true
+	}
+	_, bp, err1 := net.SplitHostPort(bound)
+	ch, cp, err2 := net.SplitHostPort(configured)
+	if err1 != nil || err2 != nil || bp != cp || cp == "0" {
+		return false
+	}
+	ips, err := net.LookupHost(ch)
+	if err != nil {
+		return false
+	}
+	bh, _, _ := net.SplitHostPort(bound)
+	return slices.Contains(ips, bh)
 }

@@ -4,11 +4,11 @@
 //
 // A processor's lint rule sees only its own fields, and Benthos v4.60.0 has no
 // config-level lint hook: the main schema's fields can be added to but not
-// given rules, and a processor is not told at construction where it was
-// placed. So the binary checks placement itself, on the whole config: in
+// given rules. So the binary checks placement itself, on the whole config: in
 // `lint` (this command, after Benthos's lint) and at start (OnConfigParse, the
-// same text). The processor's own guard, an error on every message of a call
-// that overlaps another, stays for configs built in code.
+// same text). The processor checks where Benthos built it too, so every
+// binary refuses these places (processor/txn_assembler/placement.go), but it
+// cannot see pipeline.threads until its first call; lint can.
 package lint
 
 import (
@@ -17,10 +17,12 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/placement"
 )
 
 // Assembler is the processor whose placement is checked.
-const Assembler = "txn_assembler"
+const Assembler = placement.Assembler
 
 // Problem is a placement the assembler cannot work in.
 type Problem struct {
@@ -33,9 +35,6 @@ type Problem struct {
 }
 
 func (p Problem) Error() string { return p.What }
-
-// the reason common to every refusal.
-const where = "txn_assembler must see every partition's messages in order, one call at a time: put it under input.processors, or under pipeline.processors with pipeline.threads: 1"
 
 // CheckYAML returns every misplaced txn_assembler of a config file.
 func CheckYAML(conf []byte) ([]Problem, error) {
@@ -108,53 +107,10 @@ func checkNode(root *yaml.Node) []Problem {
 	return out
 }
 
-// judge returns why the assembler cannot run at path, or "" when it can.
+// judge returns why the assembler cannot run at path, or "" when it can
+// (internal/placement, the text the processor refuses to start with).
 func judge(path []string, threads int, threadsKnown bool) string {
-	at := strings.Join(path, ".")
-	nProcs := 0
-	for _, p := range path {
-		if p == "processors" {
-			nProcs++
-		}
-	}
-	direct := len(path) >= 2 && path[len(path)-2] == "processors" && nProcs == 1
-	switch root := path[0]; {
-	case root == "input" || root == "input_resources":
-		switch {
-		case contains(path, "batching"):
-			return fmt.Sprintf("%s: %s; here it is a batching policy's processor, which runs on a batch after it was cut", at, where)
-		case !direct:
-			return fmt.Sprintf("%s: %s; here it is inside another processor, which may split, reorder or run its batches in parallel", at, where)
-		}
-		return ""
-	case root == "pipeline":
-		if !direct {
-			return fmt.Sprintf("%s: %s; here it is inside another processor, which may split, reorder or run its batches in parallel", at, where)
-		}
-		if !threadsKnown || threads == 1 {
-			return ""
-		}
-		n := fmt.Sprintf("pipeline.threads is %d", threads)
-		if threads < 1 {
-			n = fmt.Sprintf("pipeline.threads is %d (one thread per CPU core)", threads)
-		}
-		return fmt.Sprintf("%s: %s; here %s, so its calls overlap and it fails every message of the overlapping batches", at, where, n)
-	case root == "processor_resources":
-		return fmt.Sprintf("%s: %s; a processor resource can be used from any place, so its order cannot be checked: write txn_assembler itself under input.processors", at, where)
-	case root == "output" || root == "output_resources":
-		return fmt.Sprintf("%s: %s; here it is an output's processor, which runs in as many concurrent calls as the output has in flight", at, where)
-	default:
-		return fmt.Sprintf("%s: %s", at, where)
-	}
-}
-
-func contains(path []string, s string) bool {
-	for _, p := range path {
-		if p == s {
-			return true
-		}
-	}
-	return false
+	return placement.Judge(path, threads, threadsKnown)
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {

@@ -16,6 +16,10 @@ import (
 // Fallback is the version of a build that carries no module version.
 const Fallback = "0.1.0-dev"
 
+// Name is the project's name, which --version prints whatever the binary
+// file is called (go build -o, a renamed copy).
+const Name = "benthos-starrocks"
+
 const benthosModule = "github.com/redpanda-data/benthos/v4"
 
 // benthosFallback is the Benthos version of go.mod, for builds without
@@ -79,9 +83,11 @@ func benthos(info *debug.BuildInfo) string {
 	return "unknown"
 }
 
-// Print writes the version block `--version` prints.
-func Print(w io.Writer, binary string) {
-	fmt.Fprintf(w, "%s %s\nBenthos %s\n%s %s/%s\n", binary, Project(), Benthos(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+// Print writes the line `--version` prints: the project's name and
+// version, then the Benthos it is built on and the Go toolchain, e.g.
+// `benthos-starrocks 0.1.0-dev (Benthos v4.60.0, go1.26.8 linux/amd64)`.
+func Print(w io.Writer) {
+	fmt.Fprintf(w, "%s %s (Benthos %s, %s %s/%s)\n", Name, Project(), Benthos(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // rootValueFlags are Benthos's root flags that take a value.

@@ -37,8 +37,8 @@ func TestBenthosVersion(t *testing.T) {
 
 func TestPrint(t *testing.T) {
 	var b bytes.Buffer
-	Print(&b, "benthos-starrocks")
-	assert.Regexp(t, `^benthos-starrocks 0\.1\.0-dev\S*\nBenthos v4\.60\.0\ngo1\.\S+ \S+/\S+\n$`, b.String())
+	Print(&b)
+	assert.Regexp(t, `^benthos-starrocks 0\.1\.0-dev\S* \(Benthos v4\.60\.0, go1\.\S+ \S+/\S+\)\n$`, b.String())
 }
 
 func TestRequested(t *testing.T) {

@@ -256,6 +256,9 @@ func (a *assembler) addDecoded(dr decoded, rec recMeta, now time.Time) error {
 	}
 	e, err, size := dr.ev, dr.err, dr.size
 	if err != nil {
+		if errors.Is(err, errNotJSON) {
+			return a.fail(p, rec.offset, fmt.Errorf("%s offset %d: %w", rec.tp, rec.offset, err))
+		}
 		return a.fail(p, rec.offset, fmt.Errorf("%s offset %d: %w (the input reads the full Debezium envelope, without the ExtractNewRecordState SMT, and only topics of data change events)", rec.tp, rec.offset, err))
 	}
 	if !e.hasTxn {

@@ -397,6 +397,18 @@ func TestNotAnEnvelopeStopsPartition(t *testing.T) {
 	require.ErrorContains(t, err, "ExtractNewRecordState")
 }
 
+// A record in a schema registry's wire format (Avro with Confluent's
+// serializer: a zero byte, the schema id, the Avro body) stops the partition
+// with what it is and the converter to use, not as a broken envelope.
+func TestRegistryFramedValueNamesTheConverter(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	avro := append([]byte{0, 0, 0, 0, 42}, 0x02, 0x0c, 'k', 'e', 'y')
+	err := f.dataErr(orders0, avro)
+	require.ErrorContains(t, err, "shop.test.orders/0 offset 0: the value is in a schema registry's wire format (a zero byte and schema id 42, then Avro, Protobuf or JSON Schema), not JSON")
+	require.ErrorContains(t, err, "value.converter=org.apache.kafka.connect.json.JsonConverter")
+	assert.NotContains(t, err.Error(), "ExtractNewRecordState", "not a hint about the envelope")
+}
+
 func TestSourceOffsetNumbering(t *testing.T) {
 	assert.Equal(t, int64(5), endOffsetOf(sourceOffset(5, maxTxnEvents-1)))
 	assert.Less(t, sourceOffset(5, maxTxnEvents-1), sourceOffset(6, 0))

@@ -1,6 +1,7 @@
 package debezium_txn
 
 import (
+	"fmt"
 
 	// The lint rules use parse_duration, a Bloblang method of the pure
 	// components.
@@ -11,6 +12,10 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
+
+// noTransactionTopicText is what lint and the start say of an empty
+// transaction_topic.
+const noTransactionTopicText = "transaction_topic must name the connector's transaction topic"
 
 // Field names of the debezium_txn input. The connection fields
 // (seed_brokers, client_id, tls, sasl), topics and the consumer-group
@@ -129,7 +134,8 @@ func fields() []*service.ConfigField {
 			Advanced(),
 		service.NewStringField(fieldTransactionTopic).
 			Description("The connector's transaction metadata topic (`<topic.prefix>.transaction`, or the connector's `topic.transaction`). It must have exactly one partition.").
-			Example("dbserver1.transaction"),
+			Example("dbserver1.transaction").
+			LintRule(fmt.Sprintf(`root = if this.string().trim() == "" { [ %q ] }`, noTransactionTopicText)),
 		service.NewStringField(fieldTopicPrefix).
 			Description("The connector's `topic.prefix`: a collection `db.table` of an END event is read from topic `<topic_prefix>.db.table`, sanitized as Debezium names topics (characters outside `[a-zA-Z0-9._-]` become `_`). Empty: the transaction topic's name without `.transaction`.").
 			Example("dbserver1").

@@ -270,6 +270,9 @@ func (d *decoder) decode(value []byte) (event, error) {
 
 // decodePlan is decode, with the row plan of the envelope's schema.
 func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
+	if id, framed := registryFramed(value); framed {
+		return event{}, nil, notJSONError(id)
+	}
 	var env wireEnvelope
 	var plan *rowPlan
 	if schema, payload, ok := splitEnvelope(value); ok && !d.slowOnly {

@@ -86,6 +86,10 @@ func TestDecodeNotAnEnvelope(t *testing.T) {
 	}
 	_, err := newDecoder(valueWriter{}).decode([]byte(`{"op":"c","after":[1],"source":{}}`))
 	require.ErrorContains(t, err, "not a JSON object")
+	// Avro, Protobuf or JSON Schema through a schema registry: named as such.
+	_, err = newDecoder(valueWriter{}).decode([]byte{0, 0, 0, 0, 7, 0x02, 'a'})
+	require.ErrorIs(t, err, errNotJSON)
+	require.ErrorContains(t, err, "schema id 7")
 }
 
 func TestDecodeWithSchema(t *testing.T) {
@@ -140,6 +144,10 @@ func TestDecodeTxnMeta(t *testing.T) {
 		_, err := decodeTxnMeta([]byte(bad))
 		require.Error(t, err, bad)
 	}
+	// A BEGIN in a schema registry's wire format names it.
+	_, err = decodeTxnMeta([]byte{0, 0, 0, 1, 0, 2, 'x'})
+	require.ErrorIs(t, err, errNotJSON)
+	require.ErrorContains(t, err, "schema id 256")
 }
 
 // FuzzDecodeEnvelope: the decoder never panics, and what it accepts is a

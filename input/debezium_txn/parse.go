@@ -88,7 +88,7 @@ func inputConfigFromParsed(conf *service.ParsedConfig) (c inputConfig, err error
 		return
 	}
 	if c.transactionTopic = strings.TrimSpace(c.transactionTopic); c.transactionTopic == "" {
-		return c, errors.New("transaction_topic must name the connector's transaction topic")
+		return c, errors.New(noTransactionTopicText)
 	}
 	for _, t := range c.Topics {
 		if t == c.transactionTopic {

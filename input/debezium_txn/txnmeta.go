@@ -37,6 +37,9 @@ type wireTxnMeta struct {
 // decodeTxnMeta reads a BEGIN or END record of the transaction topic, with
 // or without the JsonConverter's schema.
 func decodeTxnMeta(value []byte) (txnMeta, error) {
+	if id, framed := registryFramed(value); framed {
+		return txnMeta{}, notJSONError(id)
+	}
 	var w wireTxnMeta
 	if err := json.Unmarshal(value, &w); err != nil {
 		return txnMeta{}, fmt.Errorf("not a Debezium transaction metadata event: %w", err)

@@ -59,18 +59,19 @@ func (c ClientConfig) Opts(logger kgo.Logger) []kgo.Opt {
 // that names the setting to check. acls says what the user must be allowed
 // to do, for the authorization case (e.g. `topics [cdc] and consumer_group
 // "g"`).
+//
+// A failure no retry fixes (definite.go) is a *DefiniteError.
 func (c ClientConfig) ClusterError(doing, acls string, err error) error {
+	if d := c.definite(doing, err); d != nil {
+		return &DefiniteError{d}
+	}
 	switch {
-	case errors.Is(err, kerr.SaslAuthenticationFailed),
-		errors.Is(err, kerr.UnsupportedSaslMechanism),
-		errors.Is(err, kerr.IllegalSaslState):
-		return fmt.Errorf("%s: authentication to seed_brokers [%s] failed, check the sasl mechanism, username and password: %w", doing, c.BrokersString(), err)
 	case errors.Is(err, kerr.TopicAuthorizationFailed),
 		errors.Is(err, kerr.GroupAuthorizationFailed),
 		errors.Is(err, kerr.ClusterAuthorizationFailed),
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
 		return fmt.Errorf("%s: the sasl user is not authorized (check the ACLs for %s): %w", doing, acls, err)
-	case len(c.SASL) > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+	case c.closedInSASL(err):
 		// Some brokers close the connection instead of answering a failed
 		// SASL authentication with an error code.
 		return fmt.Errorf("%s: seed_brokers [%s] closed the connection during the sasl handshake: authentication with sasl mechanism %s as user %q was probably refused, check the sasl username and password: %w", doing, c.BrokersString(), c.SASL[0].Mechanism, c.SASL[0].Username, err)
@@ -94,8 +95,8 @@ func (c ClientConfig) CheckCluster(ctx context.Context, logger kgo.Logger, topic
 		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
 		defer cancel()
 	}
-	if err := cl.Ping(ctx); err != nil {
-		return c.ClusterError("connecting to kafka", acls, err)
+	if err := c.ping(ctx, cl, acls); err != nil {
+		return err
 	}
 	if len(topics) == 0 {
 		return nil
@@ -119,4 +120,39 @@ func (c ClientConfig) CheckCluster(ctx context.Context, logger kgo.Logger, topic
 		return fmt.Errorf("topics %q do not exist on the cluster at seed_brokers [%s]: create them or fix %s", missing, c.BrokersString(), topicsField)
 	}
 	return nil
+}
+
+// saslAttempts is how many times a connection closed during the SASL
+// handshake is tried before the close counts as a refusal.
+const saslAttempts = 3
+
+// ping reaches a broker. A broker that closes the connection during the SASL
+// handshake (as some do instead of answering a refused login with an error
+// code) is tried saslAttempts times, a second apart: closed every time, the
+// login is refused, which no retry fixes (a *DefiniteError); a broker that
+// was restarting answers the next time.
+func (c ClientConfig) ping(ctx context.Context, cl *kgo.Client, acls string) error {
+	var err error
+	for i := 0; i < saslAttempts; i++ {
+		if err = cl.Ping(ctx); err == nil {
+			return nil
+		}
+		if !c.closedInSASL(err) {
+			return c.ClusterError("connecting to kafka", acls, err)
+		}
+		if i < saslAttempts-1 {
+			select {
+			case <-ctx.Done():
+				return c.ClusterError("connecting to kafka", acls, err)
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return &DefiniteError{c.ClusterError("connecting to kafka", acls, err)}
+}
+
+// closedInSASL reports whether err is a broker closing the connection while
+// SASL is configured.
+func (c ClientConfig) closedInSASL(err error) bool {
+	return len(c.SASL) > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF))
 }

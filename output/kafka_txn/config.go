@@ -1,6 +1,7 @@
 package kafka_txn
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,6 +13,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/internal/specfields"
 )
+
+// emptyTopicText is what lint and the start say of an empty topic.
+const emptyTopicText = "topic must not be empty"
 
 // Field names of the kafka_txn output (the connection fields are
 // internal/kafka's). They are the names users know from Redpanda Connect's
@@ -107,7 +111,8 @@ a string). For dead letters include `+"`starrocks_dead_letter_reason`"+` (and
 			service.NewInterpolatedStringField(fieldTopic).
 				Description("The topic to write each message to. When it has no interpolation, Connect fails with an error naming `topic` if the topic does not exist.").
 				Example("starrocks.dead_letter").
-				Example(`${! @kafka_topic }-retry`),
+				Example(`${! @kafka_topic }-retry`).
+				LintRule(fmt.Sprintf(`root = if this.string().trim() == "" { [ %q ] }`, emptyTopicText)),
 			service.NewInterpolatedStringField(fieldKey).
 				Description("The record key. With the `murmur2_hash` partitioner records with the same key go to the same partition, in order.").
 				Example(`${! @starrocks_partition }`).
@@ -228,7 +233,7 @@ func outputConfigFromParsed(conf *service.ParsedConfig) (c outputConfig, err err
 		return
 	}
 	if s, static := c.topic.Static(); static && strings.TrimSpace(s) == "" {
-		err = fmt.Errorf("%s must not be empty", fieldTopic)
+		err = errors.New(emptyTopicText)
 		return
 	}
 	if conf.Contains(fieldKey) {

@@ -77,6 +77,12 @@ func newFromConfig(conf *service.ParsedConfig, mgr *service.Resources) (*Process
 		return nil, err
 	}
 	p.log = mgr.Logger()
+	// Refuse a place where partitions cannot be seen in order: now when the
+	// place alone says so, at the first call for pipeline.threads
+	// (placement.go).
+	if p.placed, err = newPlacementGuard(componentPath(mgr), p.log); err != nil {
+		return nil, err
+	}
 	p.m = newMetrics(mgr.Metrics())
 	p.reg = registry.Get(mgr)
 	p.reg.OnFence(p.Reset)

@@ -66,6 +66,9 @@ type Processor struct {
 	// reg tells a message of a revoked assignment (stale epoch) apart.
 	reg *registry.Registry
 
+	// placed refuses the calls of a processor placed under
+	// pipeline.processors in a pool of threads (nil elsewhere).
+	placed   *placementGuard
 	inFlight atomic.Bool
 
 	mu  sync.Mutex
@@ -106,16 +109,18 @@ func (p *Processor) Close(context.Context) error {
 // ProcessBatch stamps the contract on each message and returns exactly one
 // batch (or none when every message was dropped).
 func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+	if p.placed != nil {
+		// Under pipeline.processors: refused, from the first call, in a
+		// pool of threads (placement.go).
+		if err := p.placed.admit(ctx); err != nil {
+			return []service.MessageBatch{failed(batch, err)}, nil
+		}
+	}
 	if !p.inFlight.CompareAndSwap(false, true) {
 		// Not under the mutex: reported at once.
 		p.m.errored.c.Incr(int64(len(batch)), reasonConcurrentCall)
 		p.log.Errorf("%v", ErrConcurrentCalls)
-		out := make(service.MessageBatch, len(batch))
-		for i, msg := range batch {
-			out[i] = msg.Copy()
-			out[i].SetError(ErrConcurrentCalls)
-		}
-		return []service.MessageBatch{out}, nil
+		return []service.MessageBatch{failed(batch, ErrConcurrentCalls)}, nil
 	}
 	defer p.inFlight.Store(false)
 
@@ -135,6 +140,16 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 		return nil, nil
 	}
 	return []service.MessageBatch{w.out}, nil
+}
+
+// failed returns copies of batch's messages, each with err.
+func failed(batch service.MessageBatch, err error) service.MessageBatch {
+	out := make(service.MessageBatch, len(batch))
+	for i, msg := range batch {
+		out[i] = msg.Copy()
+		out[i].SetError(err)
+	}
+	return out
 }
 
 // distinct returns batch, or a copy of it in which a message that occurs

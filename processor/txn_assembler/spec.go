@@ -114,9 +114,14 @@ possibly incomplete, because the unreadable message may have been its first row.
 ### Ordering and replays
 
 The processor relies on arrival order. Run it under ` + "`input.processors`" + `
-(one goroutine, in order) or with ` + "`pipeline.threads: 1`" + `. A call that
-overlaps another on the same instance (` + "`pipeline.threads`" + ` > 1) fails every
-message of its batch with an error saying so, without blocking.
+(one goroutine, in order) or with ` + "`pipeline.threads: 1`" + `. It refuses
+every other place itself: an output's processors, a batching policy's, inside
+another processor or a processor resource fail its construction (the stream
+does not start); under ` + "`pipeline.processors`" + ` with ` + "`pipeline.threads`" + ` other
+than 1 (the default -1 included) its first call, and every later one, is held
+unprocessed with an error naming the fix until the stream stops. Where the
+place cannot be told, a call that overlaps another on the same instance fails
+every message of its batch with an error saying so, without blocking.
 
 A nacked batch is replayed by Benthos through every processor. Its offsets are
 then at or below the partition's high-water mark, so its messages are flagged

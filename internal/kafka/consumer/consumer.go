@@ -156,6 +156,11 @@ func (c *Consumer) Connect(ctx context.Context) error {
 
 	logger := c.KgoLogger()
 	if err := c.conf.Client.CheckCluster(ctx, logger, c.conf.CheckField, c.conf.ACLs, c.conf.CheckTopics...); err != nil {
+		if kafka.IsDefinite(err) {
+			// Refused credentials, TLS at one end only, an untrusted
+			// certificate, no Kafka broker at the address.
+			return c.stop(err)
+		}
 		return err
 	}
 	if c.conf.Check != nil {

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -22,8 +23,24 @@ const FieldTopics = "topics"
 func TopicsField(description string, example []string) *service.ConfigField {
 	return service.NewStringListField(FieldTopics).
 		Description(description + " An entry may hold several comma-separated topics.").
-		Example(example)
+		Example(example).
+		LintRule(topicsLintRule)
 }
+
+// NoTopicsText is what lint says of a topics list that names no topic (an
+// empty list, as `create` leaves it, or only empty entries).
+const NoTopicsText = "topics must name at least one topic"
+
+// topicsLintRule reports a list with no topic left after ParseTopics's
+// splitting. Benthos runs a list field's rule on the list and on each
+// element; only the list is judged.
+var topicsLintRule = fmt.Sprintf(`root = if this.type() == "array" {
+  if this.map_each(t -> t.string().split(",").map_each(s -> s.trim()).filter(s -> s != "")).flatten().length() == 0 { [ %q ] }
+}`, NoTopicsText)
+
+// EmptyConsumerGroupText is what lint and the start say of an empty
+// consumer_group (kafka.GroupConfigFromParsed).
+const EmptyConsumerGroupText = "consumer_group must not be empty"
 
 // ParseTopics reads the topics field: every entry split on commas, each
 // topic trimmed, empty ones dropped. none is the error when no topic is
@@ -57,7 +74,8 @@ func GroupFields() []*service.ConfigField {
 		service.NewStringField(kafka.FieldConsumerGroup).
 			Description("The consumer group the input joins and commits its offsets to.").
 			Example("starrocks-loader").
-			Example("${KAFKA_GROUP:shop-cdc-to-starrocks}"),
+			Example("${KAFKA_GROUP:shop-cdc-to-starrocks}").
+			LintRule(fmt.Sprintf(`root = if this.string() == "" { [ %q ] }`, EmptyConsumerGroupText)),
 		service.NewStringAnnotatedEnumField(kafka.FieldIsolationLevel, map[string]string{
 			kafka.IsolationReadCommitted:   "Only records of committed producer transactions are read (Kafka Connect's `exactly.once.source.support` writes transactionally); an open producer transaction holds its partition at the last stable offset.",
 			kafka.IsolationReadUncommitted: "Every record is read, including those of aborted and still-open producer transactions.",
