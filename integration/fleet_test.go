@@ -23,6 +23,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // The fleet: several OS processes of the built binary in one consumer group
@@ -89,6 +90,12 @@ type fleetPlan struct {
 	// of the fleet on a backlog of that many source transactions each,
 	// before the churn.
 	backlog int
+	// updateRatio and deleteRatio, when set, replace the harness's traffic
+	// mix (35 % updates, 10 % deletes: the orders table grows with every
+	// other transaction): the soak deletes about as many orders as it
+	// creates, so that its tables, and the reader's rounds over them, stay
+	// about the same size for its whole length.
+	updateRatio, deleteRatio float64
 	// readerPause is the pause between two rounds of the reader.
 	readerPause time.Duration
 	// semantic and isolation of the pipeline (a broken fleet changes them).
@@ -131,7 +138,8 @@ func TestFleetSoak(t *testing.T) {
 	runFleet(t, fleetBreak(fleetPlan{
 		members: 4, anchors: 2, minLive: 2, maxLive: 5, duration: dur,
 		pause: [2]time.Duration{2 * time.Second, 10 * time.Second},
-		rate:  40, sampleEvery: 20 * time.Second, backlog: 5000, readerPause: 100 * time.Millisecond,
+		rate:  40, sampleEvery: 20 * time.Second, backlog: 20000, readerPause: 100 * time.Millisecond,
+		updateRatio: 0.55, deleteRatio: 0.2,
 		semantic: "exactly_once", isolation: "read_committed",
 	}))
 }
@@ -176,6 +184,10 @@ func pickEvent(rng *rand.Rand, plan fleetPlan, live, churnable int, done map[str
 	}
 	return valid[rng.IntN(len(valid))]
 }
+
+// newFleetRNG is the schedule's random source: the changes, their victims
+// and the pauses follow from the run's seed.
+func newFleetRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 26)) }
 
 // fleetEvent is one change and how the group took it.
 type fleetEvent struct {
@@ -269,7 +281,9 @@ type fleetRun struct {
 	watch *groupWatch
 	rng   *rand.Rand
 
-	// live are the running members, by id.
+	// live are the running members, by id (liveMu guards it while
+	// members start concurrently: the throughput phases).
+	liveMu sync.Mutex
 	live   map[string]*fleetMember
 	events []fleetEvent
 	done   map[string]int
@@ -364,8 +378,12 @@ func startFleetReader(db *sql.DB, pause time.Duration, dupEvery time.Duration) *
 		defer wg.Done()
 		defer close(rd.done)
 		for ctx.Err() == nil {
-			p := pause
-			if err := rd.round(ctx); err != nil && ctx.Err() == nil {
+			// At most half of the time: a round over large tables takes
+			// the emulator a while, and the pipelines need it too.
+			began := time.Now()
+			err := rd.round(ctx)
+			p := max(pause, time.Since(began))
+			if err != nil && ctx.Err() == nil {
 				rd.lastErr = err.Error()
 				p = max(pause, 50*time.Millisecond)
 			}
@@ -424,13 +442,17 @@ func runFleet(t *testing.T, plan fleetPlan) {
 	k := kafka.New(t, kafka.Topic(topic, fleetPartitions, nil))
 	r := &rig{kafka: k, brokers: k.Brokers(), db: db, partitions: fleetPartitions}
 	src := newSource(t, r, seed, 0.2)
+	if plan.deleteRatio > 0 {
+		src.gen = workload.NewGenerator(workload.Options{Partitions: fleetPartitions, Seed: seed, Events: true,
+			UpdateRatio: plan.updateRatio, DeleteRatio: plan.deleteRatio})
+	}
 	env := &fleetEnv{bin: bin, pipeline: fleetFileFor(t, dir, r.brokers, feAddr, sqlAddr, plan), dir: dir}
 	t.Cleanup(env.killAll)
 	watch, err := newGroupWatch(r.brokers, db, "fleet", fleetPartitions, fleetPipelineID, plan.semantic == "exactly_once")
 	require.NoError(t, err)
 	t.Cleanup(watch.close)
 	f := &fleetRun{t: t, plan: plan, env: env, r: r, src: src, watch: watch,
-		rng: rand.New(rand.NewPCG(seed, 26)), live: map[string]*fleetMember{}, done: map[string]int{}}
+		rng: newFleetRNG(seed), live: map[string]*fleetMember{}, done: map[string]int{}}
 	defer func() {
 		if t.Failed() {
 			for _, m := range env.members() {
@@ -459,7 +481,9 @@ func runFleet(t *testing.T, plan fleetPlan) {
 	require.Empty(t, first.stuck, "the fleet of %d converges at start", len(f.live))
 	t.Logf("the fleet of %d converged at start: settled after %s, progressing after %s", len(f.live), first.settled.Round(10*time.Millisecond), first.progressing.Round(10*time.Millisecond))
 	churnFrom := time.Now()
-	for _, m := range f.live {
+	// The measured phase starts: what every member observed so far (a
+	// member that is gone keeps its last scrape) is left out.
+	for _, m := range env.members() {
 		m.markBaseline()
 	}
 	stopSampler := f.startSampler(plan.sampleEvery)
@@ -555,7 +579,10 @@ func (f *fleetRun) measureThroughput() *fleetThroughput {
 		cancel()
 		require.NoError(t, err)
 		launched := time.Now()
-		start()
+		// The members start while the poll below watches: the clock runs
+		// from their launch.
+		started := make(chan struct{})
+		go func() { defer close(started); start() }()
 		var firstCommit time.Time
 		testkit.WaitFor(t, 15*time.Minute, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -574,20 +601,46 @@ func (f *fleetRun) measureThroughput() *fleetThroughput {
 			return f.r.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM test.order_events").Scan(&n) == nil && n >= committed
 		}, "the backlog of %d source transactions is loaded", plan.backlog)
 		done := time.Now()
+		<-started
 		if firstCommit.IsZero() {
 			firstCommit = done
 		}
 		return rows, done.Sub(launched), done.Sub(firstCommit)
 	}
-	var one *fleetMember
-	tp.rows, tp.one, tp.oneC = drain(func() { one = f.startMember(false) })
-	require.True(t, one.sigterm(45*time.Second), "the single member stops gracefully")
-	delete(f.live, one.id)
-	rows, total, fromCommit := drain(func() {
-		for i := 0; i < plan.members; i++ {
-			f.startMember(i < plan.anchors)
+	// Members start at once, each in its own goroutine; a failed start is
+	// reported once they all returned.
+	launch := func(n, anchors int) func() {
+		return func() {
+			ms := make([]*fleetMember, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ms[i], errs[i] = f.env.start(i < anchors)
+				}()
+			}
+			wg.Wait()
+			for i := range n {
+				if errs[i] != nil {
+					t.Errorf("starting a member: %v", errs[i])
+					continue
+				}
+				f.liveMu.Lock()
+				f.live[ms[i].id] = ms[i]
+				f.liveMu.Unlock()
+			}
 		}
-	})
+	}
+	tp.rows, tp.one, tp.oneC = drain(launch(1, 0))
+	require.Len(t, f.live, 1, "the single member started")
+	for _, one := range f.live {
+		require.True(t, one.sigterm(45*time.Second), "the single member stops gracefully")
+		delete(f.live, one.id)
+	}
+	rows, total, fromCommit := drain(launch(plan.members, plan.anchors))
+	require.Len(t, f.live, plan.members, "the fleet's members started")
 	tp.rows = min(tp.rows, rows) // the same size, give or take a Kafka transaction
 	tp.fleet, tp.fleetC = total, fromCommit
 	t.Logf("throughput: %d rows by 1 process in %s (%s from its first commit), by %d in %s (%s)",
