@@ -225,6 +225,7 @@ input:
     topics: [ %s ]
     consumer_group: fleet
     client_id: ${FLEET_MEMBER}
+    start_after_progress: ${FLEET_SEEK}
     isolation_level: %s
     commit_period: 2s
     session_timeout: %s

@@ -19,9 +19,10 @@ import (
 
 // The fleet's members: OS processes of the built binary, each running the
 // same pipeline file in one consumer group. A member is told its name (the
-// Kafka client_id, so that the group's description names it) and the
-// address of its HTTP server (Prometheus /metrics with the Go and process
-// collectors, and Benthos's /debug/pprof endpoints) through the environment.
+// Kafka client_id, so that the group's description names it), the address
+// of its HTTP server (Prometheus /metrics with the Go and process
+// collectors, and Benthos's /debug/pprof endpoints) and whether it seeks
+// past the output's progress through the environment.
 
 // fleetMember is one process of the fleet.
 type fleetMember struct {
@@ -100,7 +101,7 @@ func (e *fleetEnv) launch(id string, anchor bool, attempt int) (*fleetMember, er
 		return nil, err
 	}
 	cmd := exec.Command(e.bin, "-c", e.pipeline)
-	cmd.Env = append(os.Environ(), "FLEET_MEMBER="+id, "FLEET_HTTP="+addr)
+	cmd.Env = append(os.Environ(), "FLEET_MEMBER="+id, "FLEET_HTTP="+addr, "FLEET_SEEK="+strconv.FormatBool(seeks(id)))
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
@@ -136,6 +137,14 @@ func (e *fleetEnv) launch(id string, anchor bool, attempt int) (*fleetMember, er
 // listenLoopback takes a free loopback port (closed again by the caller,
 // whose member binds it).
 func listenLoopback() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// seeks says whether member id starts a partition after the output's
+// progress (kafka_txn's start_after_progress): every other member does not,
+// so that the replays a kill leaves reach the output's own dedup too.
+func seeks(id string) bool {
+	n, _ := strconv.Atoi(strings.TrimPrefix(id, "m"))
+	return n%2 == 1
+}
 
 // members returns every member started so far.
 func (e *fleetEnv) members() []*fleetMember {
