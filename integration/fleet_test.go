@@ -473,8 +473,8 @@ func runFleet(t *testing.T, plan fleetPlan) {
 			f.startMember(i < plan.anchors)
 		}
 	}
-	// The traffic, then the fleet's first convergence (its members'
-	// starts included).
+	// The traffic, then the fleet's first convergence (from the moment its
+	// members' HTTP servers answered).
 	ctx, cancelTraffic := context.WithCancel(context.Background())
 	defer cancelTraffic()
 	wait := src.background(ctx, 0, plan.rate)
