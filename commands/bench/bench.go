@@ -6,8 +6,9 @@
 // into Benthos's drop with and without txn_assembler, the whole pipeline
 // (kafka_txn → txn_assembler → starrocks_txn → emulator) with either
 // semantic, Benthos's http_client doing one plain stream load per table and
-// batch (what people do today, without atomicity), and starrocks_txn alone
-// fed a contract stream built beforehand. Each row reports records/s, the
+// batch (what people do today, without atomicity), starrocks_txn alone fed a
+// contract stream built beforehand, and (--processes) the exactly_once
+// pipeline as OS processes of the binary in one consumer group. Each row reports records/s, the
 // process's CPU time, allocations and garbage-collector share per record, the
 // cores it used and its ratio to kafka_txn → drop on the same topic; a
 // partitions sweep and a tables sweep load further topics. Every row is
@@ -51,10 +52,14 @@ const (
 	// transaction topic) into the same Kafka: debezium_txn assembles the
 	// transactions itself and delivers rows only.
 	KindDebezium = "debezium"
+	// KindProcesses is the exactly_once pipeline run as OS processes of the
+	// binary (Options.Binary) in one consumer group against one emulator
+	// of this process (processes.go): Config.Processes of them.
+	KindProcesses = "processes"
 )
 
 // Kinds lists every kind of row.
-var Kinds = []string{KindFranz, KindDrop, KindAssembler, KindPipeline, KindHTTP, KindOutput, KindDebezium}
+var Kinds = []string{KindFranz, KindDrop, KindAssembler, KindPipeline, KindHTTP, KindOutput, KindDebezium, KindProcesses}
 
 // Delivery semantics of a starrocks_txn configuration (its `semantic` field).
 const (
@@ -139,6 +144,14 @@ type Options struct {
 	// and the visibility latency measures that queue; paced below capacity
 	// it measures how fresh a pipeline that keeps up is.
 	Rate int
+	// Processes, when positive, adds on the first topic the exactly_once
+	// pipeline run as OS processes of Binary in one consumer group: a row
+	// with one process and, when Processes > 1, one with Processes (the
+	// fleet's throughput beside one process's, measured alike).
+	Processes int
+	// Binary is the executable the process rows run (the bench's own
+	// binary: its default build has every component).
+	Binary string
 }
 
 func (o *Options) defaults() {
@@ -208,16 +221,18 @@ type Config struct {
 	// the default emulator) or ModePerTable (against the emulator as
 	// StarRocks PerTableVersion).
 	Mode string
+	// Processes is the number of OS processes of a KindProcesses row.
+	Processes int
 }
 
 // Loader reports whether the row loads into an emulator.
 func (c Config) Loader() bool {
-	return c.Kind == KindPipeline || c.Kind == KindHTTP || c.Kind == KindOutput || c.Kind == KindDebezium
+	return c.Kind == KindPipeline || c.Kind == KindHTTP || c.Kind == KindOutput || c.Kind == KindDebezium || c.Kind == KindProcesses
 }
 
 // StarRocksTxn reports whether the row's output is starrocks_txn.
 func (c Config) StarRocksTxn() bool {
-	return c.Kind == KindPipeline || c.Kind == KindOutput || c.Kind == KindDebezium
+	return c.Kind == KindPipeline || c.Kind == KindOutput || c.Kind == KindDebezium || c.Kind == KindProcesses
 }
 
 // rowName names a row.
@@ -292,6 +307,18 @@ func Configs(o Options, t Topic) []Config {
 			mk(KindDebezium, SemanticAtLeastOnce),
 		}
 	}
+	if o.Processes > 0 && t.Tables == 0 && t.Partitions == o.Partitions[0] {
+		counts := []int{1}
+		if o.Processes > 1 {
+			counts = append(counts, o.Processes)
+		}
+		for _, n := range counts {
+			c := mk(KindProcesses, SemanticExactlyOnce)
+			c.Processes = n
+			c.Name = processesName(n)
+			cs = append(cs, c)
+		}
+	}
 	if o.Rate > 0 {
 		var paced []Config
 		for _, c := range cs {
@@ -356,7 +383,10 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 				dropRate = r.RecordsPerSec()
 			}
 			r.DropRecordsPerSec = dropRate
-			if o.Progress != nil {
+			if o.Progress != nil && c.Kind == KindProcesses {
+				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU per record (the processes'), %.2f cores; %d rows in %s after %s to the first record; verified: %s",
+					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.Cores(), r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Verification))
+			} else if o.Progress != nil {
 				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU and %.0f B in %.1f allocations per record, %.2f cores; %d rows in %s after %s to the first record; verified: %s",
 					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.BytesPerRecord(), r.AllocsPerRecord(), r.Cores(),
 					r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Verification))

@@ -36,7 +36,11 @@ must hold every partition's last END offset). CPU time, allocations and the
 garbage collector's share are the whole process's over the same window.
 --partitions 4,64,256 loads a topic per count (every row on the first;
 kafka_txn → drop, the assembler and the pipeline on the others); --tables
-3,12,48 adds topics of a workload over that many tables (--sweep: both).`,
+3,12,48 adds topics of a workload over that many tables (--sweep: both).
+--processes N adds the exactly_once pipeline run as OS processes of this
+binary in one consumer group against one emulator, on the first topic: a row
+with one process and one with N, both measured from the outside (their
+metrics), so that the fleet's rows/s stands beside one process's.`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "txns", Value: DefaultTxns, Usage: "committed source transactions per topic (about 5.5 rows each)"},
 			&cli.IntFlag{Name: "rate", Usage: "also run each at_least_once pipeline row with its input paced to this many records/s (below capacity: its visibility latency is then the pipeline's freshness, not the backlog's wait)"},
@@ -52,6 +56,7 @@ kafka_txn → drop, the assembler and the pipeline on the others); --tables
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of each row to `PREFIX`-<row>.pprof"},
 			&cli.StringFlag{Name: "memprofile", Usage: "write the allocation profile after each row to `PREFIX`-<row>.pprof (cumulative: compare two with go tool pprof -base)"},
 			&cli.BoolFlag{Name: "quick", Usage: fmt.Sprintf("a small run (%d source transactions) to check that everything works", QuickTxns)},
+			&cli.IntFlag{Name: "processes", Usage: "also run the exactly_once pipeline as OS processes of this binary in one consumer group against one emulator, on the first topic: a row with 1 process and one with `N`, measured alike (from the outside: their metrics), so that the fleet's rows/s stands beside one process's of the same run"},
 			&cli.StringFlag{Name: "only", Usage: "run only rows of these kinds, comma-separated: " + strings.Join(Kinds, ", ") + " (for profiling one)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -84,7 +89,18 @@ kafka_txn → drop, the assembler and the pipeline on the others); --tables
 				MaxInFlight: c.Int("max-in-flight"), HTTPMaxInFlight: c.Int("http-max-in-flight"),
 				BufferSize: c.Int("buffer-size"), CommitInterval: c.Duration("commit-interval"),
 				AbortRatio: c.Float64("abort-ratio"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),
-				Progress: func(s string) { fmt.Fprintln(errOut, s) },
+				Progress:  func(s string) { fmt.Fprintln(errOut, s) },
+				Processes: c.Int("processes"),
+			}
+			if o.Processes < 0 {
+				return fmt.Errorf("--processes: %d is not a positive number", o.Processes)
+			}
+			if o.Processes > 0 {
+				bin, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("--processes: finding this binary to run it: %w", err)
+				}
+				o.Binary = bin
 			}
 			if only := c.String("only"); only != "" {
 				for _, k := range strings.Split(only, ",") {

@@ -52,31 +52,7 @@ func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) 
 	}
 	switch c.Kind {
 	case KindPipeline, KindOutput, KindDebezium:
-		fmt.Fprintf(&sb, `output:
-  starrocks_txn:
-    load_urls: [ %q ]
-    username: root
-    password: ""
-    commit_interval: %s
-    mysql_address: %q
-`, feURL, o.CommitInterval, mysqlAddr)
-		if c.MaxInFlight > 0 {
-			fmt.Fprintf(&sb, "    max_in_flight: %d\n", c.MaxInFlight)
-		}
-		if o.BufferSize > 0 {
-			fmt.Fprintf(&sb, "    buffer_size: %d\n", o.BufferSize)
-		}
-		if c.Semantic != "" {
-			fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
-		}
-		if c.Mode != "" {
-			fmt.Fprintf(&sb, "    transaction_mode: %s\n", c.Mode)
-		}
-		if c.Semantic == SemanticExactlyOnce {
-			fmt.Fprintf(&sb, `    pipeline_id: %s
-    progress_table: %s
-`, PipelineID, ProgressTable)
-		}
+		sb.WriteString(starrocksTxnYAML(c, o, feURL, mysqlAddr))
 	case KindHTTP:
 		// What users do today: one plain stream load per table per output
 		// batch. The assembler's body-less END markers carry no row.
@@ -106,5 +82,39 @@ func PipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) 
 		sb.WriteString("output:\n  drop: {}\n")
 	}
 	sb.WriteString("shutdown_timeout: 20s\n")
+	return sb.String()
+}
+
+// starrocksTxnYAML is the output section of a starrocks_txn row: the
+// output's defaults but for commit_interval and, when the options set them,
+// max_in_flight and buffer_size; exactly_once also gets pipeline_id
+// PipelineID, the progress table and the MySQL address.
+func starrocksTxnYAML(c Config, o Options, feURL, mysqlAddr string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `output:
+  starrocks_txn:
+    load_urls: [ %q ]
+    username: root
+    password: ""
+    commit_interval: %s
+    mysql_address: %q
+`, feURL, o.CommitInterval, mysqlAddr)
+	if c.MaxInFlight > 0 {
+		fmt.Fprintf(&sb, "    max_in_flight: %d\n", c.MaxInFlight)
+	}
+	if o.BufferSize > 0 {
+		fmt.Fprintf(&sb, "    buffer_size: %d\n", o.BufferSize)
+	}
+	if c.Semantic != "" {
+		fmt.Fprintf(&sb, "    semantic: %s\n", c.Semantic)
+	}
+	if c.Mode != "" {
+		fmt.Fprintf(&sb, "    transaction_mode: %s\n", c.Mode)
+	}
+	if c.Semantic == SemanticExactlyOnce {
+		fmt.Fprintf(&sb, `    pipeline_id: %s
+    progress_table: %s
+`, PipelineID, ProgressTable)
+	}
 	return sb.String()
 }

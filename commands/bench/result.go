@@ -55,8 +55,11 @@ type Result struct {
 	// Loads and Commits are the emulator's HTTP loads (transaction and
 	// plain stream loads) and committed transactions.
 	Loads, Commits int64
-	PeakRSS        int64 // bytes, sampled VmRSS of the process during the run
-	StartRSS       int64 // bytes, VmRSS when the row started
+	PeakRSS        int64 // bytes, sampled VmRSS of the process during the run (process rows: the largest process's VmHWM)
+	// ProcessesRSS is, for the process rows, the sum of the processes'
+	// VmHWM.
+	ProcessesRSS int64
+	StartRSS     int64 // bytes, VmRSS when the row started
 	// PeakLive and StartLive are the heap the garbage collector marked
 	// live: the largest seen during the run, and after the GC before it.
 	PeakLive, StartLive int64

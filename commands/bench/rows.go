@@ -29,6 +29,9 @@ func runRow(ctx context.Context, o Options, c Config, tp *loadedTopic, prof *pro
 	if c.Kind == KindFranz {
 		return runFranz(ctx, res, tp, prof, name)
 	}
+	if c.Kind == KindProcesses {
+		return runProcesses(ctx, o, res, tp, name)
+	}
 	if c.Kind == KindDebezium {
 		dbz, err := tp.debeziumView(ctx, o)
 		if err != nil {

@@ -45,20 +45,31 @@ func WriteTable(w io.Writer, rs []Result) {
 		if r.LatencySource != "-" {
 			vis = fmtDur(r.VisP50) + " / " + fmtDur(r.VisP99)
 		}
+		// The process rows are measured from the outside: no allocation
+		// or collector figures, no batch count, RSS per process.
+		inProc := r.Kind != KindProcesses
+		batch := fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch())
+		rss := fmt.Sprintf("%.0f (%.0f)", float64(r.PeakRSS)/(1<<20), float64(r.StartRSS)/(1<<20))
+		buffered := fmt.Sprintf("%.1f (%d)", float64(r.PeakBuffered)/(1<<20), r.PeakInFlight)
+		if !inProc {
+			batch = fmt.Sprintf("%d (-)", r.Batch)
+			rss = fmt.Sprintf("%.0f per process (Σ %.0f)", float64(r.PeakRSS)/(1<<20), float64(r.ProcessesRSS)/(1<<20))
+			buffered = fmt.Sprintf("%.1f (-)", float64(r.PeakBuffered)/(1<<20))
+		}
 		row([]string{
 			r.Topic.String(), r.Name,
 			fmt.Sprintf("%.0f", r.RecordsPerSec()), dash(r.Ratio() > 0 && r.Rate == 0, fmt.Sprintf("%.2f", r.Ratio())),
 			fmt.Sprintf("%.0f", r.RowsPerSec()),
-			fmt.Sprintf("%.2f", r.CPUPerRecord()), fmt.Sprintf("%.0f", r.BytesPerRecord()), fmt.Sprintf("%.1f", r.AllocsPerRecord()),
-			fmt.Sprintf("%.2f", r.Cores()), fmt.Sprintf("%.0f", 100*r.GCShare),
+			fmt.Sprintf("%.2f", r.CPUPerRecord()), dash(inProc, fmt.Sprintf("%.0f", r.BytesPerRecord())), dash(inProc, fmt.Sprintf("%.1f", r.AllocsPerRecord())),
+			fmt.Sprintf("%.2f", r.Cores()), dash(inProc, fmt.Sprintf("%.0f", 100*r.GCShare)),
 			fmt.Sprintf("%.0f (%.2f)", 100*r.SysShare(), r.FaultsPerRecord()),
-			dash(r.Kind != KindFranz, fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch())),
+			dash(r.Kind != KindFranz, batch),
 			vis,
 			dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerSec())), dash(r.Loader(), fmt.Sprintf("%.1f", r.LoadsPerCommit())),
 			dash(r.Loader(), fmt.Sprint(r.Commits)),
-			fmt.Sprintf("%.0f (%.0f)", float64(r.PeakRSS)/(1<<20), float64(r.StartRSS)/(1<<20)),
-			fmt.Sprintf("%.0f (%.0f)", float64(r.PeakLive)/(1<<20), float64(r.StartLive)/(1<<20)),
-			dash(r.StarRocksTxn(), fmt.Sprintf("%.1f (%d)", float64(r.PeakBuffered)/(1<<20), r.PeakInFlight)),
+			rss,
+			dash(inProc, fmt.Sprintf("%.0f (%.0f)", float64(r.PeakLive)/(1<<20), float64(r.StartLive)/(1<<20))),
+			dash(r.StarRocksTxn(), buffered),
 			verified,
 		})
 	}
@@ -104,6 +115,18 @@ func WriteTable(w io.Writer, rs []Result) {
 			break
 		}
 	}
+	for _, r := range rs {
+		if r.Kind == KindProcesses {
+			fmt.Fprintln(w, "OS processes: the exactly_once pipeline run as processes of this binary in one consumer group, reading")
+			fmt.Fprintln(w, "  this process's Kafka and loading one emulator of this process, measured from the outside alike for 1 and N:")
+			fmt.Fprintf(w, "  their Prometheus metrics polled every %s, from the first record received (input_received) to every\n", processPoll)
+			fmt.Fprintln(w, "  source transaction committed (starrocks_txn_source_txns_committed summed); the group's rebalances as the")
+			fmt.Fprintln(w, "  processes join are inside that window. CPU, sys and faults: the processes' own (/proc/<pid>/stat), not this")
+			fmt.Fprintln(w, "  process's Kafka and emulator; RSS: the largest process's VmHWM, Σ over the processes. Visibility is not")
+			fmt.Fprintln(w, "  shown: without the bench's read-time stamp it would measure the pre-loaded backlog's wait.")
+			break
+		}
+	}
 	fmt.Fprintln(w, "RSS: VmRSS of this whole process (in-process Kafka holding the workload and the emulator holding the")
 	fmt.Fprintln(w, "  tables included), sampled every 25 ms; start = after a GC, before the row ran. Live heap: what the")
 	fmt.Fprintln(w, "  last garbage collection marked live (runtime/metrics /gc/heap/live:bytes), sampled alike. Peak buffered: the")
@@ -113,10 +136,26 @@ func WriteTable(w io.Writer, rs []Result) {
 
 // Summary is the run's ratios, one line each: the assembler's and the
 // pipeline's against kafka_txn → drop, exactly_once against at_least_once,
-// the pipeline at each further partition count against the first, and the
-// loads per commit over the tables sweep.
+// the pipeline at each further partition count against the first, the
+// loads per commit over the tables sweep, and the rows/s of N OS processes
+// in one group against one process's.
 func Summary(rs []Result) []string {
 	var out []string
+	// The OS processes' rows need no drop row: they compare with each
+	// other.
+	var procs []string
+	var one *Result
+	for i := range rs {
+		if rs[i].Kind == KindProcesses && rs[i].Processes == 1 {
+			one = &rs[i]
+		}
+	}
+	for _, r := range rs {
+		if r.Kind == KindProcesses && r.Processes > 1 && one != nil && one.RowsPerSec() > 0 {
+			procs = append(procs, fmt.Sprintf("%d OS processes ÷ 1 (exactly_once, one consumer group, %s, this run): %.2f (%.0f ÷ %.0f rows/s)",
+				r.Processes, r.Topic, r.RowsPerSec()/one.RowsPerSec(), r.RowsPerSec(), one.RowsPerSec()))
+		}
+	}
 	var first *Result
 	for i := range rs {
 		if rs[i].Kind == KindDrop {
@@ -125,7 +164,7 @@ func Summary(rs []Result) []string {
 		}
 	}
 	if first == nil {
-		return perTableSummary(rs)
+		return append(procs, perTableSummary(rs)...)
 	}
 	base := first.Topic
 	find := func(t Topic, kind, semantic string) (Result, bool) {
@@ -182,7 +221,7 @@ func Summary(rs []Result) []string {
 			out = append(out, fmt.Sprintf("paced at %d records/s (%s): %.0f records/s delivered, p50 / p99 visibility %s / %s (commit request p50 / p99 %s / %s)", r.Rate, r.Topic, r.RecordsPerSec(), fmtDur(r.VisP50), fmtDur(r.VisP99), fmtDur(r.CommitP50), fmtDur(r.CommitP99)))
 		}
 	}
-	return append(out, perTableSummary(rs)...)
+	return append(append(out, procs...), perTableSummary(rs)...)
 }
 
 // perTableSummary is a line per per-table row: its commit windows and its

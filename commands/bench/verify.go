@@ -34,31 +34,9 @@ func verify(ctx context.Context, c Config, res Result, m *meter, capture *metric
 	if !c.Loader() {
 		return true, fmt.Sprintf("OK: all %d messages delivered", m.want), nil
 	}
-	var ok string
-	if tp.Tables > 0 {
-		want := tp.model.WideSnapshot()
-		got, err := workload.ReadWide(ctx, db, tp.Tables)
-		if err != nil {
-			return false, "", fmt.Errorf("reading the target tables: %w", err)
-		}
-		if diffs := workload.CompareWide(want, got, tp.Tables); len(diffs) > 0 {
-			return false, "FAILED: " + workload.Describe(diffs), nil
-		}
-		rows := 0
-		for i := 0; i < tp.Tables; i++ {
-			rows += len(want[workload.WideTable(i)])
-		}
-		ok = fmt.Sprintf("OK: %d tables = model (%d rows)", tp.Tables, rows)
-	} else {
-		want := tp.model.Snapshot()
-		got, err := workload.ReadTarget(ctx, db, true)
-		if err != nil {
-			return false, "", fmt.Errorf("reading the target tables: %w", err)
-		}
-		if diffs := workload.Compare(want, got); len(diffs) > 0 {
-			return false, "FAILED: " + workload.Describe(diffs), nil
-		}
-		ok = fmt.Sprintf("OK: tables = model (%d orders, %d items, %d events)", len(want.Orders), len(want.Items), len(want.Events))
+	good, ok, err := verifyTables(ctx, tp, db)
+	if err != nil || !good {
+		return false, ok, err
 	}
 	if c.StarRocksTxn() {
 		if n := capture.Counter("starrocks_txn_source_txns_committed"); n != res.SourceTxns {
@@ -77,6 +55,36 @@ func verify(ctx context.Context, c Config, res Result, m *meter, capture *metric
 	}
 	return true, fmt.Sprintf("%s; %s.%s: %d partitions at their last END offset (%d replays dropped)",
 		ok, workload.Database, ProgressTable, len(lastEnds), capture.Counter("starrocks_txn_replays_dropped")), nil
+}
+
+// verifyTables compares the target tables with what the producer committed
+// (the orders workload's tables, or the wide workload's): ok names what
+// matched, or what differs.
+func verifyTables(ctx context.Context, tp *loadedTopic, db *sql.DB) (bool, string, error) {
+	if tp.Tables > 0 {
+		want := tp.model.WideSnapshot()
+		got, err := workload.ReadWide(ctx, db, tp.Tables)
+		if err != nil {
+			return false, "", fmt.Errorf("reading the target tables: %w", err)
+		}
+		if diffs := workload.CompareWide(want, got, tp.Tables); len(diffs) > 0 {
+			return false, "FAILED: " + workload.Describe(diffs), nil
+		}
+		rows := 0
+		for i := 0; i < tp.Tables; i++ {
+			rows += len(want[workload.WideTable(i)])
+		}
+		return true, fmt.Sprintf("OK: %d tables = model (%d rows)", tp.Tables, rows), nil
+	}
+	want := tp.model.Snapshot()
+	got, err := workload.ReadTarget(ctx, db, true)
+	if err != nil {
+		return false, "", fmt.Errorf("reading the target tables: %w", err)
+	}
+	if diffs := workload.Compare(want, got); len(diffs) > 0 {
+		return false, "FAILED: " + workload.Describe(diffs), nil
+	}
+	return true, fmt.Sprintf("OK: tables = model (%d orders, %d items, %d events)", len(want.Orders), len(want.Items), len(want.Events)), nil
 }
 
 // erNoSuchTable is the MySQL error number of a missing table.
