@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -128,4 +129,41 @@ func TestReviewBookReadyAtWhenAnotherWriterMadeTheChange(t *testing.T) {
 	v := book.Resolve(context.Background(), "test", "a", schemasync.Ref{Typed: wider})
 	require.NoError(t, v.Err)
 	assert.False(t, v.ReadyAt.IsZero(), "the book cannot tell when the column appeared: the rows must go into a transaction begun after this read")
+}
+
+// flakyMeta fails the next column reads as a reset MySQL connection does.
+type flakyMeta struct {
+	*tablesMeta
+	fail int
+}
+
+func (m *flakyMeta) Columns(ctx context.Context, db, table string) (*schema.Table, bool, error) {
+	if m.fail > 0 {
+		m.fail--
+		return nil, false, errors.New("reading the columns of test.a: invalid connection")
+	}
+	return m.tablesMeta.Columns(ctx, db, table)
+}
+
+// TestReviewATransientColumnReadIsNotDeadLettered: with dead_letter
+// configured, a source transaction whose schema check meets a reset MySQL
+// connection (information_schema read: "reset, not applied", one of the
+// outcomes every remote call must survive) is poisoned and dead-lettered
+// whole — a valid transaction taken off the table for a network blip, and
+// every gated transaction checked during the blip with it. A transient
+// failure of the check must be tried again (as a stall is), never
+// dead-lettered.
+func TestReviewATransientColumnReadIsNotDeadLettered(t *testing.T) {
+	meta := newTablesMeta()
+	meta.set("test", "a", "id", "txn")
+	flaky := &flakyMeta{tablesMeta: meta, fail: 1}
+	st := newStepper(t, "commit_interval: 100ms\nstall_retry_interval: 1s\n", true)
+	book := schemasync.New(flaky, schemasync.Config{Mode: schemasync.Evolve, PollMin: time.Millisecond, Now: func() time.Time { return st.now }})
+	st.o.schemas, st.k.schemas = book, book
+	s := newSrc("a1")
+	old := &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}, {Name: "txn", Type: schema.String}}, Key: []string{"id"}}
+	st.write(s.typedRow("p0", "t1", "a", old, map[string]any{"id": 1, "txn": "t1"}, true))
+	_ = st.resolve(0)
+	assert.Empty(t, st.k.dlQueue, "a reset connection is no reason to dead-letter t1")
+	assert.NotEqual(t, "t1:poisoned", st.states("a1", "p0")[0])
 }
