@@ -50,3 +50,33 @@ func TestReviewTwoLiveSchemasOfATableStayKnown(t *testing.T) {
 	}
 	assert.LessOrEqual(t, m.reads.Load()-reads, int64(1), "the old schema is read once, then both stay known while the columns do not change")
 }
+
+// TestReviewAFieldWhoseCaseDiffersFromItsColumnIsNotTakenAsLoaded: the book
+// matches source fields to columns ignoring case (schema.Table.Column, "as
+// StarRocks does") — right for DDL, where StarRocks's column names are
+// case-insensitive, wrong for what a JSON load keeps: StarRocks's JSON
+// reader matches keys to columns exactly (the emulator's review test), so a
+// source field "Coupon" against a column "coupon" (a table created by hand
+// in lower case, or a case-only rename at the source) is dropped on every
+// row. In error mode the book must refuse it naming the column (and in
+// ignore mode count it); in evolve mode it cannot add it (the name exists
+// ignoring case): it must poison, or the output must send the key in the
+// column's case. Today every mode takes the rows, and the values are lost
+// silently.
+func TestReviewAFieldWhoseCaseDiffersFromItsColumnIsNotTakenAsLoaded(t *testing.T) {
+	for _, mode := range []Mode{Error, Evolve} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFakeMeta()
+			f.tables["d.t"] = &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}, {Name: "coupon", Type: schema.Varchar(8), Nullable: true}}, Key: []string{"id"}}
+			b := New(f, Config{Mode: mode})
+			src := &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}, {Name: "Coupon", Type: schema.Varchar(8), Nullable: true}}, Key: []string{"id"}}
+			v := b.Resolve(context.Background(), "d", "t", Ref{Typed: src})
+			require.Error(t, v.Err, "rows whose Coupon StarRocks would drop are taken as loadable")
+			assert.Contains(t, v.Err.Error(), "Coupon")
+
+			untyped := Ref{Keys: 42, KeyNames: []string{"id", "Coupon"}}
+			v = b.Resolve(context.Background(), "d", "t", untyped)
+			require.Error(t, v.Err, "an untyped row's key Coupon is taken as the column coupon")
+		})
+	}
+}
