@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,4 +80,47 @@ func TestReviewAFieldWhoseCaseDiffersFromItsColumnIsNotTakenAsLoaded(t *testing.
 			require.Error(t, v.Err, "an untyped row's key Coupon is taken as the column coupon")
 		})
 	}
+}
+
+// racingMeta lets another writer's statement land just before this
+// writer's first ALTER (after this writer read the columns).
+type racingMeta struct {
+	*fakeMeta
+	other string
+}
+
+func (r *racingMeta) ExecDDL(ctx context.Context, db, stmt string) error {
+	if r.other != "" {
+		other := r.other
+		r.other = ""
+		if err := r.fakeMeta.ExecDDL(ctx, db, other); err != nil {
+			return err
+		}
+	}
+	return r.fakeMeta.ExecDDL(ctx, db, stmt)
+}
+
+// TestReviewTwoWritersRacingToAddColumnsBothGoOn: two writers of one table
+// (two processes of a fleet, each with a partition) whose sources are one
+// change apart: A's rows add coupon, B's add coupon and points. B reads the
+// columns (neither is there), A's ADD COLUMN (coupon) — fast schema
+// evolution, FINISHED at once — lands, then B's ADD COLUMN (coupon, points)
+// is refused ("Can not add column which already exists"). Resolve reads the
+// table once more, sees that points is still missing, and — because one
+// statement was refused — gives up with the refusal: B's source transaction
+// is poisoned (dead-lettered whole when dead_letter is set) although nothing
+// is wrong with it, and the ALTER that would add points was never tried.
+// A refusal that the table's new state explains (what it says exists now
+// exists) must lead to a new plan, not a poison.
+func TestReviewTwoWritersRacingToAddColumnsBothGoOn(t *testing.T) {
+	f := newFakeMeta()
+	f.tables["d.t"] = &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}}, Key: []string{"id"}}
+	m := &racingMeta{fakeMeta: f, other: "ALTER TABLE `d`.`t` ADD COLUMN (`coupon` VARCHAR(8) NULL)"}
+	b := New(m, Config{Mode: Evolve, PollMin: time.Millisecond})
+	src := &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}, {Name: "coupon", Type: schema.Varchar(8), Nullable: true}, {Name: "points", Type: schema.Int, Nullable: true}}, Key: []string{"id"}}
+	v := b.Resolve(context.Background(), "d", "t", Ref{Typed: src})
+	require.NoError(t, v.Err, "statements: %q", f.statements())
+	cols, _, _ := f.Columns(context.Background(), "d", "t")
+	_, ok := cols.Column("points")
+	assert.True(t, ok, "points was added")
 }
