@@ -124,3 +124,27 @@ func TestReviewTwoWritersRacingToAddColumnsBothGoOn(t *testing.T) {
 	_, ok := cols.Column("points")
 	assert.True(t, ok, "points was added")
 }
+
+// TestReviewAColumnDroppedInStarRocksIsNoticed: once a schema is known it
+// stays known until Invalidate, which runs only for a stall (and a load that
+// fails). A JSON load never fails for a key the table lacks — StarRocks skips
+// it — so when an operator drops a column, or drops and recreates the table
+// without it, while the pipeline runs, every later value of that field is
+// dropped silently, in every mode (evolve would add it back, error would
+// refuse, ignore would count it), until the process restarts. The book must
+// check again now and then (or on a signal such as the table's schema
+// version) so that a known schema does not stay known forever.
+func TestReviewAColumnDroppedInStarRocksIsNoticed(t *testing.T) {
+	f := newFakeMeta()
+	f.tables["d.t"] = &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}, {Name: "coupon", Type: schema.Varchar(8), Nullable: true}}, Key: []string{"id"}}
+	now := time.Unix(1000, 0)
+	b := New(f, Config{Mode: Error, Now: func() time.Time { return now }})
+	src := &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}, {Name: "coupon", Type: schema.Varchar(8), Nullable: true}}, Key: []string{"id"}}
+	require.NoError(t, b.Resolve(context.Background(), "d", "t", Ref{Typed: src}).Err)
+	require.True(t, b.Known("d", "t", Ref{Typed: src}))
+
+	// An operator recreates the table without coupon.
+	f.set("d", "t", &schema.Table{Columns: []schema.Column{{Name: "id", Type: schema.BigInt}}, Key: []string{"id"}})
+	now = now.Add(time.Hour)
+	assert.False(t, b.Known("d", "t", Ref{Typed: src}), "an hour later the rows carrying coupon are still loaded unchecked: StarRocks drops every value")
+}
