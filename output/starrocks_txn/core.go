@@ -35,6 +35,11 @@ type core struct {
 	schemas *schemasync.Book
 	// knownLast caches the book's last yes (schema.go: known).
 	knownLast knownCache
+	// schemaReady is, per database, when each table's columns were last
+	// seen to change (schema.go: noteReady): a transaction with rows of
+	// such a table goes only into a cycle begun after it (takeBegunAt).
+	schemaReady map[string]*tableReadiness
+	readySeq    uint64
 
 	seqs map[string]*sequencer[*item]
 	// retiredSeqs and lastPrune: manager.go, prune; sourceIdle is the

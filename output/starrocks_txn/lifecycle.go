@@ -182,6 +182,9 @@ type srcTxn struct {
 	// StarRocks: it is loaded only into a StarRocks transaction begun after
 	// it (worker.go: take).
 	notBefore time.Time
+	// checkedSeq is core.readySeq when its rows' schemas were last known
+	// or checked (schema.go: notBefore).
+	checkedSeq uint64
 	// schemaStall is set when it was poisoned for its schema or its table
 	// (a change refused, mode error, a missing table): without dead_letter
 	// its partition's stall is tried again (ARCHITECTURE.md §14.4).

@@ -55,8 +55,11 @@ type partition struct {
 	stallRetryAt time.Time
 	// gated are the complete transactions held for a schema check, in
 	// order: the first one's check runs, the rest wait behind it
-	// (schema.go).
-	gated []*srcTxn
+	// (schema.go). A check StarRocks did not answer is started again at
+	// checkRetryAt (zero: none due), after checkRetries tries.
+	gated        []*srcTxn
+	checkRetryAt time.Time
+	checkRetries int
 	// fenced is set once a fence that took the partition ended: nothing is
 	// published for it any more.
 	fenced bool

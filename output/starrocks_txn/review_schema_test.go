@@ -37,6 +37,7 @@ func TestReviewMaxwellRowsAfterADDLWaitForACycleBegunAfterIt(t *testing.T) {
 	// it and loads table a under the old schema.
 	st.write(s.row("p0", "t0", "a", map[string]any{"id": 0, "txn": "t0"}, true))
 	require.NoError(t, st.resolve(0))
+	st.advance(time.Millisecond) // a cycle begun after t0's check (its first read of a)
 	begunBefore := st.now
 	q := st.k.dbs["test"]
 	taken, _ := st.k.takeBegunAt(q, nil, false, st.now, begunBefore)
