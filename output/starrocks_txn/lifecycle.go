@@ -26,7 +26,9 @@ import (
 //	open | active | queued | in cycle ──► poisoned ──► dead-lettered          │    │
 //	                                      (dead_letter set)                   │    │
 //	open | active | queued | in cycle ──► stalled ────────────────────────────┘ (*)│
-//	                                      (no dead_letter, or behind the stall)    │
+//	                                      (no dead_letter, or behind the stall;    │
+//	                                      never the partition's open transaction:  │
+//	                                      it stays open, its rest held; stall)     │
 //	any state not over, but fenced ──► fenced ─────────────────────────────────────┘ (*)
 //	                                     ├──► released
 //	                                     └──► dead-lettered (it was poisoned and its
@@ -49,8 +51,12 @@ import (
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
 //   - poisoned: on its way to dead_letter (core.dlQueue, core.dlWriting).
-//   - stalled: poisoned without dead_letter, or a later transaction of the
-//     partition held behind the one that stalled it, until a fence.
+//   - stalled: poisoned without dead_letter, or a later complete
+//     transaction of the partition held behind the one that stalled it,
+//     until a fence or, for a stall on a table or schema, until it is tried
+//     again (gated). The partition's open transaction is not stalled: it
+//     stays open while the rest of its messages are held (partition.go:
+//     stall).
 //   - fenced: a fence took it; it is released once no commit holding it is
 //     in flight (partition.go, fence.go).
 //   - committed, skipped, dead-lettered: over and resolved: the partition's

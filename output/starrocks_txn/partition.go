@@ -470,8 +470,16 @@ func (k *core) cut(now time.Time) {
 }
 
 // stall stops a partition at a poisoned transaction: it and every later
-// transaction of the partition are held (their WriteBatch calls do not
-// return) until the partition is fenced or the output stops.
+// complete transaction of the partition are held (their WriteBatch calls do
+// not return) until the partition is fenced, the stall is tried again
+// (schema.go: retryStalls) or the output stops.
+//
+// The partition's open transaction, if any, stays its open transaction:
+// stallHold holds the rest of its messages with everything else that comes,
+// and when a stall is tried again they complete it in order (a transaction
+// moved out of the open slot half received would be lost to both: its
+// first part held for good, its rest opening a new transaction of the same
+// id that loads alone, partly visible); a fence takes it as the open one.
 func (k *core) stall(p *partition, t *srcTxn) {
 	if p.stalled != nil {
 		return
@@ -510,8 +518,4 @@ func (k *core) stall(p *partition, t *srcTxn) {
 		drop(x)
 	}
 	p.active = nil
-	if p.open != nil {
-		drop(p.open)
-		p.open = nil
-	}
 }

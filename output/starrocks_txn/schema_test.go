@@ -25,6 +25,9 @@ type tablesMeta struct {
 	mu     sync.Mutex
 	tables map[string]*schema.Table
 	ddl    []string
+	// refuse is how many ALTER TABLE statements it refuses, as StarRocks
+	// refuses a change definitely, before it applies them.
+	refuse int
 }
 
 func newTablesMeta() *tablesMeta { return &tablesMeta{tables: map[string]*schema.Table{}} }
@@ -56,6 +59,10 @@ func (m *tablesMeta) ExecDDL(_ context.Context, db, stmt string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ddl = append(m.ddl, stmt)
+	if m.refuse > 0 && strings.HasPrefix(stmt, "ALTER TABLE") {
+		m.refuse--
+		return &starrocks.DDLError{Statement: stmt, Number: 1064, Message: "refused once"}
+	}
 	i := strings.Index(stmt, "ADD COLUMN (")
 	if i < 0 || !strings.HasPrefix(stmt, "ALTER TABLE `"+db+"`.`") {
 		return &starrocks.DDLError{Statement: stmt, Number: 1064, Message: "this catalogue takes only ADD COLUMN"}
@@ -225,6 +232,65 @@ func TestCoreSchemaStallHealsWithoutARestart(t *testing.T) {
 	st.k.committed(txns)
 	assert.True(t, returned(c1))
 	assert.True(t, returned(c2))
+}
+
+// A source transaction still open — part of its messages applied — when
+// the partition stalls on an earlier one whose ALTER TABLE StarRocks
+// refused stays whole: once the stall is tried again and the change goes
+// through, the rest of it (held behind the stall) completes it, and it is
+// loaded whole, after the earlier one, with every call acknowledged. With
+// exactly_once (the partition's progress read first) as without it.
+func TestCoreTransactionOpenAtASchemaStallGoesOnWhole(t *testing.T) {
+	for _, exactly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at_least_once", true: "exactly_once"}[exactly], func(t *testing.T) {
+			meta := newTablesMeta()
+			meta.set("test", "a", "id", "txn")
+			meta.refuse = 1
+			st := gateStepper(t, false, schemasync.Evolve, meta)
+			st.k.learns = exactly
+			s := newSrc("a1")
+			wider := &schema.Table{Key: []string{"id"}, Columns: []schema.Column{
+				{Name: "id", Type: schema.BigInt}, {Name: "txn", Type: schema.String}, {Name: "coupon", Type: schema.Varchar(8), Nullable: true}}}
+			c1 := st.write(s.typedRow("p0", "t1", "a", wider, map[string]any{"id": 1, "txn": "t1", "coupon": "x"}, false), s.marker("p0", "t1", false))
+			if exactly {
+				require.True(t, st.k.progressRead("p0", st.k.progressGen["p0"], progressEntry{}, st.now))
+			}
+			require.Len(t, st.fx.resolving, 1, "t1 needs the column")
+			// t2 begins while t1's change is under way.
+			c2 := st.write(s.typedRow("p0", "t2", "a", wider, map[string]any{"id": 2, "txn": "t2", "coupon": "y"}, false))
+			assert.Equal(t, []string{"t1:gated", "t2:open"}, st.states("a1", "p0"))
+
+			err := st.resolve(0)
+			require.Error(t, err, "StarRocks refused the ALTER")
+			assert.Equal(t, "t1", stalledAt(st.k, "a1", "p0"))
+			c3 := st.write(s.typedRow("p0", "t2", "a", wider, map[string]any{"id": 3, "txn": "t2", "coupon": "z"}, false), s.marker("p0", "t2", false))
+			assert.Len(t, st.part("a1", "p0").held, 2, "the rest of t2 waits behind the stall")
+
+			st.k.tick(st.now) // schedules the retry
+			st.advance(1100 * time.Millisecond)
+			st.k.tick(st.now)
+			require.Len(t, st.fx.resolving, 2, "tried again after stall_retry_interval")
+			require.NoError(t, st.resolve(1), "the ALTER goes through")
+			assert.Equal(t, "", stalledAt(st.k, "a1", "p0"))
+			assert.Len(t, meta.ddl, 2, "one ALTER refused, one applied")
+
+			st.advance(time.Second)
+			st.k.tick(st.now)
+			txns := st.k.take(st.k.dbs["test"], nil, false, st.now.Add(time.Second))
+			var got []string
+			for _, tx := range txns {
+				got = append(got, fmt.Sprintf("%s:%d rows", tx.id, len(tx.rows["a"])))
+			}
+			assert.Equal(t, []string{"t1:1 rows", "t2:2 rows"}, got, "t2 is loaded whole, once, after t1")
+			require.True(t, st.k.startCommit(txns))
+			st.k.committed(txns)
+			st.check()
+			for i, c := range []*call{c1, c2, c3} {
+				assert.True(t, returned(c), "call %d acknowledged", i+1)
+			}
+			assert.Empty(t, st.part("a1", "p0").order, "nothing of the partition left unresolved")
+		})
+	}
 }
 
 // With dead_letter a transaction refused for its schema goes there whole,
