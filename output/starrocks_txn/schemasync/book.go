@@ -455,6 +455,9 @@ func (b *Book) plan(k tableKey, have *schema.Table, found bool, want *schema.Tab
 		return b.planKeys(k, have, r.KeyNames)
 	}
 	d := schema.Compare(have, want)
+	if err := b.planCased(k, d.Cased); err != nil {
+		return nil, err
+	}
 	for _, col := range d.Dropped {
 		if r.Typed != nil && b.warnOnce(k, "dropped", col) {
 			b.conf.Log.Infof("Column %s of %s is no longer sent by the source: it stays, and later rows leave it NULL or its default", col, k)
@@ -510,6 +513,9 @@ func (b *Book) planKeys(k tableKey, have *schema.Table, keys []string) ([]step, 
 		if _, ok := have.Column(key); !ok {
 			missing = append(missing, key)
 		}
+	}
+	if err := b.planCased(k, casedKeys(have, keys)); err != nil {
+		return nil, err
 	}
 	if len(missing) == 0 {
 		return nil, nil
