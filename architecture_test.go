@@ -541,3 +541,125 @@ func TestArchitectureDocumentIsTrue(t *testing.T) {
 	assert.Equal(t, rep.rows, rep.enforced, "every row of the guarantee map is enforced")
 	assert.NotZero(t, rep.rows, "the guarantee map was found")
 }
+
+// archFixture writes a small module tree: one plugin package with a test, a
+// ground package, an end-to-end package.
+func archFixture(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"input/foo/foo.go":          "package foo\n\ntype T struct{}\n\nfunc Keep() {}\n\nfunc (*T) Method() {}\n",
+		"input/foo/foo_test.go":     "package foo\n\nimport \"testing\"\n\nfunc TestKeep(t *testing.T) {}\n\nfunc TestKeepAlso(t *testing.T) {}\n",
+		"input/foo/testdata/x.go":   "package ignored\n",
+		"internal/bar/bar.go":       "package bar\n\nfunc Ground() {}\n",
+		"internal/bar/bar_test.go":  "package bar_test\n\nimport \"testing\"\n\nfunc TestBar(t *testing.T) {}\n",
+		"integration/e2e_test.go":   "package integration\n\nimport \"testing\"\n\nfunc TestEndToEnd(t *testing.T) {}\n",
+		"integration/doc.go":        "// Package integration cites ARCHITECTURE.md §11.1.\npackage integration\n",
+		"input/foo/sub/sub.go":      "package sub\n\nfunc Sub() {}\n",
+		"input/foo/sub/sub_test.go": "package sub\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {}\n",
+	}
+	for name, text := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	}
+	return root
+}
+
+const archFixtureDoc = "# Architecture\n\n" +
+	"## 9. File map\n\n" +
+	"| path | what lives there |\n|---|---|\n| `input/foo/` | the plugin |\n\n" +
+	"### 9.1 Foo, `input/foo/`\n\n" +
+	"| file | what lives there |\n|---|---|\n| `foo.go` | everything |\n\n" +
+	"### 9.2 Sub, `input/foo/sub/`\n\n" +
+	"| file | what lives there |\n|---|---|\n| `sub.go` | the rest |\n\n" +
+	"## 11. Guarantee map\n\n" +
+	"### 11.1 Foo\n\n" +
+	"Packages: home `input/foo`, unit tests `input/foo`, end-to-end tests `integration`.\n\n" +
+	"| guarantee | enforced in | unit test | end-to-end test |\n|---|---|---|---|\n" +
+	"| it keeps | `foo.go:Keep` (`prose`), `foo.go:T.Method`; `internal/bar/bar.go:Ground` | `TestKeep`, `TestKeepA*`, `[internal/bar] TestBar` | `TestEndToEnd/sub` |\n" +
+	"| the sub keeps | `sub/sub.go:Sub` | `[sub] TestSub` | — |\n\n" +
+	"## 12. Next\n"
+
+// Each kind of stale reference is caught, and the fixture itself is clean.
+func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
+	rep, err := checkArchitecture(archFixture(t), archFixtureDoc)
+	require.NoError(t, err)
+	require.Empty(t, rep.problems)
+	require.Equal(t, 2, rep.rows)
+	require.Equal(t, 2, rep.enforced)
+	rep, err = checkArchitecture(archFixture(t), strings.Replace(archFixtureDoc, "`TestKeep`", "`TestKept`", 1))
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.enforced, "a row with a stale reference is not enforced")
+
+	for _, c := range []struct {
+		name string
+		doc  func(string) string
+		tree map[string]string // files written into the fixture
+		want string
+	}{
+		{name: "a test renamed", doc: func(d string) string { return strings.Replace(d, "`TestKeep`", "`TestKept`", 1) },
+			want: "`TestKept`: no func TestKept( in the _test.go files of input/foo"},
+		{name: "a test of another package", doc: func(d string) string { return strings.Replace(d, "`[internal/bar] TestBar`", "`TestBar`", 1) },
+			want: "no func TestBar( in the _test.go files of input/foo"},
+		{name: "an end-to-end test gone", doc: func(d string) string { return strings.Replace(d, "TestEndToEnd/sub", "TestEndToEnd2", 1) },
+			want: "no func TestEndToEnd2( in the _test.go files of integration"},
+		{name: "a family with no member", doc: func(d string) string { return strings.Replace(d, "`TestKeepA*`", "`TestGone*`", 1) },
+			want: "no test of input/foo starts with TestGone"},
+		{name: "a marker naming no package", doc: func(d string) string { return strings.Replace(d, "[internal/bar]", "[internal/baz]", 1) },
+			want: "no package internal/baz"},
+		{name: "an elided name", doc: func(d string) string { return strings.Replace(d, "`TestKeepA*`", "`…Also`", 1) },
+			want: "an elided test name"},
+		{name: "a function gone", doc: func(d string) string { return strings.Replace(d, "`foo.go:Keep`", "`foo.go:Kept`", 1) },
+			want: "input/foo/foo.go declares no func or type Kept"},
+		{name: "a method of another type", doc: func(d string) string { return strings.Replace(d, "T.Method", "U.Method", 1) },
+			want: "declares no func or type U.Method"},
+		{name: "a file gone", doc: func(d string) string {
+			return strings.Replace(d, "internal/bar/bar.go:Ground", "internal/bar/baz.go:Ground", 1)
+		},
+			want: "no file internal/bar/baz.go"},
+		{name: "a bare file is in the folder before it", doc: func(d string) string {
+			return strings.Replace(d, "`internal/bar/bar.go:Ground`", "`internal/bar/bar.go:Ground`, `foo.go`", 1)
+		}, want: "`foo.go`: no file internal/bar/foo.go"},
+		{name: "a home that is no function", doc: func(d string) string { return strings.Replace(d, "`sub/sub.go:Sub`", "`sub/sub.go`", 1) },
+			want: "is not a `file.go:func`"},
+		{name: "a row with no test", doc: func(d string) string { return strings.Replace(d, "`[sub] TestSub`", "—", 1) },
+			want: "a guarantee with no test named"},
+		{name: "a table without its packages", doc: func(d string) string { return strings.Replace(d, "Packages: home", "Packages home", 1) },
+			want: "without a `Packages: home"},
+		{name: "a plugin package homing no row", doc: func(d string) string { return strings.Replace(d, "`sub/sub.go:Sub`", "`foo.go:Keep`", 1) },
+			want: "plugin package input/foo/sub homes no row"},
+		{name: "a new plugin package", tree: map[string]string{"output/new/new.go": "package new\n"},
+			want: "plugin package output/new homes no row"},
+		{name: "a new plugin package has no file table", tree: map[string]string{"output/new/new.go": "package new\n"},
+			want: "plugin package output/new has no file table"},
+		{name: "a file missing from its table", tree: map[string]string{"input/foo/extra.go": "package foo\n"},
+			want: "input/foo/extra.go is in no row of its file table"},
+		{name: "a file table naming a file gone", doc: func(d string) string {
+			return strings.Replace(d, "| `foo.go` | everything |", "| `foo.go`, `gone.go` | everything |", 1)
+		},
+			want: "the file table of input/foo names gone.go: no such file"},
+		{name: "a path of the file map gone", doc: func(d string) string { return strings.Replace(d, "| `input/foo/` |", "| `input/fooo/` |", 1) },
+			want: "§9 names input/fooo/: no such path"},
+		{name: "a citation of a section gone", tree: map[string]string{"internal/bar/cite.go": "// See ARCHITECTURE" + ".md §11.7.\npackage bar\n"},
+			want: "internal/bar/cite.go cites ARCHITECTURE" + ".md §11.7: no such section"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := archFixture(t)
+			for name, text := range c.tree {
+				path := filepath.Join(root, filepath.FromSlash(name))
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+			}
+			doc := archFixtureDoc
+			if c.doc != nil {
+				doc = c.doc(doc)
+				require.NotEqual(t, archFixtureDoc, doc, "the case changes the document")
+			}
+			rep, err := checkArchitecture(root, doc)
+			require.NoError(t, err)
+			found := slices.ContainsFunc(rep.problems, func(p string) bool { return strings.Contains(p, c.want) })
+			assert.True(t, found, "want a problem containing %q, got:\n%s", c.want, strings.Join(rep.problems, "\n"))
+		})
+	}
+}
