@@ -53,6 +53,7 @@ var (
 	headingRE   = regexp.MustCompile(`^(#{2,3}) (\d+(?:\.\d+)*)\.? `)
 	packagesRE  = regexp.MustCompile("^Packages: home `([^`]+)`, unit tests `([^`]+)`, end-to-end tests `([^`]+)`\\.?\\s*$")
 	codeSpanRE  = regexp.MustCompile("`([^`]+)`")
+	bareNameRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)*$`)
 	fileRefRE   = regexp.MustCompile(`^((?:[\w.-]+/)*)([\w-]+\.go)(?::(\w+)(?:\.(\w+))?)?$`)
 	testNameRE  = regexp.MustCompile(`^(?:\[([^\]]+)\] )?((?:Test|Fuzz|Benchmark|Example)\w*)(\*)?(/\S*)?$`)
 	markedRE    = regexp.MustCompile(`^\[([^\]]+)\] `)
@@ -70,6 +71,7 @@ type archReport struct {
 	enforced int // rows with a home and tests, every reference checked
 	tests    int // test names checked
 	refs     int // file.go and file.go:func references checked
+	names    int // names given as prose beside them, checked
 }
 
 func (r *archReport) addf(line int, format string, args ...any) {
@@ -80,6 +82,7 @@ func (r *archReport) addf(line int, format string, args ...any) {
 type goPackage struct {
 	files map[string]map[string]bool // file → declared funcs: "name" and "Type.name"
 	tests map[string]bool            // top-level funcs of the _test.go files
+	words map[string]bool            // every identifier of the non-test files
 }
 
 type archChecker struct {
@@ -92,7 +95,7 @@ func (c *archChecker) pkg(dir string) *goPackage {
 	if p, ok := c.pkgs[dir]; ok {
 		return p
 	}
-	p := &goPackage{files: map[string]map[string]bool{}, tests: map[string]bool{}}
+	p := &goPackage{files: map[string]map[string]bool{}, tests: map[string]bool{}, words: map[string]bool{}}
 	c.pkgs[dir] = p
 	entries, err := os.ReadDir(filepath.Join(c.root, dir))
 	if err != nil {
@@ -108,6 +111,14 @@ func (c *archChecker) pkg(dir string) *goPackage {
 		f, err := parser.ParseFile(fset, filepath.Join(c.root, dir, e.Name()), nil, parser.SkipObjectResolution)
 		if err != nil {
 			continue // a file that does not parse declares nothing; go vet names it
+		}
+		if !strings.HasSuffix(e.Name(), "_test.go") {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					p.words[id.Name] = true
+				}
+				return true
+			})
 		}
 		for _, d := range f.Decls {
 			if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.TYPE {
@@ -226,6 +237,21 @@ func (c *archChecker) checkFileRef(line int, m []string, home, last string) (dir
 		c.rep.addf(line, "`%s`: %s declares no func or type %s", m[0], filepath.ToSlash(filepath.Join(dir, file)), want)
 	}
 	return dir, true
+}
+
+// checkBareName checks a name the cell gives as prose about the reference
+// before it (`partition.go:apply` (`complete`), `cycle.tainted`): each of
+// its parts is still an identifier somewhere in that package's non-test
+// files. Names with an underscore (config fields) are not Go names here.
+func (c *archChecker) checkBareName(line int, span, dir string) {
+	words := c.pkg(dir).words
+	for _, part := range strings.Split(span, ".") {
+		if !words[part] {
+			c.rep.addf(line, "`%s`: %s is no identifier of %s", span, part, dir)
+			return
+		}
+	}
+	c.rep.names++
 }
 
 // checkTests checks the test names of one cell; it returns how many it checked.
@@ -408,6 +434,8 @@ func checkArchitecture(root, doc string) (archReport, error) {
 						}
 						rowHome = dir
 					}
+				} else if bareNameRE.MatchString(span) {
+					c.checkBareName(n, span, last)
 				}
 			}
 			if rowHome == "" {
@@ -532,8 +560,8 @@ func TestArchitectureDocumentIsTrue(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := checkArchitecture(".", string(doc))
 	require.NoError(t, err)
-	t.Logf("guarantee map: %d rows, %d enforced; %d test names and %d file references checked",
-		rep.rows, rep.enforced, rep.tests, rep.refs)
+	t.Logf("guarantee map: %d rows, %d enforced; %d test names, %d file references and %d names beside them checked",
+		rep.rows, rep.enforced, rep.tests, rep.refs, rep.names)
 	if len(rep.problems) > 0 {
 		t.Errorf("ARCHITECTURE.md is stale: fix the reference or the code (§11 says how the map is read):\n%s",
 			strings.Join(rep.problems, "\n"))
@@ -577,7 +605,7 @@ const archFixtureDoc = "# Architecture\n\n" +
 	"### 11.1 Foo\n\n" +
 	"Packages: home `input/foo`, unit tests `input/foo`, end-to-end tests `integration`.\n\n" +
 	"| guarantee | enforced in | unit test | end-to-end test |\n|---|---|---|---|\n" +
-	"| it keeps | `foo.go:Keep` (`prose`), `foo.go:T.Method`; `internal/bar/bar.go:Ground` | `TestKeep`, `TestKeepA*`, `[internal/bar] TestBar` | `TestEndToEnd/sub` |\n" +
+	"| it keeps | `foo.go:Keep` (`T.Method`, `a_config_field`, the prose here), `foo.go:T.Method`; `internal/bar/bar.go:Ground` | `TestKeep`, `TestKeepA*`, `[internal/bar] TestBar` | `TestEndToEnd/sub` |\n" +
 	"| the sub keeps | `sub/sub.go:Sub` | `[sub] TestSub` | — |\n\n" +
 	"## 12. Next\n"
 
@@ -612,7 +640,7 @@ func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
 			want: "an elided test name"},
 		{name: "a function gone", doc: func(d string) string { return strings.Replace(d, "`foo.go:Keep`", "`foo.go:Kept`", 1) },
 			want: "input/foo/foo.go declares no func or type Kept"},
-		{name: "a method of another type", doc: func(d string) string { return strings.Replace(d, "T.Method", "U.Method", 1) },
+		{name: "a method of another type", doc: func(d string) string { return strings.Replace(d, "`foo.go:T.Method`", "`foo.go:U.Method`", 1) },
 			want: "declares no func or type U.Method"},
 		{name: "a file gone", doc: func(d string) string {
 			return strings.Replace(d, "internal/bar/bar.go:Ground", "internal/bar/baz.go:Ground", 1)
@@ -621,6 +649,10 @@ func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
 		{name: "a bare file is in the folder before it", doc: func(d string) string {
 			return strings.Replace(d, "`internal/bar/bar.go:Ground`", "`internal/bar/bar.go:Ground`, `foo.go`", 1)
 		}, want: "`foo.go`: no file internal/bar/foo.go"},
+		{name: "a name beside a reference gone", doc: func(d string) string {
+			return strings.Replace(d, "`T.Method`, `a_config_field`", "`T.Kept`, `a_config_field`", 1)
+		},
+			want: "`T.Kept`: Kept is no identifier of input/foo"},
 		{name: "a home that is no function", doc: func(d string) string { return strings.Replace(d, "`sub/sub.go:Sub`", "`sub/sub.go`", 1) },
 			want: "is not a `file.go:func`"},
 		{name: "a row with no test", doc: func(d string) string { return strings.Replace(d, "`[sub] TestSub`", "—", 1) },
