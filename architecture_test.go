@@ -29,9 +29,11 @@ import (
 //     cell) or without a test, an elided test name (`…Suffix`);
 //   - a plugin package (a directory under input/, output/ or processor/ with a
 //     non-test Go file) that is no row's home, or has no file table in §9;
-//   - a file table naming a file that does not exist, or leaving out a
-//     non-test Go file of its package; a path of §9's first table that does
-//     not exist;
+//   - a name given beside a reference (`apply` (`complete`)) that is no
+//     identifier of that reference's package any more;
+//   - a file table naming or citing a file that does not exist, or leaving
+//     out a non-test Go file of its package; a path of §9's first table
+//     that does not exist;
 //   - an `ARCHITECTURE.md §n` citation anywhere in the repo to a section the
 //     document does not have.
 
@@ -455,6 +457,15 @@ func checkArchitecture(root, doc string) (archReport, error) {
 			if top != "9" || subPkg == "" || !c.isDir(subPkg) {
 				continue
 			}
+			// The files it cites (its prose names are not checked: they
+			// name commands, YAML paths and the shell's methods too).
+			if len(cells) > 1 {
+				for _, span := range codeSpans(cells[1]) {
+					if m := fileRefRE.FindStringSubmatch(span); m != nil {
+						c.checkFileRef(n, m, subPkg, subPkg)
+					}
+				}
+			}
 			for _, span := range codeSpans(cells[0]) {
 				switch {
 				case strings.HasSuffix(span, ".go"):
@@ -671,6 +682,9 @@ func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
 			return strings.Replace(d, "| `foo.go` | everything |", "| `foo.go`, `gone.go` | everything |", 1)
 		},
 			want: "the file table of input/foo names gone.go: no such file"},
+		{name: "a file a file table cites gone", doc: func(d string) string {
+			return strings.Replace(d, "| `foo.go` | everything |", "| `foo.go` | everything but `internal/bar/gone.go` |", 1)
+		}, want: "no file internal/bar/gone.go"},
 		{name: "a path of the file map gone", doc: func(d string) string { return strings.Replace(d, "| `input/foo/` |", "| `input/fooo/` |", 1) },
 			want: "§9 names input/fooo/: no such path"},
 		{name: "a citation of a section gone", tree: map[string]string{"internal/bar/cite.go": "// See ARCHITECTURE" + ".md §11.7.\npackage bar\n"},
