@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +41,7 @@ import (
 const architectureFile = "ARCHITECTURE.md"
 
 // The markers a test name may carry in the guarantee map (`[sr] TestX`):
-// these two abbreviations, or a package directory relative to the module
+// these abbreviations, or else a package directory relative to the module
 // root or to the subsection's home package.
 var testMarkers = map[string]string{
 	"sr":   "internal/starrocks",
@@ -286,7 +287,7 @@ func (c *archChecker) checkTests(line int, cell, defaultPkg, home string) int {
 		n++
 		tests := c.pkg(pkg).tests
 		if m[3] == "*" {
-			if !slices.ContainsFunc(slices.Collect(mapKeys(tests)), func(t string) bool { return strings.HasPrefix(t, m[2]) }) {
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(tests)), func(t string) bool { return strings.HasPrefix(t, m[2]) }) {
 				c.rep.addf(line, "`%s`: no test of %s starts with %s", span, pkg, m[2])
 			}
 			continue
@@ -296,16 +297,6 @@ func (c *archChecker) checkTests(line int, cell, defaultPkg, home string) int {
 		}
 	}
 	return n
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // pluginPackages lists the directories under the plugin roots holding a
@@ -350,8 +341,8 @@ func checkArchitecture(root, doc string) (archReport, error) {
 		}
 	}
 
-	homes := map[string]bool{}      // packages homing a row of the map
-	fileTables := map[string]bool{} // packages with a file table in §9
+	homes := map[string]bool{}                 // packages homing a row of the map
+	fileTables := map[string]map[string]bool{} // package → the files its §9 table lists
 
 	var (
 		top, sub       string // the current "## n." and "### n.m" numbers
@@ -391,6 +382,12 @@ func checkArchitecture(root, doc string) (archReport, error) {
 			case mapHeader, fileHeader, pathsHeader:
 				inTable, tableHasHeader = strings.TrimSpace(l), false
 			}
+			if inTable == "" && (top == "9" || top == "11") {
+				c.rep.addf(n, "a table row without its header (a table split by a blank line, or not a table this test reads: %q, %q, %q): its rows would go unchecked", mapHeader, fileHeader, pathsHeader)
+			}
+			if inTable != "" && inTable != mapHeader && top == "11" {
+				c.rep.addf(n, "a table in §11 that is not a guarantee map table (%s)", mapHeader)
+			}
 			if inTable == mapHeader && top != "11" {
 				c.rep.addf(n, "a guarantee map table outside §11")
 			}
@@ -402,8 +399,8 @@ func checkArchitecture(root, doc string) (archReport, error) {
 					c.rep.addf(n, "a file table under a §9 heading that names no package (`path/`)")
 				} else if !c.isDir(subPkg) {
 					c.rep.addf(n, "a file table of %s: no such directory", subPkg)
-				} else {
-					fileTables[subPkg] = true
+				} else if fileTables[subPkg] == nil {
+					fileTables[subPkg] = map[string]bool{}
 				}
 			}
 			continue
@@ -467,6 +464,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 				}
 			}
 			for _, span := range codeSpans(cells[0]) {
+				fileTables[subPkg][span] = true
 				switch {
 				case strings.HasSuffix(span, ".go"):
 					if _, ok := c.pkg(subPkg).files[span]; !ok {
@@ -490,27 +488,9 @@ func checkArchitecture(root, doc string) (archReport, error) {
 	}
 
 	// Every file of a package with a file table is in it.
-	for _, pkg := range slices.Sorted(mapKeys(fileTables)) {
-		listed := map[string]bool{}
-		inSection := false
-		for _, l := range lines {
-			if m := headingRE.FindStringSubmatch(l); m != nil {
-				inSection = false
-				if strings.HasPrefix(m[2], "9.") && slices.Contains(codeSpans(l), pkg+"/") {
-					inSection = true
-				}
-				continue
-			}
-			if inSection && strings.HasPrefix(l, "|") {
-				if cells := splitCells(l); len(cells) > 0 {
-					for _, span := range codeSpans(cells[0]) {
-						listed[span] = true
-					}
-				}
-			}
-		}
-		for _, f := range slices.Sorted(mapKeys(boolSet(c.pkg(pkg).files))) {
-			if !strings.HasSuffix(f, "_test.go") && !listed[f] {
+	for _, pkg := range slices.Sorted(maps.Keys(fileTables)) {
+		for _, f := range slices.Sorted(maps.Keys(c.pkg(pkg).files)) {
+			if !strings.HasSuffix(f, "_test.go") && !fileTables[pkg][f] {
 				c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: %s/%s is in no row of its file table (§9)", architectureFile, pkg, f))
 			}
 		}
@@ -524,7 +504,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 		if !homes[p] {
 			c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: plugin package %s homes no row of the guarantee map (§11)", architectureFile, p))
 		}
-		if !fileTables[p] {
+		if fileTables[p] == nil {
 			c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: plugin package %s has no file table (a §9 subsection naming `%s/`)", architectureFile, p, p))
 		}
 	}
@@ -556,14 +536,6 @@ func checkArchitecture(root, doc string) (archReport, error) {
 		return nil
 	})
 	return c.rep, err
-}
-
-func boolSet[V any](m map[string]V) map[string]bool {
-	s := make(map[string]bool, len(m))
-	for k := range m {
-		s[k] = true
-	}
-	return s
 }
 
 func TestArchitectureDocumentIsTrue(t *testing.T) {
@@ -670,6 +642,12 @@ func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
 			want: "a guarantee with no test named"},
 		{name: "a table without its packages", doc: func(d string) string { return strings.Replace(d, "Packages: home", "Packages home", 1) },
 			want: "without a `Packages: home"},
+		{name: "another table in the map", doc: func(d string) string {
+			return strings.Replace(d, "## 12. Next", "| guarantee | where |\n|---|---|\n| x | `foo.go:Keep` |\n\n## 12. Next", 1)
+		}, want: "a table row without its header"},
+		{name: "a table split by a blank line", doc: func(d string) string {
+			return strings.Replace(d, "| `foo.go` | everything |", "| `foo.go` | everything |\n\n| `bar.go` | more |", 1)
+		}, want: "a table row without its header"},
 		{name: "a plugin package homing no row", doc: func(d string) string { return strings.Replace(d, "`sub/sub.go:Sub`", "`foo.go:Keep`", 1) },
 			want: "plugin package input/foo/sub homes no row"},
 		{name: "a new plugin package", tree: map[string]string{"output/new/new.go": "package new\n"},
