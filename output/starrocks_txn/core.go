@@ -55,9 +55,11 @@ type core struct {
 	progressWait    map[string][]*item
 	progressLoading map[string]bool
 	progressGen     map[string]int
-	dlQueue         []*srcTxn
-	// dlWriting is the poisoned transaction being written to dead_letter.
-	dlWriting *srcTxn
+	// dlLanes are the poisoned transactions on their way to dead_letter,
+	// one lane per partition: written in order within a lane, the lanes
+	// independently of each other (deadletter.go). A lane exists while it
+	// holds a transaction, queued or being written.
+	dlLanes map[*partition]*dlLane
 	// buffered is the bytes of the rows of live source transactions (open,
 	// active, queued, in cycle): what a commit may still load. At
 	// buffer_size the workers commit early, at twice it admission waits.
@@ -204,6 +206,7 @@ func newCore(c *config, fx effects, deadLetter bool) *core {
 		progressWait:    map[string][]*item{},
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
+		dlLanes:         map[*partition]*dlLane{},
 		sourceIdle:      sourceIdle,
 		inFlight:        map[string]string{},
 	}

@@ -441,7 +441,15 @@ func (k *core) noteReplay(p *partition, offset int64) {
 // once. Only complete source transactions are ever in them, so a switch is
 // always at a clean boundary: a transaction whose END is on one table has
 // its rows on every other table frozen with it.
+//
+// With exactly_once a partition whose earlier poisoned transaction is on
+// its way to dead_letter is not switched (deadLetterHolds): its complete
+// transactions stay active until the write ends, and the source-idle
+// switch (switchIdle) freezes them then.
 func (k *core) switchPartition(p *partition, now time.Time) {
+	if k.deadLetterHolds(p) {
+		return
+	}
 	p.lastSwitch = now
 	if len(p.active) == 0 {
 		return
