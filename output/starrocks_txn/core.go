@@ -7,7 +7,7 @@ import (
 )
 
 // core is the output's state machine: the sequencers, the partitions and
-// their source transactions, the databases' queues, the dead-letter queue,
+// their source transactions, the databases' queues, the dead-letter lanes,
 // the progress maps and the counters admission decides on. It has no lock,
 // no goroutine, no clock and no I/O of its own: every method runs under
 // Output.mu, which its owner holds (ARCHITECTURE.md §10.1), takes the time
