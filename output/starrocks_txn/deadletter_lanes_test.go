@@ -150,3 +150,19 @@ func TestCoreDeadLetterLanesPerPartition(t *testing.T) {
 	st.k.tick(st.now)
 	assert.Equal(t, []string{"x3:queued"}, st.states("a1", "p0"), "x1 and x2 resolved, x3 frozen")
 }
+
+// A size refusal is told apart from other dead_letter failures, whether the
+// Kafka error arrives wrapped or only as text (through an output layer
+// that flattened it).
+func TestDeadLetterAdviceNamesASizeRefusal(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("writing a transaction of 2 records (aborted): %w", kerr.MessageTooLarge),
+		fmt.Errorf("producing: %w", kerr.RecordListTooLarge),
+		fmt.Errorf("%s", kerr.MessageTooLarge.Error()),
+	} {
+		assert.Contains(t, deadLetterAdvice(err), "refuses it for good", err.Error())
+	}
+	for _, err := range []error{context.DeadlineExceeded, fmt.Errorf("dial tcp: connection refused"), kerr.UnknownTopicOrPartition} {
+		assert.NotContains(t, deadLetterAdvice(err), "for good", err.Error())
+	}
+}
