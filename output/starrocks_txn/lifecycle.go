@@ -50,7 +50,7 @@ import (
 //   - active: complete, in its partition's active chunks (partition.active).
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
-//   - poisoned: on its way to dead_letter (core.dlQueue, core.dlWriting).
+//   - poisoned: on its way to dead_letter (its partition's lane, core.dlLanes).
 //   - stalled: poisoned without dead_letter, or a later complete
 //     transaction of the partition held behind the one that stalled it,
 //     until a fence or, for a stall on a table or schema, until it is tried

@@ -306,8 +306,8 @@ func TestCoreSchemaRefusalIsDeadLettered(t *testing.T) {
 	assert.Equal(t, []string{"t1:poisoned", "t2:gated"}, st.states("a1", "p0"), "the next transaction is checked")
 	require.NoError(t, st.resolve(1))
 	assert.Equal(t, []string{"t1:poisoned", "t2:queued"}, st.states("a1", "p0"), "and goes on")
-	assert.Equal(t, 1, len(st.k.dlQueue))
-	assert.Contains(t, st.k.dlQueue[0].poison.Error(), "coupon")
+	require.Len(t, st.k.dlQueued(), 1)
+	assert.Contains(t, st.k.dlQueued()[0].poison.Error(), "coupon")
 }
 
 // A schema change alone (a Maxwell DDL event) is a transaction without
@@ -346,5 +346,5 @@ func TestCoreABadSchemaChangeIsPoisoned(t *testing.T) {
 	s.mu.Unlock()
 	st.write(m)
 	assert.Equal(t, []string{"ddl@1:poisoned"}, st.states("a1", "p0"))
-	assert.True(t, strings.Contains(st.k.dlQueue[0].poison.Error(), "table definition"), fmt.Sprint(st.k.dlQueue[0].poison))
+	assert.True(t, strings.Contains(st.k.dlQueued()[0].poison.Error(), "table definition"), fmt.Sprint(st.k.dlQueued()[0].poison))
 }
