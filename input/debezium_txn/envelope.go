@@ -1,6 +1,7 @@
 package debezium_txn
 
 import (
+	"github.com/starrocks-txn/benthos-starrocks/internal/jsonscan"
 	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 
 	"bytes"
@@ -178,13 +179,21 @@ type decoder struct {
 	w     valueWriter
 	plans map[string]*rowPlan
 	// keys caches the column names of record keys by their schema.
-	keys map[string][]string
-	// slowOnly turns the schema fast path off (for the differential test).
+	keys map[string]keyColumns
+	// slowOnly turns the fast paths off (for the differential tests).
 	slowOnly bool
+	// The fast path's scratch (fastscan.go): scanned members, the
+	// transaction block, interned strings and the last transaction id.
+	vals     [7]jsonscan.Value
+	srcVals  [5]jsonscan.Value
+	txnVals  [3]jsonscan.Value
+	txnBlock wireTxnBlock
+	strs     map[string]string
+	lastTxID string
 }
 
 func newDecoder(w valueWriter) *decoder {
-	return &decoder{w: w, plans: map[string]*rowPlan{}, keys: map[string][]string{}}
+	return &decoder{w: w, plans: map[string]*rowPlan{}, keys: map[string]keyColumns{}, strs: map[string]string{}}
 }
 
 // isNullValue reports a tombstone: no value, or JSON null, or the
@@ -194,7 +203,7 @@ func isNullValue(v []byte) bool {
 	if len(v) == 0 || string(v) == "null" {
 		return true
 	}
-	if v[0] != '{' || !bytes.Contains(v, []byte(`"payload"`)) || len(v) > 64 {
+	if v[0] != '{' || len(v) > 64 || !bytes.Contains(v, []byte(`"payload"`)) {
 		return false
 	}
 	var w struct {
@@ -217,16 +226,23 @@ func (d *decoder) decodeKeyed(key, value []byte) (event, error) {
 	return e, err
 }
 
+// keyColumns are the column names of a record key, and the same names
+// joined by NUL (keyTable's cache key, made once per key schema).
+type keyColumns struct {
+	cols   []string
+	joined string
+}
+
 // keyColumns returns the column names of a record key: the fields of its
 // schema (the JsonConverter with schemas), or the members of a key object
 // without one; nil for no key, or a key that is not a JSON object.
-func (d *decoder) keyColumns(key []byte) []string {
+func (d *decoder) keyColumns(key []byte) keyColumns {
 	if len(key) == 0 {
-		return nil
+		return keyColumns{}
 	}
 	if ks, _, ok := splitEnvelope(key); ok {
-		if cols, ok := d.keys[string(ks)]; ok {
-			return cols
+		if kc, ok := d.keys[string(ks)]; ok {
+			return kc
 		}
 		var s wireSchema
 		var cols []string
@@ -238,27 +254,28 @@ func (d *decoder) keyColumns(key []byte) []string {
 		if len(d.keys) >= maxPlans {
 			clear(d.keys)
 		}
-		d.keys[string(ks)] = cols
-		return cols
+		kc := keyColumns{cols: cols, joined: strings.Join(cols, "\x00")}
+		d.keys[string(ks)] = kc
+		return kc
 	}
 	dec := json.NewDecoder(bytes.NewReader(key))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
+		return keyColumns{}
 	}
 	var cols []string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil
+			return keyColumns{}
 		}
 		name, _ := tok.(string)
 		cols = append(cols, name)
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return nil
+			return keyColumns{}
 		}
 	}
-	return cols
+	return keyColumns{cols: cols, joined: strings.Join(cols, "\x00")}
 }
 
 // decode reads one envelope: with the JsonConverter's schemas
@@ -283,13 +300,13 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 		if plan, err = d.plan(schema); err != nil {
 			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
 		}
-		if err := json.Unmarshal(payload, &env); err != nil {
+		if err := d.unmarshalEnvelope(payload, &env); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
 		e, err := d.fromWire(env, plan)
 		return e, plan, err
 	}
-	if err := json.Unmarshal(value, &env); err != nil {
+	if err := d.unmarshalEnvelope(value, &env); err != nil {
 		return event{}, nil, fmt.Errorf("%w: %v", errNotEnvelope, err)
 	}
 	if env.Op == "" && len(env.Payload) > 0 && len(env.Schema) > 0 {
@@ -298,7 +315,7 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
 		}
 		var inner wireEnvelope
-		if err := json.Unmarshal(env.Payload, &inner); err != nil {
+		if err := d.unmarshalEnvelope(env.Payload, &inner); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
 		env = inner
@@ -321,7 +338,7 @@ func (d *decoder) fromWire(env wireEnvelope, plan *rowPlan) (event, error) {
 		db:        env.Source.DB,
 		schema:    env.Source.Schema,
 		table:     env.Source.Table,
-		snapshot:  snapshotValue(env.Source.Snapshot),
+		snapshot:  d.snapshotValue(env.Source.Snapshot),
 	}
 	if t := env.Transaction; t != nil {
 		if t.ID == "" || !t.DCO.set {
@@ -347,6 +364,17 @@ func (d *decoder) fromWire(env wireEnvelope, plan *rowPlan) (event, error) {
 		return event{}, fmt.Errorf("%w: op %q is not one of c, u, d, r, t, m", errNotEnvelope, env.Op)
 	}
 	return e, nil
+}
+
+// snapshotValue is snapshotValue, interned for a plain string.
+func (d *decoder) snapshotValue(raw json.RawMessage) string {
+	if !d.slowOnly && isPlainASCIIString(raw) {
+		c := raw[1 : len(raw)-1]
+		if !bytes.ContainsFunc(c, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+			return d.intern(c)
+		}
+	}
+	return snapshotValue(raw)
 }
 
 func snapshotValue(raw json.RawMessage) string {
