@@ -190,6 +190,9 @@ type decoder struct {
 	txnBlock wireTxnBlock
 	strs     map[string]string
 	lastTxID string
+	// hintSchema is the last envelope schema planned, hintPlan its plan.
+	hintSchema []byte
+	hintPlan   *rowPlan
 }
 
 func newDecoder(w valueWriter) *decoder {
@@ -292,13 +295,21 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 	}
 	var env wireEnvelope
 	var plan *rowPlan
-	if schema, payload, ok := splitEnvelope(value); ok && !d.slowOnly {
+	if schema, payload, hit, ok := splitEnvelopeHint(value, d.hintSchema); ok && !d.slowOnly {
 		// The JsonConverter's schema is as large as the rest and the same
 		// for every event of a table: found, not decoded, and planned once
-		// (profile: encoding/json scanning it was most of the cost).
-		var err error
-		if plan, err = d.plan(schema); err != nil {
-			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
+		// (profile: encoding/json scanning it was most of the cost); the
+		// last one is recognised by its bytes, without a skip or a hash.
+		if hit {
+			plan = d.hintPlan
+		} else {
+			var err error
+			if plan, err = d.plan(schema); err != nil {
+				return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
+			}
+			if len(schema) > 0 && schema[0] == '{' {
+				d.hintSchema, d.hintPlan = append(d.hintSchema[:0], schema...), plan
+			}
 		}
 		if err := d.unmarshalEnvelope(payload, &env); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)

@@ -200,3 +200,38 @@ func TestAppendDatetimeEqualsDatetimeText(t *testing.T) {
 		require.Equal(t, fraction(ns), string(appendFraction(nil, ns)), ns)
 	}
 }
+
+// FuzzSplitHintEqualsSplit: splitting with an earlier event's schema as
+// the hint finds what splitting without it finds, whatever follows the
+// hint's bytes.
+func FuzzSplitHintEqualsSplit(f *testing.F) {
+	const s1 = `{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]},"payload":{"op":"c","after":{"a":"}]"}}}`
+	for _, pair := range [][2]string{
+		{s1, s1},
+		{s1, `{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]}, "payload":{"op":"d"}}`},
+		{s1, `{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]}}},"payload":{}}`},
+		{s1, `{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]}x,"payload":{}}`},
+		{s1, `{"payload":{},"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]}}`},
+		{s1, `{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]},"schema":{},"payload":{}}`},
+		{s1, `{"schema":{"type":"struct","fields":[{"field":"a","name":"x\"}]{"}]`},
+		{`{"schema":{},"payload":{}}`, `{"schema":{}},"payload":{}}`},
+		{`{"schema":"s","payload":[1]}`, `{"schema":"s","payload":[1]}`},
+		{`{"schema":null,"payload":null}`, `{"schema":nullx,"payload":null}`},
+	} {
+		f.Add([]byte(pair[0]), []byte(pair[1]))
+	}
+	f.Fuzz(func(t *testing.T, first, v []byte) {
+		hint, _, ok := splitEnvelope(first)
+		if !ok || len(hint) == 0 || hint[0] != '{' {
+			hint = nil
+		}
+		s, p, hit, ok := splitEnvelopeHint(v, hint)
+		ws, wp, wok := splitEnvelope(v)
+		if ok != wok || !bytes.Equal(s, ws) || !bytes.Equal(p, wp) {
+			t.Fatalf("hint %q, %q: with the hint %q %q %v, without %q %q %v", hint, v, s, p, ok, ws, wp, wok)
+		}
+		if hit && !bytes.Equal(s, hint) {
+			t.Fatalf("a hit on a schema that is not the hint: %q", v)
+		}
+	})
+}
