@@ -34,9 +34,9 @@ type msgBuilder struct {
 	// parts holds each partition's boxed topic and partition number.
 	parts map[tp]partBoxes
 	// ts is the last record timestamp, tsMs and tsSec its boxed forms.
-	ts          time.Time
-	tsMs, tsSec any
-	tsSet       bool
+	ts                              time.Time
+	tsMs, tsSec                     any
+	tsSet                           bool
 	op, db, schema, table, snapshot boxes
 }
 
