@@ -193,6 +193,9 @@ type decoder struct {
 	// hintSchema is the last envelope schema planned, hintPlan its plan.
 	hintSchema []byte
 	hintPlan   *rowPlan
+	// lastKey is the last schemaless key's columns (keyColumnsScan).
+	lastKey    keyColumns
+	lastKeySet bool
 }
 
 func newDecoder(w valueWriter) *decoder {
@@ -261,6 +264,63 @@ func (d *decoder) keyColumns(key []byte) keyColumns {
 		d.keys[string(ks)] = kc
 		return kc
 	}
+	if kc, ok := d.keyColumnsScan(key); ok {
+		return kc
+	}
+	return keyColumnsSlow(key)
+}
+
+// keyColumnsScan is keyColumnsSlow for a key that is one valid JSON text
+// (jsonscan decides it): the members' names, found by skipping, and the
+// last key's columns again when the names are the same; ok is false when
+// keyColumnsSlow must decide.
+func (d *decoder) keyColumnsScan(key []byte) (keyColumns, bool) {
+	if d.slowOnly || jsonscan.Valid(key) != jsonscan.OK {
+		return keyColumns{}, false
+	}
+	i := skipSpace(key, 0)
+	if key[i] != '{' {
+		// A valid key that is not an object: no columns.
+		return keyColumns{}, true
+	}
+	last := d.lastKey.cols
+	n, same := 0, d.lastKeySet
+	for j := i + 1; ; n++ {
+		name, _, next, ok := nextMember(key, j)
+		if !ok {
+			break
+		}
+		j = next
+		c := name[1 : len(name)-1]
+		if !plainKey(c) {
+			return keyColumns{}, false
+		}
+		if n >= len(last) || last[n] != string(c) {
+			same = false
+		}
+	}
+	if same && n == len(last) {
+		return d.lastKey, true
+	}
+	cols := make([]string, 0, n)
+	for j := i + 1; ; {
+		name, _, next, ok := nextMember(key, j)
+		if !ok {
+			break
+		}
+		j = next
+		cols = append(cols, d.intern(name[1:len(name)-1]))
+	}
+	if len(cols) == 0 {
+		cols = nil
+	}
+	d.lastKey, d.lastKeySet = keyColumns{cols: cols, joined: strings.Join(cols, "\x00")}, true
+	return d.lastKey, true
+}
+
+// keyColumnsSlow reads the members' names of a key without a schema with
+// encoding/json's tokens.
+func keyColumnsSlow(key []byte) keyColumns {
 	dec := json.NewDecoder(bytes.NewReader(key))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return keyColumns{}

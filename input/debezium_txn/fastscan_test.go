@@ -235,3 +235,62 @@ func FuzzSplitHintEqualsSplit(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeyColumnsScanEqualsSlow: the columns of a key without a schema are
+// what encoding/json's tokens give, after any earlier key (the scan reuses
+// the last key's columns when the names repeat).
+func FuzzKeyColumnsScanEqualsSlow(f *testing.F) {
+	for _, pair := range [][2]string{
+		{`{"id":1}`, `{"id":2}`},
+		{`{"id":1}`, `{"id":1,"b":2}`},
+		{`{"id":1,"b":2}`, `{"id":1}`},
+		{`{"a":1}`, `{"b":1}`},
+		{`{}`, `{}`},
+		{`{"id":1}`, ` { "id" : [1, {"x":2}] , "k\u00e9y":"v" } `},
+		{`{"id":1}`, `{"id":1} x`},
+		{`{"id":1}`, `[1]`},
+		{`{"id":1}`, `"s"`},
+		{`{"id":1}`, `{"id":1,"id":2}`},
+		{`{"id":1}`, `{"i<d":1}`},
+	} {
+		f.Add([]byte(pair[0]), []byte(pair[1]))
+	}
+	d := newDecoder(valueWriter{loc: time.UTC})
+	f.Fuzz(func(t *testing.T, first, key []byte) {
+		d.keyColumnsScan(first)
+		got, ok := d.keyColumnsScan(key)
+		if !ok {
+			return
+		}
+		want := keyColumnsSlow(key)
+		if !assert.Equal(t, want, got, "%q after %q", key, first) {
+			t.FailNow()
+		}
+	})
+}
+
+// FuzzTxnMetaFastEqualsSlow: a transaction topic record decodes to the same
+// metadata, or the same error, with the envelope taken apart as with the
+// whole value decoded.
+func FuzzTxnMetaFastEqualsSlow(f *testing.F) {
+	const sch = `{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]},"payload":`
+	for _, p := range []string{
+		`{"status":"END","id":"x:1","event_count":2,"data_collections":[{"data_collection":"inv.t","event_count":2}]}`,
+		`{"status":"BEGIN","id":"x:1"}`,
+		`{"status":"END","id":"x:1","event_count":"2","data_collections":[]}`,
+		`null`, `5`, `{"status":"END"}`, `{"status":5}`, `{"status":"END","id":"x","event_count":1.5}`,
+	} {
+		f.Add([]byte(sch + p + "}"))
+		f.Add([]byte(p))
+	}
+	f.Add([]byte(`{"schema":{"a":},"payload":{"status":"BEGIN","id":"x"}}`))
+	f.Add([]byte(`{"schema":{"a":1},"payload":{"status":"BEGIN","id":"x"},"payload":{}}`))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		got, gerr := decodeTxnMetaWith(v, true)
+		want, werr := decodeTxnMetaWith(v, false)
+		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Fatalf("%q: fast error %v, slow error %v", v, gerr, werr)
+		}
+		assert.Equal(t, want, got, "%q", v)
+	})
+}
