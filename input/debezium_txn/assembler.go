@@ -216,7 +216,7 @@ var errPartitionStopped = errors.New("partition stopped")
 // partition (it names topic, partition and offset); nothing at or after
 // the record is processed or committed.
 func (a *assembler) addData(rec recMeta, value []byte, now time.Time) error {
-	return a.addDecoded(decodeRecord(a.dec, rec.key, value), rec, now)
+	return a.addDecoded(decodeRecord(a.dec, []byte(rec.key), value), rec, now)
 }
 
 // decoded is a data record decoded ahead of the assembler (the input

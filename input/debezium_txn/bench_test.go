@@ -8,8 +8,9 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
-// The decoder on encoding/json: a schemaless event (the row passes through)
-// and one with the JsonConverter's schema (decimals and timestamps rewritten).
+// The decoder: a schemaless event (the row passes through) and one with the
+// JsonConverter's schema (decimals and timestamps rewritten), each with the
+// fast paths and on encoding/json alone (slow), side by side.
 func BenchmarkDecode(b *testing.B) {
 	withSchema := []byte(`{"schema":{"type":"struct","fields":[{"type":"struct","optional":true,"field":"after","fields":[
 	 {"type":"int64","field":"order_id"},{"type":"int64","field":"customer_id"},
@@ -22,16 +23,23 @@ func BenchmarkDecode(b *testing.B) {
 		name string
 		v    []byte
 	}{{"schemaless", []byte(mysqlCreate)}, {"schema", withSchema}} {
-		b.Run(c.name, func(b *testing.B) {
-			d := newDecoder(valueWriter{loc: time.UTC})
-			b.SetBytes(int64(len(c.v)))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if _, err := d.decode(c.v); err != nil {
-					b.Fatal(err)
-				}
+		for _, slow := range []bool{false, true} {
+			name := c.name
+			if slow {
+				name += "/slow"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				d := newDecoder(valueWriter{loc: time.UTC})
+				d.slowOnly = slow
+				b.SetBytes(int64(len(c.v)))
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, err := d.decode(c.v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

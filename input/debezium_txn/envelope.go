@@ -1,6 +1,7 @@
 package debezium_txn
 
 import (
+	"github.com/starrocks-txn/benthos-starrocks/internal/jsonscan"
 	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 
 	"bytes"
@@ -178,13 +179,27 @@ type decoder struct {
 	w     valueWriter
 	plans map[string]*rowPlan
 	// keys caches the column names of record keys by their schema.
-	keys map[string][]string
-	// slowOnly turns the schema fast path off (for the differential test).
+	keys map[string]keyColumns
+	// slowOnly turns the fast paths off (for the differential tests).
 	slowOnly bool
+	// The fast path's scratch (fastscan.go): scanned members, the
+	// transaction block, interned strings and the last transaction id.
+	vals     [7]jsonscan.Value
+	srcVals  [5]jsonscan.Value
+	txnVals  [3]jsonscan.Value
+	txnBlock wireTxnBlock
+	strs     map[string]string
+	lastTxID string
+	// hintSchema is the last envelope schema planned, hintPlan its plan.
+	hintSchema []byte
+	hintPlan   *rowPlan
+	// lastKey is the last schemaless key's columns (keyColumnsScan).
+	lastKey    keyColumns
+	lastKeySet bool
 }
 
 func newDecoder(w valueWriter) *decoder {
-	return &decoder{w: w, plans: map[string]*rowPlan{}, keys: map[string][]string{}}
+	return &decoder{w: w, plans: map[string]*rowPlan{}, keys: map[string]keyColumns{}, strs: map[string]string{}}
 }
 
 // isNullValue reports a tombstone: no value, or JSON null, or the
@@ -194,7 +209,7 @@ func isNullValue(v []byte) bool {
 	if len(v) == 0 || string(v) == "null" {
 		return true
 	}
-	if v[0] != '{' || !bytes.Contains(v, []byte(`"payload"`)) || len(v) > 64 {
+	if v[0] != '{' || len(v) > 64 || !bytes.Contains(v, []byte(`"payload"`)) {
 		return false
 	}
 	var w struct {
@@ -217,16 +232,23 @@ func (d *decoder) decodeKeyed(key, value []byte) (event, error) {
 	return e, err
 }
 
+// keyColumns are the column names of a record key, and the same names
+// joined by NUL (keyTable's cache key, made once per key schema).
+type keyColumns struct {
+	cols   []string
+	joined string
+}
+
 // keyColumns returns the column names of a record key: the fields of its
 // schema (the JsonConverter with schemas), or the members of a key object
 // without one; nil for no key, or a key that is not a JSON object.
-func (d *decoder) keyColumns(key []byte) []string {
+func (d *decoder) keyColumns(key []byte) keyColumns {
 	if len(key) == 0 {
-		return nil
+		return keyColumns{}
 	}
 	if ks, _, ok := splitEnvelope(key); ok {
-		if cols, ok := d.keys[string(ks)]; ok {
-			return cols
+		if kc, ok := d.keys[string(ks)]; ok {
+			return kc
 		}
 		var s wireSchema
 		var cols []string
@@ -238,27 +260,85 @@ func (d *decoder) keyColumns(key []byte) []string {
 		if len(d.keys) >= maxPlans {
 			clear(d.keys)
 		}
-		d.keys[string(ks)] = cols
-		return cols
+		kc := keyColumns{cols: cols, joined: strings.Join(cols, "\x00")}
+		d.keys[string(ks)] = kc
+		return kc
 	}
+	if kc, ok := d.keyColumnsScan(key); ok {
+		return kc
+	}
+	return keyColumnsSlow(key)
+}
+
+// keyColumnsScan is keyColumnsSlow for a key that is one valid JSON text
+// (jsonscan decides it): the members' names, found by skipping, and the
+// last key's columns again when the names are the same; ok is false when
+// keyColumnsSlow must decide.
+func (d *decoder) keyColumnsScan(key []byte) (keyColumns, bool) {
+	if d.slowOnly || jsonscan.Valid(key) != jsonscan.OK {
+		return keyColumns{}, false
+	}
+	i := skipSpace(key, 0)
+	if key[i] != '{' {
+		// A valid key that is not an object: no columns.
+		return keyColumns{}, true
+	}
+	last := d.lastKey.cols
+	n, same := 0, d.lastKeySet
+	for j := i + 1; ; n++ {
+		name, _, next, ok := nextMember(key, j)
+		if !ok {
+			break
+		}
+		j = next
+		c := name[1 : len(name)-1]
+		if !plainKey(c) {
+			return keyColumns{}, false
+		}
+		if n >= len(last) || last[n] != string(c) {
+			same = false
+		}
+	}
+	if same && n == len(last) {
+		return d.lastKey, true
+	}
+	cols := make([]string, 0, n)
+	for j := i + 1; ; {
+		name, _, next, ok := nextMember(key, j)
+		if !ok {
+			break
+		}
+		j = next
+		cols = append(cols, d.intern(name[1:len(name)-1]))
+	}
+	if len(cols) == 0 {
+		cols = nil
+	}
+	d.lastKey, d.lastKeySet = keyColumns{cols: cols, joined: strings.Join(cols, "\x00")}, true
+	return d.lastKey, true
+}
+
+// keyColumnsSlow reads the members' names of a key without a schema with
+// encoding/json's tokens.
+func keyColumnsSlow(key []byte) keyColumns {
 	dec := json.NewDecoder(bytes.NewReader(key))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
+		return keyColumns{}
 	}
 	var cols []string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil
+			return keyColumns{}
 		}
 		name, _ := tok.(string)
 		cols = append(cols, name)
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return nil
+			return keyColumns{}
 		}
 	}
-	return cols
+	return keyColumns{cols: cols, joined: strings.Join(cols, "\x00")}
 }
 
 // decode reads one envelope: with the JsonConverter's schemas
@@ -275,21 +355,29 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 	}
 	var env wireEnvelope
 	var plan *rowPlan
-	if schema, payload, ok := splitEnvelope(value); ok && !d.slowOnly {
+	if schema, payload, hit, ok := splitEnvelopeHint(value, d.hintSchema); ok && !d.slowOnly {
 		// The JsonConverter's schema is as large as the rest and the same
 		// for every event of a table: found, not decoded, and planned once
-		// (profile: encoding/json scanning it was most of the cost).
-		var err error
-		if plan, err = d.plan(schema); err != nil {
-			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
+		// (profile: encoding/json scanning it was most of the cost); the
+		// last one is recognised by its bytes, without a skip or a hash.
+		if hit {
+			plan = d.hintPlan
+		} else {
+			var err error
+			if plan, err = d.plan(schema); err != nil {
+				return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
+			}
+			if len(schema) > 0 && schema[0] == '{' {
+				d.hintSchema, d.hintPlan = append(d.hintSchema[:0], schema...), plan
+			}
 		}
-		if err := json.Unmarshal(payload, &env); err != nil {
+		if err := d.unmarshalEnvelope(payload, &env); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
 		e, err := d.fromWire(env, plan)
 		return e, plan, err
 	}
-	if err := json.Unmarshal(value, &env); err != nil {
+	if err := d.unmarshalEnvelope(value, &env); err != nil {
 		return event{}, nil, fmt.Errorf("%w: %v", errNotEnvelope, err)
 	}
 	if env.Op == "" && len(env.Payload) > 0 && len(env.Schema) > 0 {
@@ -298,7 +386,7 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 			return event{}, nil, fmt.Errorf("reading the envelope's schema: %w", err)
 		}
 		var inner wireEnvelope
-		if err := json.Unmarshal(env.Payload, &inner); err != nil {
+		if err := d.unmarshalEnvelope(env.Payload, &inner); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
 		env = inner
@@ -321,7 +409,7 @@ func (d *decoder) fromWire(env wireEnvelope, plan *rowPlan) (event, error) {
 		db:        env.Source.DB,
 		schema:    env.Source.Schema,
 		table:     env.Source.Table,
-		snapshot:  snapshotValue(env.Source.Snapshot),
+		snapshot:  d.snapshotValue(env.Source.Snapshot),
 	}
 	if t := env.Transaction; t != nil {
 		if t.ID == "" || !t.DCO.set {
@@ -347,6 +435,17 @@ func (d *decoder) fromWire(env wireEnvelope, plan *rowPlan) (event, error) {
 		return event{}, fmt.Errorf("%w: op %q is not one of c, u, d, r, t, m", errNotEnvelope, env.Op)
 	}
 	return e, nil
+}
+
+// snapshotValue is snapshotValue, interned for a plain string.
+func (d *decoder) snapshotValue(raw json.RawMessage) string {
+	if !d.slowOnly && isPlainASCIIString(raw) {
+		c := raw[1 : len(raw)-1]
+		if !bytes.ContainsFunc(c, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+			return d.intern(c)
+		}
+	}
+	return snapshotValue(raw)
 }
 
 func snapshotValue(raw json.RawMessage) string {

@@ -61,6 +61,23 @@ func FuzzDecodeFastEqualsSlow(f *testing.F) {
 	f.Add([]byte(`{"schema":{"a":},"payload":{"op":"c","after":{}}}`))
 	f.Add([]byte(`{"schema":null,"payload":null}`))
 	f.Add([]byte(mysqlCreate))
+	// The row image's members, converted or not, under keys encoding/json
+	// re-encodes (escaped, non-ASCII, HTML characters, duplicates) and
+	// values with white space.
+	const sch = `{"schema":{"type":"struct","fields":[{"field":"after","type":"struct","fields":[{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2"},"field":"p"},{"type":"int64","name":"io.debezium.time.Timestamp","field":"t<"},{"type":"int64","name":"io.debezium.time.MicroTimestamp","field":"é"}]}]},"payload":`
+	for _, p := range []string{
+		`{"after":{"p":"MDk=","t<":1764417600123,"é":1764417600123456,"x":[1, {"a" : 2}]},"op":"c","source":{}}`,
+		`{"after":{"p":"MDk=","t<":0,"é":-1,"a&b":"<>","p":null},"op":"u","source":{}}`,
+		`{"after":{ "p" : "/w==" , "p":"gAAAAAAAAAA=" },"op":"c","source":{}}`,
+		`{"before":{"p":"AQIDBAUGBwgJ"},"op":"d","source":{}}`,
+		`{"before":{},"op":"d","source":{}}`,
+		`{"after":{"p":"MDk="},"op":"c","source":{}}`,
+		`{"after":{"p":12.5},"op":"c","source":{}}`,
+		`{"after":{"p":"MDk"},"op":"c","source":{}}`,
+		`{"after":{"t<":"17"},"op":"c","source":{}}`,
+	} {
+		f.Add([]byte(sch + p + "}"))
+	}
 	fast := newDecoder(valueWriter{loc: time.UTC})
 	slow := newDecoder(valueWriter{loc: time.UTC})
 	slow.slowOnly = true
@@ -74,7 +91,8 @@ func FuzzDecodeFastEqualsSlow(f *testing.F) {
 			return
 		}
 		if !bytes.Equal(ef.row, es.row) || ef.op != es.op || ef.txID != es.txID || ef.dco != es.dco ||
-			ef.totalOrder != es.totalOrder || ef.table != es.table || ef.snapshot != es.snapshot || ef.hasTxn != es.hasTxn {
+			ef.totalOrder != es.totalOrder || ef.table != es.table || ef.snapshot != es.snapshot || ef.hasTxn != es.hasTxn ||
+			ef.connector != es.connector || ef.db != es.db || ef.schema != es.schema {
 			t.Fatalf("%q: fast path %+v, encoding/json %+v", v, ef, es)
 		}
 	})

@@ -58,8 +58,10 @@ type Input struct {
 	m         inputMetrics
 	reports   *kafka.LogLimiter
 	seqSource string
-	// cw writes the contract of every emitted message (under mu).
+	// cw writes the contract of every emitted message, mb makes the
+	// messages (both under mu).
 	cw contract.Writer
+	mb *msgBuilder
 	// dec decodes data values in the poll goroutine, outside mu.
 	dec *decoder
 
@@ -117,6 +119,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		reports:   kafka.NewLogLimiter(c.missingEventsTimeout),
 		seqSource: Name + "-" + hex.EncodeToString(b),
 		dec:       newDecoder(valueWriter{loc: c.loc}),
+		mb:        newMsgBuilder(),
 	}
 	if !c.batching.IsNoop() {
 		bt, err := c.batching.NewBatcher(mgr)

@@ -74,7 +74,7 @@ func (in *Input) feedLocked(a *assembler, fp fetchedPartition, now time.Time) {
 		if txnTopic {
 			err = a.addTxnMeta(r.Offset, r.Value, now)
 		} else {
-			err = a.addDecoded(fp.decoded[i], recMeta{tp: tp{r.Topic, r.Partition}, offset: r.Offset, key: r.Key, ts: r.Timestamp}, now)
+			err = a.addDecoded(fp.decoded[i], recMeta{tp: tp{r.Topic, r.Partition}, offset: r.Offset, key: string(r.Key), ts: r.Timestamp}, now)
 		}
 		if err != nil && !errors.Is(err, errPartitionStopped) {
 			in.log.Errorf("%v; the partition is stopped there: nothing at or after it is emitted or committed", err)

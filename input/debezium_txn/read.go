@@ -12,7 +12,6 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
-	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 //------------------------------------------------------------------------------
@@ -130,20 +129,10 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 // messageLocked renders one emitted row with its metadata and the contract
 // (the sequence number is stamped when the batch goes out).
 func (in *Input) messageLocked(om outMsg) *service.Message {
-	msg := service.NewMessage(om.ev.row)
-	msg.MetaSetMut(consumer.MetaKey, string(om.rec.key))
-	msg.MetaSetMut(consumer.MetaTopic, om.rec.tp.topic)
-	msg.MetaSetMut(consumer.MetaPartition, int(om.rec.tp.part))
-	msg.MetaSetMut(consumer.MetaOffset, int(om.rec.offset))
-	if !om.rec.ts.IsZero() {
-		msg.MetaSetMut(consumer.MetaTimestampMs, om.rec.ts.UnixMilli())
-		msg.MetaSetMut(consumer.MetaTimestampSec, om.rec.ts.Unix())
+	if in.mb == nil {
+		in.mb = newMsgBuilder()
 	}
-	msg.MetaSetMut(MetaOp, string(om.ev.op))
-	msg.MetaSetMut(MetaDB, om.ev.db)
-	msg.MetaSetMut(MetaSchema, om.ev.schema)
-	msg.MetaSetMut(MetaTable, om.ev.table)
-	msg.MetaSetMut(MetaSnapshot, om.ev.snapshot)
+	msg := in.mb.message(om)
 	db, table := om.ev.defaultDatabase(), om.ev.table
 	if in.conf.database != nil {
 		s, err := in.conf.database.TryString(msg)

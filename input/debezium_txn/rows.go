@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/jsonscan"
 )
 
 func (d *decoder) plan(schema json.RawMessage) (*rowPlan, error) {
@@ -51,8 +53,63 @@ func (d *decoder) row(img json.RawMessage, plan *rowPlan, del bool) ([]byte, err
 }
 
 // convertObject rewrites the members of a JSON object in their order,
-// converting those the plan names.
+// converting those the plan names. img is valid JSON (the envelope it came
+// from was validated), so its members are found by skipping, not decoded;
+// a key is re-encoded as encoding/json encodes the decoded name only when
+// it is not plain (convertObjectSlow is the reference, FuzzDecodeFastEqualsSlow
+// holds them equal).
 func (d *decoder) convertObject(img []byte, plan *rowPlan, del bool) ([]byte, error) {
+	if d.slowOnly {
+		return d.convertObjectSlow(img, plan, del)
+	}
+	out := make([]byte, 0, len(img)+32)
+	out = append(out, '{')
+	if del {
+		out = append(out, `"__op":1`...)
+	}
+	first := !del
+	var err error
+	for i := 1; ; {
+		key, raw, next, ok := nextMember(img, i)
+		if !ok {
+			if j := skipSpace(img, next); j != len(img)-1 || img[j] != '}' {
+				// Not what a valid object looks like here: decided by
+				// encoding/json.
+				return d.convertObjectSlow(img, plan, del)
+			}
+			break
+		}
+		i = next
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		content := key[1 : len(key)-1]
+		var c fieldConv
+		var conv bool
+		if plainKey(content) {
+			out = append(out, key...)
+			c, conv = plan.convs[string(content)]
+		} else {
+			name := string(jsonscan.AppendUnquoted(nil, key))
+			kb, _ := json.Marshal(name)
+			out = append(out, kb...)
+			c, conv = plan.convs[name]
+		}
+		out = append(out, ':')
+		if conv {
+			if out, err = d.w.convert(out, c, raw); err != nil {
+				return nil, fmt.Errorf("field %q: %w", jsonscan.AppendUnquoted(nil, key), err)
+			}
+			continue
+		}
+		out = append(out, raw...)
+	}
+	return append(out, '}'), nil
+}
+
+// convertObjectSlow is convertObject on encoding/json's tokens.
+func (d *decoder) convertObjectSlow(img []byte, plan *rowPlan, del bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(img))
 	if _, err := dec.Token(); err != nil {
 		return nil, err

@@ -15,16 +15,26 @@ import (
 // they parsed. TestSplitEnvelopeMatchesEncodingJSON and
 // FuzzDecodeFastEqualsSlow hold the fast path equal to encoding/json.
 func splitEnvelope(v []byte) (schema, payload []byte, ok bool) {
+	schema, payload, _, ok = splitEnvelopeHint(v, nil)
+	return schema, payload, ok
+}
+
+// splitEnvelopeHint is splitEnvelope given the schema of an earlier event
+// (hint, a JSON object splitEnvelope found, or nil): when v's schema starts
+// with those bytes it is that schema — the skip would end at the same
+// closing brace, having read the same bytes — and hit is set. Comparing
+// bytes is a fraction of skipping them, and the schema is most of an event.
+func splitEnvelopeHint(v, hint []byte) (schema, payload []byte, hit, ok bool) {
 	i := skipSpace(v, 0)
 	if i >= len(v) || v[i] != '{' {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	i++
 	for n := 0; n < 2; n++ {
 		if n == 1 {
 			i = skipSpace(v, i)
 			if i >= len(v) || v[i] != ',' {
-				return nil, nil, false
+				return nil, nil, false, false
 			}
 			i++
 		}
@@ -35,14 +45,16 @@ func splitEnvelope(v []byte) (schema, payload []byte, ok bool) {
 		case bytes.HasPrefix(v[j:], []byte(`"payload"`)) && payload == nil:
 			key = `"payload"`
 		default:
-			return nil, nil, false
+			return nil, nil, false, false
 		}
 		if i, ok = expectKey(v, i, key); !ok {
-			return nil, nil, false
+			return nil, nil, false, false
 		}
 		start := i
-		if i, ok = skipValue(v, i); !ok {
-			return nil, nil, false
+		if key == `"schema"` && len(hint) > 0 && hint[0] == '{' && bytes.HasPrefix(v[start:], hint) {
+			i, hit = start+len(hint), true
+		} else if i, ok = skipValue(v, i); !ok {
+			return nil, nil, false, false
 		}
 		if key == `"schema"` {
 			schema = v[start:i]
@@ -52,12 +64,12 @@ func splitEnvelope(v []byte) (schema, payload []byte, ok bool) {
 	}
 	i = skipSpace(v, i)
 	if i >= len(v) || v[i] != '}' {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	if skipSpace(v, i+1) != len(v) {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
-	return schema, payload, true
+	return schema, payload, hit, true
 }
 
 func skipSpace(v []byte, i int) int {

@@ -26,10 +26,12 @@ type txnEvent struct {
 }
 
 // recMeta is the Kafka coordinates of a record, for the message metadata.
+// The key is a copy: a fetched record's bytes share the fetch's buffer,
+// which a buffered event must not keep alive.
 type recMeta struct {
 	tp     tp
 	offset int64
-	key    []byte
+	key    string
 	ts     time.Time
 }
 

@@ -87,11 +87,11 @@ const maxKeyTables = 8
 // keyTable returns the source table of the plan's rows whose record key has
 // these columns (nil: no key known), nil when the row schema has a field
 // the output has no column for (its rows then load untyped).
-func (p *rowPlan) keyTable(key []string) *schema.Table {
+func (p *rowPlan) keyTable(kc keyColumns) *schema.Table {
 	if p.row == nil {
 		return nil
 	}
-	k := strings.Join(key, "\x00")
+	key, k := kc.cols, kc.joined
 	if t, ok := p.tables[k]; ok {
 		return t
 	}
@@ -207,6 +207,9 @@ func (w valueWriter) convert(out []byte, c fieldConv, raw []byte) ([]byte, error
 			}
 			return appendQuoted(out, string(raw)), nil
 		}
+		if o, ok := appendDecimalFast(out, raw, c.scale); ok {
+			return o, nil
+		}
 		b, err := base64String(raw)
 		if err != nil {
 			return out, fmt.Errorf("decimal: %w", err)
@@ -288,7 +291,9 @@ func (w valueWriter) convert(out []byte, c fieldConv, raw []byte) ([]byte, error
 			t = time.Unix(0, n)
 		}
 		// The value is the wall clock written as if it were UTC.
-		return appendQuoted(out, datetimeText(t.UTC())), nil
+		out = append(out, '"')
+		out = appendDatetime(out, t.UTC())
+		return append(out, '"'), nil
 	case convZoned:
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -337,6 +342,87 @@ func decimalText(b []byte, scale int32) (string, error) {
 		digits = "-" + digits
 	}
 	return digits, nil
+}
+
+// appendDecimalFast is the decimal case of convert for the common value:
+// base64 text without escapes of at most 8 bytes, a scale within bounds;
+// ok is false for anything else, which convert renders (and refuses) as
+// before. TestDecimalFastEqualsBigInt holds the two equal.
+func appendDecimalFast(out, raw []byte, scale int32) ([]byte, bool) {
+	if !isPlainASCIIString(raw) || len(raw) > 2+12 || scale < 0 || scale > maxDecimalScale {
+		return out, false
+	}
+	var buf [9]byte
+	n, err := base64.StdEncoding.Decode(buf[:], raw[1:len(raw)-1])
+	if err != nil || n > 8 {
+		return out, false
+	}
+	return appendDecimal(out, buf[:n], scale), true
+}
+
+// appendDecimal renders, quoted, a big-endian two's complement unscaled
+// value of at most 8 bytes with its scale (0 to maxDecimalScale) as
+// decimalText does.
+func appendDecimal(out, b []byte, scale int32) []byte {
+	var u uint64
+	for _, c := range b {
+		u = u<<8 | uint64(c)
+	}
+	neg := false
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		// Sign-extend, then take the magnitude in uint64 (MinInt64 too).
+		// (A shift by 64 gives 0: eight bytes are already the whole word.)
+		u |= ^uint64(0) << (uint(len(b)) * 8)
+		neg = true
+		u = -u
+	}
+	var digits [24]byte
+	d := strconv.AppendUint(digits[:0], u, 10)
+	out = append(out, '"')
+	if neg {
+		out = append(out, '-')
+	}
+	if scale > 0 {
+		sc := int(scale)
+		if len(d) <= sc {
+			out = append(out, '0', '.')
+			for i := len(d); i < sc; i++ {
+				out = append(out, '0')
+			}
+			out = append(out, d...)
+		} else {
+			out = append(out, d[:len(d)-sc]...)
+			out = append(out, '.')
+			out = append(out, d[len(d)-sc:]...)
+		}
+	} else {
+		out = append(out, d...)
+	}
+	return append(out, '"')
+}
+
+// appendDatetime appends datetimeText(t).
+func appendDatetime(out []byte, t time.Time) []byte {
+	out = t.AppendFormat(out, "2006-01-02 15:04:05")
+	return appendFraction(out, int64(t.Nanosecond()))
+}
+
+// appendFraction appends fraction(ns).
+func appendFraction(out []byte, ns int64) []byte {
+	width := 9
+	switch {
+	case ns == 0:
+		return out
+	case ns%1000 == 0:
+		ns, width = ns/1000, 6
+	}
+	var d [9]byte
+	for i := width - 1; i >= 0; i-- {
+		d[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	out = append(out, '.')
+	return append(out, d[:width]...)
 }
 
 // timeOfDayText renders a time past midnight as HH:MM:SS[.ffffff]. MySQL's
