@@ -75,6 +75,8 @@ type assemblerStats struct {
 	duplicates, resentSkipped, tombstone int64
 	progressSkipped, truncatesSkipped    int64
 	emptyTxns, operatorSkipped           int64
+	// boundHits counts the times the buffer reached max_buffered_bytes.
+	boundHits int64
 }
 
 // assembler assembles Debezium source transactions across the data

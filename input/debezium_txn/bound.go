@@ -17,6 +17,9 @@ func (a *assembler) atBound() bool {
 	case limit <= 0:
 		a.full = false
 	case a.buffered >= limit:
+		if !a.full {
+			a.stats.boundHits++
+		}
 		a.full = true
 	case a.buffered < limit-limit/boundSlackShare:
 		a.full = false

@@ -66,5 +66,11 @@ func TestBufferBoundStillCompletes(t *testing.T) {
 	in, logs := w.newInput("g-bound", "max_buffered_bytes: 2KiB\nmissing_events_timeout: 100ms\n")
 	s := newSink(t)
 	readUntil(t, in, s, 30*time.Second, w.converged(s))
-	assert.Contains(t, logs.String(), "max_buffered_bytes", "the bound was hit and reported")
+	in.mu.Lock()
+	hits := in.asm.stats.boundHits
+	in.mu.Unlock()
+	assert.Positive(t, hits, "the bound was hit")
+	// The report samples the state every 25 ms: a bound held for less is
+	// not logged (the report's text is TestBufferBound's).
+	t.Logf("bound reached %d times; reported: %v", hits, strings.Contains(logs.String(), "max_buffered_bytes"))
 }
