@@ -268,9 +268,23 @@ func TestMaxDatabasesBoundsTheWorkers(t *testing.T) {
 // transaction forever. Every source transaction commits once and whole,
 // in source order.
 func TestCycleOutlivingTxnTimeoutIsReplayedInParts(t *testing.T) {
+	for _, exactly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at_least_once", true: "exactly_once"}[exactly], func(t *testing.T) {
+			testCycleOutlivingTxnTimeout(t, exactly)
+		})
+	}
+}
+
+func testCycleOutlivingTxnTimeout(t *testing.T, exactly bool) {
 	f := newFakeSR()
 	f.clock, f.rowCost = &offsetClock{}, 20*time.Millisecond
-	o, _ := testOutput(t, "commit_interval: 200ms\ntxn_timeout: 1s\nretry_backoff: { initial_interval: 10ms, max_interval: 100ms }\n", f, nil, withClock(f.clock.now))
+	const conf = "txn_timeout: 1s\nretry_backoff: { initial_interval: 10ms, max_interval: 100ms }\n"
+	var o *Output
+	if exactly {
+		o, _, _ = eoOutput(t, f, nil, conf, withClock(f.clock.now))
+	} else {
+		o, _ = testOutput(t, "commit_interval: 200ms\n"+conf, f, nil, withClock(f.clock.now))
+	}
 	s := newSrc("a1")
 	const n = 60
 	var batch service.MessageBatch
