@@ -52,7 +52,15 @@ func (k *core) applyLate(it *item, now time.Time) {
 		k.joinLate(p, t, it, prog, now)
 		return
 	}
+	if n := len(p.order); n > 0 {
+		// The late messages of one transaction (a late batch) go together.
+		if last := p.order[n-1]; last.late && last.id == it.meta.TxnID && last.state == txnPoisoned && !last.inDeadLetter {
+			last.items = append(last.items, it)
+			return
+		}
+	}
 	lone := newTxn(p, it.meta.TxnID, it.t0)
+	lone.late = true
 	lone.items = append(lone.items, it)
 	lone.poison = fmt.Errorf("the message at starrocks_source_offset %d of source transaction %q arrived after sequence_gap_timeout (%v) had skipped it, when its transaction had ended without it or later transactions of partition %s were admitted: it cannot be applied in order (the rest of its transaction is applied without it); raise sequence_gap_timeout above the longest time a message can take from the txn_assembler to this output", off, it.meta.TxnID, k.conf.sequenceGapTimeout, p.key)
 	p.order = append(p.order, lone)

@@ -60,22 +60,24 @@ func TestCoreLateMessageOfAnEndedTransactionIsPoisonedAlone(t *testing.T) {
 	st := newStepper(t, "commit_interval: 100ms\nsequence_gap_timeout: 300ms\n", true)
 	s := newSrc("a1")
 	m1 := s.row("p0", "T1", "a", map[string]any{"id": 1, "txn": "T1"}, false)
-	m2 := s.row("p0", "T1", "a", map[string]any{"id": 2, "txn": "T1"}, false) // late
+	m2 := s.row("p0", "T1", "a", map[string]any{"id": 2, "txn": "T1"}, false)  // late
+	m2b := s.row("p0", "T1", "a", map[string]any{"id": 6, "txn": "T1"}, false) // late, in the same batch
 	m3 := s.row("p0", "T1", "a", map[string]any{"id": 3, "txn": "T1"}, true)
 	m4 := s.row("p0", "T2", "a", map[string]any{"id": 4, "txn": "T2"}, false)
 	m5 := s.row("p0", "T2", "a", map[string]any{"id": 5, "txn": "T2"}, true)
 	st.write(m1)
 	st.write(m3)
 	st.k.tick(st.now.Add(300 * time.Millisecond))
-	require.Equal(t, []string{"T1:queued"}, st.states("a1", "p0"), "the gap is skipped; T1 ended without seq 2")
+	require.Equal(t, []string{"T1:queued"}, st.states("a1", "p0"), "the gap is skipped; T1 ended without seqs 2 and 3")
 	st.write(m4)
 
-	st.write(m2)
-	assert.Equal(t, []string{"T1:queued", "T1:poisoned", "T2:open"}, st.states("a1", "p0"), "the late message alone is poisoned, T2 is not")
+	st.write(m2, m2b)
+	assert.Equal(t, []string{"T1:queued", "T1:poisoned", "T2:open"}, st.states("a1", "p0"), "the late messages alone are poisoned, together; T2 is not")
 	pt := st.part("a1", "p0")
 	lone := pt.order[1]
-	require.Len(t, lone.items, 1)
+	require.Len(t, lone.items, 2)
 	assert.Equal(t, int64(2), lone.items[0].meta.SourceOffset)
+	assert.Equal(t, int64(3), lone.items[1].meta.SourceOffset)
 	require.Error(t, lone.poison)
 	for _, want := range []string{"starrocks_source_offset 2", `"T1"`, "arrived after sequence_gap_timeout (300ms)", "raise sequence_gap_timeout"} {
 		assert.Contains(t, lone.poison.Error(), want)
