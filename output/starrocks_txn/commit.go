@@ -51,7 +51,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			w.logSplit(c.txns, limit)
 			continue
 		}
-		part := &cycle{txns: c.txns[:limit]}
+		part := &cycle{txns: c.txns[:limit:limit]}
 		rest := c.txns[limit:]
 		err := w.deliverCycle(ctx, part)
 		switch {
