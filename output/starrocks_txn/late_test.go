@@ -147,6 +147,10 @@ func TestLateMessageAfterAGapSkipCommitsWithItsTransaction(t *testing.T) {
 		return pendingSeqs(k, "asm") == 0 && openTxn(k, "asm", "p0", "T") && len(k.parts[pkey{"asm", "p0"}].open.items) == 2
 	})
 	c2 := writeAsync(o, service.MessageBatch{m2})
+	// The END comes after the late message (else T ended without it).
+	waitCore(t, o, "the late message joined T", func(k *core) bool {
+		return openTxn(k, "asm", "p0", "T") && len(k.parts[pkey{"asm", "p0"}].open.items) == 3
+	})
 	c4 := writeAsync(o, service.MessageBatch{m4})
 	waitAll(t, []chan error{c1, c2, c3, c4}, 10*time.Second)
 	assert.Empty(t, dl.txnIDs(), "nothing dead-lettered")
