@@ -402,7 +402,12 @@ func (k *core) sequence(it *item, now time.Time) {
 	ready, res := s.offer(seq, it, now)
 	switch res {
 	case offerLate:
-		// Late after a skipped gap, or a duplicate: the offset check decides.
+		if s.takeSkipped(seq) {
+			// Late after its gap was skipped (late.go).
+			k.applyLate(it, now)
+			break
+		}
+		// A copy of an admitted message: the offset check decides.
 		k.fx.logf(logWarn, it.pk.String(), "A message with starrocks_seq %d arrived after admission moved past it (next %d); admitting it out of order", seq, s.next)
 		k.apply(it, now)
 	case offerDuplicate:

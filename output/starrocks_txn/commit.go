@@ -23,24 +23,106 @@ const rollbackTimeout = 10 * time.Second
 // begins: its cycle is rolled back, not replayed.
 var errClosing = errors.New("starrocks_txn output closing")
 
+// errOutlived ends the delivery of a cycle of more than one source
+// transaction whose label failed once it was older than the recycle age
+// (80 % of txn_timeout): replayed at the same size it would outlive its
+// transaction again, so deliver replays it in smaller parts.
+var errOutlived = errors.New("the commit cycle outlived txn_timeout")
+
 // deliver loads and commits c until it is committed (nil) or StarRocks
-// reports a per-transaction failure at commit (the error). Transient
-// failures replay the cycle from the retained rows under a new label, with
-// capped backoff, forever; a commit of unknown outcome is resolved by label
-// state, and replayed only once ABORTED is proven.
+// reports a per-transaction failure at commit (the error; c.txns are then
+// the transactions not committed). A cycle that outlived its transaction
+// (errOutlived: under starvation its loads take longer than txn_timeout) is
+// replayed in parts, whole source transactions in their order: each
+// timeout-caused failure halves the part, down to one source transaction,
+// and each committed part doubles it again, so the size is restored once
+// the parts fit. The parts commit one after the other, so order per
+// partition is kept; the worker's next cycle waits for all of them
+// (ARCHITECTURE.md §4.4).
 func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
+	limit := 0 // 0: the whole rest at once
+	for {
+		if limit == 0 || limit >= len(c.txns) {
+			err := w.deliverCycle(ctx, c)
+			if !errors.Is(err, errOutlived) {
+				return err
+			}
+			limit = max(1, len(c.txns)/2)
+			w.logSplit(c.txns, limit)
+			continue
+		}
+		part := &cycle{txns: c.txns[:limit:limit]}
+		rest := c.txns[limit:]
+		err := w.deliverCycle(ctx, part)
+		switch {
+		case errors.Is(err, errOutlived):
+			limit = max(1, len(part.txns)/2)
+			c.txns = append(part.txns[:len(part.txns):len(part.txns)], rest...)
+			w.logSplit(c.txns, limit)
+			continue
+		case err != nil:
+			// A per-transaction failure (isolate.go), the end of the output
+			// or ctx: what is not committed is the part's and the rest.
+			c.txns = append(part.txns[:len(part.txns):len(part.txns)], rest...)
+			return err
+		}
+		c.txns = rest
+		if len(c.txns) == 0 {
+			return nil
+		}
+		limit *= 2
+	}
+}
+
+// logSplit reports a cycle replayed in parts of limit source transactions.
+func (w *dbWorker) logSplit(txns []*srcTxn, limit int) {
+	w.log.Warnf("A commit cycle of %d source transactions outlived txn_timeout (%v) and is replayed in parts of %d source transactions: StarRocks is slower than the cycle needs; raise txn_timeout or lower commit_interval", len(txns), w.o.conf.txnTimeout, limit)
+}
+
+// deliverCycle loads and commits c until it is committed (nil), StarRocks
+// reports a per-transaction failure at commit (the error), or c, of more
+// than one source transaction, outlived its transaction (errOutlived; c is
+// rolled back). Transient failures replay the cycle from the retained rows
+// under a new label, with capped backoff, forever; a commit of unknown
+// outcome is resolved by label state, and replayed only once ABORTED is
+// proven.
+func (w *dbWorker) deliverCycle(ctx context.Context, c *cycle) error {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	outlived := false
 	replay := func(reason string, err error) bool {
+		// A failure once the label was older than the recycle age: the
+		// cycle outlived its transaction (StarRocks aborts it at
+		// txn_timeout), and a replay of the same size would again.
+		// (Not a replay without a fenced transaction's rows: that one is
+		// about the fence.)
+		aged := reason != reasonFenced && c.label != "" && !c.begun.IsZero() && o.now().Sub(c.begun) >= w.recycleAge()
+		if aged {
+			reason = reasonOutlived
+		}
 		o.m.retries.Incr(1, w.metricDB(), reason)
-		if starrocks.ClassOf(err) == starrocks.ClassFatal {
+		switch {
+		case aged && len(c.txns) == 1:
+			w.log.Errorf("Replaying the commit cycle of label %s, one source transaction (%q), which outlived txn_timeout (%v): %v; a source transaction is never split, so raise txn_timeout above the time StarRocks takes to load it", c.label, c.txns[0].id, o.conf.txnTimeout, err)
+		case starrocks.ClassOf(err) == starrocks.ClassFatal:
 			w.log.Errorf("Replaying the commit cycle of label %s after an error that needs an operator (%s): %v", c.label, reason, err)
-		} else {
+		default:
 			w.log.Warnf("Replaying the commit cycle of label %s (%s): %v", c.label, reason, err)
 		}
 		o.proto.rollback(w, c)
 		c.reset()
+		if aged && len(c.txns) > 1 {
+			outlived = true
+			return false
+		}
 		return sleepCtx(ctx, b.next())
+	}
+	// stop is what deliverCycle returns when replay said not to go on.
+	stop := func() error {
+		if outlived {
+			return errOutlived
+		}
+		return ctx.Err()
 	}
 	for ctx.Err() == nil {
 		if o.closing() {
@@ -59,7 +141,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 		}
 		if len(c.txns) != before && c.loaded {
 			if !replay(reasonFenced, errors.New("rows of a dropped source transaction were loaded")) {
-				return ctx.Err()
+				return stop()
 			}
 			continue
 		}
@@ -112,7 +194,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 				c.reset()
 			default:
 				if !replay(reasonOf(err), err) {
-					return ctx.Err()
+					return stop()
 				}
 			}
 			continue
@@ -129,13 +211,13 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 				continue
 			}
 			if !replay(reasonProgress, err) {
-				return ctx.Err()
+				return stop()
 			}
 			continue
 		}
 		if err := o.track.loadRows(ctx, w, c); err != nil {
 			if !replay(reasonProgress, err) {
-				return ctx.Err()
+				return stop()
 			}
 			continue
 		}
@@ -169,7 +251,7 @@ func (w *dbWorker) deliver(ctx context.Context, c *cycle) error {
 			return err
 		}
 		if !replay(reasonOf(err), err) {
-			return ctx.Err()
+			return stop()
 		}
 	}
 	return ctx.Err()

@@ -45,6 +45,12 @@ type fakeSR struct {
 	evicted map[string]bool
 	// errorLogs are the error logs ErrorLog serves, by URL.
 	errorLogs map[string][]string
+	// clock, when set, is the time the fake reads (the output's clock:
+	// withClock(clock.now)), and the fake aborts a transaction older than
+	// its txn_timeout at its next load or commit, as StarRocks does. Each
+	// loaded row takes rowCost of it: a load takes time with its size.
+	clock   *offsetClock
+	rowCost time.Duration
 
 	// observers run before every call (the outputs' lifecycle checks).
 	omu       sync.Mutex
@@ -74,6 +80,39 @@ type fakeTxn struct {
 	pending map[string][]map[string]any
 	order   []string
 	loaded  bool
+	// begun and timeout are the transaction's begin (by the fake's clock)
+	// and its txn_timeout.
+	begun   time.Time
+	timeout time.Duration
+}
+
+// offsetClock is the real time moved forward by what was added: a slow
+// StarRocks without sleeping.
+type offsetClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *offsetClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *offsetClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// expired aborts ft when the fake's clock says it outlived its timeout.
+// Called with f.mu held.
+func (f *fakeSR) expired(ft *fakeTxn) bool {
+	if f.clock == nil || ft.timeout <= 0 || ft.state.Committed() || f.clock.now().Sub(ft.begun) <= ft.timeout {
+		return false
+	}
+	ft.state = starrocks.StateAborted
+	return true
 }
 
 type fakeCommit struct {
@@ -115,7 +154,10 @@ func (f *fakeSR) Begin(ctx context.Context, t starrocks.Txn) error {
 	if _, ok := f.txns[t.Label]; ok {
 		return srErr("begin", starrocks.ClassFatal, "Label ["+t.Label+"] has already been used.")
 	}
-	ft := &fakeTxn{label: t.Label, db: t.DB, state: starrocks.StateUnknown, pending: map[string][]map[string]any{}}
+	ft := &fakeTxn{label: t.Label, db: t.DB, state: starrocks.StateUnknown, pending: map[string][]map[string]any{}, timeout: t.Timeout}
+	if f.clock != nil {
+		ft.begun = f.clock.now()
+	}
 	if f.hook != nil {
 		if err, ok := f.hook("begin", ft, ""); ok {
 			return err
@@ -177,6 +219,12 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	if err := json.Unmarshal(r.Body, &rows); err != nil {
 		return srErr("load", starrocks.ClassFatal, "bad body: "+err.Error())
 	}
+	if f.clock != nil {
+		f.clock.add(time.Duration(len(rows)) * f.rowCost)
+		if f.expired(ft) {
+			return srErr("load", starrocks.ClassTransient, "transaction "+r.Label+" aborted: timeout by txn manager")
+		}
+	}
 	if _, seen := ft.pending[r.Table]; !seen {
 		ft.order = append(ft.order, r.Table)
 	}
@@ -225,7 +273,7 @@ func (f *fakeSR) Commit(ctx context.Context, t starrocks.Txn) error {
 			return err
 		}
 	}
-	if ft.state == starrocks.StateAborted {
+	if f.expired(ft) || ft.state == starrocks.StateAborted {
 		return srErr("commit", starrocks.ClassTransient, "Can not commit CANCELLED transaction")
 	}
 	f.apply(ft)

@@ -195,6 +195,11 @@ type srcTxn struct {
 	// (a change refused, mode error, a missing table): without dead_letter
 	// its partition's stall is tried again (ARCHITECTURE.md §14.4).
 	schemaStall bool
+	// late is set on the transaction of messages that came after
+	// sequence_gap_timeout skipped them and could not be applied in order
+	// (late.go): later ones of the same transaction join it while it waits
+	// for dead_letter.
+	late bool
 	// inCommit is set while a commit request that holds the transaction is
 	// in flight: a fence waits for it, and nothing releases the transaction
 	// meanwhile. inDeadLetter is the same for a poisoned transaction's write

@@ -16,6 +16,10 @@ const (
 	// reasonPrepared: a per-table cycle whose prepares aged past half the
 	// prepared timeout before its decision (ARCHITECTURE.md §15.1).
 	reasonPrepared = "prepared_too_old"
+	// reasonOutlived: a cycle whose label failed once it was older than
+	// the recycle age (80 % of txn_timeout); it is replayed in smaller
+	// parts (commit.go: deliver).
+	reasonOutlived = "txn_timeout"
 )
 
 // retryReasons is every reason label starrocks_txn_cycle_retries takes: a
@@ -23,7 +27,7 @@ const (
 var retryReasons = []string{
 	starrocks.ClassRetrySafe.String(), starrocks.ClassAmbiguous.String(), starrocks.ClassTransient.String(),
 	starrocks.ClassPerTxn.String(), starrocks.ClassFatal.String(), reasonBegin, reasonFenced, reasonProgress,
-	reasonPrepared,
+	reasonPrepared, reasonOutlived,
 }
 
 // metrics are the output's own metrics, through the Benthos metrics API.

@@ -1,6 +1,9 @@
 package starrocks_txn
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // sequencer restores the emission order of one assembler instance: its
 // messages carry a dense starrocks_seq (1, 2, 3 …) and reach the output in
@@ -23,7 +26,16 @@ type sequencer[T any] struct {
 	held map[seqRun]int
 	// touched is when a value was last offered.
 	touched time.Time
+	// skipped are the runs of seqs skipGap skipped, the latest
+	// maxSkippedRuns of them: a seq of them that arrives after all is late,
+	// not a copy of an admitted message (takeSkipped).
+	skipped []seqRun
 }
+
+// maxSkippedRuns bounds the skipped runs a sequencer remembers: each is a
+// gap reported as an error, so a source that has this many has a cause to
+// fix; a late seq of a run forgotten is taken as a copy.
+const maxSkippedRuns = 64
 
 func newSequencer[T any]() *sequencer[T] {
 	return &sequencer[T]{next: 1, pending: map[int64]T{}, held: map[seqRun]int{}}
@@ -144,8 +156,32 @@ func (s *sequencer[T]) skipGap(now time.Time, timeout time.Duration) (ready []T,
 	}
 	from, to = s.next, lowest-1
 	s.next = lowest
+	if len(s.skipped) == maxSkippedRuns {
+		s.skipped = append(s.skipped[:0], s.skipped[1:]...)
+	}
+	s.skipped = append(s.skipped, seqRun{from, to})
 	s.gapSince = time.Time{}
 	return s.drain(now), from, to, true
+}
+
+// takeSkipped reports whether seq is one skipGap skipped (and not taken
+// since): it arrives late. It is taken, so a second copy of it is not.
+func (s *sequencer[T]) takeSkipped(seq int64) bool {
+	for i, r := range s.skipped {
+		if seq < r.from || seq > r.to {
+			continue
+		}
+		var keep []seqRun
+		if r.from < seq {
+			keep = append(keep, seqRun{r.from, seq - 1})
+		}
+		if seq < r.to {
+			keep = append(keep, seqRun{seq + 1, r.to})
+		}
+		s.skipped = slices.Concat(s.skipped[:i], keep, s.skipped[i+1:])
+		return true
+	}
+	return false
 }
 
 // waiting is the number of values waiting for a missing seq.

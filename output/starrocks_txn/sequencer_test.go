@@ -152,3 +152,21 @@ func TestSequencerAdmitNextIsOfferInOrder(t *testing.T) {
 	ready, _ := a.offer(4, "d", now)
 	assert.Equal(t, []string{"d", "e"}, ready)
 }
+
+// A skipped seq is remembered: it is late once, when it comes; a second
+// copy of it, or a seq never skipped, is not.
+func TestSequencerRemembersSkippedSeqs(t *testing.T) {
+	s := newSequencer[int]()
+	now := time.Unix(0, 0)
+	_, _ = s.offer(5, 5, now)
+	_, from, to, skipped := s.skipGap(now.Add(time.Second), time.Second)
+	require.True(t, skipped)
+	require.Equal(t, [2]int64{1, 4}, [2]int64{from, to})
+	assert.True(t, s.takeSkipped(3))
+	assert.False(t, s.takeSkipped(3), "taken once")
+	assert.True(t, s.takeSkipped(1))
+	assert.True(t, s.takeSkipped(4))
+	assert.True(t, s.takeSkipped(2))
+	assert.False(t, s.takeSkipped(5), "admitted, never skipped")
+	assert.Empty(t, s.skipped)
+}

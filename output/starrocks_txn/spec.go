@@ -142,7 +142,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Example(268435456).
 				Default(defaultBufferSize),
 			service.NewDurationField(fieldTxnTimeout).
-				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it.").
+				Description("The server-side timeout of a shared transaction, sent as the `timeout` header at begin. A transaction is recycled at 80% of it. A commit cycle whose transaction fails once older than that (StarRocks too slow to load it in time) is replayed in parts of whole source transactions, halved at each such failure and doubled after each committed part, in order.").
 				Example("300s").
 				Default(defaultTxnTimeout),
 			service.NewStringField(fieldLabelPrefix).
@@ -189,7 +189,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 			maxRetriesField(),
 			maxRetryDurationField(),
 			service.NewDurationField(fieldSequenceGapTimeout).
-				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits.").
+				Description("How long admission waits for a missing `starrocks_seq` (a message dropped between the assembler and this output) before it reports the gap and skips it. Seqs carried by a `WriteBatch` call that waits for buffer space are not a gap: the timer starts again while such a call waits. A skipped message that arrives after all (slow, not dropped) joins its source transaction at its place while that is still open; otherwise it is poisoned alone, its reason naming this field: set it above the longest time a message can take from the assembler to this output.").
 				Example("30s").
 				Default(defaultSequenceGapTimeout).
 				Advanced(),

@@ -259,3 +259,59 @@ func TestMaxDatabasesBoundsTheWorkers(t *testing.T) {
 		assert.Equal(t, 1, n, "label %s begun once: a database's next worker continues its numbers", l)
 	}
 }
+
+// A cycle whose loads take longer than txn_timeout (StarRocks starved: each
+// row costs 20 ms of the fake's clock, and 60 source transactions of a row
+// each take 1.2 s against a txn_timeout of 1 s) is replayed in parts of
+// whole source transactions, halved at each replay that outlived the
+// transaction, and commits: replayed at its full size it outlived its
+// transaction forever. Every source transaction commits once and whole,
+// in source order.
+func TestCycleOutlivingTxnTimeoutIsReplayedInParts(t *testing.T) {
+	for _, exactly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at_least_once", true: "exactly_once"}[exactly], func(t *testing.T) {
+			testCycleOutlivingTxnTimeout(t, exactly)
+		})
+	}
+}
+
+func testCycleOutlivingTxnTimeout(t *testing.T, exactly bool) {
+	f := newFakeSR()
+	f.clock, f.rowCost = &offsetClock{}, 20*time.Millisecond
+	const conf = "txn_timeout: 1s\nretry_backoff: { initial_interval: 10ms, max_interval: 100ms }\n"
+	var o *Output
+	if exactly {
+		o, _, _ = eoOutput(t, f, nil, conf, withClock(f.clock.now))
+	} else {
+		o, _ = testOutput(t, "commit_interval: 200ms\n"+conf, f, nil, withClock(f.clock.now))
+	}
+	s := newSrc("a1")
+	const n = 60
+	var batch service.MessageBatch
+	want := map[string]int{}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("t%02d", i)
+		batch = append(batch, s.row("p0", id, "a", map[string]any{"id": i, "txn": id}, true))
+		want[id] = 1
+	}
+	waitAll(t, []chan error{writeAsync(o, batch)}, 20*time.Second)
+	assertAtomic(t, f, want)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var got []string
+	for _, r := range f.committed["a"] {
+		got = append(got, fmt.Sprint(r["txn"]))
+	}
+	var order []string
+	for i := 0; i < n; i++ {
+		order = append(order, fmt.Sprintf("t%02d", i))
+	}
+	assert.Equal(t, order, got, "committed in source order")
+	largest := 0
+	for _, c := range f.commits {
+		largest = max(largest, len(c.rows["a"]))
+	}
+	assert.LessOrEqual(t, largest, n/2, "no commit of the full cycle: it cannot fit in txn_timeout")
+	t.Logf("%d commits, the largest of %d source transactions; %d loads", len(f.commits), largest, len(f.loads))
+}
