@@ -74,12 +74,12 @@ func TestCustomBinaryFromTheREADME(t *testing.T) {
 
 	// A shipped config runs with it: examples/envelope_file.yaml (the file
 	// input, the lines scanner: Benthos's io and pure) into the emulator.
-	em := emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t)})
+	em := emurig.Start(t, emulator.Config{Schema: emurig.ExampleSchema(t), MySQLAddr: "127.0.0.1:0"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, bin, "-c", "examples/envelope_file.yaml")
 	run.Dir = repo
-	run.Env = append(os.Environ(), "STARROCKS_LOAD_URL="+em.FEURL())
+	run.Env = append(os.Environ(), "STARROCKS_LOAD_URL="+em.FEURL(), "STARROCKS_MYSQL_ADDRESS="+em.MySQLAddr())
 	out, err = run.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, []string{"1|20|shipped", "2|199|created"}, rows(t, em, "orders", "order_id", "total_amount", "order_status"))
