@@ -163,7 +163,7 @@ func TestFirstHour(t *testing.T) {
 	// 3. The pipeline, the config as shipped.
 	metricsAddr := freePort(t)
 	pipeline := start(t, "pipeline", repo, []string{
-		"KAFKA_BROKERS=" + broker, "STARROCKS_LOAD_URL=http://" + feAddr, "HTTP_ADDRESS=" + metricsAddr,
+		"KAFKA_BROKERS=" + broker, "STARROCKS_LOAD_URL=http://" + feAddr, "STARROCKS_MYSQL_ADDRESS=" + myAddr, "HTTP_ADDRESS=" + metricsAddr,
 	}, bin, "-c", "config/envelope.yaml")
 
 	// 4. The source transactions.
