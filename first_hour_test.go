@@ -115,12 +115,21 @@ func (p *process) await(t *testing.T, re *regexp.Regexp) []string {
 	return nil
 }
 
+// The kernel may hand a port just closed out again: a test that takes
+// several would get one twice.
+var handedOut sync.Map
+
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		require.NoError(t, l.Close())
+		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
+			return addr
+		}
+	}
 }
 
 // The README's first-hour guide, followed with the built binary as a newcomer

@@ -223,6 +223,10 @@ type Config struct {
 	Mode string
 	// Processes is the number of OS processes of a KindProcesses row.
 	Processes int
+	// SchemaEvolution is starrocks_txn's schema_evolution: "" (its
+	// default, evolve: the rows' schemas checked against StarRocks) or
+	// SchemaIgnore, the row beside it that measures what the checks cost.
+	SchemaEvolution string
 }
 
 // Loader reports whether the row loads into an emulator.
@@ -255,6 +259,16 @@ func rowName(kind, semantic string) string {
 		return "kafka_txn → txn_assembler → starrocks_txn exactly_once"
 	}
 	return "kafka_txn → txn_assembler → starrocks_txn"
+}
+
+// SchemaIgnore is schema_evolution: ignore, no schema checks.
+const SchemaIgnore = "ignore"
+
+// noSchemaChecks makes c the row that runs without schema checks.
+func noSchemaChecks(c Config) Config {
+	c.SchemaEvolution = SchemaIgnore
+	c.Name += " (schema_evolution: ignore)"
+	return c
 }
 
 // perTable makes c a per-table row.
@@ -299,12 +313,14 @@ func Configs(o Options, t Topic) []Config {
 			mk(KindDrop, ""),
 			mk(KindAssembler, ""),
 			mk(KindPipeline, SemanticAtLeastOnce),
+			noSchemaChecks(mk(KindPipeline, SemanticAtLeastOnce)),
 			mk(KindPipeline, SemanticExactlyOnce),
 			perTable(mk(KindPipeline, SemanticAtLeastOnce)),
 			perTable(mk(KindPipeline, SemanticExactlyOnce)),
 			mk(KindHTTP, ""),
 			mk(KindOutput, SemanticAtLeastOnce),
 			mk(KindDebezium, SemanticAtLeastOnce),
+			noSchemaChecks(mk(KindDebezium, SemanticAtLeastOnce)),
 		}
 	}
 	if o.Processes > 0 && t.Tables == 0 && t.Partitions == o.Partitions[0] {
@@ -323,7 +339,7 @@ func Configs(o Options, t Topic) []Config {
 		var paced []Config
 		for _, c := range cs {
 			paced = append(paced, c)
-			if c.Kind == KindPipeline && c.Semantic == SemanticAtLeastOnce && c.Mode == "" {
+			if c.Kind == KindPipeline && c.Semantic == SemanticAtLeastOnce && c.Mode == "" && c.SchemaEvolution == "" {
 				c.Rate = o.Rate
 				c.Name += fmt.Sprintf(", paced at %d records/s", o.Rate)
 				paced = append(paced, c)

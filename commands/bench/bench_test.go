@@ -56,7 +56,7 @@ func TestQuickCommandPrintsAVerifiedTable(t *testing.T) {
 	for _, tp := range Topics(o) {
 		configs = append(configs, Configs(o, tp)...)
 	}
-	require.Len(t, configs, 10+3+2)
+	require.Len(t, configs, 12+3+2)
 	require.Len(t, rows, 1+len(configs), "one row per configuration")
 	col := func(name string) int {
 		for i, c := range Columns {
@@ -176,12 +176,15 @@ func TestConfigsPerTopic(t *testing.T) {
 			if c.Mode != "" {
 				k += ":" + c.Mode
 			}
+			if c.SchemaEvolution != "" {
+				k += ":" + c.SchemaEvolution
+			}
 			out = append(out, k)
 		}
 		return out
 	}
-	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:exactly_once",
-		"pipeline:at_least_once:per_table", "pipeline:exactly_once:per_table", "http_client:", "output:at_least_once", "debezium:at_least_once"},
+	assert.Equal(t, []string{"franz:", "drop:", "assembler:", "pipeline:at_least_once", "pipeline:at_least_once:ignore", "pipeline:exactly_once",
+		"pipeline:at_least_once:per_table", "pipeline:exactly_once:per_table", "http_client:", "output:at_least_once", "debezium:at_least_once", "debezium:at_least_once:ignore"},
 		kinds(Configs(o, ts[0])))
 	assert.Equal(t, []string{"drop:", "assembler:", "pipeline:at_least_once"}, kinds(Configs(o, ts[1])))
 	assert.Equal(t, []string{"drop:", "pipeline:at_least_once"}, kinds(Configs(o, ts[3])))
@@ -206,7 +209,7 @@ func TestPipelineYAML(t *testing.T) {
 	cs := Configs(Options{}, Topic{Partitions: 4})
 	byKind := map[string]Config{}
 	for _, c := range cs {
-		byKind[c.Kind+c.Semantic+c.Mode] = c
+		byKind[c.Kind+c.Semantic+c.Mode+c.SchemaEvolution] = c
 	}
 	env := service.GlobalEnvironment().Clone()
 	require.NoError(t, registerTimedInput(env, newMeter(0)))

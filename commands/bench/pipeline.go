@@ -111,6 +111,9 @@ func starrocksTxnYAML(c Config, o Options, feURL, mysqlAddr string) string {
 	if c.Mode != "" {
 		fmt.Fprintf(&sb, "    transaction_mode: %s\n", c.Mode)
 	}
+	if c.SchemaEvolution != "" {
+		fmt.Fprintf(&sb, "    schema_evolution: %s\n", c.SchemaEvolution)
+	}
 	if c.Semantic == SemanticExactlyOnce {
 		fmt.Fprintf(&sb, `    pipeline_id: %s
     progress_table: %s

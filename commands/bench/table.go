@@ -169,7 +169,7 @@ func Summary(rs []Result) []string {
 	base := first.Topic
 	find := func(t Topic, kind, semantic string) (Result, bool) {
 		for _, r := range rs {
-			if r.Topic == t && r.Kind == kind && r.Semantic == semantic && r.Rate == 0 && r.Mode == "" {
+			if r.Topic == t && r.Kind == kind && r.Semantic == semantic && r.Rate == 0 && r.Mode == "" && r.SchemaEvolution == "" {
 				return r, true
 			}
 		}
@@ -192,7 +192,7 @@ func Summary(rs []Result) []string {
 			float64(eo.VisP99)/float64(pipe.VisP99), fmtDur(eo.VisP99), fmtDur(pipe.VisP99)))
 	}
 	for _, r := range rs {
-		if r.Kind != KindPipeline || r.Mode != "" || r.Semantic != SemanticAtLeastOnce || r.Rate > 0 || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
+		if r.Kind != KindPipeline || r.Mode != "" || r.SchemaEvolution != "" || r.Semantic != SemanticAtLeastOnce || r.Rate > 0 || r.Topic.Tables > 0 || r.Topic == base || !havePipe || pipe.RowsPerSec() <= 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%d ÷ %d partitions (starrocks_txn rows/s, this run): %.2f (%.0f ÷ %.0f); p99 visibility %s",
@@ -200,7 +200,7 @@ func Summary(rs []Result) []string {
 	}
 	var parts []string
 	for _, r := range rs {
-		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Rate == 0 && r.Topic.Tables == 0 && r.Mode == "" {
+		if r.Kind == KindPipeline && r.Semantic == SemanticAtLeastOnce && r.Rate == 0 && r.Topic.Tables == 0 && r.Mode == "" && r.SchemaEvolution == "" {
 			parts = append(parts, fmt.Sprintf("%d partitions %.1f", r.Topic.Partitions, r.LoadsPerCommit()))
 		}
 	}
@@ -215,6 +215,15 @@ func Summary(rs []Result) []string {
 	}
 	if len(tables) > 0 {
 		out = append(out, "loads per commit (starrocks_txn, "+fmt.Sprint(base.Partitions)+" partitions): "+strings.Join(tables, ", "))
+	}
+	for _, r := range rs {
+		if r.SchemaEvolution != SchemaIgnore || r.Rate > 0 {
+			continue
+		}
+		if checked, ok := find(r.Topic, r.Kind, r.Semantic); ok && r.RowsPerSec() > 0 {
+			out = append(out, fmt.Sprintf("schema checks, %s (%s, this run): schema_evolution evolve (the default) ÷ ignore %.2f (%.0f ÷ %.0f rows/s)",
+				rowName(r.Kind, r.Semantic), r.Topic, checked.RowsPerSec()/r.RowsPerSec(), checked.RowsPerSec(), r.RowsPerSec()))
+		}
 	}
 	for _, r := range rs {
 		if r.Rate > 0 && r.Topic.Tables == 0 {

@@ -100,6 +100,9 @@ func (r *Running) startDebezium(ctx context.Context, brokers []string) (map[stri
 	var plan workload.SchemaPlan
 	if r.opts.SchemaChanges {
 		plan = schemaPlan(r.opts.Rate, r.opts.Duration)
+		for _, st := range plan {
+			r.planEnd = max(r.planEnd, st.At+1)
+		}
 	}
 	src := workload.NewDebeziumSource(workload.DebeziumOptions{
 		Partitions: r.opts.Partitions, Schemas: true, SnapshotOrders: debeziumSnapshotOrders,

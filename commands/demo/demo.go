@@ -110,6 +110,9 @@ type Running struct {
 	prod    *workload.Producer
 	dbz     *workload.DebeziumProducer
 	schemas *schemaLog
+	// planEnd is the source transaction after the last planned schema
+	// change (0: none): a run with a duration produces at least that many.
+	planEnd int
 	model   *workload.Model
 	stream  *service.Stream
 	metrics *metricscap.Capture
@@ -253,7 +256,14 @@ func (r *Running) Run(ctx context.Context) (*Summary, error) {
 	prodErr := make(chan error, 1)
 	go func() {
 		if r.dbz != nil {
-			prodErr <- r.dbz.Produce(prodCtx, 0)
+			err := r.dbz.Produce(prodCtx, 0)
+			if n := r.planEnd; err == nil && ctx.Err() == nil && n > 0 && int(r.dbz.Stats.Txns.Load()) < n {
+				// A loaded machine produced fewer transactions than the
+				// rate makes in the run: go on until every planned schema
+				// change is made, and a transaction after the last.
+				err = r.dbz.Produce(ctx, n)
+			}
+			prodErr <- err
 			return
 		}
 		prodErr <- r.prod.Produce(prodCtx, 0)

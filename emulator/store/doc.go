@@ -40,8 +40,10 @@
 //
 // # Load semantics (docs/notes/starrocks-protocol.md §9)
 //
-//   - JSON keys map to columns case-insensitively; unknown keys are skipped; of duplicate keys
-//     the first wins; missing keys take the DEFAULT (CURRENT_TIMESTAMP = load time, wall clock
+//   - A JSON key maps to the source field of exactly its name (without a columns header, the
+//     table's columns as stored; with one, its plain names, which map to columns ignoring
+//     case as DDL and SQL names do): "Coupon" is no field of a column "coupon" and is skipped
+//     like any unknown key; of duplicate keys the first wins; missing keys take the DEFAULT (CURRENT_TIMESTAMP = load time, wall clock
 //     of the `timezone` header or the local zone) or NULL.
 //   - A value that fails conversion is NULL with strict_mode off (the row is then filtered
 //     only if the column is NOT NULL) and filters the row with strict_mode on. JSON null and

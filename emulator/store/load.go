@@ -176,19 +176,23 @@ func (s *Store) rowBuilderFor(sc *TableSchema, p LoadParams) (*rowBuilder, error
 
 // rowBuilder converts rows of one body.
 type rowBuilder struct {
-	sc       *TableSchema
-	p        LoadParams
-	isPK     bool
-	opCol    bool   // __op is recognised (PRIMARY KEY table without a column named __op)
-	allowed  []bool // columns the `columns` header selects (nil: all)
-	targets  []int  // CSV/jsonpaths: field i -> column index (-1 skip, -2 __op)
-	paths    [][]pathElem
-	misses   map[string]int // JSON keys not matched exactly -> column index or -1
-	keyMemo  []keyMemo      // key seen at each member position of the previous object
-	mergeCol int            // Row.MergeCol
-	where    whereFunc      // the `where` header, nil when absent
-	derived  []derivedCol   // mapping expressions of the columns header
-	plain    []string       // the plain entries of the columns header (source fields)
+	sc      *TableSchema
+	p       LoadParams
+	isPK    bool
+	opCol   bool   // __op is recognised (PRIMARY KEY table without a column named __op)
+	allowed []bool // columns the `columns` header selects (nil: all)
+	targets []int  // CSV/jsonpaths: field i -> column index (-1 skip, -2 __op)
+	paths   [][]pathElem
+	// sources maps a source field's name, exactly as the plan names it, to its column
+	// index or targetOp: the columns header's plain names, or (no plain names) the table's
+	// columns as stored and __op. The BE's JSON reader looks each key up in this exact map
+	// (docs/notes/starrocks-protocol.md §9): a key whose case differs matches nothing.
+	sources  map[string]int
+	keyMemo  []keyMemo    // key seen at each member position of the previous object
+	mergeCol int          // Row.MergeCol
+	where    whereFunc    // the `where` header, nil when absent
+	derived  []derivedCol // mapping expressions of the columns header
+	plain    []string     // the plain entries of the columns header (source fields)
 	now      time.Time
 	tz       string // the load's time zone
 	res      *Parsed
@@ -235,7 +239,7 @@ const (
 )
 
 func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
-	b := &rowBuilder{sc: sc, p: p, isPK: sc.KeyType == PrimaryKey, misses: map[string]int{}, res: &Parsed{}}
+	b := &rowBuilder{sc: sc, p: p, isPK: sc.KeyType == PrimaryKey, res: &Parsed{}}
 	b.opCol = b.isPK && sc.ColumnIndex("__op") < 0
 	if p.MergeCondition != "" {
 		b.mergeCol = sc.ColumnIndex(p.MergeCondition) + 1
@@ -295,6 +299,22 @@ func newRowBuilder(sc *TableSchema, p LoadParams) (*rowBuilder, error) {
 		}
 	}
 	b.plain = plain
+	b.sources = make(map[string]int, len(sc.Columns)+1)
+	if len(plain) > 0 {
+		for i, name := range plain {
+			if _, dup := b.sources[name]; !dup {
+				b.sources[name] = b.targets[i]
+			}
+		}
+	} else {
+		for i, c := range sc.Columns {
+			b.sources[c.Name] = i
+		}
+		if b.opCol {
+			// Load.initColumns adds the source field "__op", spelled so.
+			b.sources["__op"] = targetOp
+		}
+	}
 	if b.allowed != nil && !p.PartialUpdate {
 		// Load.initColumns: a column the header leaves out needs a default or NULL; the
 		// plan fails at the first load otherwise (test_stream_load_exception_handling).

@@ -283,3 +283,19 @@ func mustParams(t *testing.T, h map[string]string) LoadParams {
 	require.NoError(t, err)
 	return p
 }
+
+// TestColumnsHeaderNamesTheJSONKeys: with plain names in the columns header, the source
+// fields are those names as written, and a JSON key must spell one exactly; the name then
+// maps to its column ignoring case (Load.initColumns's columnExprMap,
+// docs/notes/starrocks-protocol.md §11.8).
+func TestColumnsHeaderNamesTheJSONKeys(t *testing.T) {
+	s := convStore(t)
+	res, err := s.Parse("db", "nn", []byte(`[{"ID":1,"Req":2,"opt":3,"Opt":4}]`), jsonParams(map[string]string{"columns": "ID, Req, Opt"}))
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1, res.Errors)
+	assert.Equal(t, []any{int64(1), int32(2), int32(7), int32(4)}, res.Rows[0].Values[:4], `"ID" and "Req" load into id and req; "opt" is no source field, "Opt" is`)
+
+	res, err = s.Parse("db", "nn", []byte(`[{"id":1,"req":2}]`), jsonParams(map[string]string{"columns": "ID, Req"}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.Filtered, `the keys "id" and "req" match no source field: id is NULL`)
+}

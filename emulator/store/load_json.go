@@ -289,7 +289,8 @@ func jsonText(k jkind, v []byte) (string, bool) {
 	return string(v), true
 }
 
-// keyColumn maps a JSON key to a column index, targetOp or targetSkip.
+// keyColumn maps a JSON key to a column index, targetOp or targetSkip: by its exact name,
+// as the BE's JSON reader does (a key "Coupon" is no source field of a column "coupon").
 func (b *rowBuilder) keyColumn(key []byte, esc bool) int {
 	if esc {
 		s, err := unquote(append(append([]byte{'"'}, key...), '"'), true)
@@ -298,19 +299,9 @@ func (b *rowBuilder) keyColumn(key []byte, esc bool) int {
 		}
 		key = []byte(s)
 	}
-	ci, ok := b.sc.byName[string(key)]
+	ci, ok := b.sources[string(key)]
 	if !ok {
-		if ci, ok = b.misses[string(key)]; !ok {
-			ks := string(key)
-			ci = b.sc.ColumnIndex(ks)
-			if ci < 0 {
-				ci = targetSkip
-				if b.opCol && strings.EqualFold(ks, "__op") {
-					ci = targetOp
-				}
-			}
-			b.misses[ks] = ci
-		}
+		return targetSkip
 	}
 	if ci >= 0 && b.allowed != nil && !b.allowed[ci] {
 		return targetSkip

@@ -162,7 +162,8 @@ func TestNotNullDefaultsAndKeys(t *testing.T) {
 		{"explicit null overrides a default", `{"id":1,"req":1,"dflt":null}`, false, nil, "NULL value in non-nullable column 'dflt'"},
 		{"failed conversion into NOT NULL, non-strict", `{"id":1,"req":"abc"}`, false, nil, "fails to convert to INT and the column is NOT NULL"},
 		{"failed conversion into nullable, non-strict", `{"id":1,"req":1,"opt":"abc"}`, false, func(t *testing.T, v []any) { assert.Nil(t, v[3]) }, ""},
-		{"keys match case-insensitively", `{"ID":5,"Req":6}`, true, func(t *testing.T, v []any) { assert.Equal(t, []any{int64(5), int32(6)}, v[:2]) }, ""},
+		{"keys match by exact name", `{"ID":5,"id":7,"Req":6,"req":8}`, true, func(t *testing.T, v []any) { assert.Equal(t, []any{int64(7), int32(8)}, v[:2]) }, ""},
+		{"a key whose case differs is no column's", `{"ID":5,"req":6}`, false, nil, "NULL value in non-nullable column 'id'"},
 		{"duplicate keys: first wins", `{"id":1,"req":1,"req":2,"REQ":3}`, true, func(t *testing.T, v []any) { assert.Equal(t, int32(1), v[1]) }, ""},
 		{"duplicate key after a failed first value keeps the failure", `{"id":1,"req":1,"opt":"x","opt":4}`, false, func(t *testing.T, v []any) { assert.Nil(t, v[3]) }, ""},
 		{"unknown keys are ignored", `{"id":1,"req":1,"zzz":{"x":[1,{"y":"\"}"}]},"w\u00e9":true}`, true, func(t *testing.T, v []any) { assert.Equal(t, int32(1), v[1]) }, ""},
@@ -245,7 +246,7 @@ func TestOpColumn(t *testing.T) {
 		{"nn", `{"id":1,"req":1,"__op":0}`, OpUpsert, false},
 		{"nn", `{"id":1,"req":1,"__op":null}`, OpUpsert, false},
 		{"nn", `{"id":1,"req":1,"__op":"0"}`, OpUpsert, false},
-		{"nn", `{"id":1,"req":1,"__OP":1}`, OpDelete, false},
+		{"nn", `{"id":1,"req":1,"__OP":1}`, OpUpsert, false}, // the source field is "__op", spelled so
 		{"nn", `{"id":1,"req":1,"__op":2}`, OpUpsert, true},
 		{"nn", `{"id":1,"req":1,"__op":"delete"}`, OpUpsert, true},
 		{"nn", `{"id":1,"__op":1}`, OpDelete, true}, // a delete row is validated like an upsert

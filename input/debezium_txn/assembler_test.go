@@ -413,3 +413,24 @@ func TestSourceOffsetNumbering(t *testing.T) {
 	assert.Equal(t, int64(5), endOffsetOf(sourceOffset(5, maxTxnEvents-1)))
 	assert.Less(t, sourceOffset(5, maxTxnEvents-1), sourceOffset(6, 0))
 }
+
+// A transaction that misses events of a topic no partition of which is read
+// here yet (a new table's topic under regexp_topics, before the client's
+// metadata shows it) says so, and names metadata_max_age; a topic that is
+// read only misses events.
+func TestMissingEventsNameATopicNotReadYet(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0) // items' topic not assigned yet
+	f.meta(dbzEnd("g:8", "test.orders", 1, "test.items", 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "g:8", 1, 1))
+	ps := f.a.problems(f.now.Add(61 * time.Second))
+	require.Len(t, ps, 1)
+	assert.Contains(t, ps[0].msg, "topic shop.test.items (collections test.items): seen 0 of 1 — no partition of this topic is read here yet")
+	assert.Contains(t, ps[0].msg, "metadata_max_age")
+	assert.NotContains(t, ps[0].msg, "shop.test.orders (collections test.orders): seen 1 of 1 —")
+
+	f.a.assign(items0)
+	ps = f.a.problems(f.now.Add(61 * time.Second))
+	require.Len(t, ps, 1)
+	assert.NotContains(t, ps[0].msg, "is read here yet", "once assigned, the topic only misses events")
+	assert.Empty(t, f.drain())
+}

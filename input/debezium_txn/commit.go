@@ -193,12 +193,28 @@ func (a *assembler) describeCounts(t *txnState) string {
 	sort.Strings(topics)
 	var parts []string
 	for _, topic := range topics {
-		parts = append(parts, fmt.Sprintf("topic %s (collections %s): seen %d of %d", topic, strings.Join(t.names[topic], ", "), t.seen[topic], t.expected[topic]))
+		part := fmt.Sprintf("topic %s (collections %s): seen %d of %d", topic, strings.Join(t.names[topic], ", "), t.seen[topic], t.expected[topic])
+		if !a.reads(topic) {
+			// A topic that matches but has no partition here yet: a new
+			// table's topic is read once the client's metadata shows it.
+			part += " — no partition of this topic is read here yet (a topic new under regexp_topics is read within metadata_max_age; if it stays unread, check that it exists and that the consumer may read it)"
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
 		return "no consumed collection"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// reads reports whether a partition of topic is assigned here.
+func (a *assembler) reads(topic string) bool {
+	for key := range a.parts {
+		if key.topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *assembler) describeSeen(t *txnState) string {

@@ -37,7 +37,9 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	logs := &syncBuffer{}
 	res := service.MockResources(service.MockResourcesOptUseLogger(
 		service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil)))))
-	yaml := strings.Replace(w.yaml("g-readback", "resend_window: 6\n"), "revoke_timeout: 3s", "revoke_timeout: 2s", 1)
+	// revoke_timeout bounds the whole read-back: long enough for 8 fetches
+	// on a loaded machine under the race detector.
+	yaml := strings.Replace(w.yaml("g-readback", "resend_window: 6\n"), "revoke_timeout: 3s", "revoke_timeout: 5s", 1)
 	conf, err := ConfigSpec().ParseYAML(yaml, nil)
 	require.NoError(t, err)
 	in, err := New(conf, res)
@@ -53,7 +55,7 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 		for _, rt := range req.(*kmsg.FetchRequest).Topics {
 			for _, rp := range rt.Partitions {
 				if rp.FetchOffset < 18 {
-					time.Sleep(2200 * time.Millisecond)
+					time.Sleep(5200 * time.Millisecond)
 				}
 			}
 		}

@@ -46,8 +46,20 @@ func Holds(col, src Type) bool {
 		}
 		return src.Kind == KindDecimal && col.Scale >= src.Scale && col.Precision-col.Scale >= src.Precision-src.Scale
 	case KindDouble:
-		return src.Kind == KindFloat || src.Kind == KindDecimal || src.Kind.IsInteger()
+		// A DOUBLE's 53-bit mantissa keeps every FLOAT, every integer up to
+		// INT and every decimal of up to 15 significant digits; a BIGINT
+		// above 2^53, a LARGEINT or a wider DECIMAL is rounded without an
+		// error (a DECIMAL whose precision the source does not give may be
+		// any of those). Rounding is silent, so it is no case for leniency.
+		switch src.Kind {
+		case KindFloat, KindTinyInt, KindSmallInt, KindInt:
+			return true
+		case KindDecimal:
+			return src.Precision > 0 && src.Precision <= doubleDigits
+		}
+		return false
 	case KindFloat:
+		// A 24-bit mantissa: SMALLINT fits, INT does not.
 		return src.Kind == KindTinyInt || src.Kind == KindSmallInt
 	case KindDateTime:
 		return src.Kind == KindDate
@@ -66,6 +78,10 @@ func Holds(col, src Type) bool {
 	}
 	return false
 }
+
+// doubleDigits is the number of significant decimal digits every DOUBLE
+// keeps (DBL_DIG).
+const doubleDigits = 15
 
 // intDigits is the number of decimal digits of the largest value of each
 // integer kind.

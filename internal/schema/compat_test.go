@@ -33,12 +33,13 @@ func TestHoldsIsLenientOnlyWhereTheSourceDoesNotTell(t *testing.T) {
 	holds := [][2]Type{
 		{BigInt, Int}, {Int, Int}, {Int, Boolean}, {Varchar(100), Varchar(50)}, {Varchar(100), Varchar(0)},
 		{String, BigInt}, {JSON, ArrayOf(Int)}, {Decimal(18, 2), Decimal(10, 2)}, {Decimal(12, 0), Int},
-		{Double, BigInt}, {DateTime, Date}, {Int, String}, {Decimal(10, 2), String},
+		{Double, Int}, {Double, Float}, {Double, Decimal(15, 4)}, {DateTime, Date}, {Int, String}, {Decimal(10, 2), String},
 		{ArrayOf(BigInt), ArrayOf(Int)}, {Type{Kind: KindUnknown, Raw: "hll"}, Int},
 	}
 	not := [][2]Type{
 		{Int, BigInt}, {Varchar(10), Varchar(50)}, {Decimal(10, 2), Decimal(10, 3)}, {Decimal(10, 0), BigInt},
 		{Int, Double}, {Int, Decimal(10, 2)}, {Date, DateTime}, {Boolean, Int}, {Float, Int},
+		{Double, BigInt}, {Double, LargeInt}, {Double, Decimal(16, 2)}, {Double, Type{Kind: KindDecimal, Scale: 2}},
 		{ArrayOf(Int), ArrayOf(BigInt)}, {Varchar(10), ArrayOf(Int)},
 	}
 	for _, c := range holds {

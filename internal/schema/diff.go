@@ -22,6 +22,26 @@ type Diff struct {
 	// Dropped are the table's columns the source no longer has: they stay,
 	// and later rows leave them NULL or their default.
 	Dropped []string
+	// Cased are the source fields whose name matches a column's only
+	// ignoring case: a JSON load drops their values, and no column can be
+	// added for them.
+	Cased []CaseMismatch
+}
+
+// CaseMismatch is a source field whose name differs from its column's in
+// case only. StarRocks's JSON reader matches keys to columns exactly, so
+// the field's values never reach the column, while DDL compares names
+// ignoring case, so ADD COLUMN for the field is refused as a duplicate
+// (docs/notes/starrocks-protocol.md §11.8): no schema change can take it.
+type CaseMismatch struct {
+	Field, Column string
+}
+
+// Error names the field and the column and why neither a load nor a
+// schema change takes the field.
+func (c CaseMismatch) Error() string {
+	return fmt.Sprintf("the source field %s matches the column %s only ignoring case: StarRocks loads a JSON key into a column of exactly its name, so the values of %s would be dropped, and it cannot add a column %s beside %s (column names are not case sensitive)",
+		c.Field, c.Column, c.Field, c.Field, c.Column)
 }
 
 // Modify is one column to widen.
@@ -50,16 +70,21 @@ func (c Conflict) Error() string {
 func (d Diff) Changes() bool { return len(d.Add) > 0 || len(d.Modify) > 0 }
 
 // Compare returns what the StarRocks table have lacks to take the rows of
-// the source table want. Columns match by name, ignoring case, as StarRocks
-// does. A source key whose columns differ from the table's (when both are
+// the source table want. A source column matches the column of exactly its
+// name, as a JSON load does; one whose name matches a column's only ignoring
+// case is neither loaded nor addable (Cased). A source key whose columns differ from the table's (when both are
 // known; in any order, since a source may list them in another: a Kafka key
 // without a schema is a JSON object) is a conflict: StarRocks cannot change
 // a primary key.
 func Compare(have, want *Table) Diff {
 	var d Diff
 	for _, w := range want.Columns {
-		h, ok := have.Column(w.Name)
+		h, ok := have.LoadsInto(w.Name)
 		if !ok {
+			if h, taken := have.Column(w.Name); taken {
+				d.Cased = append(d.Cased, CaseMismatch{Field: w.Name, Column: h.Name})
+				continue
+			}
 			add := w
 			add.Nullable = true
 			d.Add = append(d.Add, add)
@@ -80,6 +105,7 @@ func Compare(have, want *Table) Diff {
 		}
 	}
 	for _, h := range have.Columns {
+		// A column a source field names ignoring case is in Cased.
 		if _, ok := want.Column(h.Name); !ok {
 			d.Dropped = append(d.Dropped, h.Name)
 		}

@@ -35,6 +35,7 @@ func TestCompare(t *testing.T) {
 	assert.Equal(t, "price", d.Conflicts[0].Column)
 	assert.Contains(t, d.Conflicts[0].Error(), "column price is INT in StarRocks and DECIMAL(10,2) at the source")
 	assert.Equal(t, []string{"note"}, d.Dropped)
+	assert.Equal(t, []CaseMismatch{{Field: "ID", Column: "id"}}, d.Cased, "a JSON key ID fills no column id")
 	assert.True(t, d.Changes())
 
 	same := Compare(have, &Table{Columns: []Column{{Name: "id", Type: Int}, {Name: "qty", Type: SmallInt}}})
@@ -58,4 +59,26 @@ func TestCompareKeyChangesAreConflicts(t *testing.T) {
 
 	d = Compare(have, &Table{Columns: []Column{{Name: "id", Type: Int}, {Name: "k", Type: Varchar(10)}}, Key: []string{"K", "id"}})
 	assert.Empty(t, d.Conflicts, "the same key columns in another order (a key object's order) are the same key")
+}
+
+// A source field whose name matches a column's only ignoring case is not
+// loaded (a JSON key fills the column of exactly its name) and cannot be
+// added (DDL refuses the name as a duplicate): neither an addition nor a
+// dropped column, but a mismatch that names both.
+func TestCompareACaseOnlyMatchIsNeitherLoadedNorAdded(t *testing.T) {
+	have := &Table{Columns: []Column{{Name: "id", Type: BigInt}, {Name: "coupon", Type: Varchar(8), Nullable: true}}, Key: []string{"id"}}
+	d := Compare(have, &Table{Columns: []Column{{Name: "id", Type: BigInt}, {Name: "Coupon", Type: Varchar(8), Nullable: true}}, Key: []string{"id"}})
+	assert.Empty(t, d.Add)
+	assert.Empty(t, d.Dropped)
+	assert.Empty(t, d.Conflicts)
+	require.Equal(t, []CaseMismatch{{Field: "Coupon", Column: "coupon"}}, d.Cased)
+	assert.Contains(t, d.Cased[0].Error(), "the source field Coupon matches the column coupon only ignoring case")
+
+	c, ok := have.LoadsInto("coupon")
+	assert.True(t, ok)
+	assert.Equal(t, "coupon", c.Name)
+	_, ok = have.LoadsInto("Coupon")
+	assert.False(t, ok, "a JSON key Coupon fills no column coupon")
+	_, ok = have.Column("Coupon")
+	assert.True(t, ok, "but DDL takes Coupon for coupon")
 }

@@ -25,11 +25,26 @@ type Table struct {
 	Key     []string `json:"primary_key,omitempty"`
 }
 
-// Column returns the column named name (StarRocks column names are not
-// case sensitive), and whether there is one.
+// Column returns the column named name ignoring case, as StarRocks's DDL
+// and SQL resolve column names, and whether there is one: the column a new
+// column of that name would collide with. What a JSON load fills is
+// another matter (LoadsInto).
 func (t *Table) Column(name string) (Column, bool) {
 	for _, c := range t.Columns {
 		if strings.EqualFold(c.Name, name) {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
+
+// LoadsInto returns the column a JSON load fills from a key named name, and
+// whether there is one: StarRocks's JSON reader takes a key only by the
+// column's exact name (docs/notes/starrocks-protocol.md §11.8), so a key
+// "Coupon" fills no column "coupon".
+func (t *Table) LoadsInto(name string) (Column, bool) {
+	for _, c := range t.Columns {
+		if c.Name == name {
 			return c, true
 		}
 	}

@@ -509,6 +509,9 @@ func (k *core) waitedFor(items []*item) string {
 				return fmt.Sprintf("waiting for the dead_letter write of source transaction %q of partition %s", t.id, p.key)
 			case t.state == txnStalled:
 				return fmt.Sprintf("waiting on partition %s, stalled at poisoned source transaction %q (no dead_letter is set)", p.key, t.id)
+			case t.state == txnOpen && p.stalled != nil:
+				// The rest of it is held behind the stall.
+				return fmt.Sprintf("waiting on partition %s, stalled at poisoned source transaction %q (no dead_letter is set)", p.key, p.stalledTxn)
 			case t.state == txnOpen:
 				return fmt.Sprintf("waiting for the end of source transaction %q of partition %s", t.id, p.key)
 			case t.state == txnFenced:

@@ -518,6 +518,10 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	for {
 		label, n := w.nextLabel()
+		// The cycle began no later than its begin was sent: a schema change
+		// visible after that is newer than it (takeBegunAt), however late
+		// the reply.
+		sentAt := o.now()
 		err := o.client.Begin(ctx, w.txn(label))
 		if err == nil {
 			w.labels.opened(n)
@@ -528,7 +532,7 @@ func (w *dbWorker) begin(ctx context.Context, c *cycle) bool {
 				a.decide(false, o.log, "a multi-table begin in database "+w.db+" succeeded")
 			}
 			c.reset()
-			c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
+			c.label, c.n, c.begun, c.sent = label, n, sentAt, map[string]int{}
 			return true
 		}
 		if ctx.Err() != nil {

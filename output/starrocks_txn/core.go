@@ -7,7 +7,7 @@ import (
 )
 
 // core is the output's state machine: the sequencers, the partitions and
-// their source transactions, the databases' queues, the dead-letter queue,
+// their source transactions, the databases' queues, the dead-letter lanes,
 // the progress maps and the counters admission decides on. It has no lock,
 // no goroutine, no clock and no I/O of its own: every method runs under
 // Output.mu, which its owner holds (ARCHITECTURE.md §10.1), takes the time
@@ -35,6 +35,11 @@ type core struct {
 	schemas *schemasync.Book
 	// knownLast caches the book's last yes (schema.go: known).
 	knownLast knownCache
+	// schemaReady is, per database, when each table's columns were last
+	// seen to change (schema.go: noteReady): a transaction with rows of
+	// such a table goes only into a cycle begun after it (takeBegunAt).
+	schemaReady map[string]*tableReadiness
+	readySeq    uint64
 
 	seqs map[string]*sequencer[*item]
 	// retiredSeqs and lastPrune: manager.go, prune; sourceIdle is the
@@ -55,9 +60,11 @@ type core struct {
 	progressWait    map[string][]*item
 	progressLoading map[string]bool
 	progressGen     map[string]int
-	dlQueue         []*srcTxn
-	// dlWriting is the poisoned transaction being written to dead_letter.
-	dlWriting *srcTxn
+	// dlLanes are the poisoned transactions on their way to dead_letter,
+	// one lane per partition: written in order within a lane, the lanes
+	// independently of each other (deadletter.go). A lane exists while it
+	// holds a transaction, queued or being written.
+	dlLanes map[*partition]*dlLane
 	// buffered is the bytes of the rows of live source transactions (open,
 	// active, queued, in cycle): what a commit may still load. At
 	// buffer_size the workers commit early, at twice it admission waits.
@@ -204,6 +211,7 @@ func newCore(c *config, fx effects, deadLetter bool) *core {
 		progressWait:    map[string][]*item{},
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
+		dlLanes:         map[*partition]*dlLane{},
 		sourceIdle:      sourceIdle,
 		inFlight:        map[string]string{},
 	}

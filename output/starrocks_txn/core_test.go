@@ -504,6 +504,39 @@ func TestCoreStallHoldsThePartitionUntilAFence(t *testing.T) {
 	assert.Empty(t, st.fx.published["p0"], "nothing of it is published")
 }
 
+// A stall that comes while a later transaction of the partition is open
+// (a load StarRocks refused for the rows of an earlier one, found in its
+// cycle) keeps that transaction whole and open: the rest of it is held
+// behind the stall, and a fence takes and releases all of it — no call
+// waits for good.
+func TestCoreStallWithAnOpenTransactionReleasesItAtAFence(t *testing.T) {
+	st := newStepper(t, "commit_interval: 100ms\n", false)
+	s := newSrc("a1")
+	c1 := st.write(txnMsgs(s, "p0", "t1", 1)...)
+	txns := st.k.take(st.k.dbs["test"], nil, false, st.now)
+	require.Len(t, txns, 1)
+	t2 := txnMsgs(s, "p0", "t2", 2)
+	c2 := st.write(t2[0])
+	assert.Equal(t, []string{"t1:in cycle", "t2:open"}, st.states("a1", "p0"))
+
+	st.k.poisonLive(txns[0], fmt.Errorf("a row StarRocks cannot take"))
+	st.check()
+	assert.Equal(t, "t1", stalledAt(st.k, "a1", "p0"))
+	assert.Equal(t, []string{"t1:stalled", "t2:open"}, st.states("a1", "p0"), "t2 is still the partition's open transaction")
+	c3 := st.write(t2[1])
+	assert.Len(t, st.part("a1", "p0").held, 1, "the rest of t2 is held behind the stall")
+	assert.Contains(t, st.k.waitedFor(st.part("a1", "p0").open.items), `stalled at poisoned source transaction "t1"`, "a call of t2 waits on the stall, not on t2's END")
+
+	f := st.k.fenceTake("p0")
+	require.True(t, st.k.fenceRelease(f))
+	st.k.fenceEnd(f)
+	st.check()
+	for i, c := range []*call{c1, c2, c3} {
+		assert.True(t, returned(c), "call %d released by the fence", i+1)
+	}
+	assert.Empty(t, st.fx.published["p0"], "nothing of it is published")
+}
+
 // exactly_once: a partition's messages wait for its progress; once it is
 // read, what StarRocks holds is acknowledged without being loaded and its
 // END published, and the rest is applied in order. A read that a fence

@@ -2,13 +2,20 @@ package starrocks_txn
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Poisoned source transactions: to dead_letter, whole and in order, or a
-// stalled partition when there is none (ARCHITECTURE.md §4.1); the
-// dead-letter loop writes them, the core keeps their queue.
+// Poisoned source transactions: to dead_letter, whole and in order within
+// their partition, or a stalled partition when there is none
+// (ARCHITECTURE.md §4.1); the dead-letter loop writes them, the core keeps
+// their lanes, one per partition.
 
 // deadLetterReasonKey is set on every message sent to dead_letter.
 const deadLetterReasonKey = "starrocks_dead_letter_reason"
@@ -28,7 +35,12 @@ func (k *core) poison(t *srcTxn) {
 			return
 		}
 		k.fx.logf(logError, t.p.key.String(), "Source transaction %q is poisoned and goes to dead_letter: %v", t.id, t.poison)
-		k.dlQueue = append(k.dlQueue, t)
+		lane := k.dlLanes[t.p]
+		if lane == nil {
+			lane = &dlLane{}
+			k.dlLanes[t.p] = lane
+		}
+		lane.queue = append(lane.queue, t)
 		k.fx.wakeDeadLetter()
 		return
 	}
@@ -68,14 +80,21 @@ func (k *core) poisonLive(t *srcTxn, reason error) {
 	k.poison(t)
 }
 
-// deadLetterLoop writes poisoned transactions, whole and in order, to
-// dead_letter, retrying forever, and then resolves them. A transaction a
-// fence took before its write began is not written: the partition's new
-// owner reads it again and dead-letters it itself. A fence that comes
-// during the write waits for it (srcTxn.inDeadLetter), as for a commit in
-// flight; if it stops waiting first (its deadline), the transaction is
-// released when the write ends, and the new owner may write it again:
-// dead_letter is at-least-once either way.
+// dlLane is one partition's way to dead_letter: its poisoned transactions in
+// order, the first of them being written while writing is set. Order
+// matters only within a partition (ARCHITECTURE.md §4.1), so a dead letter
+// that cannot be written holds only its own partition's later ones.
+type dlLane struct {
+	queue   []*srcTxn
+	writing *srcTxn
+}
+
+// deadLetterLoop starts the writes of poisoned transactions to dead_letter:
+// at most one per partition at a time, in the partition's order, each in a
+// goroutine of its own (writeDeadLetter), so that a write that keeps
+// failing holds back only its partition's later dead letters (and, with
+// exactly_once, its later commits: switchPartition), never another
+// partition's.
 func (o *Output) deadLetterLoop() {
 	defer o.wg.Done()
 	for {
@@ -90,55 +109,113 @@ func (o *Output) deadLetterLoop() {
 				continue
 			}
 		}
-		batch := make(service.MessageBatch, 0, len(t.items))
-		for _, it := range t.items {
-			m := it.msg.Copy()
-			m.MetaSetMut(deadLetterReasonKey, t.poison.Error())
-			batch = append(batch, m)
-		}
-		b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
-		written := false
-		for {
-			err := o.dl.WriteBatch(o.ctx, batch)
-			if err == nil {
-				written = true
-				break
-			}
-			if o.ctx.Err() != nil {
-				break
-			}
-			o.log.With("partition", t.p.key.String()).Errorf("Writing source transaction %q to dead_letter: %v; retrying", t.id, err)
-			if !sleepCtx(o.ctx, b.next()) {
-				break
-			}
-		}
-		if written {
-			o.m.deadLettered.Incr(1, partitionLabel(t.p))
-		}
-		o.mu.Lock()
-		o.core.deadLetterEnded(t, written)
-		o.mu.Unlock()
-		if !written {
-			return
-		}
+		o.wg.Add(1)
+		go o.writeDeadLetter(t)
 	}
 }
 
+// writeDeadLetter writes poisoned transaction t, whole, to dead_letter,
+// retrying with backoff (retry_backoff) until it is written, the output
+// closes, or a fence takes t between two attempts, and then resolves it. A
+// transaction a fence took before its write began is not written at all
+// (nextDeadLetter): the partition's new owner reads it again and
+// dead-letters it itself. A fence that comes during an attempt waits for it
+// (srcTxn.inDeadLetter), as for a commit in flight; if it stops waiting
+// first (its deadline), the transaction is released when the write ends,
+// and the new owner may write it again: dead_letter is at-least-once either
+// way.
+//
+// The first failure is logged at error level with the transaction, its
+// partition and what to do (deadLetterAdvice); a write that goes on failing
+// is reported again every reportEvery. Nothing of t is acknowledged until
+// it is written.
+func (o *Output) writeDeadLetter(t *srcTxn) {
+	defer o.wg.Done()
+	batch := make(service.MessageBatch, 0, len(t.items))
+	for _, it := range t.items {
+		m := it.msg.Copy()
+		m.MetaSetMut(deadLetterReasonKey, t.poison.Error())
+		batch = append(batch, m)
+	}
+	log := o.log.With("partition", t.p.key.String(), "txn_id", t.id)
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	written := false
+	var reported time.Time
+	for attempt := 1; ; attempt++ {
+		err := o.dl.WriteBatch(o.ctx, batch)
+		if err == nil {
+			written = true
+			break
+		}
+		if o.ctx.Err() != nil {
+			break
+		}
+		now := o.now()
+		switch {
+		case attempt == 1:
+			reported = now
+			log.Errorf("Writing source transaction %q of partition %s (%d messages) to dead_letter: %v; %s. It stays unacknowledged and is retried with backoff (retry_backoff); only the later dead letters of this partition wait behind it (with exactly_once, its later commits too), other partitions go on", t.id, t.p.key, len(batch), err, deadLetterAdvice(err))
+		case now.Sub(reported) >= reportEvery:
+			reported = now
+			log.Warnf("Source transaction %q of partition %s is still not in dead_letter after %d attempts: %v", t.id, t.p.key, attempt, err)
+		}
+		if !sleepCtx(o.ctx, b.next()) {
+			break
+		}
+		o.mu.Lock()
+		taken := t.state != txnPoisoned
+		o.mu.Unlock()
+		if taken {
+			// A fence took it meanwhile: its new owner writes it.
+			break
+		}
+	}
+	if written {
+		o.m.deadLettered.Incr(1, partitionLabel(t.p))
+	}
+	o.mu.Lock()
+	o.core.deadLetterEnded(t, written)
+	o.mu.Unlock()
+	// The partition's next dead letter may go now.
+	o.wakeDeadLetter()
+}
+
+// deadLetterAdvice says what to do about a dead_letter write that failed
+// with err. A record the Kafka dead letter refuses as too large is refused
+// for good: no retry fixes it until the limit is raised.
+func deadLetterAdvice(err error) string {
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		strings.Contains(err.Error(), kerr.MessageTooLarge.Message) || strings.Contains(err.Error(), kerr.RecordListTooLarge.Message) {
+		return "the dead_letter output refuses it for good (a record over its size limit): no retry fixes that; raise the dead_letter output's max_message_bytes and the topic's max.message.bytes above the largest message of your source transactions (or send dead letters to an output without that limit), and the retries then get it through"
+	}
+	return "check the dead_letter output (the error says why it refused)"
+}
+
 // nextDeadLetter takes the next poisoned transaction to write to
-// dead_letter from the queue and marks its write in flight
-// (srcTxn.inDeadLetter); nil when none is queued. One a fence took while it
-// waited in the queue is released instead, unwritten.
+// dead_letter, the head of a partition's lane with no write in flight, and
+// marks its write in flight (srcTxn.inDeadLetter); nil when there is none.
+// One a fence took while it waited in its lane is released instead,
+// unwritten.
 func (k *core) nextDeadLetter() *srcTxn {
-	for len(k.dlQueue) > 0 {
-		t := k.dlQueue[0]
-		k.dlQueue = k.dlQueue[1:]
-		if t.state != txnPoisoned {
-			k.releaseFenced(t)
+	parts := slices.Collect(maps.Keys(k.dlLanes))
+	slices.SortFunc(parts, func(a, b *partition) int { return strings.Compare(a.key.String(), b.key.String()) })
+	for _, p := range parts {
+		lane := k.dlLanes[p]
+		if lane.writing != nil {
 			continue
 		}
-		k.dlWriting = t
-		t.inDeadLetter = true
-		return t
+		for len(lane.queue) > 0 {
+			t := lane.queue[0]
+			lane.queue = lane.queue[1:]
+			if t.state != txnPoisoned {
+				k.releaseFenced(t)
+				continue
+			}
+			lane.writing = t
+			t.inDeadLetter = true
+			return t
+		}
+		delete(k.dlLanes, p)
 	}
 	return nil
 }
@@ -147,11 +224,16 @@ func (k *core) nextDeadLetter() *srcTxn {
 // dead-lettered, even when a fence took it meanwhile (the fence waited for
 // the write, or gave up waiting: either way it is in dead_letter now; the
 // write still holds it here, which is what lets a fenced one be
-// dead-lettered, canMove). Not written (the output is closing), a fenced one
-// is released and a poisoned one stays unacknowledged, read again after a
-// restart.
+// dead-lettered, canMove). Not written (the output is closing, or a fence
+// took it between attempts), a fenced one is released and a poisoned one
+// stays unacknowledged, read again after a restart.
 func (k *core) deadLetterEnded(t *srcTxn, written bool) {
-	k.dlWriting = nil
+	if lane := k.dlLanes[t.p]; lane != nil && lane.writing == t {
+		lane.writing = nil
+		if len(lane.queue) == 0 {
+			delete(k.dlLanes, t.p)
+		}
+	}
 	if written && (t.state == txnPoisoned || t.state == txnFenced) {
 		k.move(t, txnDeadLettered)
 	}
@@ -164,17 +246,37 @@ func (k *core) deadLetterEnded(t *srcTxn, written bool) {
 // deadLetterPending reports whether a poisoned transaction of one of the
 // partitions of txns is on its way to dead_letter: queued or being written.
 func (k *core) deadLetterPending(txns []*srcTxn) bool {
-	parts := make(map[*partition]bool, len(txns))
 	for _, t := range txns {
-		parts[t.p] = true
-	}
-	if k.dlWriting != nil && parts[k.dlWriting.p] {
-		return true
-	}
-	for _, t := range k.dlQueue {
-		if parts[t.p] {
+		if k.dlLanes[t.p] != nil {
 			return true
 		}
 	}
 	return false
+}
+
+// deadLetterHolds reports whether partition p's complete transactions must
+// stay out of commit cycles (switchPartition): with exactly_once, while an
+// earlier poisoned transaction of p is on its way to dead_letter. Its commit
+// would have to wait for that write anyway (exactlyOnceTracking:
+// awaitDeadLetters), and frozen into a cycle with other partitions'
+// transactions it would hold their commit too, for as long as the write
+// fails.
+func (k *core) deadLetterHolds(p *partition) bool {
+	return k.conf.exactlyOnce && k.dlLanes[p] != nil
+}
+
+// dlQueued returns the poisoned transactions on their way to dead_letter,
+// by partition, each lane in order (the one being written first).
+func (k *core) dlQueued() []*srcTxn {
+	parts := slices.Collect(maps.Keys(k.dlLanes))
+	slices.SortFunc(parts, func(a, b *partition) int { return strings.Compare(a.key.String(), b.key.String()) })
+	var out []*srcTxn
+	for _, p := range parts {
+		lane := k.dlLanes[p]
+		if lane.writing != nil {
+			out = append(out, lane.writing)
+		}
+		out = append(out, lane.queue...)
+	}
+	return out
 }

@@ -208,7 +208,8 @@ func TestFenceWaitsForADeadLetterWriteAndDropsTheQueue(t *testing.T) {
 	require.Eventually(t, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return o.core.dlWriting != nil && o.core.dlWriting.id == "bad1" && len(o.core.dlQueue) == 1
+		lane := o.core.dlLanes[o.core.parts[pkey{"a1", "p0"}]]
+		return lane != nil && lane.writing != nil && lane.writing.id == "bad1" && len(lane.queue) == 1
 	}, 5*time.Second, time.Millisecond, "bad1 is being written, bad2 queued")
 	fenced := make(chan error, 1)
 	go func() { fenced <- o.fence(context.Background(), "p0") }()

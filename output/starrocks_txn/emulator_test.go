@@ -21,6 +21,7 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/metricscap"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/schema"
 )
 
 func exampleSchema(t testing.TB) string {
@@ -62,11 +63,36 @@ type orderWorkload struct {
 	items      map[[2]int64]int64 // (order_id, item_id) -> quantity
 	events     int
 	txnsOfPart map[string]int
+	// notes are order_events' note values by event_id, with
+	// orderWorkloadNotes: the column a schema change adds mid-stream.
+	notes map[int64]string
+}
+
+// notedEvents is order_events as a source with types declares it once it
+// has the column note (a Debezium connector after ALTER TABLE … ADD
+// COLUMN): rows with it need the column added before they load.
+var notedEvents = &schema.Table{Key: []string{"event_id"}, Columns: []schema.Column{
+	{Name: "event_id", Type: schema.BigInt},
+	{Name: "order_id", Type: schema.BigInt},
+	{Name: "kind", Type: schema.Varchar(16)},
+	{Name: "note", Type: schema.Varchar(32), Nullable: true},
+}}
+
+// orderWorkloadNotes is newOrderWorkload whose partition orders/0, from its
+// third source transaction on, writes order_events rows typed as
+// notedEvents with a note: a schema change in the middle of the stream,
+// after rows of the old schema and before more of them on other partitions.
+func orderWorkloadNotes(seed int64, partitions, txnsPerPartition int) *orderWorkload {
+	return genOrderWorkload(seed, partitions, txnsPerPartition, func(p string, k int) bool { return p == "orders/0" && k >= 2 })
 }
 
 func newOrderWorkload(seed int64, partitions, txnsPerPartition int) *orderWorkload {
+	return genOrderWorkload(seed, partitions, txnsPerPartition, nil)
+}
+
+func genOrderWorkload(seed int64, partitions, txnsPerPartition int, noted func(p string, k int) bool) *orderWorkload {
 	rng := rand.New(rand.NewSource(seed))
-	w := &orderWorkload{orders: map[int64]int64{}, items: map[[2]int64]int64{}, txnsOfPart: map[string]int{}}
+	w := &orderWorkload{orders: map[int64]int64{}, items: map[[2]int64]int64{}, txnsOfPart: map[string]int{}, notes: map[int64]string{}}
 	s := newSrc(fmt.Sprintf("asm-%d", seed))
 	var msgs []*service.Message
 	version := int64(0)
@@ -109,10 +135,18 @@ func newOrderWorkload(seed int64, partitions, txnsPerPartition int) *orderWorklo
 				}
 				w.orders[id] = version
 			}
-			rows = append(rows, row(p, txn, "order_events", map[string]any{"event_id": eventID, "order_id": id, "kind": "cdc"}, false))
+			typed := noted != nil && noted(p, k)
+			if typed {
+				note := fmt.Sprintf("n%d", eventID)
+				rows = append(rows, s.typedRow(p, txn, "order_events", notedEvents, map[string]any{"event_id": eventID, "order_id": id, "kind": "cdc", "note": note}, false))
+				w.notes[eventID] = note
+			} else {
+				rows = append(rows, row(p, txn, "order_events", map[string]any{"event_id": eventID, "order_id": id, "kind": "cdc"}, false))
+			}
 			w.events++
-			// END on the last row, or a body-less END marker.
-			if rng.Intn(3) == 0 {
+			// END on the last row, or a body-less END marker (always
+			// after a typed row: its facts are written with it).
+			if typed || rng.Intn(3) == 0 {
 				rows = append(rows, s.marker(p, txn, false))
 			} else {
 				last := rows[len(rows)-1]

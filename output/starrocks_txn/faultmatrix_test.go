@@ -58,6 +58,11 @@ const (
 
 var matrixOutcomes = []matrixOutcome{outcomeRefused, outcomeReset, outcomeReplyLost, outcomeReplyLate, outcomeSlow}
 
+// outcomeCancelled is a schema change job that ends CANCELLED (a CANCEL
+// ALTER, a failed job); outcomeSlow on a job makes it run longer than
+// mysql_timeout.
+const outcomeCancelled matrixOutcome = "cancelled"
+
 // matrixTimeScale multiplies the matrix's timeouts and its deadline: 3
 // under the race detector, which slows the output and the emulator alike.
 var matrixTimeScale = map[bool]time.Duration{false: 1, true: 3}[raceEnabled]
@@ -95,6 +100,14 @@ type matrixRequest struct {
 	// see part of a source transaction while a cycle commits, which must
 	// heal (testkit.Heal), and every cycle's labels must end together.
 	perTable bool
+	// schema runs the cell with orderWorkloadNotes: a partition's rows
+	// need a new column mid-stream, which the output adds (ALTER TABLE …
+	// ADD COLUMN, schema_evolution: evolve; ARCHITECTURE.md §14) before
+	// they load. noFastSchemaEvolution creates order_events with
+	// fast_schema_evolution false, so that the change runs as a job.
+	schema, noFastSchemaEvolution bool
+	// outcomes, when set, replaces matrixOutcomes for the request.
+	outcomes []matrixOutcome
 }
 
 var matrixRequests = []matrixRequest{
@@ -111,6 +124,13 @@ var matrixRequests = []matrixRequest{
 	{name: "ensure tables", op: emulator.OpMySQL, statement: `^\s*CREATE TABLE`, atStart: true},
 	{name: "progress read", op: emulator.OpMySQL, statement: "FROM `test`\\.`" + defaultProgressTable + "` WHERE", atStart: true, exactlyOnceOnly: true},
 	{name: "writer rows read", op: emulator.OpMySQL, statement: "FROM `test`\\.`" + writersTable(defaultProgressTable) + "` WHERE `pipeline_id` = '[^']*'\\s*$", atStart: true},
+
+	// Schema changes (ARCHITECTURE.md §14): the ALTER TABLE … ADD COLUMN
+	// the output sends for rows that need a new column, and the job
+	// StarRocks runs for it on a table without fast schema evolution.
+	{name: "alter table", op: emulator.OpMySQL, statement: `^\s*ALTER TABLE`, atStart: true, schema: true},
+	{name: "alter job", op: emulator.OpAlterJob, table: "order_events", atStart: true, schema: true, noFastSchemaEvolution: true,
+		outcomes: []matrixOutcome{outcomeCancelled, outcomeSlow}},
 
 	// The per-table protocol's requests (StarRocks 3.3): a part's begin
 	// (with its table), the decision's begin (on the writers table), a
@@ -144,7 +164,7 @@ const (
 func (r matrixRequest) fault(out matrixOutcome) emulator.Fault {
 	f := emulator.Fault{Op: r.op, Table: r.table, Statement: r.statement, Label: r.label, Count: 1}
 	timeout := matrixRequestTimeout
-	if r.op == emulator.OpMySQL {
+	if r.op == emulator.OpMySQL || r.op == emulator.OpAlterJob {
 		timeout = matrixMySQLTimeout
 	}
 	switch out {
@@ -161,6 +181,13 @@ func (r matrixRequest) fault(out matrixOutcome) emulator.Fault {
 		f.Action, f.Delay = emulator.ActReplyLate, 3*timeout
 	case outcomeSlow:
 		f.Action, f.Delay, f.Count = emulator.ActDelay, timeout/2, 3
+		if r.op == emulator.OpAlterJob {
+			// A job runs past the statement's timeout: the output waits
+			// for it by polling, never loading a row that needs it first.
+			f.Delay, f.Count = 2*timeout, 1
+		}
+	case outcomeCancelled:
+		f.Action = emulator.ActCancel
 	}
 	return f
 }
@@ -219,7 +246,11 @@ func TestFaultMatrix(t *testing.T) {
 	only := regexp.MustCompile(os.Getenv("STARROCKS_TXN_MATRIX_CELLS"))
 	var cells []matrixCell
 	for _, r := range matrixRequests {
-		for _, out := range matrixOutcomes {
+		outcomes := matrixOutcomes
+		if r.outcomes != nil {
+			outcomes = r.outcomes
+		}
+		for _, out := range outcomes {
 			for _, exactly := range []bool{false, true} {
 				if r.exactlyOnceOnly && !exactly {
 					continue
@@ -291,8 +322,14 @@ func matrixCellBody(t *cellT, c matrixCell, seed int64) (res cellResult) {
 		version, mode = ptVersion, "  transaction_mode: per_table\n"
 	}
 	emulatorStartMu.Lock()
+	ddl := matrixSchema()
+	if c.req.noFastSchemaEvolution {
+		ddl = strings.Replace(ddl, "DISTRIBUTED BY HASH(`event_id`) BUCKETS 4\nPROPERTIES(\"replication_num\" = \"1\")",
+			"DISTRIBUTED BY HASH(`event_id`) BUCKETS 4\nPROPERTIES(\"replication_num\" = \"1\", \"fast_schema_evolution\" = \"false\")", 1)
+		require.NotEqual(t, matrixSchema(), ddl, "order_events without fast schema evolution")
+	}
 	e, err := emulator.Start(emulator.Config{
-		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: matrixSchema(),
+		HTTPAddr: "127.0.0.1:0", MySQLAddr: "127.0.0.1:0", Schema: ddl,
 		ReaperInterval: 50 * time.Millisecond, StarRocksVersion: version,
 	})
 	emulatorStartMu.Unlock()
@@ -304,6 +341,9 @@ func matrixCellBody(t *cellT, c matrixCell, seed int64) (res cellResult) {
 	require.NoError(t, e.Store().ExecDDL(starrocks.WritersDDL("test", writersTable(defaultProgressTable))))
 
 	w := newOrderWorkload(seed*7919+13, 4, 6)
+	if c.req.schema {
+		w = orderWorkloadNotes(seed*7919+13, 4, 6)
+	}
 	res.batches = len(w.batches)
 	for _, n := range w.txnsOfPart {
 		res.txns += n
@@ -368,8 +408,9 @@ starrocks_txn:
   mysql_timeout: %s
   unknown_commit_timeout: %s
   retry_backoff: { initial_interval: 20ms, max_interval: 200ms }
+  stall_retry_interval: %s
 %s`, e.FEURL(), e.MySQLAddr(), semantic, 10*time.Second*matrixTimeScale, time.Second*matrixTimeScale,
-		matrixRequestTimeout, matrixMySQLTimeout, 2*time.Second*matrixTimeScale, mode)))
+		matrixRequestTimeout, matrixMySQLTimeout, 2*time.Second*matrixTimeScale, time.Second*matrixTimeScale, mode)))
 	stream, err := sb.Build()
 	require.NoError(t, err)
 	// The deadline is the no-stall bound: every batch acknowledged within
@@ -432,7 +473,21 @@ starrocks_txn:
 	res.outputRollbacks = metrics.Counter("starrocks_txn_rollbacks")
 	res.inDoubtPeak = metrics.Peak("starrocks_txn_unresolved_commits")
 	assert.Zero(t, metrics.Counter("starrocks_txn_unknown_commits"), "no commit taken as not committed: StarRocks kept every label")
-	assert.Zero(t, metrics.Counter("starrocks_txn_dead_lettered")+metrics.Counter("starrocks_txn_partition_stalls"), "no transaction poisoned by a fault")
+	poisoned := metrics.Counter("starrocks_txn_dead_lettered") + metrics.Counter("starrocks_txn_partition_stalls")
+	if c.req.schema && (c.outcome == outcomeRefused || c.outcome == outcomeCancelled) {
+		// A change StarRocks refused (the table read again shows it not
+		// applied) or whose job was cancelled poisons the transaction
+		// that needs it with StarRocks's reason: without dead_letter its
+		// partition stalls, and is tried again every
+		// stall_retry_interval until the change goes through (the fault
+		// fires once), without a restart (§14.3).
+		assert.Equal(t, int64(1), poisoned, "the transaction that needs the refused change stalls once, then heals")
+	} else {
+		assert.Zero(t, poisoned, "no transaction poisoned by a fault")
+	}
+	if c.req.schema {
+		checkNotes(t, e, w)
+	}
 	ctr := e.Counters()
 	res.begins, res.loads, res.commits, res.rollbacks = ctr.Begins, ctr.Loads, ctr.Commits, ctr.Rollbacks
 	res.labelStates, res.statements, res.fired = ctr.LabelStates, ctr.Statements, ctr.FaultsFired
@@ -490,4 +545,20 @@ func checkOrdersModel(t require.TestingT, e *emulator.Emulator, w *orderWorkload
 	sort.Slice(doubled, func(i, j int) bool { return doubled[i] < doubled[j] })
 	assert.Empty(t, doubled, "order_events (DUPLICATE KEY) rows loaded twice")
 	assert.Len(t, seen, w.events, "every event loaded: nothing lost")
+}
+
+// checkNotes checks the column a schema change added mid-stream: every
+// note a row carried is loaded (none lost to a load before the column was
+// there), and rows written without it have none.
+func checkNotes(t require.TestingT, e *emulator.Emulator, w *orderWorkload) {
+	rows, err := e.Store().Rows("test", "order_events")
+	require.NoError(t, err)
+	got := map[int64]string{}
+	for _, r := range rows {
+		if v, ok := r["note"]; ok && v != nil {
+			got[toInt(r["event_id"])] = fmt.Sprint(v)
+		}
+	}
+	require.NotEmpty(t, w.notes, "the workload writes notes")
+	assert.Equal(t, w.notes, got, "order_events.note: every value the source wrote, none before it had the column")
 }

@@ -220,7 +220,7 @@ func stepCore(o *Output, step func(k *core)) {
 func quiesce(t *testing.T, o *Output) {
 	t.Helper()
 	waitCore(t, o, "the output is quiet", func(k *core) bool {
-		if k.committable != 0 || len(k.progressLoading) > 0 || len(k.dlQueue) > 0 || k.dlWriting != nil {
+		if k.committable != 0 || len(k.progressLoading) > 0 || len(k.dlLanes) > 0 {
 			return false
 		}
 		for _, q := range k.dbs {

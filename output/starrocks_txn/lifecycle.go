@@ -26,7 +26,9 @@ import (
 //	open | active | queued | in cycle ──► poisoned ──► dead-lettered          │    │
 //	                                      (dead_letter set)                   │    │
 //	open | active | queued | in cycle ──► stalled ────────────────────────────┘ (*)│
-//	                                      (no dead_letter, or behind the stall)    │
+//	                                      (no dead_letter, or behind the stall;    │
+//	                                      never the partition's open transaction:  │
+//	                                      it stays open, its rest held; stall)     │
 //	any state not over, but fenced ──► fenced ─────────────────────────────────────┘ (*)
 //	                                     ├──► released
 //	                                     └──► dead-lettered (it was poisoned and its
@@ -48,9 +50,13 @@ import (
 //   - active: complete, in its partition's active chunks (partition.active).
 //   - queued: frozen by a switch, in its database worker's queue.
 //   - in cycle: taken into a commit cycle (cycle.txns).
-//   - poisoned: on its way to dead_letter (core.dlQueue, core.dlWriting).
-//   - stalled: poisoned without dead_letter, or a later transaction of the
-//     partition held behind the one that stalled it, until a fence.
+//   - poisoned: on its way to dead_letter (its partition's lane, core.dlLanes).
+//   - stalled: poisoned without dead_letter, or a later complete
+//     transaction of the partition held behind the one that stalled it,
+//     until a fence or, for a stall on a table or schema, until it is tried
+//     again (gated). The partition's open transaction is not stalled: it
+//     stays open while the rest of its messages are held (partition.go:
+//     stall).
 //   - fenced: a fence took it; it is released once no commit holding it is
 //     in flight (partition.go, fence.go).
 //   - committed, skipped, dead-lettered: over and resolved: the partition's
@@ -182,6 +188,9 @@ type srcTxn struct {
 	// StarRocks: it is loaded only into a StarRocks transaction begun after
 	// it (worker.go: take).
 	notBefore time.Time
+	// checkedSeq is core.readySeq when its rows' schemas were last known
+	// or checked (schema.go: notBefore).
+	checkedSeq uint64
 	// schemaStall is set when it was poisoned for its schema or its table
 	// (a change refused, mode error, a missing table): without dead_letter
 	// its partition's stall is tried again (ARCHITECTURE.md §14.4).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
 
 // debeziumSeqSource starts the starrocks_seq_source of the debezium_txn
@@ -55,8 +57,11 @@ type partition struct {
 	stallRetryAt time.Time
 	// gated are the complete transactions held for a schema check, in
 	// order: the first one's check runs, the rest wait behind it
-	// (schema.go).
-	gated []*srcTxn
+	// (schema.go). A check StarRocks did not answer is started again at
+	// checkRetryAt (zero: none due), after checkRetries tries.
+	gated        []*srcTxn
+	checkRetryAt time.Time
+	checkRetries int
 	// fenced is set once a fence that took the partition ended: nothing is
 	// published for it any more.
 	fenced bool
@@ -126,6 +131,7 @@ func (k *core) apply(it *item, now time.Time) {
 	if k.stallHold(p, it) {
 		return
 	}
+	k.requireOffset(it)
 	// What StarRocks holds of the partition: read before its first message
 	// when the tracker keeps progress (exactly_once), nil or empty else.
 	var prog *progressEntry
@@ -167,9 +173,26 @@ func (k *core) epochCheck(it *item, now time.Time) bool {
 // not learnt yet (learnsPartitions: writer rows or exactly_once): it waits,
 // with the partition's later messages, until the read is done (waitProgress,
 // progressRead), while other partitions go on. Messages without the
-// contract or without an offset never wait.
+// contract never wait. One without an offset waits too under exactly_once
+// (where it poisons its transaction, requireOffset): applied ahead of its
+// partition's waiting messages it would open its transaction without
+// them and split it.
 func (k *core) progressHold(it *item) bool {
-	return k.learns && it.pk.partition != noContractPartition && it.meta.HasOffset && k.waitProgress(it)
+	return k.learns && it.pk.partition != noContractPartition && (it.meta.HasOffset || k.conf.exactlyOnce) && k.waitProgress(it)
+}
+
+// requireOffset is the exactly_once offset rule (ARCHITECTURE.md §7): every
+// message must carry starrocks_source_offset, since the progress that tells
+// a replay from new data is an offset. A message without one poisons the
+// source transaction it belongs to (or, without the contract, the one it
+// is), which is then refused whole: dead-lettered or its partition stalled,
+// never loaded in part and never acknowledged in part. Loaded, a replay of
+// it after a restart could not be recognised and would be loaded again.
+func (k *core) requireOffset(it *item) {
+	if !k.conf.exactlyOnce || it.meta.HasOffset || it.poison != nil {
+		return
+	}
+	it.poison = fmt.Errorf("semantic exactly_once needs %s on every message and this message of source transaction %q has none: without it a replay after a restart cannot be told from new data and would be loaded twice; the txn_assembler processor and the debezium_txn input stamp it, a custom mapping must set it (the source position, a whole number strictly increasing per partition), or use semantic at_least_once", contract.KeySourceOffset, it.meta.TxnID)
 }
 
 // stallHold takes a message of a stalled partition: it is held, unapplied,
@@ -421,7 +444,15 @@ func (k *core) noteReplay(p *partition, offset int64) {
 // once. Only complete source transactions are ever in them, so a switch is
 // always at a clean boundary: a transaction whose END is on one table has
 // its rows on every other table frozen with it.
+//
+// With exactly_once a partition whose earlier poisoned transaction is on
+// its way to dead_letter is not switched (deadLetterHolds): its complete
+// transactions stay active until the write ends, and the source-idle
+// switch (switchIdle) freezes them then.
 func (k *core) switchPartition(p *partition, now time.Time) {
+	if k.deadLetterHolds(p) {
+		return
+	}
 	p.lastSwitch = now
 	if len(p.active) == 0 {
 		return
@@ -467,8 +498,16 @@ func (k *core) cut(now time.Time) {
 }
 
 // stall stops a partition at a poisoned transaction: it and every later
-// transaction of the partition are held (their WriteBatch calls do not
-// return) until the partition is fenced or the output stops.
+// complete transaction of the partition are held (their WriteBatch calls do
+// not return) until the partition is fenced, the stall is tried again
+// (schema.go: retryStalls) or the output stops.
+//
+// The partition's open transaction, if any, stays its open transaction:
+// stallHold holds the rest of its messages with everything else that comes,
+// and when a stall is tried again they complete it in order (a transaction
+// moved out of the open slot half received would be lost to both: its
+// first part held for good, its rest opening a new transaction of the same
+// id that loads alone, partly visible); a fence takes it as the open one.
 func (k *core) stall(p *partition, t *srcTxn) {
 	if p.stalled != nil {
 		return
@@ -507,8 +546,4 @@ func (k *core) stall(p *partition, t *srcTxn) {
 		drop(x)
 	}
 	p.active = nil
-	if p.open != nil {
-		drop(p.open)
-		p.open = nil
-	}
 }

@@ -223,11 +223,12 @@ func (p *perTable) begin(ctx context.Context, w *dbWorker, c *cycle) bool {
 		err := wt.ensureTables(ctx, w)
 		if err == nil {
 			label, n := w.nextLabel()
+			sentAt := o.now() // as a multi-table begin (w.begin)
 			if err = o.client.Begin(ctx, w.txn(label)); err == nil {
 				w.labels.opened(n)
 				w.began()
 				c.reset()
-				c.label, c.n, c.begun, c.sent = label, n, o.now(), map[string]int{}
+				c.label, c.n, c.begun, c.sent = label, n, sentAt, map[string]int{}
 				c.pt = &ptCycle{decision: &ptPart{label: label, table: writersTable(o.conf.progressTable), sent: true, begun: true}}
 				return true
 			}

@@ -93,7 +93,7 @@ func TestMultiTableOn3xStopsAtTheFirstBegin(t *testing.T) {
 	sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	produce, err := sb.AddBatchProducerFunc()
 	require.NoError(t, err)
-	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf("starrocks_txn:\n  load_urls: [ %s ]\n  transaction_mode: multi_table\n  commit_interval: 100ms\n", e.FEURL())))
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf("starrocks_txn:\n  load_urls: [ %s ]\n  transaction_mode: multi_table\n  commit_interval: 100ms\n  schema_evolution: ignore\n", e.FEURL())))
 	stream, err := sb.Build()
 	require.NoError(t, err)
 	go func() { _ = stream.Run(context.Background()) }()

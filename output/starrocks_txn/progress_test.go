@@ -313,23 +313,47 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 
 // exactly_once: a commit that carries later transactions of a partition
 // waits until its earlier poisoned transaction is in dead_letter, since the
-// commit's progress row makes a restart skip everything before it.
+// commit's progress row makes a restart skip everything before it. A
+// transaction complete after the poisoned one is held out of commit cycles
+// until then (deadLetterHolds); one already in the cycle whose isolation
+// poisoned the earlier one holds its commit (awaitDeadLetters).
 func TestExactlyOnceCommitWaitsForEarlierDeadLetter(t *testing.T) {
-	f := newFakeSR()
-	dl := &gatedDL{gate: make(chan struct{})}
-	var logs logBuffer
-	o, _, _ := eoOutput(t, f, dl, "", withLog(&logs))
-	s := newSrc("asm")
-	bad := txnMsgs(s, "p0", "t1", 1)
-	bad[1].SetError(fmt.Errorf("boom"))
-	chBad := writeAsync(o, service.MessageBatch(bad))
-	chGood := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))
-	waitLogged(t, &logs, 0, "t2's commit waits for t1's dead-letter write", "until the earlier poisoned transactions of its partitions are in dead_letter")
-	assert.Empty(t, f.rows("a"), "t2 is not committed while t1 is not in dead_letter")
-	close(dl.gate)
-	waitAll(t, []chan error{chBad, chGood}, 5*time.Second)
-	assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
-	assert.Equal(t, []string{"t1"}, dl.txnIDs())
+	t.Run("poisoned at admission", func(t *testing.T) {
+		f := newFakeSR()
+		dl := &gatedDL{gate: make(chan struct{})}
+		o, _, _ := eoOutput(t, f, dl, "")
+		s := newSrc("asm")
+		bad := txnMsgs(s, "p0", "t1", 1)
+		bad[1].SetError(fmt.Errorf("boom"))
+		chBad := writeAsync(o, service.MessageBatch(bad))
+		chGood := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))
+		waitCore(t, o, "t2 is complete and held while t1's dead-letter write waits", func(k *core) bool {
+			p := k.parts[pkey{"asm", "p0"}]
+			return p != nil && len(p.active) == 1 && p.active[0].id == "t2"
+		})
+		assert.Empty(t, f.rows("a"), "t2 is not committed while t1 is not in dead_letter")
+		close(dl.gate)
+		waitAll(t, []chan error{chBad, chGood}, 5*time.Second)
+		assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
+		assert.Equal(t, []string{"t1"}, dl.txnIDs())
+	})
+	t.Run("poisoned in its cycle", func(t *testing.T) {
+		f := newFakeSR()
+		f.unknownTables["missing"] = true
+		dl := &gatedDL{gate: make(chan struct{})}
+		var logs logBuffer
+		o, _, _ := eoOutput(t, f, dl, "", withLog(&logs))
+		s := newSrc("asm")
+		// One call: both are complete before a cycle takes them.
+		both := append(service.MessageBatch{s.row("p0", "t1", "missing", map[string]any{"id": "t1", "txn": "t1"}, true)}, txnMsgs(s, "p0", "t2", 2)...)
+		ch := writeAsync(o, both)
+		waitLogged(t, &logs, 0, "t2's commit waits for t1's dead-letter write", "until the earlier poisoned transactions of its partitions are in dead_letter")
+		assert.Empty(t, f.rows("a"), "t2 is not committed while t1 is not in dead_letter")
+		close(dl.gate)
+		waitAll(t, []chan error{ch}, 5*time.Second)
+		assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
+		assert.Equal(t, []string{"t1"}, dl.txnIDs())
+	})
 }
 
 // The README shows the DDL the output runs.

@@ -84,6 +84,7 @@ func (k *core) noteNeed(t *srcTxn, it *item) {
 	if k.schemas == nil {
 		return
 	}
+	t.checkedSeq = k.readySeq
 	ref, ok := it.schemaRef()
 	if !ok || k.known(it.db, it.table, ref) {
 		return
@@ -158,6 +159,8 @@ func (k *core) ungate(p *partition, t *srcTxn, now time.Time) {
 	if !k.move(t, txnActive) {
 		return
 	}
+	// Its rows' schemas were known, or checked, as of now (notBefore).
+	t.checkedSeq = k.readySeq
 	p.active = append(p.active, t)
 	if now.Sub(p.lastSwitch) >= k.conf.miniInterval() {
 		k.switchPartition(p, now)
@@ -173,6 +176,17 @@ func (k *core) schemasResolved(p *partition, t *srcTxn, readyAt time.Time, err e
 	if k.parts[p.key] != p || len(p.gated) == 0 || p.gated[0] != t || t.state != txnGated {
 		return
 	}
+	if err != nil && schemasync.IsTransient(err) {
+		// StarRocks did not answer the check: it says nothing of the rows.
+		// The transaction stays first in line and its check is started
+		// again after a backoff; nothing is poisoned for it.
+		delay := min(k.conf.retryInitial<<min(p.checkRetries, 16), k.conf.retryMax)
+		p.checkRetries++
+		p.checkRetryAt = now.Add(delay)
+		k.fx.logf(logWarn, p.key.String(), "Checking the schema of source transaction %q: %v; trying again in %v (its partition waits)", t.id, err, delay)
+		return
+	}
+	p.checkRetries, p.checkRetryAt = 0, time.Time{}
 	p.gated = p.gated[1:]
 	if err != nil {
 		t.poison = fmt.Errorf("source transaction %q: %w", t.id, err)
@@ -191,9 +205,79 @@ func (k *core) schemasResolved(p *partition, t *srcTxn, readyAt time.Time, err e
 	if readyAt.After(t.notBefore) {
 		t.notBefore = readyAt
 	}
+	if !readyAt.IsZero() {
+		for _, n := range t.needs {
+			k.noteReady(t.db, n.table, readyAt)
+		}
+	}
 	t.needs = nil
 	k.ungate(p, t, now)
 	k.nextGate(p, now)
+}
+
+// tableReadiness is when the columns of a database's tables were last
+// seen to change (a change applied, or a read showing other columns than
+// the last): StarRocks plans a table's load in a transaction at its first
+// load there, so rows of such a table go only into a cycle begun after it,
+// whichever transaction's check saw the change — one on another partition,
+// a schema-change transaction without rows (Maxwell's DDL), a change
+// another writer made (ARCHITECTURE.md §14.3).
+//
+// Only a transaction whose schemas were known or checked after a change
+// was noted (srcTxn.checkedSeq) may need it: one known before fits the
+// columns StarRocks held then, which a cycle begun before the change holds
+// too.
+type tableReadiness struct {
+	at     map[string][]readyEvent
+	latest time.Time
+}
+
+// readyEvent is one change of a table's columns: when it became visible,
+// and its number in the core's sequence of such notes (core.readySeq).
+type readyEvent struct {
+	at  time.Time
+	seq uint64
+}
+
+// noteReady records that db.table's columns changed at readyAt.
+func (k *core) noteReady(db, table string, readyAt time.Time) {
+	if k.schemaReady == nil {
+		k.schemaReady = map[string]*tableReadiness{}
+	}
+	r := k.schemaReady[db]
+	if r == nil {
+		r = &tableReadiness{at: map[string][]readyEvent{}}
+		k.schemaReady[db] = r
+	}
+	k.readySeq++
+	r.at[table] = append(r.at[table], readyEvent{at: readyAt, seq: k.readySeq})
+	if readyAt.After(r.latest) {
+		r.latest = readyAt
+	}
+}
+
+// notBefore returns when the last change of a table of t that t's schema
+// check may depend on became visible, at least t.notBefore: t goes only
+// into a cycle begun after it. A cycle begun after every change of its
+// database forgets them.
+func (k *core) notBefore(t *srcTxn, begun time.Time) time.Time {
+	r := k.schemaReady[t.db]
+	if r == nil {
+		return t.notBefore
+	}
+	if begun.After(r.latest) {
+		delete(k.schemaReady, t.db)
+		return t.notBefore
+	}
+	nb := t.notBefore
+	for _, table := range t.tables {
+		for _, ev := range r.at[table] {
+			if ev.seq <= t.checkedSeq && ev.at.After(nb) {
+				nb = ev.at
+			}
+		}
+	}
+	return nb
 }
 
 // retryStalls gives a partition stalled by its schema or its table another
@@ -202,6 +286,15 @@ func (k *core) schemasResolved(p *partition, t *srcTxn, readyAt time.Time, err e
 // book forgets the table, so its columns are read again), and go on once
 // StarRocks takes them; the messages held behind the stall are applied.
 func (k *core) retryStalls(now time.Time) {
+	if k.schemas != nil {
+		k.schemas.Expire()
+	}
+	for _, p := range k.parts {
+		if !p.checkRetryAt.IsZero() && !now.Before(p.checkRetryAt) {
+			p.checkRetryAt = time.Time{}
+			k.nextGate(p, now)
+		}
+	}
 	for _, p := range k.parts {
 		if p.stalled == nil || !p.stallRetry {
 			continue
@@ -335,6 +428,7 @@ func (o *Output) enableSchemas(meta schemasync.Meta, m *service.Metrics) {
 	}
 	o.schemas = schemasync.New(meta, schemasync.Config{
 		Mode: mode, CreateProperties: o.conf.createTableProps, Log: o.log, Metrics: m, Now: o.now,
+		Recheck: o.conf.stallRetryInterval,
 	})
 	o.mu.Lock()
 	o.core.schemas = o.schemas

@@ -25,6 +25,9 @@ type tablesMeta struct {
 	mu     sync.Mutex
 	tables map[string]*schema.Table
 	ddl    []string
+	// refuse is how many ALTER TABLE statements it refuses, as StarRocks
+	// refuses a change definitely, before it applies them.
+	refuse int
 }
 
 func newTablesMeta() *tablesMeta { return &tablesMeta{tables: map[string]*schema.Table{}} }
@@ -56,6 +59,10 @@ func (m *tablesMeta) ExecDDL(_ context.Context, db, stmt string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ddl = append(m.ddl, stmt)
+	if m.refuse > 0 && strings.HasPrefix(stmt, "ALTER TABLE") {
+		m.refuse--
+		return &starrocks.DDLError{Statement: stmt, Number: 1064, Message: "refused once"}
+	}
 	i := strings.Index(stmt, "ADD COLUMN (")
 	if i < 0 || !strings.HasPrefix(stmt, "ALTER TABLE `"+db+"`.`") {
 		return &starrocks.DDLError{Statement: stmt, Number: 1064, Message: "this catalogue takes only ADD COLUMN"}
@@ -136,6 +143,9 @@ func TestCoreGatesANewSchemaAndOnlyItsPartition(t *testing.T) {
 	c0 := st.write(s.typedRow("p1", "u0", "a", old, map[string]any{"id": 0, "txn": "u0"}, true))
 	require.Len(t, st.fx.resolving, 1)
 	require.NoError(t, st.resolve(0))
+	// A cycle begun after that first read of a's columns (§14.3: a read
+	// showing columns not seen before is a change).
+	st.advance(time.Millisecond)
 	begunBefore := st.now
 
 	st.advance(time.Second)
@@ -160,6 +170,8 @@ func TestCoreGatesANewSchemaAndOnlyItsPartition(t *testing.T) {
 	for _, tx := range taken {
 		ids = append(ids, tx.id)
 	}
+	// u1's schema was known before a's change: its rows fit the columns a
+	// cycle begun before it planned a with.
 	assert.Equal(t, []string{"u0", "u1"}, ids, "what was queued before t1 is taken; t1 and what follows it wait")
 	taken, fresh = st.k.takeBegunAt(q, taken, true, st.now, st.now.Add(time.Millisecond))
 	assert.False(t, fresh)
@@ -222,6 +234,65 @@ func TestCoreSchemaStallHealsWithoutARestart(t *testing.T) {
 	assert.True(t, returned(c2))
 }
 
+// A source transaction still open — part of its messages applied — when
+// the partition stalls on an earlier one whose ALTER TABLE StarRocks
+// refused stays whole: once the stall is tried again and the change goes
+// through, the rest of it (held behind the stall) completes it, and it is
+// loaded whole, after the earlier one, with every call acknowledged. With
+// exactly_once (the partition's progress read first) as without it.
+func TestCoreTransactionOpenAtASchemaStallGoesOnWhole(t *testing.T) {
+	for _, exactly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at_least_once", true: "exactly_once"}[exactly], func(t *testing.T) {
+			meta := newTablesMeta()
+			meta.set("test", "a", "id", "txn")
+			meta.refuse = 1
+			st := gateStepper(t, false, schemasync.Evolve, meta)
+			st.k.learns = exactly
+			s := newSrc("a1")
+			wider := &schema.Table{Key: []string{"id"}, Columns: []schema.Column{
+				{Name: "id", Type: schema.BigInt}, {Name: "txn", Type: schema.String}, {Name: "coupon", Type: schema.Varchar(8), Nullable: true}}}
+			c1 := st.write(s.typedRow("p0", "t1", "a", wider, map[string]any{"id": 1, "txn": "t1", "coupon": "x"}, false), s.marker("p0", "t1", false))
+			if exactly {
+				require.True(t, st.k.progressRead("p0", st.k.progressGen["p0"], progressEntry{}, st.now))
+			}
+			require.Len(t, st.fx.resolving, 1, "t1 needs the column")
+			// t2 begins while t1's change is under way.
+			c2 := st.write(s.typedRow("p0", "t2", "a", wider, map[string]any{"id": 2, "txn": "t2", "coupon": "y"}, false))
+			assert.Equal(t, []string{"t1:gated", "t2:open"}, st.states("a1", "p0"))
+
+			err := st.resolve(0)
+			require.Error(t, err, "StarRocks refused the ALTER")
+			assert.Equal(t, "t1", stalledAt(st.k, "a1", "p0"))
+			c3 := st.write(s.typedRow("p0", "t2", "a", wider, map[string]any{"id": 3, "txn": "t2", "coupon": "z"}, false), s.marker("p0", "t2", false))
+			assert.Len(t, st.part("a1", "p0").held, 2, "the rest of t2 waits behind the stall")
+
+			st.k.tick(st.now) // schedules the retry
+			st.advance(1100 * time.Millisecond)
+			st.k.tick(st.now)
+			require.Len(t, st.fx.resolving, 2, "tried again after stall_retry_interval")
+			require.NoError(t, st.resolve(1), "the ALTER goes through")
+			assert.Equal(t, "", stalledAt(st.k, "a1", "p0"))
+			assert.Len(t, meta.ddl, 2, "one ALTER refused, one applied")
+
+			st.advance(time.Second)
+			st.k.tick(st.now)
+			txns := st.k.take(st.k.dbs["test"], nil, false, st.now.Add(time.Second))
+			var got []string
+			for _, tx := range txns {
+				got = append(got, fmt.Sprintf("%s:%d rows", tx.id, len(tx.rows["a"])))
+			}
+			assert.Equal(t, []string{"t1:1 rows", "t2:2 rows"}, got, "t2 is loaded whole, once, after t1")
+			require.True(t, st.k.startCommit(txns))
+			st.k.committed(txns)
+			st.check()
+			for i, c := range []*call{c1, c2, c3} {
+				assert.True(t, returned(c), "call %d acknowledged", i+1)
+			}
+			assert.Empty(t, st.part("a1", "p0").order, "nothing of the partition left unresolved")
+		})
+	}
+}
+
 // With dead_letter a transaction refused for its schema goes there whole,
 // and the partition goes on with the next one.
 func TestCoreSchemaRefusalIsDeadLettered(t *testing.T) {
@@ -235,8 +306,8 @@ func TestCoreSchemaRefusalIsDeadLettered(t *testing.T) {
 	assert.Equal(t, []string{"t1:poisoned", "t2:gated"}, st.states("a1", "p0"), "the next transaction is checked")
 	require.NoError(t, st.resolve(1))
 	assert.Equal(t, []string{"t1:poisoned", "t2:queued"}, st.states("a1", "p0"), "and goes on")
-	assert.Equal(t, 1, len(st.k.dlQueue))
-	assert.Contains(t, st.k.dlQueue[0].poison.Error(), "coupon")
+	require.Len(t, st.k.dlQueued(), 1)
+	assert.Contains(t, st.k.dlQueued()[0].poison.Error(), "coupon")
 }
 
 // A schema change alone (a Maxwell DDL event) is a transaction without
@@ -275,5 +346,5 @@ func TestCoreABadSchemaChangeIsPoisoned(t *testing.T) {
 	s.mu.Unlock()
 	st.write(m)
 	assert.Equal(t, []string{"ddl@1:poisoned"}, st.states("a1", "p0"))
-	assert.True(t, strings.Contains(st.k.dlQueue[0].poison.Error(), "table definition"), fmt.Sprint(st.k.dlQueue[0].poison))
+	assert.True(t, strings.Contains(st.k.dlQueued()[0].poison.Error(), "table definition"), fmt.Sprint(st.k.dlQueued()[0].poison))
 }

@@ -173,7 +173,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Default(defaultMaxDatabases).
 				Advanced(),
 			service.NewOutputField(fieldDeadLetter).
-				Description("An output that receives every poisoned source transaction whole, in order, after which it is acknowledged. A batching policy anywhere under it is refused: it would hold a transaction back until the policy fills and could split it. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
+				Description("An output that receives every poisoned source transaction whole, in order within its partition, after which it is acknowledged. Each partition's dead letters are written on their own: a write this output refuses (a record over a Kafka output's `max_message_bytes`, say) is logged once with the transaction id and what to do, retried with backoff and holds back only that partition's later dead letters (with `exactly_once`, also its later commits); it stays unacknowledged until written. A batching policy anywhere under it is refused: it would hold a transaction back until the policy fills and could split it. Without it the transaction's partition stalls with an error and the `starrocks_txn_stalled_partition` metric names it.").
 				Example(map[string]any{"file": map[string]any{"path": "./poisoned.jsonl", "codec": "lines"}}).
 				Optional(),
 			// Not service.NewBackOffField: it adds max_elapsed_time, and a
@@ -217,7 +217,7 @@ Because `+"`WriteBatch`"+` blocks until the commit, throughput is bounded by
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fieldSemantic, map[string]string{
 				semanticAtLeastOnce: "Nothing is lost; after a crash, a restart or a rebalance, source transactions StarRocks committed but Kafka had not yet recorded are loaded again (PRIMARY KEY tables absorb them, DUPLICATE KEY tables get them twice).",
-				semanticExactlyOnce: "Every commit also writes, in the same StarRocks transaction, one row per source partition into `progress_table`; on start and whenever a partition is (re)assigned or fenced the output reads it back and acknowledges, without loading, every source transaction StarRocks already holds. Needs `mysql_address` and `pipeline_id`.",
+				semanticExactlyOnce: "Every commit also writes, in the same StarRocks transaction, one row per source partition into `progress_table`; on start and whenever a partition is (re)assigned or fenced the output reads it back and acknowledges, without loading, every source transaction StarRocks already holds. Needs `mysql_address` and `pipeline_id`, and `starrocks_source_offset` on every message (the `txn_assembler` and `debezium_txn` stamp it): a source transaction with a message without it is refused whole, to `dead_letter` or a stall.",
 			}).
 				Description("The delivery guarantee. See the README for exactly what `exactly_once` covers and its limits.").
 				Example(semanticExactlyOnce).

@@ -256,7 +256,7 @@ func (k *core) takeBegunAt(q *dbQueue, txns []*srcTxn, cut bool, now, begun time
 		if t.state != txnQueued {
 			continue
 		}
-		if !begun.IsZero() && !t.notBefore.IsZero() && !begun.After(t.notBefore) {
+		if nb := k.notBefore(t, begun); !begun.IsZero() && !nb.IsZero() && !begun.After(nb) {
 			q.queue = append(q.queue[:0:0], q.queue[i:]...)
 			return txns, true
 		}

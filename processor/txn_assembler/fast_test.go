@@ -212,7 +212,9 @@ func TestFastDecodersOnGeneratedInputs(t *testing.T) {
 		}
 	})
 	t.Logf("fast path decided %d of %d generated events", decided, 2*total)
-	assert.Greater(t, decided, total/10, "generated inputs reach the fast paths")
+	// Over 200 events the fast paths decide 10 to 30 (5–15 %): the bound
+	// only proves they are reached, and must not fail on a run's luck.
+	assert.Greater(t, decided, total/25, "generated inputs reach the fast paths")
 }
 
 // compareOutputs requires two processors' outputs to be the same messages:

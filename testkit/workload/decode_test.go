@@ -50,6 +50,9 @@ func runDecoder(t *testing.T, inputYAML, processorYAML string, msgs [][]byte, wa
 	}
 	require.NoError(t, err)
 	if processorYAML != "" {
+		// One pipeline thread: the txn_assembler refuses a pool of them
+		// (it needs each partition's messages in order).
+		b.SetThreads(1)
 		require.NoError(t, b.AddProcessorYAML(processorYAML))
 	}
 	var mu sync.Mutex

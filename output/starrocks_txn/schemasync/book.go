@@ -2,7 +2,9 @@ package schemasync
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -85,6 +87,26 @@ type Verdict struct {
 	// StarRocks by an operator, so a source transaction stalled on it is
 	// tried again (ARCHITECTURE.md §14.4).
 	Err error
+	// Transient marks an Err that says nothing of the rows: StarRocks did
+	// not answer the check (a reset connection, a timeout), or a change's
+	// outcome could not be settled yet. The check is tried again; the rows
+	// are never poisoned for it.
+	Transient bool
+}
+
+// transient is a Verdict for an error that says nothing of the rows.
+func transient(err error) Verdict { return Verdict{Err: transientError{err}, Transient: true} }
+
+// transientError marks an error of a check that says nothing of the rows.
+type transientError struct{ error }
+
+func (e transientError) Unwrap() error { return e.error }
+
+// IsTransient reports whether err is a Verdict's Err that says nothing of
+// the rows (Verdict.Transient): the check is to be tried again.
+func IsTransient(err error) bool {
+	var te transientError
+	return errors.As(err, &te)
 }
 
 // Config configures a book.
@@ -97,9 +119,15 @@ type Config struct {
 	PollMin, PollMax time.Duration
 	// ReportEvery is how often a wait for a job is logged.
 	ReportEvery time.Duration
-	Log         *service.Logger
-	Metrics     *service.Metrics
-	Now         func() time.Time
+	// Recheck is how long a checked schema stays known without reading
+	// the table again (default 30 s; negative: until Invalidate): an
+	// operator may drop a column
+	// or recreate the table, and a JSON load drops a field the table lacks
+	// without an error, so only a read notices.
+	Recheck time.Duration
+	Log     *service.Logger
+	Metrics *service.Metrics
+	Now     func() time.Time
 }
 
 // Book is the schema state of the output's tables.
@@ -130,8 +158,9 @@ type tableState struct {
 	resolving sync.Mutex
 
 	// cols is what StarRocks held at the last read (nil: not read, or the
-	// table does not exist).
-	cols *schema.Table
+	// table does not exist); readAt is when that read was made.
+	cols   *schema.Table
+	readAt time.Time
 	// typed, keys and changes are the identities checked against cols.
 	typed   map[*schema.Table]bool
 	keys    map[uint64]bool
@@ -139,6 +168,8 @@ type tableState struct {
 	// warned are the columns already warned about (ignored fields, columns
 	// the source dropped).
 	warned map[string]bool
+	// expired: Expire moved the generation for this read already.
+	expired bool
 }
 
 // New returns a book asking meta.
@@ -151,6 +182,9 @@ func New(meta Meta, c Config) *Book {
 	}
 	if c.ReportEvery <= 0 {
 		c.ReportEvery = 30 * time.Second
+	}
+	if c.Recheck == 0 {
+		c.Recheck = 30 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -185,6 +219,9 @@ func (b *Book) Known(db, table string, r Ref) bool {
 	if st == nil {
 		return r.Typed == nil && r.Keys == 0 && r.Change == nil
 	}
+	if b.conf.Recheck > 0 && b.conf.Now().Sub(st.readAt) >= b.conf.Recheck {
+		return r.Typed == nil && r.Keys == 0 && r.Change == nil
+	}
 	switch {
 	case r.Change != nil:
 		return st.changes[r.Change]
@@ -205,21 +242,69 @@ func (b *Book) Invalidate(db, table string) {
 	b.gen.Add(1)
 }
 
-// remember records that r was checked against cols.
-func (b *Book) remember(k tableKey, cols *schema.Table, r Ref) {
+// Expire moves the generation when a table's schema is older than
+// Recheck, so that callers caching Known answers ask again (and the next
+// row of that table has it read).
+func (b *Book) Expire() {
+	if b.conf.Recheck <= 0 {
+		return
+	}
+	now := b.conf.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, st := range b.tables {
+		if st.cols != nil && !st.expired && now.Sub(st.readAt) >= b.conf.Recheck {
+			st.expired = true
+			b.gen.Add(1)
+		}
+	}
+}
+
+// observe records the columns StarRocks holds, read at readAt, and
+// reports whether they differ from the last read's (a first read counts
+// as a change: the columns may have just appeared). What was checked
+// against other columns is checked again when it comes; what was checked
+// against the same columns stays known.
+func (b *Book) observe(k tableKey, cols *schema.Table, readAt time.Time) (changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st := b.state(k)
-	if st.cols != cols {
-		// New columns: what was checked against the old ones is checked
-		// again when it comes (it still holds: columns are only added or
-		// widened, but the book stays simple).
-		st.cols = cols
-		clear(st.typed)
-		clear(st.keys)
-		clear(st.changes)
-		b.gen.Add(1)
+	st.readAt, st.expired = readAt, false
+	if st.cols != nil && cols != nil && sameColumns(st.cols, cols) {
+		return false
 	}
+	st.cols = cols
+	clear(st.typed)
+	clear(st.keys)
+	clear(st.changes)
+	b.gen.Add(1)
+	return true
+}
+
+// sameColumns reports whether two reads of a table show the same columns.
+func sameColumns(a, b *schema.Table) bool {
+	if len(a.Columns) != len(b.Columns) || len(a.Key) != len(b.Key) {
+		return false
+	}
+	for i, c := range a.Columns {
+		d := b.Columns[i]
+		if c.Name != d.Name || c.Type.String() != d.Type.String() || c.Nullable != d.Nullable {
+			return false
+		}
+	}
+	for i := range a.Key {
+		if a.Key[i] != b.Key[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// remember records that r was checked against the columns last observed.
+func (b *Book) remember(k tableKey, r Ref) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.state(k)
 	switch {
 	case r.Change != nil:
 		st.changes[r.Change] = true
@@ -267,40 +352,59 @@ func (b *Book) Resolve(ctx context.Context, db, table string, r Ref) Verdict {
 	if want == nil {
 		want = r.Typed
 	}
+	// readyAt is when the columns the rows need were last seen to change:
+	// a change applied here, or a read that shows columns other than the
+	// last one's (another writer's change, an operator's, or the first
+	// read). The rows may be loaded only into a StarRocks transaction
+	// begun after it: one begun before may have planned the table with
+	// the old columns, and would drop the new ones' values (§14.3).
 	var readyAt time.Time
 	var refused error
+	var refusedStmt string
 	for attempt := 0; ; attempt++ {
 		have, found, err := b.columns(ctx, k)
 		if err != nil {
 			if ctx.Err() != nil {
-				return Verdict{Err: ctx.Err()}
+				return transient(ctx.Err())
 			}
-			return Verdict{Err: fmt.Errorf("reading the columns of %s: %w", k, err)}
+			return transient(fmt.Errorf("reading the columns of %s: %w", k, err))
+		}
+		readAt := b.conf.Now()
+		var cols *schema.Table
+		if found {
+			cols = have
+		}
+		if b.observe(k, cols, readAt) && readAt.After(readyAt) {
+			readyAt = readAt
 		}
 		plan, verr := b.plan(k, have, found, want, r)
 		if verr != nil {
 			return Verdict{Err: verr}
 		}
 		if len(plan) == 0 {
-			b.remember(k, have, r)
+			b.remember(k, r)
 			return Verdict{ReadyAt: readyAt}
 		}
-		if refused != nil {
-			// Refused, and the table still lacks what the rows need.
+		if refused != nil && slices.ContainsFunc(plan, func(s step) bool { return s.stmt == refusedStmt }) {
+			// Refused, and the table still lacks what the rows need: the
+			// same statement would be refused again.
 			return Verdict{Err: refused}
 		}
+		// A refusal the table's new state explains (another writer added
+		// part of what the rows need) is planned afresh.
+		refused = nil
 		if attempt >= maxAttempts {
-			return Verdict{Err: fmt.Errorf("the schema change of %s did not take effect after %d attempts (%s): check the table and its schema-change jobs (SHOW ALTER TABLE COLUMN)", k, attempt, plan[0].stmt)}
+			return transient(fmt.Errorf("the schema change of %s did not take effect after %d attempts (%s): check the table and its schema-change jobs (SHOW ALTER TABLE COLUMN); it is tried again", k, attempt, plan[0].stmt))
 		}
 		for _, step := range plan {
 			if err := b.apply(ctx, k, step); err != nil {
 				if ctx.Err() != nil {
-					return Verdict{Err: ctx.Err()}
+					return transient(ctx.Err())
 				}
 				if re, ok := err.(refusedError); ok {
 					// Read the table once more: another writer may
 					// have made the change.
-					refused = re.error
+					refused, refusedStmt = re.error, step.stmt
 					break
 				}
 				if _, settle := err.(settleError); settle {
@@ -351,6 +455,9 @@ func (b *Book) plan(k tableKey, have *schema.Table, found bool, want *schema.Tab
 		return b.planKeys(k, have, r.KeyNames)
 	}
 	d := schema.Compare(have, want)
+	if err := b.planCased(k, d.Cased); err != nil {
+		return nil, err
+	}
 	for _, col := range d.Dropped {
 		if r.Typed != nil && b.warnOnce(k, "dropped", col) {
 			b.conf.Log.Infof("Column %s of %s is no longer sent by the source: it stays, and later rows leave it NULL or its default", col, k)
@@ -406,6 +513,9 @@ func (b *Book) planKeys(k tableKey, have *schema.Table, keys []string) ([]step, 
 		if _, ok := have.Column(key); !ok {
 			missing = append(missing, key)
 		}
+	}
+	if err := b.planCased(k, casedKeys(have, keys)); err != nil {
+		return nil, err
 	}
 	if len(missing) == 0 {
 		return nil, nil
