@@ -83,10 +83,7 @@ func (k *core) stopWaits() stopWait {
 	if len(gated) > 0 {
 		w.what = append(w.what, fmt.Sprintf("schema checks of partitions %s", strings.Join(gated, ", ")))
 	}
-	if n := len(k.dlQueue); n > 0 || k.dlWriting != nil {
-		if k.dlWriting != nil {
-			n++
-		}
+	if n := len(k.dlQueued()); n > 0 {
 		w.what = append(w.what, fmt.Sprintf("%d source transactions on their way to dead_letter", n))
 	}
 	if len(k.inFlight) > 0 {
