@@ -161,6 +161,7 @@ func (w *dbWorker) deliverCycle(ctx context.Context, c *cycle) error {
 			case loadBadRows:
 				// A failure caused by some rows: find their source
 				// transactions by splitting the cycle.
+				w.failedForData(c, "Load", err)
 				o.proto.rollback(w, c)
 				o.m.rollbacks.Incr(1, w.metricDB())
 				c.reset()
@@ -246,7 +247,7 @@ func (w *dbWorker) deliverCycle(ctx context.Context, c *cycle) error {
 		w.endCommit(c)
 		o.m.rollbacks.Incr(1, w.metricDB())
 		if starrocks.ClassOf(err) == starrocks.ClassPerTxn {
-			w.log.Errorf("Commit of label %s failed for its data: %v; isolating the offending source transactions", c.label, err)
+			w.failedForData(c, "Commit", err)
 			c.reset()
 			return err
 		}

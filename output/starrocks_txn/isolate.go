@@ -5,6 +5,20 @@ import (
 	"errors"
 )
 
+// failedForData logs that StarRocks refused the load or commit (what) of
+// cycle c for some of its data. Not at error: the search ends at each
+// offending source transaction with one error line (deadletter.go, or the
+// stall in partition.go) that names it and what StarRocks refused, so one
+// bad value is one error line however many steps the search takes. The
+// cycle that fails first is a warning; the steps of the search are debug.
+func (w *dbWorker) failedForData(c *cycle, what string, err error) {
+	if c.isolating {
+		w.log.Debugf("%s of label %s (%d source transactions, a step of isolating the offending ones) failed for its data: %v", what, c.label, len(c.txns), err)
+		return
+	}
+	w.log.Warnf("%s of label %s failed for its data: %v; isolating the offending source transactions", what, c.label, err)
+}
+
 // Isolating the source transactions a commit failed for (ARCHITECTURE.md
 // §4.4): a cycle that StarRocks refused for some of its data is committed
 // again in smaller groups until each failing transaction stands alone and is
@@ -30,7 +44,7 @@ func (w *dbWorker) isolate(ctx context.Context, txns []*srcTxn) {
 		if len(g) == 0 {
 			continue
 		}
-		c := &cycle{txns: g}
+		c := &cycle{txns: g, isolating: true}
 		err := w.deliver(ctx, c)
 		if errors.Is(err, errClosing) {
 			return

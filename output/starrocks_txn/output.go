@@ -7,6 +7,7 @@ import (
 	"context"
 	"github.com/starrocks-txn/benthos-starrocks/output/starrocks_txn/schemasync"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/bufpool"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/internal/shutdown"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -67,6 +69,10 @@ type Output struct {
 	commits      sync.WaitGroup
 	closed       chan struct{}
 	closeOnce    sync.Once
+	// stopping is closed once the process is asked to stop
+	// (internal/shutdown): the output then says what the stop waits for
+	// (stopwait.go).
+	stopping <-chan struct{}
 
 	mu sync.Mutex
 	// core is the state machine Output.mu guards (core.go).
@@ -106,6 +112,7 @@ func newOutput(c config, cl txnClient, dl deadLetter, mgr *service.Resources) *O
 		proto:        newProtocol(c),
 		track:        noTracking{},
 		writer:       starrocks.NewWriterID(),
+		stopping:     shutdown.Signalled(),
 	}
 	o.core = newCore(&o.conf, o, dl != nil)
 	o.m.startAtZero(c)
@@ -148,9 +155,10 @@ func (o *Output) Connect(ctx context.Context) error {
 		return nil
 	}
 	o.started = true
-	o.wg.Add(2)
+	o.wg.Add(3)
 	go o.manager()
 	go o.deadLetterLoop()
+	go o.stopWaitLoop()
 	return nil
 }
 
@@ -188,7 +196,14 @@ func (o *Output) awaitCommits(ctx context.Context) {
 		o.commits.Wait()
 		close(done)
 	}()
-	limit := time.NewTimer(closeCommitWait)
+	deadline, hasDeadline := ctx.Deadline()
+	bound := closeWaitBound(deadline, hasDeadline, time.Now())
+	o.mu.Lock()
+	if labels := sortedKeys(o.core.inFlight); len(labels) > 0 {
+		o.log.Infof("Closing: waiting at most %v for the commits of labels %s to resolve", bound.Round(time.Millisecond), strings.Join(labels, ", "))
+	}
+	o.mu.Unlock()
+	limit := time.NewTimer(bound)
 	defer limit.Stop()
 	select {
 	case <-done:

@@ -53,6 +53,11 @@ type cycle struct {
 	// pt is the per-table protocol's part of the cycle: its labels per
 	// table, the decision (pertable.go; nil in multi-table mode).
 	pt *ptCycle
+	// isolating marks a cycle isolate.go commits to find the source
+	// transactions a commit failed for: its own failures for data are steps
+	// of that search, logged at debug (the poisoned transaction it ends at
+	// gets the one error line, deadletter.go or partition.go).
+	isolating bool
 }
 
 // reset forgets the label and what was loaded under it, for a replay.
