@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/commands/produce"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // firstHourSteps are the commands of the README's "Your first hour", in
@@ -115,22 +116,7 @@ func (p *process) await(t *testing.T, re *regexp.Regexp) []string {
 	return nil
 }
 
-// The kernel may hand a port just closed out again: a test that takes
-// several would get one twice.
-var handedOut sync.Map
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := l.Addr().String()
-		require.NoError(t, l.Close())
-		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
-			return addr
-		}
-	}
-}
+func freePort(t *testing.T) string { return testkit.FreeAddr(t) }
 
 // The README's first-hour guide, followed with the built binary as a newcomer
 // would on a fresh clone: the emulator, the local Kafka, a shipped config as

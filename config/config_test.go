@@ -3,7 +3,6 @@ package config_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -25,6 +24,8 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 
 	_ "github.com/starrocks-txn/benthos-starrocks/components"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // configCase is one production config and its source format (the
@@ -182,14 +183,7 @@ func TestConfigsAreProductionShaped(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 // Each config runs for real, unchanged, against kfake and the emulator with
 // only environment variables pointing it there: the source transactions

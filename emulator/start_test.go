@@ -6,18 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
-// freeAddr returns an address nothing listens on (it was free a moment
-// ago).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 // TestStartPortTaken: whichever listener's port is taken, Start returns
 // the listen error naming the address, never panics, and leaves no

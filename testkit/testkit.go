@@ -10,7 +10,8 @@
 //   - testkit/workload: the CDC traffic generators, the model of what the
 //     source committed, and the one comparison of a target with it;
 //   - testkit/testlog: a goroutine-safe log sink;
-//   - this package: WaitFor, the poll that orders a test's events.
+//   - this package: WaitFor, the poll that orders a test's events, and
+//     FreeAddr, a loopback port no other test of the binary was given.
 package testkit
 
 import (

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +31,8 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // parseTestConfig parses a YAML config of the output.
@@ -85,23 +86,7 @@ func TestAllowInsecureRedirect(t *testing.T) {
 	assert.Equal(t, int32(1), beHits.Load())
 }
 
-// freeAddr is a loopback address nothing listens on (for now).
-// The kernel may hand a port just closed out again: a test that takes two
-// (a dead FE's and the stream's HTTP server's) would get one twice.
-var handedOut sync.Map
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := l.Addr().String()
-		require.NoError(t, l.Close())
-		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
-			return addr
-		}
-	}
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 // lockedBuffer is a log sink for the stream's goroutines.
 type lockedBuffer = testlog.Buffer
