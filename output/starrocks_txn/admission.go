@@ -191,6 +191,13 @@ func (o *Output) parseContractInto(it *item, msg *service.Message, c *call, now 
 			if facts, ok := parsed.Row(bytes.TrimSpace(body)); ok {
 				it.vouched, it.isDelete = true, facts.Delete
 				it.schema, it.keys = facts.Schema, facts.Keys
+				if it.schema == nil && it.keys == 0 && o.schemas != nil {
+					// A writer that vouched for the row but gave neither
+					// its schema nor its keys' hash (Debezium without
+					// schemas): the keys are hashed here, or a new field
+					// would load unchecked and StarRocks drop it.
+					it.keys = rowKeysHash(bytes.TrimSpace(body))
+				}
 			}
 		}
 	}
@@ -287,12 +294,20 @@ func (o *Output) validRow(it *item, b []byte) bool {
 	if !json.Valid(b) {
 		return false
 	}
+	it.keys = rowKeysHash(b)
+	return true
+}
+
+// rowKeysHash is schema.KeysHash of a JSON object's top-level keys.
+func rowKeysHash(b []byte) uint64 {
+	if st, keys := jsonscan.ObjectKeys(b); st == jsonscan.OK {
+		return keys.Sum()
+	}
 	var h schema.KeysHash
 	for _, k := range topLevelKeys(b) {
 		h.AddString(k)
 	}
-	it.keys = h.Sum()
-	return true
+	return h.Sum()
 }
 
 // sourceTime is the creation time of the message for the visibility latency:

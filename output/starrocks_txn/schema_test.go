@@ -348,3 +348,29 @@ func TestCoreABadSchemaChangeIsPoisoned(t *testing.T) {
 	assert.Equal(t, []string{"ddl@1:poisoned"}, st.states("a1", "p0"))
 	assert.True(t, strings.Contains(st.k.dlQueued()[0].poison.Error(), "table definition"), fmt.Sprint(st.k.dlQueued()[0].poison))
 }
+
+// A row its writer vouched for without its schema or its keys' hash
+// (Debezium without schemas) is checked by its keys all the same: under
+// error mode a field the table lacks poisons the transaction, naming it —
+// unchecked, StarRocks would drop the field's values silently.
+func TestCoreVouchedRowWithoutSchemaIsCheckedByItsKeys(t *testing.T) {
+	meta := newTablesMeta()
+	meta.set("test", "a", "id", "txn")
+	st := gateStepper(t, true, schemasync.Error, meta)
+	s := newSrc("a1")
+	b, _ := json.Marshal(map[string]any{"id": 1, "txn": "t1", "coupon": "x"})
+	m := service.NewMessage(b)
+	s.mu.Lock()
+	s.seq++
+	s.offset["p0"]++
+	var w contract.Writer
+	w.WriteRowFacts(m, contract.Meta{Partition: "p0", Database: "test", Table: "a", TxnID: "t1", TxnEnd: true,
+		HasSeq: true, Seq: s.seq, SeqSource: s.name, HasOffset: true, SourceOffset: s.offset["p0"]}, b, contract.RowFacts{})
+	s.mu.Unlock()
+	st.write(m)
+	require.Len(t, st.fx.resolving, 1, "the row is checked")
+	err := st.resolve(0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "coupon")
+	assert.Equal(t, []string{"t1:poisoned"}, st.states("a1", "p0"))
+}
