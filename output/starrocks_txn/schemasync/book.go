@@ -475,6 +475,17 @@ func (b *Book) plan(k tableKey, have *schema.Table, found bool, want *schema.Tab
 			return nil, fmt.Errorf("table %s has no column %s (schema_evolution: error): add %s (ALTER TABLE %s ADD COLUMN …), or set schema_evolution: evolve or ignore",
 				k, names(d.Add), plural(len(d.Add), "it", "them"), k)
 		}
+		if len(d.Conflicts) > 0 {
+			// A type the column cannot hold (a BIGINT into DOUBLE rounds,
+			// a wider VARCHAR is cut or filtered): error changes nothing
+			// and loses nothing.
+			b.m.mismatch(k)
+			msgs := make([]string, len(d.Conflicts))
+			for i, c := range d.Conflicts {
+				msgs[i] = c.Error()
+			}
+			return nil, fmt.Errorf("table %s cannot take the source's schema (schema_evolution: error): %s; change the table yourself (ALTER TABLE), or set schema_evolution: evolve", k, strings.Join(msgs, "; "))
+		}
 		return nil, nil
 	}
 	if len(d.Conflicts) > 0 {

@@ -226,3 +226,20 @@ func TestParseMode(t *testing.T) {
 	_, err := ParseMode("lenient")
 	assert.ErrorContains(t, err, "expected evolve, error or ignore")
 }
+
+// Error mode refuses a source type the column cannot hold, as it refuses a
+// column the table lacks: loading would round or cut the values.
+func TestErrorModeRefusesATypeTheColumnCannotHold(t *testing.T) {
+	meta := newFakeMeta()
+	meta.set("shop", "orders", &schema.Table{Columns: []schema.Column{
+		{Name: "order_id", Type: schema.Int}, {Name: "amount", Type: schema.Double, Nullable: true},
+	}, Key: []string{"order_id"}})
+	b := newBook(t, meta, Error)
+	v := b.Resolve(ctx, "shop", "orders", Ref{Typed: &schema.Table{Columns: []schema.Column{
+		{Name: "order_id", Type: schema.Int}, {Name: "amount", Type: schema.BigInt, Nullable: true},
+	}, Key: []string{"order_id"}}})
+	require.Error(t, v.Err)
+	assert.Contains(t, v.Err.Error(), "amount")
+	assert.Contains(t, v.Err.Error(), "schema_evolution: error")
+	assert.Empty(t, meta.statements(), "error mode sends nothing")
+}
