@@ -7,6 +7,7 @@ package debezium_txn
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -51,26 +52,29 @@ var readBackMinPiece int64 = 16384
 // resend_window transactions before start (2 × resend_window records: a
 // BEGIN and an END each), so that one Debezium re-sends whole after a
 // restart is recognised. It reads the range in pieces, the newest first —
-// the newest are the ones a connector restart re-sends — so when
-// revoke_timeout runs out, what is kept is the most recent part, and the
-// error says from which offset on ids are remembered (a whole re-send from
-// before it is loaded again: at-least-once; exactly_once still drops it by
-// position when it is at or below the progress).
+// the newest are the ones a connector restart re-sends. A piece not read
+// within its bound (revoke_timeout, doubled on each retry up to
+// readBackMaxBound) is read again: nothing is emitted before the ids are
+// known (ARCHITECTURE.md §13.7), because a previous member may have dropped
+// a re-sent transaction's events as re-sends and committed the data
+// partitions past them while the transaction topic's committed offset is
+// still below its re-sent END; forgetting the id would leave that END
+// waiting for events no one reads again, for ever. Only the end of ctx (the
+// assignment lost, the input closed) stops the read-back early; the error
+// then says from which offset on ids are remembered.
 func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
 	from := max(start-2*int64(in.conf.resendWindow), 0)
 	if from >= start {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
-	defer cancel()
 	step := max((start-from+readBackChunks-1)/readBackChunks, readBackMinPiece, 1)
 	var pieces [][]string // newest first
 	remembered := start
 	for hi := start; hi > from; hi -= step {
 		lo := max(hi-step, from)
-		ids, err := in.readEnds(rctx, lo, hi)
+		ids, err := in.readPiece(ctx, lo, hi)
 		if err != nil {
-			in.log.Errorf("Re-reading the END events of %s before offset %d: %v; only the ids of ENDs from offset %d on are remembered, so a transaction Debezium re-sends whole from before that is loaded again (raise revoke_timeout, or lower resend_window)", in.conf.transactionTopic, start, err, remembered)
+			in.log.Errorf("Re-reading the END events of %s before offset %d: %v; only the ids of ENDs from offset %d on are remembered, so a transaction Debezium re-sends whole from before that is not recognised", in.conf.transactionTopic, start, err, remembered)
 			break
 		}
 		pieces = append(pieces, ids)
@@ -82,6 +86,31 @@ func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
 	}
 	return out
 }
+
+// readBackMaxBound caps the bound of one attempt at a read-back piece.
+var readBackMaxBound = 2 * time.Minute
+
+// readPiece reads the END ids at offsets [lo, hi), retrying with a doubled
+// bound until it is done or ctx ends.
+func (in *Input) readPiece(ctx context.Context, lo, hi int64) ([]string, error) {
+	bound := in.conf.RevokeTimeout
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, bound)
+		ids, err := readEndsFn(in, rctx, lo, hi)
+		cancel()
+		if err == nil {
+			return ids, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped (%w) after %d attempts: %w", ctx.Err(), attempt, err)
+		}
+		bound = min(2*bound, readBackMaxBound)
+		in.log.Warnf("Re-reading the END events of %s at offsets [%d, %d) (attempt %d): %v; retrying within %v — nothing is emitted before the ids of the last resend_window transactions are known, so that a transaction Debezium re-sends is recognised", in.conf.transactionTopic, lo, hi, attempt, err, bound)
+	}
+}
+
+// readEndsFn is readEnds; tests replace it to fail attempts on demand.
+var readEndsFn = (*Input).readEnds
 
 // readEnds returns the ids of the END events at offsets [lo, hi) of the
 // transaction topic, in offset order.
@@ -99,7 +128,7 @@ func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]string, error) {
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("not done within revoke_timeout: %w", ctx.Err())
+			return nil, fmt.Errorf("not done within its bound: %w", ctx.Err())
 		}
 		done := false
 		fs.EachRecord(func(r *kgo.Record) {

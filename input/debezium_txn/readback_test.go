@@ -2,8 +2,8 @@ package debezium_txn
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,15 +11,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // The read-back of the last resend_window ENDs before the start returns
-// them in offset order, and when revoke_timeout runs out it keeps the
-// newest ones (those a connector restart re-sends) and names, in an error,
-// the offset from which ids are remembered.
+// them in offset order; a piece not read within its bound is read again
+// (nothing is emitted before the ids are known), and only when the
+// assignment ends first does it keep the newest ones (those a connector
+// restart re-sends) and name, in an error, the offset from which ids are
+// remembered.
 func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	defer func(n int64) { readBackMinPiece = n }(readBackMinPiece)
 	readBackMinPiece = 1 // pieces of 3 records
@@ -37,10 +38,7 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	logs := &syncBuffer{}
 	res := service.MockResources(service.MockResourcesOptUseLogger(
 		service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil)))))
-	// revoke_timeout bounds the whole read-back: long enough for 8 fetches
-	// on a loaded machine under the race detector.
-	yaml := strings.Replace(w.yaml("g-readback", "resend_window: 6\n"), "revoke_timeout: 3s", "revoke_timeout: 5s", 1)
-	conf, err := ConfigSpec().ParseYAML(yaml, nil)
+	conf, err := ConfigSpec().ParseYAML(w.yaml("g-readback", "resend_window: 6\n"), nil)
 	require.NoError(t, err)
 	in, err := New(conf, res)
 	require.NoError(t, err)
@@ -48,19 +46,92 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	assert.Equal(t, all[6:], in.readBackIDs(context.Background(), 24), "the last 6 ENDs, oldest first")
 	assert.NotContains(t, logs.String(), "Re-reading")
 
-	// Fetches below offset 18 are slower than revoke_timeout: the pieces
-	// [21, 24) and [18, 21) are read first and kept.
-	w.cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		w.cluster.KeepControl()
-		for _, rt := range req.(*kmsg.FetchRequest).Topics {
-			for _, rp := range rt.Partitions {
-				if rp.FetchOffset < 18 {
-					time.Sleep(5200 * time.Millisecond)
-				}
-			}
+	// The first two attempts at the pieces below offset 21 run out of their
+	// bound (as a fetch slower than revoke_timeout would): they are read
+	// again, and every id is remembered.
+	defer func(f func(*Input, context.Context, int64, int64) ([]string, error)) { readEndsFn = f }(readEndsFn)
+	failures := map[int64]int{}
+	readEndsFn = func(in *Input, ctx context.Context, lo, hi int64) ([]string, error) {
+		if lo < 21 && failures[lo] < 2 {
+			failures[lo]++
+			return nil, fmt.Errorf("not done within its bound: %w", context.DeadlineExceeded)
 		}
-		return nil, nil, false
-	})
-	assert.Equal(t, all[9:], in.readBackIDs(context.Background(), 24), "the newest ENDs are kept")
+		return in.readEnds(ctx, lo, hi)
+	}
+	assert.Equal(t, all[6:], in.readBackIDs(context.Background(), 24), "every id, after the retries")
+	assert.Equal(t, map[int64]int{18: 2, 15: 2, 12: 2}, failures)
+	assert.Contains(t, logs.String(), "[18, 21) (attempt 2)")
+	assert.NotContains(t, logs.String(), "only the ids")
+
+	// When the assignment ends while a piece still fails, the newest
+	// pieces read are kept and the error says from where.
+	ctx, cancel := context.WithCancel(context.Background())
+	readEndsFn = func(in *Input, rctx context.Context, lo, hi int64) ([]string, error) {
+		if lo < 18 {
+			cancel()
+			return nil, fmt.Errorf("not done within its bound: %w", context.Canceled)
+		}
+		return in.readEnds(rctx, lo, hi)
+	}
+	assert.Equal(t, all[9:], in.readBackIDs(ctx, 24), "the newest ENDs are kept")
 	assert.Contains(t, logs.String(), "from offset 18 on are remembered")
+}
+
+// Why the read-back must finish: a member drops the events of a transaction
+// Debezium re-sent whole (it remembers the id as completed) and commits the
+// data partitions past them, while the transaction topic's floor stays below
+// the re-sent END (an earlier transaction is not committed yet). The next
+// member re-reads that END but none of the dropped events: only the id, read
+// back from before its start, tells it the END is a re-send — without it the
+// END waits for ever, and every transaction after it.
+func TestResentTransactionDroppedByAPreviousMemberIsKnownFromTheReadBack(t *testing.T) {
+	// Member 1: "a" committed; then "x" emitted, not committed; then "a"
+	// re-sent whole, its event on a partition x does not use.
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.data(items0, dbzEvent(opCreate, "items", 1, "x", 1, 1))
+	f.meta(dbzBegin("a"))
+	f.meta(dbzEnd("a", "test.orders", 1))
+	ems := f.drain()
+	require.Equal(t, []string{"a"}, txnIDs(ems))
+	f.a.committed(testTxnTopic, ems[0].msgs[0].sourceOffset)
+	f.meta(dbzBegin("x"))
+	xEnd := f.meta(dbzEnd("x", "test.items", 1))
+	require.Equal(t, []string{"x"}, txnIDs(f.drain()))
+	f.meta(dbzBegin("a"))
+	aEnd := f.meta(dbzEnd("a", "test.orders", 1))
+	resent := f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	assert.Empty(t, f.drain())
+	data, txnFloor := f.a.floors()
+	require.Greater(t, data[orders0], resent, "the dropped re-sent event holds nothing")
+	require.Equal(t, xEnd, txnFloor, "x is not committed")
+	require.Less(t, txnFloor, aEnd)
+
+	// Member 2 starts at those floors (the process died before x
+	// committed).
+	member2 := func(remembered bool) *feeder {
+		g := newFeeder(t, testConfig(), orders0, items0)
+		g.next = map[tp]int64{orders0: data[orders0], items0: data[items0]}
+		g.txn = txnFloor
+		g.a.txnStart(txnFloor)
+		g.a.markEmpty(orders0) // read to its end: AdjustOffsets
+		if remembered {
+			g.a.remember("a", doneTxn{whole: true}) // what readBackIDs found
+		}
+		g.data(items0, dbzEvent(opCreate, "items", 1, "x", 1, 1))
+		g.meta(dbzEnd("x", "test.items", 1))
+		g.meta(dbzBegin("a"))
+		g.meta(dbzEnd("a", "test.orders", 1))
+		return g
+	}
+	g := member2(true)
+	assert.Equal(t, []string{"x"}, txnIDs(g.drain()))
+	assert.Empty(t, g.a.problems(g.now.Add(time.Hour)), "the re-sent END is known and ignored")
+
+	g = member2(false)
+	assert.Equal(t, []string{"x"}, txnIDs(g.drain()))
+	ps := g.a.problems(g.now.Add(time.Hour))
+	require.Len(t, ps, 1, "without the id the re-sent END waits for an event below the floor")
+	assert.Contains(t, ps[0].msg, `transaction "a"`)
+	assert.Contains(t, ps[0].msg, "seen 0 of 1")
 }
