@@ -19,9 +19,11 @@ import (
 )
 
 // ARCHITECTURE.md kept true (ARCHITECTURE.md §11, the conventions of the
-// guarantee map; §9, the file tables). checkArchitecture reads the document
-// and the tree under root and names every reference that went stale:
+// guarantee map; §9 and §16, the file tables). checkArchitecture reads the
+// document and the tree under root and names every reference that went stale:
 //
+//   - a row of the guarantee map without its id (`**G12**` first in its
+//     guarantee cell), or an id given twice;
 //   - a test the guarantee map names that no `_test.go` file of its package
 //     declares (a prefix with `*`: none declared);
 //   - a `file.go:func` (or `file.go:Type.method`) that is not declared in that
@@ -29,7 +31,17 @@ import (
 //   - a row without a home (a `file.go:func` first in its "enforced in"
 //     cell) or without a test, an elided test name (`…Suffix`);
 //   - a plugin package (a directory under input/, output/ or processor/ with a
-//     non-test Go file) that is no row's home, or has no file table in §9;
+//     non-test Go file) that is no row's home;
+//   - a package of the module (a directory with a non-test Go file, but for
+//     testdata, hidden folders and nested modules) without a file table in §9
+//     or §16; the root package, the binary, has none: each of its non-test Go
+//     files is a row of §9's first table instead;
+//   - a home file (the file of a row's first reference) without the header of
+//     each guarantee it is home of, right after its package clause:
+//     `// Home of G12 (ARCHITECTURE.md §11.1): <one line>. Main test: TestX.`;
+//     a header naming a guarantee the file is not the home of, another
+//     subsection than the row's, or a main test that is not one of the row's
+//     tests that exist; a header anywhere else in a file, or not of that form;
 //   - a name given beside a reference (`apply` (`complete`)) that is no
 //     identifier of that reference's package any more;
 //   - a file table naming or citing a file that does not exist, or leaving
@@ -52,6 +64,10 @@ var testMarkers = map[string]string{
 // The top folders of the plugins (ARCHITECTURE.md §2, floor 2).
 var pluginRoots = []string{"input", "output", "processor"}
 
+// The sections whose subsections hold file tables: the file map and its
+// appendix (the packages that home no guarantee of their own).
+var fileTableSections = []string{"9", "16"}
+
 var (
 	headingRE   = regexp.MustCompile(`^(#{2,3}) (\d+(?:\.\d+)*)\.? `)
 	packagesRE  = regexp.MustCompile("^Packages: home `([^`]+)`, unit tests `([^`]+)`, end-to-end tests `([^`]+)`\\.?\\s*$")
@@ -61,9 +77,17 @@ var (
 	testNameRE  = regexp.MustCompile(`^(?:\[([^\]]+)\] )?((?:Test|Fuzz|Benchmark|Example)\w*)(\*)?(/\S*)?$`)
 	markedRE    = regexp.MustCompile(`^\[([^\]]+)\] `)
 	citationRE  = regexp.MustCompile(`ARCHITECTURE\.md §(\d+(?:\.\d+)*)`)
+	rowIDRE     = regexp.MustCompile(`^\*\*G(\d+)\*\* `)
 	mapHeader   = "| guarantee | enforced in | unit test | end-to-end test |"
 	fileHeader  = "| file | what lives there |"
 	pathsHeader = "| path | what lives there |"
+)
+
+// A home file's header, one paragraph per guarantee (in the text of its
+// comment, lines joined): headerStartRE finds each, headerRE reads it.
+var (
+	headerStartRE = regexp.MustCompile(`Home of G\d+`)
+	headerRE      = regexp.MustCompile(`(?s)^Home of G(\d+) \(ARCHITECTURE\.md\s+§(\d+(?:\.\d+)*)\):\s+\S.*?\.\s+Main\s+test:\s+((?:Test|Fuzz)\w*)\.(?:\s|$)`)
 )
 
 // archReport is what checkArchitecture found: the problems, and the figures
@@ -75,6 +99,8 @@ type archReport struct {
 	tests    int // test names checked
 	refs     int // file.go and file.go:func references checked
 	names    int // names given as prose beside them, checked
+	headers  int // guarantee headers of home files checked
+	tables   int // packages with a file table, each checked whole
 }
 
 func (r *archReport) addf(line int, format string, args ...any) {
@@ -92,6 +118,15 @@ type archChecker struct {
 	root string
 	pkgs map[string]*goPackage // by directory relative to root
 	rep  archReport
+}
+
+// guaranteeRow is what the header check needs of one row of the map.
+type guaranteeRow struct {
+	id    string          // "G12"
+	sec   string          // its subsection, "11.1"
+	home  string          // its home file, from the module root
+	line  int             // in the document
+	tests map[string]bool // the concrete test names it gives that exist
 }
 
 func (c *archChecker) pkg(dir string) *goPackage {
@@ -258,7 +293,8 @@ func (c *archChecker) checkBareName(line int, span, dir string) {
 }
 
 // checkTests checks the test names of one cell; it returns how many it checked.
-func (c *archChecker) checkTests(line int, cell, defaultPkg, home string) int {
+// Those that exist (not families) are added to found.
+func (c *archChecker) checkTests(line int, cell, defaultPkg, home string, found map[string]bool) int {
 	n := 0
 	for _, span := range codeSpans(cell) {
 		name := span
@@ -294,40 +330,167 @@ func (c *archChecker) checkTests(line int, cell, defaultPkg, home string) int {
 		}
 		if !tests[m[2]] {
 			c.rep.addf(line, "`%s`: no func %s( in the _test.go files of %s", span, m[2], pkg)
+			continue
 		}
+		found[m[2]] = true
 	}
 	return n
 }
 
-// pluginPackages lists the directories under the plugin roots holding a
-// non-test Go file.
-func pluginPackages(root string) ([]string, error) {
+// goPackages lists the directories of the module under root holding a
+// non-test Go file ("." for root itself), skipping testdata, hidden folders
+// and nested modules (a folder with a go.mod of its own, tools/dashboard).
+func goPackages(root string) ([]string, error) {
 	var pkgs []string
-	for _, top := range pluginRoots {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == root {
+				return nil
+			}
+			if d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			if rel = filepath.ToSlash(rel); !slices.Contains(pkgs, rel) {
+				pkgs = append(pkgs, rel)
+			}
+		}
+		return nil
+	})
+	slices.Sort(pkgs)
+	return pkgs, err
+}
+
+func isPlugin(pkg string) bool {
+	first, _, _ := strings.Cut(pkg, "/")
+	return slices.Contains(pluginRoots, first)
+}
+
+// guaranteeHeader is one paragraph of a home file's header.
+type guaranteeHeader struct {
+	id, sec, test string
+}
+
+// fileHeaders reads the guarantee headers of one Go file: the comment
+// after its package clause (and imports), before its first declaration.
+// A header anywhere else, or one not of the form, is a problem.
+func fileHeaders(rel string, src []byte) ([]guaranteeHeader, []string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, rel, src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return nil, nil, err
+	}
+	var first ast.Decl // the first declaration that is not an import
+	for _, d := range f.Decls {
+		if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.IMPORT {
+			continue
+		}
+		first = d
+		break
+	}
+	var firstDoc *ast.CommentGroup
+	switch d := first.(type) {
+	case *ast.GenDecl:
+		firstDoc = d.Doc
+	case *ast.FuncDecl:
+		firstDoc = d.Doc
+	}
+	var headers []guaranteeHeader
+	var problems []string
+	for _, cg := range f.Comments {
+		text := cg.Text()
+		starts := headerStartRE.FindAllStringIndex(text, -1)
+		if starts == nil {
+			continue
+		}
+		line := fset.Position(cg.Pos()).Line
+		inPlace := cg.Pos() > f.Name.End() && cg != firstDoc && (first == nil || cg.End() < first.Pos())
+		if !inPlace {
+			problems = append(problems, fmt.Sprintf("%s:%d: a guarantee header (`Home of G…`) outside its place, a comment of its own after the package clause and before the first declaration", rel, line))
+			continue
+		}
+		for i, st := range starts {
+			end := len(text)
+			if i+1 < len(starts) {
+				end = starts[i+1][0]
+			}
+			m := headerRE.FindStringSubmatch(text[st[0]:end])
+			if m == nil {
+				problems = append(problems, fmt.Sprintf("%s:%d: a guarantee header not of the form `Home of G<n> (ARCHITECTURE.md §11.x): <one line>. Main test: TestX.`: %q", rel, line, strings.TrimSpace(text[st[0]:end])))
+				continue
+			}
+			headers = append(headers, guaranteeHeader{id: "G" + m[1], sec: m[2], test: m[3]})
+		}
+	}
+	return headers, problems, nil
+}
+
+// checkHeaders holds every non-test Go file of the module to the rows whose
+// home it is: a header per row, and no header but those.
+func (c *archChecker) checkHeaders(pkgs []string, rows []*guaranteeRow) error {
+	byID := map[string]*guaranteeRow{}
+	homed := map[string][]*guaranteeRow{}
+	for _, r := range rows {
+		byID[r.id] = r
+		homed[r.home] = append(homed[r.home], r)
+	}
+	for _, pkg := range pkgs {
+		for _, name := range slices.Sorted(maps.Keys(c.pkg(pkg).files)) {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			rel := filepath.ToSlash(filepath.Join(pkg, name))
+			src, err := os.ReadFile(filepath.Join(c.root, rel))
 			if err != nil {
 				return err
 			}
-			if d.IsDir() {
-				if d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
-				}
-				return nil
+			if len(homed[rel]) == 0 && !headerStartRE.Match(src) {
+				continue
 			}
-			if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-				rel, _ := filepath.Rel(root, filepath.Dir(path))
-				if rel = filepath.ToSlash(rel); !slices.Contains(pkgs, rel) {
-					pkgs = append(pkgs, rel)
+			headers, problems, err := fileHeaders(rel, src)
+			if err != nil {
+				c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: does not parse, its guarantee headers unchecked: %v", rel, err))
+				continue
+			}
+			c.rep.problems = append(c.rep.problems, problems...)
+			named := map[string]bool{}
+			for _, h := range headers {
+				c.rep.headers++
+				r := byID[h.id]
+				switch {
+				case named[h.id]:
+					c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: the header of %s is there twice", rel, h.id))
+				case r == nil:
+					c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: a header names %s, which no row of the guarantee map (§11) has", rel, h.id))
+				case r.home != rel:
+					c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: a header names %s, whose home is %s (%s:%d): move the header there", rel, h.id, r.home, architectureFile, r.line))
+				default:
+					if h.sec != r.sec {
+						c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: the header of %s cites §%s; its row is in §%s", rel, h.id, h.sec, r.sec))
+					}
+					if !r.tests[h.test] {
+						c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: the header of %s names main test %s, which is not one of the tests its row (%s:%d) names that exist", rel, h.id, h.test, architectureFile, r.line))
+					}
+				}
+				named[h.id] = true
+			}
+			for _, r := range homed[rel] {
+				if !named[r.id] {
+					c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: the home of %s (%s:%d) has no header naming it: add `// Home of %s (ARCHITECTURE.md §%s): <one line>. Main test: TestX.` after its package clause", rel, r.id, architectureFile, r.line, r.id, r.sec))
 				}
 			}
-			return nil
-		})
-		if err != nil && !os.IsNotExist(err) {
-			return nil, err
 		}
 	}
-	slices.Sort(pkgs)
-	return pkgs, nil
+	return nil
 }
 
 func checkArchitecture(root, doc string) (archReport, error) {
@@ -342,11 +505,14 @@ func checkArchitecture(root, doc string) (archReport, error) {
 	}
 
 	homes := map[string]bool{}                 // packages homing a row of the map
-	fileTables := map[string]map[string]bool{} // package → the files its §9 table lists
+	fileTables := map[string]map[string]bool{} // package → the files its §9 or §16 table lists
+	pathsNamed := map[string]bool{}            // the paths §9's first table names
+	var rows []*guaranteeRow
+	ids := map[string]int{} // a row's id → its line
 
 	var (
 		top, sub       string // the current "## n." and "### n.m" numbers
-		subPkg         string // the package of the current §9 subsection
+		subPkg         string // the package of the current §9 or §16 subsection
 		packages       []string
 		inTable        string // mapHeader, fileHeader or pathsHeader while in one
 		tableHasHeader bool
@@ -360,7 +526,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 				sub = m[2]
 			}
 			subPkg, packages, inTable = "", nil, ""
-			if top == "9" && sub != "" {
+			if slices.Contains(fileTableSections, top) && sub != "" {
 				for _, span := range codeSpans(l) {
 					if strings.HasSuffix(span, "/") {
 						subPkg = strings.TrimSuffix(span, "/")
@@ -382,7 +548,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 			case mapHeader, fileHeader, pathsHeader:
 				inTable, tableHasHeader = strings.TrimSpace(l), false
 			}
-			if inTable == "" && (top == "9" || top == "11") {
+			if inTable == "" && (slices.Contains(fileTableSections, top) || top == "11") {
 				c.rep.addf(n, "a table row without its header (a table split by a blank line, or not a table this test reads: %q, %q, %q): its rows would go unchecked", mapHeader, fileHeader, pathsHeader)
 			}
 			if inTable != "" && inTable != mapHeader && top == "11" {
@@ -394,9 +560,9 @@ func checkArchitecture(root, doc string) (archReport, error) {
 			if inTable == mapHeader && packages == nil {
 				c.rep.addf(n, "a guarantee map table without a `Packages: home …, unit tests …, end-to-end tests ….` line before it")
 			}
-			if inTable == fileHeader && top == "9" {
+			if inTable == fileHeader && slices.Contains(fileTableSections, top) {
 				if subPkg == "" {
-					c.rep.addf(n, "a file table under a §9 heading that names no package (`path/`)")
+					c.rep.addf(n, "a file table under a §%s heading that names no package (`path/`)", top)
 				} else if !c.isDir(subPkg) {
 					c.rep.addf(n, "a file table of %s: no such directory", subPkg)
 				} else if fileTables[subPkg] == nil {
@@ -422,6 +588,14 @@ func checkArchitecture(root, doc string) (archReport, error) {
 			}
 			home, unitPkg, e2ePkg := packages[0], packages[1], packages[2]
 			before := len(c.rep.problems)
+			row := &guaranteeRow{sec: sub, line: n, tests: map[string]bool{}}
+			if m := rowIDRE.FindStringSubmatch(cells[0]); m == nil {
+				c.rep.addf(n, "a guarantee without its id: start its cell with `**G<n>**`, the next number no row has had")
+			} else if row.id = "G" + m[1]; ids[row.id] != 0 {
+				c.rep.addf(n, "the id %s twice (line %d has it): an id is never reused", row.id, ids[row.id])
+			} else {
+				ids[row.id] = n
+			}
 			rowHome, last := "", home
 			for _, span := range codeSpans(cells[1]) {
 				if m := fileRefRE.FindStringSubmatch(span); m != nil {
@@ -432,6 +606,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 							c.rep.addf(n, "the row's first reference `%s` is not a `file.go:func`: name the home function first", span)
 						}
 						rowHome = dir
+						row.home = filepath.ToSlash(filepath.Join(dir, m[2]))
 					}
 				} else if bareNameRE.MatchString(span) {
 					c.checkBareName(n, span, last)
@@ -441,8 +616,11 @@ func checkArchitecture(root, doc string) (archReport, error) {
 				c.rep.addf(n, "a guarantee with no home: its \"enforced in\" cell names no `file.go:func`")
 			} else {
 				homes[rowHome] = true
+				if row.id != "" {
+					rows = append(rows, row)
+				}
 			}
-			tests := c.checkTests(n, cells[2], unitPkg, home) + c.checkTests(n, cells[3], e2ePkg, home)
+			tests := c.checkTests(n, cells[2], unitPkg, home, row.tests) + c.checkTests(n, cells[3], e2ePkg, home, row.tests)
 			c.rep.tests += tests
 			if tests == 0 {
 				c.rep.addf(n, "a guarantee with no test named")
@@ -451,7 +629,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 				c.rep.enforced++
 			}
 		case fileHeader:
-			if top != "9" || subPkg == "" || !c.isDir(subPkg) {
+			if !slices.Contains(fileTableSections, top) || subPkg == "" || !c.isDir(subPkg) {
 				continue
 			}
 			// The files it cites (its prose names are not checked: they
@@ -478,6 +656,7 @@ func checkArchitecture(root, doc string) (archReport, error) {
 			}
 		case pathsHeader:
 			for _, span := range codeSpans(cells[0]) {
+				pathsNamed[span] = true
 				if strings.HasSuffix(span, "/") || strings.HasSuffix(span, ".go") {
 					if _, err := os.Stat(filepath.Join(root, span)); err != nil {
 						c.rep.addf(n, "§9 names %s: no such path", span)
@@ -489,24 +668,43 @@ func checkArchitecture(root, doc string) (archReport, error) {
 
 	// Every file of a package with a file table is in it.
 	for _, pkg := range slices.Sorted(maps.Keys(fileTables)) {
+		c.rep.tables++
 		for _, f := range slices.Sorted(maps.Keys(c.pkg(pkg).files)) {
 			if !strings.HasSuffix(f, "_test.go") && !fileTables[pkg][f] {
-				c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: %s/%s is in no row of its file table (§9)", architectureFile, pkg, f))
+				c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: %s/%s is in no row of its file table (§9, §16)", architectureFile, pkg, f))
 			}
 		}
 	}
 
-	plugins, err := pluginPackages(root)
+	pkgs, err := goPackages(root)
 	if err != nil {
 		return c.rep, err
 	}
-	for _, p := range plugins {
-		if !homes[p] {
+	for _, p := range pkgs {
+		if p == "." {
+			// The binary: its files are rows of §9's first table.
+			for _, f := range slices.Sorted(maps.Keys(c.pkg(p).files)) {
+				if !strings.HasSuffix(f, "_test.go") && !pathsNamed[f] {
+					c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: %s of the root package is in no row of §9's first table (`| path | what lives there |`)", architectureFile, f))
+				}
+			}
+			continue
+		}
+		if isPlugin(p) && !homes[p] {
 			c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: plugin package %s homes no row of the guarantee map (§11)", architectureFile, p))
 		}
 		if fileTables[p] == nil {
-			c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: plugin package %s has no file table (a §9 subsection naming `%s/`)", architectureFile, p, p))
+			where := "§16"
+			if isPlugin(p) {
+				where = "§9"
+			}
+			c.rep.problems = append(c.rep.problems, fmt.Sprintf("%s: package %s has no file table (a %s subsection naming `%s/`, its table naming each of its non-test Go files)", architectureFile, p, where, p))
 		}
+	}
+
+	// The guarantee headers of the home files, and of no other file.
+	if err := c.checkHeaders(pkgs, rows); err != nil {
+		return c.rep, err
 	}
 
 	// Citations of the document's sections, in the document and everywhere else.
@@ -543,8 +741,8 @@ func TestArchitectureDocumentIsTrue(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := checkArchitecture(".", string(doc))
 	require.NoError(t, err)
-	t.Logf("guarantee map: %d rows, %d enforced; %d test names, %d file references and %d names beside them checked",
-		rep.rows, rep.enforced, rep.tests, rep.refs, rep.names)
+	t.Logf("guarantee map: %d rows, %d enforced; %d test names, %d file references and %d names beside them checked; %d guarantee headers of home files; %d packages' file tables",
+		rep.rows, rep.enforced, rep.tests, rep.refs, rep.names, rep.headers, rep.tables)
 	if len(rep.problems) > 0 {
 		t.Errorf("ARCHITECTURE.md is stale: fix the reference or the code (§11 says how the map is read):\n%s",
 			strings.Join(rep.problems, "\n"))
@@ -553,21 +751,25 @@ func TestArchitectureDocumentIsTrue(t *testing.T) {
 	assert.NotZero(t, rep.rows, "the guarantee map was found")
 }
 
-// archFixture writes a small module tree: one plugin package with a test, a
-// ground package, an end-to-end package.
+// archFixture writes a small module tree: a binary, one plugin package with a
+// test and a subpackage, each the home of a guarantee, a ground package, an
+// end-to-end package, and a module of its own inside it.
 func archFixture(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	files := map[string]string{
-		"input/foo/foo.go":          "package foo\n\ntype T struct{}\n\nfunc Keep() {}\n\nfunc (*T) Method() {}\n",
+		"main.go":                   "package main\n\nfunc main() {}\n",
+		"input/foo/foo.go":          "// Package foo keeps.\npackage foo\n\n" + fooHeader + "\nimport \"fmt\"\n\ntype T struct{}\n\nfunc Keep() { fmt.Println() }\n\nfunc (*T) Method() {}\n",
 		"input/foo/foo_test.go":     "package foo\n\nimport \"testing\"\n\nfunc TestKeep(t *testing.T) {}\n\nfunc TestKeepAlso(t *testing.T) {}\n",
 		"input/foo/testdata/x.go":   "package ignored\n",
 		"internal/bar/bar.go":       "package bar\n\nfunc Ground() {}\n",
 		"internal/bar/bar_test.go":  "package bar_test\n\nimport \"testing\"\n\nfunc TestBar(t *testing.T) {}\n",
 		"integration/e2e_test.go":   "package integration\n\nimport \"testing\"\n\nfunc TestEndToEnd(t *testing.T) {}\n",
 		"integration/doc.go":        "// Package integration cites ARCHITECTURE.md §11.1.\npackage integration\n",
-		"input/foo/sub/sub.go":      "package sub\n\nfunc Sub() {}\n",
+		"input/foo/sub/sub.go":      "package sub\n\n" + subHeader + "\nfunc Sub() {}\n",
 		"input/foo/sub/sub_test.go": "package sub\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {}\n",
+		"tools/x/go.mod":            "module x\n",
+		"tools/x/x.go":              "package main\n\n// Home of G7 (ARCHITECTURE.md §11.1): another module's. Main test: TestX.\n",
 	}
 	for name, text := range files {
 		path := filepath.Join(root, filepath.FromSlash(name))
@@ -577,9 +779,15 @@ func archFixture(t *testing.T) string {
 	return root
 }
 
+// The fixture's home files' headers.
+const (
+	fooHeader = "// Home of G1 (ARCHITECTURE.md §11.1): it keeps. Main test:\n// TestKeep.\n"
+	subHeader = "// Home of G2 (ARCHITECTURE.md §11.1): the sub keeps. Main test: TestSub.\n"
+)
+
 const archFixtureDoc = "# Architecture\n\n" +
 	"## 9. File map\n\n" +
-	"| path | what lives there |\n|---|---|\n| `input/foo/` | the plugin |\n\n" +
+	"| path | what lives there |\n|---|---|\n| `main.go` | the binary |\n| `input/foo/` | the plugin |\n\n" +
 	"### 9.1 Foo, `input/foo/`\n\n" +
 	"| file | what lives there |\n|---|---|\n| `foo.go` | everything |\n\n" +
 	"### 9.2 Sub, `input/foo/sub/`\n\n" +
@@ -588,9 +796,14 @@ const archFixtureDoc = "# Architecture\n\n" +
 	"### 11.1 Foo\n\n" +
 	"Packages: home `input/foo`, unit tests `input/foo`, end-to-end tests `integration`.\n\n" +
 	"| guarantee | enforced in | unit test | end-to-end test |\n|---|---|---|---|\n" +
-	"| it keeps | `foo.go:Keep` (`T.Method`, `a_config_field`, the prose here), `foo.go:T.Method`; `internal/bar/bar.go:Ground` | `TestKeep`, `TestKeepA*`, `[internal/bar] TestBar` | `TestEndToEnd/sub` |\n" +
-	"| the sub keeps | `sub/sub.go:Sub` | `[sub] TestSub` | — |\n\n" +
-	"## 12. Next\n"
+	"| **G1** it keeps | `foo.go:Keep` (`T.Method`, `a_config_field`, the prose here), `foo.go:T.Method`; `internal/bar/bar.go:Ground` | `TestKeep`, `TestKeepA*`, `[internal/bar] TestBar` | `TestEndToEnd/sub` |\n" +
+	"| **G2** the sub keeps | `sub/sub.go:Sub` | `[sub] TestSub` | — |\n\n" +
+	"## 12. Next\n\n" +
+	"## 16. Appendix\n\n" +
+	"### 16.1 Bar, `internal/bar/`\n\n" +
+	"| file | what lives there |\n|---|---|\n| `bar.go` | the ground |\n\n" +
+	"### 16.2 `integration/`\n\n" +
+	"| file | what lives there |\n|---|---|\n| `doc.go` | the documentation |\n"
 
 // Each kind of stale reference is caught, and the fixture itself is clean.
 func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
@@ -599,6 +812,8 @@ func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
 	require.Empty(t, rep.problems)
 	require.Equal(t, 2, rep.rows)
 	require.Equal(t, 2, rep.enforced)
+	require.Equal(t, 2, rep.headers, "the nested module's file is not the module's")
+	require.Equal(t, 4, rep.tables)
 	rep, err = checkArchitecture(archFixture(t), strings.Replace(archFixtureDoc, "`TestKeep`", "`TestKept`", 1))
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.enforced, "a row with a stale reference is not enforced")
@@ -653,7 +868,42 @@ func TestArchitectureCheckCatchesEachStaleReference(t *testing.T) {
 		{name: "a new plugin package", tree: map[string]string{"output/new/new.go": "package new\n"},
 			want: "plugin package output/new homes no row"},
 		{name: "a new plugin package has no file table", tree: map[string]string{"output/new/new.go": "package new\n"},
-			want: "plugin package output/new has no file table"},
+			want: "package output/new has no file table (a §9 subsection"},
+		{name: "a ground package has no file table", tree: map[string]string{"internal/baz/baz.go": "package baz\n"},
+			want: "package internal/baz has no file table (a §16 subsection"},
+		{name: "a file missing from an appendix table", tree: map[string]string{"internal/bar/more.go": "package bar\n"},
+			want: "internal/bar/more.go is in no row of its file table"},
+		{name: "a file of the binary in no row of the file map", tree: map[string]string{"tools.go": "//go:build tools\n\npackage main\n"},
+			want: "tools.go of the root package is in no row of §9's first table"},
+		{name: "a row without its id", doc: func(d string) string { return strings.Replace(d, "| **G2** the sub", "| the sub", 1) },
+			want: ":31: a guarantee without its id"},
+		{name: "an id given twice", doc: func(d string) string { return strings.Replace(d, "| **G2** the sub", "| **G1** the sub", 1) },
+			want: ":31: the id G1 twice (line 30 has it)"},
+		{name: "a home file without its header", tree: map[string]string{"input/foo/sub/sub.go": "package sub\n\nfunc Sub() {}\n"},
+			want: "input/foo/sub/sub.go: the home of G2 (ARCHITECTURE.md:31) has no header naming it"},
+		{name: "a header left behind when the home moved", doc: func(d string) string {
+			return strings.Replace(d, "`sub/sub.go:Sub` |", "`foo.go:T.Method`, `sub/sub.go:Sub` |", 1)
+		}, want: "input/foo/sub/sub.go: a header names G2, whose home is input/foo/foo.go (ARCHITECTURE.md:31)"},
+		{name: "a moved home has no header yet", doc: func(d string) string {
+			return strings.Replace(d, "`sub/sub.go:Sub` |", "`foo.go:T.Method`, `sub/sub.go:Sub` |", 1)
+		}, want: "input/foo/foo.go: the home of G2 (ARCHITECTURE.md:31) has no header naming it"},
+		{name: "a header's main test no longer its row's", doc: func(d string) string {
+			return strings.Replace(d, "`TestKeep`, `TestKeepA*`", "`TestKeepAlso`, `TestKeepA*`", 1)
+		}, want: "input/foo/foo.go: the header of G1 names main test TestKeep, which is not one of the tests its row (ARCHITECTURE.md:30) names that exist"},
+		{name: "a header's main test renamed", tree: map[string]string{"input/foo/foo_test.go": "package foo\n\nimport \"testing\"\n\nfunc TestKept(t *testing.T) {}\n\nfunc TestKeepAlso(t *testing.T) {}\n"},
+			want: "the header of G1 names main test TestKeep, which is not one of the tests"},
+		{name: "a header in another subsection than its row", doc: func(d string) string { return strings.Replace(d, "### 11.1 Foo", "### 11.2 Foo", 1) },
+			want: "input/foo/sub/sub.go: the header of G2 cites §11.1; its row is in §11.2"},
+		{name: "a header of a guarantee no row has", tree: map[string]string{"internal/bar/bar.go": "package bar\n\n// Home of G9 (ARCHITECTURE.md §11.1): gone. Main test: TestBar.\n\nfunc Ground() {}\n"},
+			want: "internal/bar/bar.go: a header names G9, which no row of the guarantee map (§11) has"},
+		{name: "a header as the package's doc", tree: map[string]string{"input/foo/sub/sub.go": subHeader + "package sub\n\nfunc Sub() {}\n"},
+			want: "input/foo/sub/sub.go:1: a guarantee header (`Home of G…`) outside its place"},
+		{name: "a header as a function's doc", tree: map[string]string{"input/foo/sub/sub.go": "package sub\n\n" + subHeader + "func Sub() {}\n"},
+			want: "input/foo/sub/sub.go:3: a guarantee header (`Home of G…`) outside its place"},
+		{name: "a header not of the form", tree: map[string]string{"input/foo/sub/sub.go": "package sub\n\n// Home of G2: the sub keeps (TestSub).\n\nfunc Sub() {}\n"},
+			want: "input/foo/sub/sub.go:3: a guarantee header not of the form"},
+		{name: "a header twice", tree: map[string]string{"input/foo/sub/sub.go": "package sub\n\n" + subHeader + "//\n" + subHeader + "\nfunc Sub() {}\n"},
+			want: "input/foo/sub/sub.go: the header of G2 is there twice"},
 		{name: "a file missing from its table", tree: map[string]string{"input/foo/extra.go": "package foo\n"},
 			want: "input/foo/extra.go is in no row of its file table"},
 		{name: "a file table naming a file gone", doc: func(d string) string {

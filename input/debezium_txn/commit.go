@@ -1,5 +1,8 @@
 package debezium_txn
 
+// Home of G58 (ARCHITECTURE.md §11.3): Debezium: offsets never pass what StarRocks has not
+// committed. Main test: TestFloors.
+
 import (
 	"fmt"
 	"sort"

@@ -1,5 +1,8 @@
 package debezium_txn
 
+// Home of G57 (ARCHITECTURE.md §11.3): Debezium: a source transaction is emitted whole, in END
+// order. Main test: TestEmitInEndOrder.
+
 import (
 	"sort"
 	"strconv"

@@ -4,6 +4,9 @@
 
 package debezium_txn
 
+// Home of G61 (ARCHITECTURE.md §11.3): Debezium: exactly-once across restarts. Main test:
+// TestExactlyOnceSkipsWhatStarRocksHolds.
+
 import (
 	"context"
 	"fmt"

@@ -4,6 +4,9 @@
 
 package debezium_txn
 
+// Home of G60 (ARCHITECTURE.md §11.3): Debezium: re-sent events and transactions are loaded
+// once. Main test: TestResentEventsAndTransactions.
+
 import (
 	"fmt"
 )

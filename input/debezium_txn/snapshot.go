@@ -1,5 +1,8 @@
 package debezium_txn
 
+// Home of G59 (ARCHITECTURE.md §11.3): Debezium: no streamed transaction over a partial
+// snapshot. Main test: TestSnapshotThenStreaming.
+
 import "strings"
 
 // The snapshot gate (ARCHITECTURE.md §13.5): a streamed transaction never

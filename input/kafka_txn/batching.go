@@ -1,5 +1,8 @@
 package kafka_txn
 
+// Home of G51 (ARCHITECTURE.md §11.2): a partition is delivered in offset order, each batch
+// carrying whole source transactions. Main test: TestCheckDeliversWholeTransactions.
+
 import (
 	"time"
 

@@ -1,5 +1,8 @@
 package kafka_txn
 
+// Home of G52 (ARCHITECTURE.md §11.2): offsets are committed only at committed boundaries, never
+// at or past a nacked batch. Main test: TestCommitTarget.
+
 import (
 	"time"
 

@@ -1,5 +1,9 @@
 package kafka_txn
 
+// Home of G56 (ARCHITECTURE.md §11.2): checkpoint_limit bounds a partition's unacknowledged
+// messages; a partition held there is reported. Main test:
+// TestCheckpointLimitPausesAndReportsStall.
+
 import (
 	"context"
 

@@ -1,5 +1,8 @@
 package kafka_txn
 
+// Home of G53 (ARCHITECTURE.md §11.2): a nack is not replayed: the partition stops at it and
+// nothing past it is committed. Main test: TestNackStopsPartitionAndCommitsNothingPastIt.
+
 import (
 	"context"
 	"fmt"

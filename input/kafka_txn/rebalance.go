@@ -1,5 +1,12 @@
 package kafka_txn
 
+// Home of G54 (ARCHITECTURE.md §11.2): fenced hand-over: a revoked partition's delivery stops,
+// its fence runs, the last commit covers what it committed. Main test:
+// TestRevokeCommitsWhatTheFenceCommitted.
+//
+// Home of G55 (ARCHITECTURE.md §11.2): each assigned partition is claimed with a new assignment
+// epoch and this member's group lease. Main test: TestTwoMembersSplitPartitionsAndRevokeFences.
+
 import (
 	"context"
 	"sort"

@@ -1,5 +1,8 @@
 package kafka
 
+// Home of G50 (ARCHITECTURE.md §11.2): read_committed by default: a record of an aborted or open
+// Kafka transaction is never delivered. Main test: TestIsolationLevelAndAbortedTransactions.
+
 import (
 	"context"
 	"errors"

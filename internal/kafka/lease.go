@@ -1,5 +1,9 @@
 package kafka
 
+// Home of G71 (ARCHITECTURE.md §11.6): a member cut off from the group coordinator starts no
+// commit once another may own its partitions. Main test:
+// TestGroupLeaseRenewsOnlyFromConfirmedRequests.
+
 import (
 	"sync"
 	"time"

@@ -1,5 +1,9 @@
 package starrocks
 
+// Home of G14 (ARCHITECTURE.md §11.1): a call that ran out of its bound doubles the next one's
+// (up to 8 ×), so a slow StarRocks is still loaded and read. Main test:
+// TestCallBoundGrowsCapsAndShrinks.
+
 import (
 	"context"
 	"errors"

@@ -11,6 +11,9 @@
 // Kafka components.
 package kafka_txn
 
+// Home of G69 (ARCHITECTURE.md §11.5): a Kafka dead letter is written whole: one WriteBatch,
+// with transactional_id one Kafka transaction. Main test: TestTransactionalBatchIsAtomic.
+
 import (
 	"context"
 	"errors"

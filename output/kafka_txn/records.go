@@ -1,5 +1,8 @@
 package kafka_txn
 
+// Home of G70 (ARCHITECTURE.md §11.5): the contract travels with the record as headers, its
+// typed keys as strings. Main test: TestTypedContractBecomesStringHeaders.
+
 import (
 	"fmt"
 	"sort"

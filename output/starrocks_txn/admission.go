@@ -1,5 +1,18 @@
 package starrocks_txn
 
+// Home of G8 (ARCHITECTURE.md §11.1): a message is acknowledged only once committed,
+// dead-lettered, abandoned or released by a fence. Main test: TestAcksHeldUntilCommit.
+//
+// Home of G20 (ARCHITECTURE.md §11.1): a malformed contract value poisons the transaction the
+// message names, whole. Main test: TestMalformedContractValuePoisonsTheTransactionItNames.
+//
+// Home of G21 (ARCHITECTURE.md §11.1): a poisoned transaction goes whole, in order, to
+// dead_letter, or stalls its partition. Main test: TestPoisonedAtAdmission.
+//
+// Home of G25 (ARCHITECTURE.md §11.1): buffer_size: the soft cap commits early, the hard cap
+// blocks only while something is committable. Main test:
+// TestHardCapBlocksOnlyWhileSomethingIsCommittable.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,9 @@
 package starrocks_txn
 
+// Home of G9 (ARCHITECTURE.md §11.1): a pooled load body is never reused while its load, a
+// resend or a net/http reader can read it. Main test:
+// TestPooledBodyReusedOnlyOnceEveryHoldReleased.
+
 import (
 	"sync/atomic"
 

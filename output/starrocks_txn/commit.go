@@ -1,5 +1,21 @@
 package starrocks_txn
 
+// Home of G10 (ARCHITECTURE.md §11.1): no nacks: a transient fault replays the cycle from its
+// retained rows. Main test: TestTransientCommitFailureReplays.
+//
+// Home of G11 (ARCHITECTURE.md §11.1): a cycle that outlived txn_timeout is replayed in parts of
+// whole source transactions, in order. Main test: TestCycleOutlivingTxnTimeoutIsReplayedInParts.
+//
+// Home of G12 (ARCHITECTURE.md §11.1): an ambiguous commit is decided by label state, replayed
+// only once ABORTED is proven. Main test: TestAmbiguousCommitNeverReplayedWhilePrepare.
+//
+// Home of G16 (ARCHITECTURE.md §11.1): a commit whose label StarRocks forgot never stalls:
+// settled by its rows, else after unknown_commit_timeout. Main test:
+// TestForgottenCommitIsSettledByItsRows.
+//
+// Home of G18 (ARCHITECTURE.md §11.1): every request × every outcome of a remote call keeps the
+// promises: nothing doubled, split, early or stalled. Main test: TestFaultMatrix.
+
 import (
 	"context"
 	"errors"

@@ -5,6 +5,9 @@
 // has committed it (ARCHITECTURE.md §4).
 package starrocks_txn
 
+// Home of G39 (ARCHITECTURE.md §11.1): no identifier reaches SQL unchecked. Main test:
+// TestProgressTableValidatedInEveryMode.
+
 import (
 	"crypto/tls"
 	"errors"

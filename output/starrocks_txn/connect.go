@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G15 (ARCHITECTURE.md §11.1): an error no retry fixes stops the start naming the field
+// to fix; one that may pass is retried. Main test: TestConnectStopsOnDefiniteErrors.
+
 import (
 	"context"
 	"crypto/tls"

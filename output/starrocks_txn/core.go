@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G23 (ARCHITECTURE.md §11.1): database workers are bounded by max_databases; idle ones
+// retire, their labels never repeat. Main test: TestMaxDatabasesBoundsTheWorkers.
+
 import (
 	"time"
 

@@ -1,5 +1,13 @@
 package starrocks_txn
 
+// Home of G35 (ARCHITECTURE.md §11.1): dead letters go in one lane per partition: one that
+// cannot be written holds only its own partition. Main test:
+// TestOneRefusedDeadLetterHoldsOnlyItsPartition.
+//
+// Home of G42 (ARCHITECTURE.md §11.1): a fence waits for its partition's dead-letter write in
+// flight and leaves the queue to the new owner. Main test:
+// TestFenceWaitsForADeadLetterWriteAndDropsTheQueue.
+
 import (
 	"context"
 	"errors"

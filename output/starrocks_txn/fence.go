@@ -1,5 +1,9 @@
 package starrocks_txn
 
+// Home of G29 (ARCHITECTURE.md §11.1): a fence drops uncommitted rows, waits (bounded) for the
+// commit in flight and publishes what it resolved. Main test:
+// TestCoreFenceWaitsForTheCommitInFlight.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G17 (ARCHITECTURE.md §11.1): a per-transaction failure isolates its offender; the rest
+// commit in order. Main test: TestRowSpecificLoadFailureIsIsolated.
+
 import (
 	"context"
 	"errors"

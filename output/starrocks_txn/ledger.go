@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G37 (ARCHITECTURE.md §11.1): every label this writer may commit can be found by a
+// successor. Main test: TestCoveredHoldsForEitherRowAfterAnAnchor.
+
 import (
 	"slices"
 	"sync"

@@ -1,5 +1,9 @@
 package starrocks_txn
 
+// Home of G28 (ARCHITECTURE.md §11.1): committed-through is the END offset of the resolved
+// prefix, never published after a fence ended. Main test:
+// TestCoreCommittedThroughFollowsTheResolvedPrefix.
+
 import (
 	"fmt"
 	"time"

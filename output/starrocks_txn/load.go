@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G22 (ARCHITECTURE.md §11.1): a delete to a table without a primary key is poisoned.
+// Main test: TestIntegrationDeleteToDuplicateKeyTableIsPoisoned.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,11 @@
 package starrocks_txn
 
+// Home of G24 (ARCHITECTURE.md §11.1): the output's state and metric series stay bounded. Main
+// test: TestIdleSeqSourcesAreForgottenAndResume.
+//
+// Home of G26 (ARCHITECTURE.md §11.1): every max_in_flight slot held on open transactions for
+// two commit intervals is reported. Main test: TestMaxInFlightStarvationIsReported.
+
 import "time"
 
 // The manager loop and the checks it runs in the core at each tick

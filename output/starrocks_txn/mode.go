@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G49 (ARCHITECTURE.md §11.1): transaction_mode: auto decides from the FE; multi_table
+// against a 3.x FE stops at start. Main test: TestAutoModeDecidesFromTheFE.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G41 (ARCHITECTURE.md §11.1): shutdown acknowledges nothing uncommitted and abandons no
+// commit in flight. Main test: TestCloseWaitsForTheCommitInFlight.
+
 // The output's files, one concern each, and the tests beside them:
 // ARCHITECTURE.md §9.1.
 

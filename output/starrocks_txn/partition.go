@@ -1,5 +1,21 @@
 package starrocks_txn
 
+// Home of G1 (ARCHITECTURE.md §11.1): a source transaction is never split and never partly
+// visible. Main test: TestSwitchNeverSplitsTransaction.
+//
+// Home of G6 (ARCHITECTURE.md §11.1): offsets strictly increase per partition; a regression
+// poisons its whole transaction. Main test: TestOffsetRegressionIsNeverApplied.
+//
+// Home of G30 (ARCHITECTURE.md §11.1): a message of an assignment that is over is never applied.
+// Main test: TestStaleEpochTailAfterFenceIsNeverCommitted.
+//
+// Home of G32 (ARCHITECTURE.md §11.1): a partition's messages wait for its own progress read,
+// read again after a fence. Main test: TestExactlyOnceProgressReadHoldsOnlyItsPartition.
+//
+// Home of G34 (ARCHITECTURE.md §11.1): exactly_once: a transaction lacking
+// starrocks_source_offset is refused whole, naming the key. Main test:
+// TestExactlyOnceRefusesATransactionWithoutSourceOffsets.
+
 import (
 	"fmt"
 	"strings"

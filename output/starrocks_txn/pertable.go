@@ -1,5 +1,13 @@
 package starrocks_txn
 
+// Home of G46 (ARCHITECTURE.md §11.1): per-table mode: every part is prepared before the
+// decision commits, and a cycle's labels end together. Main test:
+// TestPerTableLoadsWholeSourceTransactions.
+//
+// Home of G48 (ARCHITECTURE.md §11.1): a per-table cycle decides within half the prepared
+// timeout, else it is rolled back and replayed. Main test:
+// TestPerTableCycleTooOldToDecideIsRolledBack.
+
 import (
 	"context"
 	"errors"

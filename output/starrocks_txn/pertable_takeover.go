@@ -1,5 +1,9 @@
 package starrocks_txn
 
+// Home of G47 (ARCHITECTURE.md §11.1): a dead writer's open per-table parts are settled together
+// by their cycle's decision. Main test:
+// TestPerTableTakeOverSettlesADeadWritersCycleByItsDecision.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G19 (ARCHITECTURE.md §11.1): the dead-letter reason of rows StarRocks rejects names
+// the table, column and value. Main test: TestRejectionNamesTheTable.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,12 @@
 package starrocks_txn
 
+// Home of G43 (ARCHITECTURE.md §11.1): a transaction needing an unchecked schema waits, with
+// only its partition, and loads after the change. Main test:
+// TestCoreGatesANewSchemaAndOnlyItsPartition.
+//
+// Home of G45 (ARCHITECTURE.md §11.1): a transaction stalled on its table or schema heals
+// without a restart. Main test: TestCoreSchemaStallHealsWithoutARestart.
+
 import (
 	"bytes"
 	"context"

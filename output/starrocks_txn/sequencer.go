@@ -1,5 +1,12 @@
 package starrocks_txn
 
+// Home of G4 (ARCHITECTURE.md §11.1): admission in starrocks_seq order; a gap is skipped after
+// sequence_gap_timeout, a held seq never. Main test: TestOutOfOrderBatchesAreResequenced.
+//
+// Home of G5 (ARCHITECTURE.md §11.1): a message late after its gap was skipped joins its
+// still-open transaction, else is poisoned alone. Main test:
+// TestCoreLateMessageJoinsItsOpenTransaction.
+
 import (
 	"slices"
 	"time"

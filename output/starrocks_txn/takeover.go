@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G36 (ARCHITECTURE.md §11.1): a dead writer's transactions are final before a
+// partition's progress is read. Main test: TestFinalizeLabelAnswers.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,15 @@
 package starrocks_txn
 
+// Home of G31 (ARCHITECTURE.md §11.1): exactly_once: progress rows commit with the data; what
+// StarRocks holds is acknowledged, not loaded. Main test: TestProgressRowsCommitWithTheirRows.
+//
+// Home of G33 (ARCHITECTURE.md §11.1): exactly_once: a commit waits for its partitions' earlier
+// poisoned transactions to reach dead_letter. Main test:
+// TestExactlyOnceCommitWaitsForEarlierDeadLetter.
+//
+// Home of G40 (ARCHITECTURE.md §11.1): the progress and writers tables exist with their columns
+// before a database's first commit. Main test: TestIntegrationProgressTableCreatedAndChecked.
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,20 @@
 package starrocks_txn
 
+// Home of G2 (ARCHITECTURE.md §11.1): one multi-table transaction per database and cycle makes a
+// commit atomic across tables. Main test: TestPipelineLoadsWholeSourceTransactions.
+//
+// Home of G3 (ARCHITECTURE.md §11.1): loads grow with tables × cycles, not with source
+// transactions. Main test: TestNToOneMapping.
+//
+// Home of G7 (ARCHITECTURE.md §11.1): per-partition order per database: a later cycle is never
+// visible before an earlier one. Main test: TestOrderingUnderMaxInFlight64.
+//
+// Home of G13 (ARCHITECTURE.md §11.1): an ambiguous load taints its label: rolled back and
+// replayed under a new one. Main test: TestLostStreamedLoadReplyTaintsTheLabel.
+//
+// Home of G27 (ARCHITECTURE.md §11.1): a shared transaction is never loaded when too old to
+// finish. Main test: TestCycleAgedByACommitWaitIsNeverLoaded.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package starrocks_txn
 
+// Home of G38 (ARCHITECTURE.md §11.1): a clean close deletes the writer row; a commit in doubt
+// keeps it. Main test: TestWriterRowForgottenOnCleanCloseKeptWhenInDoubt.
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,8 @@
 package txnassembler
 
+// Home of G68 (ARCHITECTURE.md §11.4): the input learns where a partition's held records end
+// exactly as the decoder decides it. Main test: TestEndDetectorAgreesWithTheDecoder.
+
 import (
 	"sync"
 

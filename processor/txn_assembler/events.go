@@ -3,6 +3,12 @@
 
 package txnassembler
 
+// Home of G62 (ARCHITECTURE.md §11.4): the format's boundaries make one source transaction of a
+// partition, partitions independent. Main test: TestPropertyInterleavedPartitions.
+//
+// Home of G63 (ARCHITECTURE.md §11.4): never merged, never ended by another transaction; a bad
+// message poisons the one it names. Main test: TestInterleavedWritersAreFlaggedNeverMerged.
+
 import (
 	"fmt"
 	"strconv"

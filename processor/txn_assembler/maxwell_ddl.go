@@ -8,6 +8,10 @@
 
 package txnassembler
 
+// Home of G66 (ARCHITECTURE.md §11.4): a schema change is a transaction of its own or belongs to
+// one like a row; an unknowable definition is flagged. Main test:
+// TestMaxwellTableAlterIsASchemaChange.
+
 import (
 	"encoding/json"
 	"fmt"

@@ -1,5 +1,8 @@
 package txnassembler
 
+// Home of G67 (ARCHITECTURE.md §11.4): the assembler runs only where it sees each partition's
+// messages once, in order; elsewhere it refuses. Main test: TestMisplacedAssemblerDoesNotStart.
+
 import (
 	"bytes"
 	"context"

@@ -8,6 +8,9 @@
 // blocks a pipeline thread on split ones (docs/notes/benthos-semantics.md §0).
 package txnassembler
 
+// Home of G65 (ARCHITECTURE.md §11.4): replays and ended assignments change nothing; a fence
+// resets the partition. Main test: TestReplayedOffsetsAreFlaggedAndChangeNoState.
+
 import (
 	"context"
 	"errors"

@@ -3,6 +3,9 @@
 
 package txnassembler
 
+// Home of G64 (ARCHITECTURE.md §11.4): the metadata contract is stamped on every emitted
+// message. Main test: TestOutputUnchangedOnGoldenTraffic.
+
 import (
 	"fmt"
 

@@ -1,5 +1,8 @@
 package consumer
 
+// Home of G72 (ARCHITECTURE.md §11.6): both consumer inputs refuse the same values, and a fetch
+// error names the field to fix. Main test: TestTopicsEntriesAreSplitOnCommas.
+
 import (
 	"errors"
 	"fmt"

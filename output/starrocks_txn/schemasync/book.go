@@ -1,5 +1,9 @@
 package schemasync
 
+// Home of G44 (ARCHITECTURE.md §11.1): no value dropped silently: evolve, error and ignore each
+// do what they say; no DDL sent blindly twice. Main test:
+// TestEvolveWidensAndRefusesWhatItCannot.
+
 import (
 	"context"
 	"errors"
