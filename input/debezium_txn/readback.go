@@ -6,6 +6,10 @@ package debezium_txn
 
 // Home of G61 (ARCHITECTURE.md §11.3): Debezium: exactly-once across restarts. Main test:
 // TestExactlyOnceSkipsWhatStarRocksHolds.
+//
+// Home of G73 (ARCHITECTURE.md §11.3): a transaction re-sent whole is recognised by the next
+// member too: the read-back of completed ids is retried until done. Main test:
+// TestResentTransactionDroppedByAPreviousMemberIsKnownFromTheReadBack.
 
 import (
 	"context"
