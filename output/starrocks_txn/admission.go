@@ -165,6 +165,13 @@ func (o *Output) parseContractInto(it *item, msg *service.Message, c *call, now 
 	*it = item{call: c, msg: msg, t0: sourceTime(msg, now)}
 	parsed := contract.Parse(msg)
 	meta := parsed.Meta
+	if meta.ArrivalOffset && o.conf.exactlyOnce {
+		// An arrival counter is no source position (ARCHITECTURE.md §7):
+		// exactly_once takes the message for one without an offset, which
+		// poisons its transaction (requireOffset) before any rule could
+		// compare the counter with the progress.
+		meta.HasOffset, meta.SourceOffset = false, 0
+	}
 	it.meta = meta
 	if parsed.Err != nil {
 		it.poison = fmt.Errorf("reading the metadata contract of source transaction %q: %w", meta.TxnID, parsed.Err)
