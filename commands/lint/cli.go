@@ -32,7 +32,9 @@ failing) when a kafka_txn → starrocks_txn config cannot make rows visible
 within the output's commit_interval, or gives the input no way to know where
 source transactions end, and explains starrocks_txn's transaction_mode when
 per_table keeps no decision record (no writer rows) or prepared_timeout is set
-for multi_table, which prepares nothing.`,
+for multi_table, which prepares nothing. Warns too when starrocks_txn is
+exactly_once behind a txn_assembler without source_offset and nothing in the
+config gives its messages kafka_offset: every transaction would be refused.`,
 		Action: func(c *cli.Context) error {
 			stderr := c.App.ErrWriter
 			if stderr == nil {

@@ -39,7 +39,10 @@ var (
 // under a broker, a switch, a fallback, a sequence or a retry, or as
 // resources. Configs without both, and values given by environment
 // interpolation, are not judged. It also warns about a starrocks_txn output
-// that may send its MySQL password in clear text (cleartext.go).
+// that may send its MySQL password in clear text (cleartext.go), explains
+// its transaction_mode (pertable.go), and warns when it is exactly_once
+// behind a txn_assembler that can only number messages by arrival
+// (arrival.go).
 func CheckCycleYAML(conf []byte) ([]Problem, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(conf, &doc); err != nil {
@@ -85,6 +88,7 @@ func CheckCycleYAML(conf []byte) ([]Problem, error) {
 		cleartextWithoutTLS(out, warn)
 		transactionMode(out, warn)
 	}
+	arrivalCounter(root, outs, warn)
 	return ps, nil
 }
 

@@ -90,9 +90,17 @@ type Meta struct {
 	SeqSource    string
 	HasOffset    bool
 	SourceOffset int64
-	HasEpoch     bool
-	Epoch        uint64
-	SchemaChange bool
+	// ArrivalOffset is set when SourceOffset is the txn_assembler's arrival
+	// counter (its source gave no position: no source_offset field, no
+	// kafka_offset metadata), not a source position. It orders the
+	// partition's messages of one run only: it starts at 0 again with the
+	// process, so it cannot tell a replay from new data, and exactly_once
+	// refuses it. Only the typed value carries it (a KeySourceOffset set as
+	// a string is a position); Materialize writes no such offset.
+	ArrivalOffset bool
+	HasEpoch      bool
+	Epoch         uint64
+	SchemaChange  bool
 }
 
 // HasContract reports whether the message carries the contract at all (a

@@ -187,7 +187,7 @@ func parse(msg *service.Message, st *stamp) Parsed {
 				if n.f == FieldSeq {
 					*n.dst = st.seq
 				} else {
-					*n.dst = st.offset
+					*n.dst, p.ArrivalOffset = st.offset, st.arrival
 				}
 			}
 			p.fromStamp(st, n.f)
@@ -256,7 +256,7 @@ func (p *Parsed) readPrefix() Meta {
 		case FieldSeq:
 			m.Seq, m.HasSeq = 0, false
 		case FieldSourceOffset:
-			m.SourceOffset, m.HasOffset = 0, false
+			m.SourceOffset, m.HasOffset, m.ArrivalOffset = 0, false, false
 		case FieldPartitionEpoch:
 			m.Epoch, m.HasEpoch = 0, false
 		case FieldSchemaChange:

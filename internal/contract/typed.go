@@ -39,6 +39,8 @@ type stamp struct {
 	seqSource string
 	seq       int64
 	offset    int64
+	// arrival is Meta.ArrivalOffset: offset is an arrival counter.
+	arrival bool
 	// present is the set of typed keys the writer set; for KeyTxnEnd,
 	// KeyTxnAbort and KeyMarker it is their value.
 	present Fields
@@ -65,7 +67,9 @@ func typedValue(msg *service.Message) *stamp {
 // Materialize sets every typed key the message's typed value carries as a
 // string, unless the key is already set (a later processor's value wins,
 // as in Parse): afterwards the string keys alone hold the whole contract,
-// as a hand-written mapping would have set them. Call it on a copy of a
+// as a hand-written mapping would have set them. An arrival counter
+// (Meta.ArrivalOffset) is no source position and is not written: as a
+// string it would be read as one downstream. Call it on a copy of a
 // message that leaves the pipeline with its metadata as text (dead letters,
 // Kafka headers). It reports whether the message carried a typed value.
 func Materialize(msg *service.Message) bool {
@@ -74,7 +78,7 @@ func Materialize(msg *service.Message) bool {
 		return false
 	}
 	for _, f := range typedFields {
-		if !st.present.Has(f) {
+		if !st.present.Has(f) || (f == FieldSourceOffset && st.arrival) {
 			continue
 		}
 		if _, set := msg.MetaGetMut(f.Key()); set {
@@ -115,6 +119,7 @@ func (st *stamp) MarshalJSON() ([]byte, error) {
 		Seq          *int64 `json:"seq,omitempty"`
 		SeqSource    string `json:"seq_source,omitempty"`
 		SourceOffset *int64 `json:"source_offset,omitempty"`
+		Arrival      bool   `json:"source_offset_is_arrival,omitempty"`
 		TxnEnd       bool   `json:"txn_end,omitempty"`
 		TxnAbort     bool   `json:"txn_abort,omitempty"`
 		Marker       bool   `json:"marker,omitempty"`
@@ -129,7 +134,7 @@ func (st *stamp) MarshalJSON() ([]byte, error) {
 		r.Seq = &st.seq
 	}
 	if st.present.Has(FieldSourceOffset) {
-		r.SourceOffset = &st.offset
+		r.SourceOffset, r.Arrival = &st.offset, st.arrival
 	}
 	return json.Marshal(r)
 }
@@ -187,7 +192,7 @@ func write(w *Writer, msg *service.Message, m Meta, body []byte, facts RowFacts)
 		st.seq = m.Seq
 	}
 	if m.HasOffset {
-		st.offset = m.SourceOffset
+		st.offset, st.arrival = m.SourceOffset, m.ArrivalOffset
 	}
 	st.body, st.hasRow, st.del = body, body != nil, facts.Delete && body != nil
 	if body != nil {

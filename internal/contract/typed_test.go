@@ -365,3 +365,93 @@ func TestRowFactsCarrySchemaAndKeys(t *testing.T) {
 	v, _ := change.MetaGet(KeySchemaChange)
 	assert.Equal(t, "true", v)
 }
+
+// An arrival counter (Meta.ArrivalOffset: the assembler's number for a
+// source without positions) is read back from the typed value with its
+// flag, is never written as a string — where metadata leaves the process
+// as text it would be read as a source position — and gives way to a
+// position a later processor sets.
+func TestArrivalOffsetIsNoSourcePosition(t *testing.T) {
+	for name, write := range map[string]func(*service.Message, Meta){"Write": Write, "Writer": new(Writer).Write} {
+		t.Run(name, func(t *testing.T) {
+			msg := service.NewMessage(nil)
+			write(msg, Meta{Partition: "p", TxnID: "t", HasSeq: true, Seq: 3, SeqSource: "s", HasOffset: true, SourceOffset: 2, ArrivalOffset: true})
+			p := Parse(msg)
+			assert.True(t, p.HasOffset)
+			assert.Equal(t, int64(2), p.SourceOffset)
+			assert.True(t, p.ArrivalOffset)
+			assert.True(t, p.Present.Has(FieldSourceOffset))
+			m, err := Read(msg)
+			require.NoError(t, err)
+			assert.True(t, m.ArrivalOffset)
+
+			c := Materialized(msg)
+			_, set := c.MetaGetMut(KeySourceOffset)
+			assert.False(t, set, "an arrival counter is not materialized")
+			seq, _ := c.MetaGet(KeySeq)
+			assert.Equal(t, "3", seq, "the other typed keys are")
+			assert.True(t, Parse(c).ArrivalOffset, "the typed value still says what it is")
+			c.MetaDelete(KeyTyped)
+			p = Parse(c)
+			assert.False(t, p.HasOffset, "as text (a Kafka header, a dead letter read back) the message has no offset")
+			assert.False(t, p.ArrivalOffset)
+
+			s, _ := msg.MetaGet(KeyTyped)
+			var v map[string]any
+			require.NoError(t, json.Unmarshal([]byte(s), &v), s)
+			assert.Equal(t, float64(2), v["source_offset"])
+			assert.Equal(t, true, v["source_offset_is_arrival"])
+
+			d := msg.Copy()
+			d.MetaSetMut(KeySourceOffset, "17")
+			p = Parse(d)
+			assert.Equal(t, int64(17), p.SourceOffset, "a position set after the writer wins")
+			assert.False(t, p.ArrivalOffset, "and is a position")
+
+			e := msg.Copy()
+			e.MetaSetMut(KeySeq, "three")
+			m, err = Read(e)
+			require.Error(t, err)
+			assert.False(t, m.HasOffset || m.ArrivalOffset, "Read stops at the malformed key before the offset")
+		})
+	}
+
+	pos := service.NewMessage(nil)
+	Write(pos, Meta{Partition: "p", TxnID: "t", HasOffset: true, SourceOffset: 2})
+	assert.False(t, Parse(pos).ArrivalOffset)
+	off, _ := Materialized(pos).MetaGet(KeySourceOffset)
+	assert.Equal(t, "2", off, "a position is materialized")
+
+	none := service.NewMessage(nil)
+	Write(none, Meta{Partition: "p", TxnID: "t", ArrivalOffset: true})
+	assert.False(t, Parse(none).ArrivalOffset, "no offset, no arrival counter")
+}
+
+// Whatever a later processor changes, the arrival flag is read exactly when
+// the offset comes from the typed value that carries it, and the
+// materialized string keys agree with Parse on everything but that offset.
+func TestArrivalOffsetOnlyFromTheTypedValue(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var w Writer
+		msg := genMessage(t, "pre")()
+		m := genMeta(t)
+		m.ArrivalOffset = rapid.Bool().Draw(t, "arrival")
+		w.Write(msg, m)
+		mutate(t, msg)
+		p := Parse(msg)
+		st := typedValue(msg)
+		_, stringSet := msg.MetaGetMut(KeySourceOffset)
+		fromStamp := !stringSet && st != nil && st.present.Has(FieldSourceOffset)
+		require.Equal(t, fromStamp && st.arrival, p.ArrivalOffset)
+		q := parseStrings(Materialized(msg))
+		require.False(t, q.ArrivalOffset, "the string keys never carry the flag")
+		want := p.Meta
+		if p.ArrivalOffset {
+			require.True(t, p.HasOffset)
+			require.Equal(t, st.offset, p.SourceOffset)
+			require.False(t, q.HasOffset, "an arrival counter is never materialized")
+			want.HasOffset, want.SourceOffset, want.ArrivalOffset = false, 0, false
+		}
+		require.Equal(t, want, q.Meta)
+	})
+}

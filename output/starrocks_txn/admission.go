@@ -1,5 +1,9 @@
 package starrocks_txn
 
+// Home of G74 (ARCHITECTURE.md §11.1): exactly_once never takes the assembler's arrival
+// counter for a source position: such a transaction is refused whole. Main test:
+// TestCoreExactlyOnceArrivalCounterIsRefusedNotTakenForAReplay.
+//
 // Home of G8 (ARCHITECTURE.md §11.1): a message is acknowledged only once committed,
 // dead-lettered, abandoned or released by a fence. Main test: TestAcksHeldUntilCommit.
 //
@@ -178,6 +182,13 @@ func (o *Output) parseContractInto(it *item, msg *service.Message, c *call, now 
 	*it = item{call: c, msg: msg, t0: sourceTime(msg, now)}
 	parsed := contract.Parse(msg)
 	meta := parsed.Meta
+	if meta.ArrivalOffset && o.conf.exactlyOnce {
+		// An arrival counter is no source position (ARCHITECTURE.md §7):
+		// exactly_once takes the message for one without an offset, which
+		// poisons its transaction (requireOffset) before any rule could
+		// compare the counter with the progress.
+		meta.HasOffset, meta.SourceOffset = false, 0
+	}
 	it.meta = meta
 	if parsed.Err != nil {
 		it.poison = fmt.Errorf("reading the metadata contract of source transaction %q: %w", meta.TxnID, parsed.Err)

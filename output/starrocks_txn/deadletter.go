@@ -11,6 +11,7 @@ package starrocks_txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -122,6 +123,24 @@ func (o *Output) deadLetterLoop() {
 	}
 }
 
+// closeDeadLetter closes dead_letter, once the loops have stopped (Close).
+// A Benthos output owned through a config field (service.OwnedOutput)
+// starts at its first write, and its Close waits for the loop that start
+// runs: one never written to waited for ever (Benthos closes an output
+// without a deadline), and the stream hung at its stop. Such a one is
+// started first, so that its Close has a loop to stop.
+func (o *Output) closeDeadLetter(ctx context.Context) error {
+	if o.dl == nil {
+		return nil
+	}
+	if p, ok := o.dl.(interface{ Prime() error }); ok && !o.dlStarted.Load() {
+		if err := p.Prime(); err != nil {
+			return fmt.Errorf("starting dead_letter to close it: %w", err)
+		}
+	}
+	return o.dl.Close(ctx)
+}
+
 // writeDeadLetter writes poisoned transaction t, whole, to dead_letter,
 // retrying with backoff (retry_backoff) until it is written, the output
 // closes, or a fence takes t between two attempts, and then resolves it. A
@@ -149,6 +168,7 @@ func (o *Output) writeDeadLetter(t *srcTxn) {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	written := false
 	var reported time.Time
+	o.dlStarted.Store(true)
 	for attempt := 1; ; attempt++ {
 		err := o.dl.WriteBatch(o.ctx, batch)
 		if err == nil {

@@ -282,3 +282,39 @@ func TestCancelledWriteSaysWhatItWaitedFor(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), `waiting for the end of source transaction "half" of partition`)
 }
+
+// A stream whose dead_letter never received a transaction stops cleanly:
+// the dead letter is an owned Benthos output that starts only at its first
+// write, and closing one that never started waited forever (its Close waits
+// for a loop that never ran), so the stream hung at every stop until its
+// shutdown timeout.
+func TestUnusedDeadLetterDoesNotHoldTheStop(t *testing.T) {
+	e := startEmulator(t)
+	dlName := "dl-unused"
+	captures.Delete(dlName)
+	t.Cleanup(func() { captures.Delete(dlName) })
+	sb := service.GlobalEnvironment().Clone().NewStreamBuilder()
+	require.NoError(t, sb.SetLoggerYAML(streamLogYAML()))
+	produce, err := sb.AddBatchProducerFunc()
+	require.NoError(t, err)
+	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf("starrocks_txn:\n  schema_evolution: ignore\n  load_urls: [ %s ]\n  commit_interval: 100ms\n  dead_letter:\n    starrocks_txn_test_capture: { name: %s }\n", e.FEURL(), dlName)))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- stream.Run(context.Background()) }()
+
+	s := newSrc("unused-dl")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, produce(ctx, service.MessageBatch{s.row("p0", "t1", "orders", map[string]any{"order_id": 1, "customer_id": 1, "total_amount": 1}, true)}))
+
+	require.NoError(t, stream.StopWithin(20*time.Second), "the stream stops within its timeout")
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream's Run did not return after its stop")
+	}
+	if d, ok := captures.Load(dlName); ok {
+		assert.Empty(t, d.(*fakeDL).txnIDs(), "nothing was dead-lettered")
+	}
+}

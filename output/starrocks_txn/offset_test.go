@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -112,4 +113,54 @@ func TestCoreExactlyOnceMessageWithoutOffsetStallsItsTransactionWhole(t *testing
 	st2.write(msgs2[0])
 	st2.write(withoutOffset(msgs2[1]))
 	assert.Equal(t, []string{"t1:queued"}, st2.states("a1", "p0"))
+}
+
+// arrivalNumbered marks the offsets of msgs as the txn_assembler's arrival
+// counter (contract.Meta.ArrivalOffset), as it stamps a source without
+// positions.
+func arrivalNumbered(msgs ...*service.Message) []*service.Message {
+	for _, m := range msgs {
+		meta, err := contract.Read(m)
+		if err != nil {
+			panic(err)
+		}
+		meta.ArrivalOffset = true
+		contract.Write(m, meta)
+	}
+	return msgs
+}
+
+// Under exactly_once an arrival counter is never compared with the
+// progress. A restarted assembler numbers from 0 again, at or below what
+// StarRocks holds of the partition: taken for positions, its new
+// transactions were acknowledged as replays without being loaded. Such a
+// transaction is refused whole instead (here its partition stalls), with an
+// error naming the assembler's source_offset field and kafka_offset;
+// at_least_once, which compares no progress, loads it as before.
+func TestCoreExactlyOnceArrivalCounterIsRefusedNotTakenForAReplay(t *testing.T) {
+	st := newStepper(t, eoYAML, false)
+	st.k.learns = true
+	s := newSrc("a1")
+	msgs := arrivalNumbered(txnMsgs(s, "p0", "t1", 1)...)
+	c1 := st.write(msgs[0])
+	c2 := st.write(msgs[1])
+	require.True(t, st.k.progressRead("p0", st.k.progressGen["p0"], progressEntry{through: 100, hasThrough: true}, st.now), "StarRocks holds the partition through offset 100")
+	st.check()
+	assert.Zero(t, st.fx.counts[fmt.Sprintf("%d/p0", ctrReplaysDropped)], "nothing is dropped as a replay")
+	assert.Equal(t, []string{"t1:stalled"}, st.states("a1", "p0"), "one transaction, refused whole")
+	require.Error(t, st.part("a1", "p0").stalled)
+	for _, want := range []string{"starrocks_source_offset", "arrival counter", "source_offset field", "kafka_offset", `"t1"`} {
+		assert.Contains(t, st.part("a1", "p0").stalled.Error(), want)
+	}
+	assert.False(t, returned(c1), "nothing of it is acknowledged")
+	assert.False(t, returned(c2))
+	assert.Empty(t, st.k.dbs, "nothing of it is queued for a load")
+	assert.Empty(t, st.fx.published["p0"], "no committed-through offset comes from a counter")
+
+	st2 := newStepper(t, "commit_interval: 100ms\n", false)
+	s2 := newSrc("a1")
+	msgs2 := arrivalNumbered(txnMsgs(s2, "p0", "t1", 1)...)
+	st2.write(msgs2[0])
+	st2.write(msgs2[1])
+	assert.Equal(t, []string{"t1:queued"}, st2.states("a1", "p0"), "at_least_once loads it")
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -87,6 +88,8 @@ type Output struct {
 	retired map[string]*labelLedger
 	// dlWake wakes the dead-letter loop (deadletter.go).
 	dlWake chan struct{}
+	// dlStarted is set before the first write to dl (closeDeadLetter).
+	dlStarted atomic.Bool
 	// bodies keeps load bodies for reuse (bodypool.go).
 	bodies  bufpool.FreeList
 	now     func() time.Time
@@ -181,10 +184,7 @@ func (o *Output) Close(ctx context.Context) error {
 	if o.meta != nil {
 		_ = o.meta.Close()
 	}
-	if o.dl != nil {
-		return o.dl.Close(ctx)
-	}
-	return nil
+	return o.closeDeadLetter(ctx)
 }
 
 // closing reports whether Close has begun.

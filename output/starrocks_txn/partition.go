@@ -199,16 +199,25 @@ func (k *core) progressHold(it *item) bool {
 
 // requireOffset is the exactly_once offset rule (ARCHITECTURE.md §7): every
 // message must carry starrocks_source_offset, since the progress that tells
-// a replay from new data is an offset. A message without one poisons the
-// source transaction it belongs to (or, without the contract, the one it
-// is), which is then refused whole: dead-lettered or its partition stalled,
-// never loaded in part and never acknowledged in part. Loaded, a replay of
-// it after a restart could not be recognised and would be loaded again.
+// a replay from new data is an offset. A message without one — or with the
+// txn_assembler's arrival counter in its place, which parseContract took
+// away (contract.Meta.ArrivalOffset) — poisons the source transaction it
+// belongs to (or, without the contract, the one it is), which is then
+// refused whole: dead-lettered or its partition stalled, never loaded in
+// part and never acknowledged in part. Loaded, a replay of it after a
+// restart could not be recognised and would be loaded again; and a counter
+// starts at 0 again with the process, so a restarted pipeline's new
+// transactions would fall at or below the progress and be dropped as
+// replays.
 func (k *core) requireOffset(it *item) {
 	if !k.conf.exactlyOnce || it.meta.HasOffset || it.poison != nil {
 		return
 	}
-	it.poison = fmt.Errorf("semantic exactly_once needs %s on every message and this message of source transaction %q has none: without it a replay after a restart cannot be told from new data and would be loaded twice; the txn_assembler processor and the debezium_txn input stamp it, a custom mapping must set it (the source position, a whole number strictly increasing per partition), or use semantic at_least_once", contract.KeySourceOffset, it.meta.TxnID)
+	if it.meta.ArrivalOffset {
+		it.poison = fmt.Errorf("semantic exactly_once needs %s to be the source position and this message of source transaction %q has only the txn_assembler's arrival counter: its source gave no offset (the processor's source_offset field is not set and the message has no kafka_offset metadata), and the counter starts at 0 again at every start, so after a restart new transactions would be taken for replays and dropped; set the txn_assembler's source_offset field to the source's position (a whole number strictly increasing per partition, e.g. ${! this.position }), read the source from Kafka (kafka_offset), or use semantic at_least_once", contract.KeySourceOffset, it.meta.TxnID)
+		return
+	}
+	it.poison = fmt.Errorf("semantic exactly_once needs %s on every message and this message of source transaction %q has none: without it a replay after a restart cannot be told from new data and would be loaded twice; the txn_assembler processor stamps it from its source_offset field or the kafka_offset metadata (never from its arrival counter) and the debezium_txn input stamps it, a custom mapping must set it (the source position, a whole number strictly increasing per partition), or use semantic at_least_once", contract.KeySourceOffset, it.meta.TxnID)
 }
 
 // stallHold takes a message of a stalled partition: it is held, unapplied,

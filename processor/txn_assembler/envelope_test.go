@@ -119,6 +119,46 @@ func TestEnvelopeWithoutKafkaMetadata(t *testing.T) {
 	}
 }
 
+// The arrival counter is no source position: every message it numbers —
+// rows, END and abort markers, flagged messages — says so in the contract
+// (contract.Meta.ArrivalOffset), and is not materialized as
+// starrocks_source_offset; a message with kafka_offset, or with the
+// source_offset field set, carries a position, in the same batch too.
+func TestArrivalCounterIsMarkedAsNoSourcePosition(t *testing.T) {
+	p, _ := newProc(t, `format: envelope`)
+	out := run(t, p,
+		service.NewMessage([]byte(envelope(3, "t-1", "TXN_BEGIN", "", "", ""))),
+		service.NewMessage([]byte(envelope(3, "t-1", "DATA", "test", "orders", `{"order_id":1}`))),
+		service.NewMessage([]byte(envelope(3, "t-2", "TXN_BEGIN", "", "", ""))),
+		service.NewMessage([]byte(envelope(3, "t-2", "DATA", "test", "orders", `{"order_id":2}`))),
+		service.NewMessage([]byte(`{"partition":3,"txnId":"t-2","type":"NONSENSE"}`)),
+		service.NewMessage([]byte(envelope(3, "t-2", "TXN_END", "", "", ""))),
+		kafkaMsg("cdc", 0, 40, envelope(0, "k-1", "DATA", "test", "orders", `{"order_id":3}`)),
+		kafkaMsg("cdc", 0, 41, envelope(0, "k-1", "TXN_END", "", "", "")),
+		service.NewMessage([]byte(envelope(3, "t-3", "DATA", "test", "orders", `{"order_id":4}`))),
+	)
+	got := readAll(t, out)
+	require.Len(t, got, 8, "row, abort, row, flagged, END; the Kafka row and END; a row")
+	for i, g := range got {
+		kafka := g.Partition == "cdc/0"
+		assert.True(t, g.HasOffset, "message %d has an offset", i)
+		assert.Equal(t, !kafka, g.ArrivalOffset, "message %d (%s, %q): the counter is marked, a Kafka offset is not", i, g.Partition, g.TxnID)
+		c := contract.Materialized(out[i])
+		_, set := c.MetaGetMut(contract.KeySourceOffset)
+		assert.Equal(t, kafka, set, "message %d: only a position is materialized", i)
+	}
+	assert.True(t, got[1].TxnAbort, "the abort marker of t-1")
+	assert.Error(t, got[3].Err, "the flagged message")
+	assert.Equal(t, int64(40), got[5].SourceOffset)
+
+	q, _ := newProc(t, "source_offset: '${! @pos }'")
+	m := service.NewMessage([]byte(envelope(3, "t-1", "DATA", "test", "orders", `{"order_id":1}`)))
+	m.MetaSetMut("pos", "77")
+	g := read(t, run(t, q, m)[0])
+	assert.Equal(t, int64(77), g.SourceOffset)
+	assert.False(t, g.ArrivalOffset, "source_offset gives a position")
+}
+
 func TestConfiguredPartitionAndOffset(t *testing.T) {
 	p, _ := newProc(t, `
 partition: '${! @stream }'

@@ -199,6 +199,7 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 	ev, decErr := p.decode(msg)
 	epoch, hasEpoch, epochErr := contract.ReadEpoch(msg)
 	w.epoch, w.hasEpoch = epoch, hasEpoch && epochErr == nil
+	w.arrival = false
 
 	partition, err := p.resolvePartition(batch, i, ev)
 	if err != nil {
@@ -236,7 +237,11 @@ func (p *Processor) processOne(w *writer, batch service.MessageBatch, i int) {
 		return
 	}
 	if !hasOff {
-		off = ps.nextArrival()
+		// No source position: the arrival counter orders the partition's
+		// messages of this run, and the contract says it is one
+		// (contract.Meta.ArrivalOffset), so exactly_once never takes it
+		// for a position.
+		off, w.arrival = ps.nextArrival(), true
 	}
 	switch {
 	case ev.bootstrap:

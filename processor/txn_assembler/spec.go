@@ -55,7 +55,7 @@ as an object:
 | ` + "`starrocks_marker`" + ` (typed) | body-less markers | ` + "`true`" + ` |
 | ` + "`starrocks_seq`" + ` (typed) | every message | 1, 2, 3 … dense per processor instance, one per emitted message |
 | ` + "`starrocks_seq_source`" + ` (typed) | every message | the instance tag: ` + "`instance_id`" + ` (if set), a dash and 12 random hex characters |
-| ` + "`starrocks_source_offset`" + ` (typed) | every message | the source offset, a decimal integer strictly increasing per partition |
+| ` + "`starrocks_source_offset`" + ` (typed) | every message | the source offset, a decimal integer strictly increasing per partition; the arrival counter (see ` + "`source_offset`" + `) is marked as such and never written as a string |
 | ` + "`starrocks_partition_epoch`" + ` | every message whose input stamped it | the partition's assignment epoch, copied from the incoming message (the ` + "`kafka_txn`" + ` input sets it) |
 | ` + "`starrocks_schema_change`" + ` (typed) | schema changes | ` + "`true`" + `: the body is the table definition of ` + "`starrocks_database`.`starrocks_table`" + `, applied in order before the rows after it |
 
@@ -208,7 +208,7 @@ func processorSpec() *service.ConfigSpec {
 				Example(`${! meta("source") }`).
 				Default(""),
 			service.NewInterpolatedStringField(fieldSourceOffset).
-				Description("The source position of a message, a whole number that must strictly increase within a partition. When empty: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). With the counter, replays cannot be recognised (a replayed message gets a new number), so use a real offset wherever the source has one.").
+				Description("The source position of a message, a whole number that must strictly increase within a partition. When empty: the `kafka_offset` metadata; when that is absent (a non-Kafka source), a per-partition arrival counter (0, 1, 2 … in arrival order). The counter is no source position: a replayed message gets a new number, and it starts at 0 again at every start. It orders a partition's messages within one run; the contract marks it (`source_offset_is_arrival` in `starrocks_contract`), dead letters and Kafka headers do not carry it, and `starrocks_txn` with `semantic: exactly_once` refuses every source transaction numbered by it (dead-lettered whole, or its partition stalls), since its progress compares positions; `lint` warns about such a config. Set this field wherever the source has a position.").
 				Example(`${! @kafka_offset }`).
 				Example(`${! this.position }`).
 				Default(""),

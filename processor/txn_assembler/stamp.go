@@ -27,6 +27,10 @@ type writer struct {
 	epoch    uint64
 	hasEpoch bool
 	stale    int
+	// arrival is set while the message being processed has no source
+	// offset and takes its partition's arrival counter instead: every
+	// message emitted for it is stamped contract.Meta.ArrivalOffset.
+	arrival bool
 }
 
 // emission is one message to emit: src's copy with the given body and
@@ -75,6 +79,7 @@ func (w *writer) emit(msg *service.Message, e emission) {
 	e.meta.Seq = p.seq
 	e.meta.SeqSource = p.seqSource
 	e.meta.HasEpoch, e.meta.Epoch = w.hasEpoch, w.epoch
+	e.meta.ArrivalOffset = w.arrival && e.meta.HasOffset
 	if row {
 		p.cw.WriteRowFacts(msg, e.meta, e.body, contract.RowFacts{Delete: e.del, Keys: e.keys})
 	} else {

@@ -28,7 +28,9 @@ type openTxn struct {
 }
 
 // nextArrival is the per-partition arrival counter used as the source offset
-// when the source has none.
+// when the source has none. It starts at 0 with the process, so it is no
+// source position: the messages numbered by it are stamped
+// contract.Meta.ArrivalOffset.
 func (ps *partState) nextArrival() int64 {
 	if !ps.hasHWM {
 		return 0
