@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/emurig"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
@@ -110,10 +111,7 @@ func TestCustomBinaryFromTheREADME(t *testing.T) {
 	held.Stdout, held.Stderr = &logs, &logs
 	require.NoError(t, held.Start())
 	want := "txn_assembler refuses to run here: pipeline.processors.0: txn_assembler must see every partition's messages in order"
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(logs.String(), want) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Poll(time.Minute, func() bool { return strings.Contains(logs.String(), want) })
 	require.NoError(t, held.Process.Signal(os.Interrupt))
 	_ = held.Wait()
 	assert.Contains(t, logs.String(), want, fmt.Sprintf("the refusal is logged:\n%s", logs.String()))

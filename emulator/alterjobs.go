@@ -19,9 +19,10 @@ const schemaChangeTick = 10 * time.Millisecond
 // RUNNING.
 const defaultAlterJobDelay = 3 * time.Second
 
-// initSchemaChanges connects the store's jobs to the emulator's transactions and faults.
+// initSchemaChanges connects the store's jobs to the emulator's transactions, faults and
+// clock (Config.Now).
 func (e *Emulator) initSchemaChanges() {
-	e.store.SetSchemaChangeHooks(store.SchemaChangeHooks{Txns: txnOracle{e}, JobFault: e.alterJobFault})
+	e.store.SetSchemaChangeHooks(store.SchemaChangeHooks{Txns: txnOracle{e}, JobFault: e.alterJobFault, Now: e.cfg.Now})
 	e.store.SetSchemaChangeRunTime(e.cfg.SchemaChangeTime)
 }
 

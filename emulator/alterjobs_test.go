@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // Schema change jobs over the emulator's real transactions, faults and restarts. Waits for a
 // job to reach a state poll with a generous deadline; a check that a job stays where it is
-// steps the jobs itself first (StepSchemaChanges), so it cannot pass by being early.
+// steps the jobs itself first (StepSchemaChanges), so it cannot pass by being early, and a
+// check that a job outlasts its run time steps the emulator's clock past it first.
 
 // heavyTable is a table without fast schema evolution: every ALTER on it is a job.
 const heavyTable = `CREATE TABLE test.h (id BIGINT NOT NULL, v VARCHAR(8)) PRIMARY KEY(id) DISTRIBUTED BY HASH(id)
@@ -44,30 +46,24 @@ func lastJob(t *testing.T, e *Emulator) store.AlterJob {
 	return jobs[len(jobs)-1]
 }
 
-// waitJob waits until the newest job is in state.
+// waitJob waits until the newest job is in state, failing at once when it settles in another
+// final state.
 func waitJob(t *testing.T, e *Emulator, state store.AlterJobState) store.AlterJob {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j := lastJob(t, e)
-		if j.State == state {
-			return j
-		}
-		if time.Now().After(deadline) || j.State == store.JobFinished || j.State == store.JobCancelled {
-			require.Equal(t, state, j.State, "the newest job: %+v", j)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var j store.AlterJob
+	testkit.Poll(30*time.Second, func() bool {
+		j = lastJob(t, e)
+		return j.State == state || j.State == store.JobFinished || j.State == store.JobCancelled
+	})
+	require.Equal(t, state, j.State, "the newest job: %+v", j)
+	return j
 }
 
-// stays steps the jobs a few times, over more than the run time, and checks the newest job
-// is still in state.
+// stays steps the jobs and checks the newest job is still in state: a step moves every job
+// as far as its transactions and the emulator's clock let it, at once.
 func stays(t *testing.T, e *Emulator, state store.AlterJobState, why string) {
 	t.Helper()
-	for range 4 {
-		e.Store().StepSchemaChanges()
-		time.Sleep(30 * time.Millisecond)
-	}
+	e.Store().StepSchemaChanges()
 	require.Equal(t, state, lastJob(t, e).State, why)
 }
 
@@ -134,8 +130,17 @@ func TestAlterJobWaitsForAbortedTransaction(t *testing.T) {
 // fast schema evolution (which runs no job) does not take it.
 func TestAlterJobFaults(t *testing.T) {
 	t.Parallel()
-	e, db := startAlterEmu(t, nil)
+	clk := newTestClock()
+	e, db := startAlterEmu(t, func(c *Config) { c.Now = clk.Now })
 	c := newClient(t, e)
+	// ranFor waits until the newest job is RUNNING, moves the emulator's clock a second
+	// on (20 × the run time) and waits until the job is in state.
+	ranFor := func(state store.AlterJobState) store.AlterJob {
+		t.Helper()
+		waitJob(t, e, store.JobRunning)
+		clk.Add(time.Second)
+		return waitJob(t, e, state)
+	}
 	post := func(body string) resp {
 		return c.do(http.MethodPost, "/_emulator/faults", nil, body)
 	}
@@ -152,6 +157,7 @@ func TestAlterJobFaults(t *testing.T) {
 	_, err = db.Exec(`ALTER TABLE test.h ADD COLUMN a INT`)
 	require.NoError(t, err)
 	waitJob(t, e, store.JobRunning)
+	clk.Add(time.Second)
 	stays(t, e, store.JobRunning, "RUNNING for the fault's hour, not the 50 ms run time")
 	_, rows := queryRows(t, db, "SHOW ALTER TABLE COLUMN FROM test WHERE TableName = 'h'")
 	assert.Equal(t, "0/1", rows[0][11], "Progress")
@@ -162,13 +168,13 @@ func TestAlterJobFaults(t *testing.T) {
 	require.Equal(t, http.StatusOK, post(`[{"op":"alter_job","action":"cancel","message":"stop now"},{"op":"alter_job","action":"error"}]`).code)
 	_, err = db.Exec(`ALTER TABLE test.h ADD COLUMN b INT`)
 	require.NoError(t, err)
-	assert.Equal(t, "stop now", waitJob(t, e, store.JobCancelled).Msg)
+	assert.Equal(t, "stop now", ranFor(store.JobCancelled).Msg)
 	_, err = db.Exec(`ALTER TABLE test.h ADD COLUMN b INT`)
 	require.NoError(t, err)
-	assert.Equal(t, "schema change task failed: injected fault", waitJob(t, e, store.JobCancelled).Msg)
+	assert.Equal(t, "schema change task failed: injected fault", ranFor(store.JobCancelled).Msg)
 	_, err = db.Exec(`ALTER TABLE test.h ADD COLUMN b INT`)
 	require.NoError(t, err)
-	waitJob(t, e, store.JobFinished)
+	ranFor(store.JobFinished)
 	_, cols := queryRows(t, db, "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME = 'h' ORDER BY ORDINAL_POSITION")
 	assert.Equal(t, [][]string{{"id"}, {"v"}, {"b"}}, cols, "the cancelled changes are not applied")
 }
@@ -234,11 +240,8 @@ func TestAlterJobRestarts(t *testing.T) {
 	assert.Equal(t, store.JobFinished, after[0].State)
 	assert.Equal(t, store.JobFinished, after[2].State, "the fast schema evolution job")
 	assert.Equal(t, before[1].TransactionID, after[1].TransactionID)
-	deadline := time.Now().Add(30 * time.Second)
-	for e2.Store().AlterJobs()[1].State != store.JobFinished {
-		require.True(t, time.Now().Before(deadline), "the job left RUNNING by the stop runs on: %+v", e2.Store().AlterJobs()[1])
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Poll(30*time.Second, func() bool { return e2.Store().AlterJobs()[1].State == store.JobFinished })
+	require.Equal(t, store.JobFinished, e2.Store().AlterJobs()[1].State, "the job left RUNNING by the stop runs on: %+v", e2.Store().AlterJobs()[1])
 	_, rows := queryRows(t, openMySQL(t, e2), "SELECT id, x, y FROM test.h")
 	assert.Equal(t, [][]string{{"1", "7", "2"}}, rows)
 	sc, err := e2.Store().Table("test", "orders")

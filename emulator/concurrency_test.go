@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
@@ -31,7 +32,7 @@ func TestAtomicVisibility(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var reads, violations atomic.Int64
+	var reads, finalReads, violations atomic.Int64
 	var rwg sync.WaitGroup
 	for i := 0; i < 3; i++ {
 		rwg.Add(1)
@@ -47,6 +48,9 @@ func TestAtomicVisibility(t *testing.T) {
 					return
 				}
 				reads.Add(1)
+				if o == writers*perWriter*ordersPerTxn {
+					finalReads.Add(1)
+				}
 				if it != 2*o {
 					violations.Add(1)
 					t.Errorf("partial transaction visible: %d orders, %d items", o, it)
@@ -94,8 +98,8 @@ func TestAtomicVisibility(t *testing.T) {
 		}()
 	}
 	wwg.Wait()
-	// Let the readers observe the final state too.
-	time.Sleep(50 * time.Millisecond)
+	// The readers observe the final state too.
+	testkit.WaitFor(t, 30*time.Second, func() bool { return finalReads.Load() >= 3 }, "reads of the final state")
 	cancel()
 	rwg.Wait()
 	assert.Zero(t, violations.Load())

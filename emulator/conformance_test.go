@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The conformance suite replays request sequences written the way StarRocks's SQL regression
@@ -482,22 +484,18 @@ func TestConformance(t *testing.T) {
 // State is want, failing when it settles on another final state.
 func waitAlterState(t *testing.T, conn *sql.Conn, want, where string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var state string
-		rows := sqlRows(t, conn, "SHOW ALTER TABLE COLUMN ORDER BY JobId DESC LIMIT 1")
+	var state string
+	var rows []string
+	testkit.Poll(30*time.Second, func() bool {
+		state = ""
+		rows = sqlRows(t, conn, "SHOW ALTER TABLE COLUMN ORDER BY JobId DESC LIMIT 1")
 		if len(rows) == 1 {
 			f := strings.Split(rows[0], "\t")
 			state = f[9]
 		}
-		if state == want {
-			return
-		}
-		if (state == "FINISHED" || state == "CANCELLED") || time.Now().After(deadline) {
-			require.Equal(t, want, state, "%s: the newest schema change job: %v", where, rows)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return state == want || state == "FINISHED" || state == "CANCELLED"
+	})
+	require.Equal(t, want, state, "%s: the newest schema change job: %v", where, rows)
 }
 
 func sqlRows(t *testing.T, conn *sql.Conn, q string) []string {

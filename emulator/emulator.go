@@ -194,9 +194,11 @@ type Config struct {
 	// prepared_timeout header overrides it for that transaction.
 	PreparedTxnTimeout time.Duration
 	// Now is the emulator's clock (default time.Now). Transaction timeouts (begin, idle,
-	// prepared), retention by age and an abort_pending fault's end are measured on it, so a
-	// test can step it past a timeout instead of waiting; the reaper still runs every
-	// ReaperInterval of real time, and the delays of the other faults are real time.
+	// prepared), retention by age, an abort_pending fault's end and the schema change jobs'
+	// times (their RUNNING time, an alter_job delay, alter_table_timeout_second) are measured
+	// on it, so a test can step it past a timeout instead of waiting; the reaper still runs
+	// every ReaperInterval of real time, the jobs are stepped every 10 ms of real time, and
+	// the delays of the other faults are real time.
 	Now func() time.Time
 	// SchemaChangeTime is how long a schema change job (an ALTER TABLE that is not a
 	// fast schema evolution) stays RUNNING before it is FINISHED (200 ms); ADMIN SET

@@ -10,24 +10,28 @@ import (
 )
 
 // TestMultiTimeout: the transaction times out from BEGIN; later ops answer
-// per state.
+// per state. The emulator's clock is the test's: loads at 100 ms steps, the
+// reaper's rounds at the times the test sets.
 func TestMultiTimeout(t *testing.T) {
 	t.Parallel()
-	e := startEmu(t, func(c *Config) { c.DefaultTxnTimeout = 400 * time.Millisecond })
+	clk := newTestClock()
+	e := startEmu(t, func(c *Config) { c.DefaultTxnTimeout = 400 * time.Millisecond; c.Now = clk.Now })
 	c := newClient(t, e)
 
 	t.Log("timeout header of 1 s, loads keep coming: still aborted 1 s after BEGIN")
 	requireStatus(t, c.begin(multiH("test", "t1", "timeout", "1")), "OK", "")
-	start := time.Now()
-	for i := 0; time.Since(start) < 700*time.Millisecond; i++ {
+	for i := range 7 {
 		requireStatus(t, c.load(jsonLoadH("test", "t1", "orders"), orderRows(i, 1)), "OK", "")
-		time.Sleep(100 * time.Millisecond)
+		clk.Add(100 * time.Millisecond)
 	}
-	if time.Since(start) < 900*time.Millisecond {
-		assert.Equal(t, "PREPARE", c.state("test", "t1"))
-	}
-	require.Eventually(t, func() bool { return c.state("test", "t1") == "ABORTED" }, 3*time.Second, 20*time.Millisecond)
-	assert.GreaterOrEqual(t, time.Since(start), time.Second)
+	clk.Add(200 * time.Millisecond)
+	e.reap(e.now())
+	assert.Equal(t, "PREPARE", c.state("test", "t1"), "900 ms after BEGIN")
+	clk.Add(100 * time.Millisecond)
+	e.reap(e.now())
+	assert.Equal(t, "PREPARE", c.state("test", "t1"), "1 s after BEGIN: not over it yet")
+	clk.Add(time.Millisecond)
+	require.Eventually(t, func() bool { return c.state("test", "t1") == "ABORTED" }, 10*time.Second, 20*time.Millisecond, "the reaper aborts it past 1 s")
 	id := txnID(t, e, "t1")
 	requireStatus(t, c.load(jsonLoadH("test", "t1", "orders"), orderRows(50, 1)), "FAILED", pfx+"stream load task t1 has already been cancelled: transaction timeout after 1000ms")
 	requireStatus(t, c.commit(multiH("test", "t1")), "FAILED", fmt.Sprintf("Can not commit CANCELLED transaction %d, label is t1", id))
@@ -36,7 +40,10 @@ func TestMultiTimeout(t *testing.T) {
 	t.Log("no timeout header: the default applies")
 	requireStatus(t, c.begin(multiH("test", "t2")), "OK", "")
 	requireStatus(t, c.load(jsonLoadH("test", "t2", "orders"), orderRows(1, 1)), "OK", "")
-	require.Eventually(t, func() bool { return c.state("test", "t2") == "ABORTED" }, 3*time.Second, 20*time.Millisecond)
+	e.reap(e.now())
+	assert.Equal(t, "PREPARE", c.state("test", "t2"))
+	clk.Add(401 * time.Millisecond)
+	require.Eventually(t, func() bool { return c.state("test", "t2") == "ABORTED" }, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, 0, countRows(t, e, "orders"))
 }
 

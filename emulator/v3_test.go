@@ -325,10 +325,11 @@ func TestV3PreparedExpiry(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, func() bool { return c.state("test", label) == "ABORTED" }, 10*time.Second, 10*time.Millisecond, label)
 	}
-	// stays waits a few reaper rounds and checks label is still PREPARED.
+	// stays runs a reaper round at the test clock's time (what the reaper's next round
+	// does) and checks label is still PREPARED.
 	stays := func(t *testing.T, e *Emulator, c *client, label string) {
 		t.Helper()
-		time.Sleep(10 * e.cfg.ReaperInterval)
+		e.reap(e.now())
 		assert.Equal(t, "PREPARED", c.state("test", label))
 	}
 	for _, v := range []string{"3.3", "3.5"} {
@@ -403,7 +404,7 @@ func TestV3PreparedExpiry(t *testing.T) {
 		requireStatus(t, c.begin(hdrs{"db": "test", "label": "r1", "table": "orders", "timeout": "5"}), "OK", "")
 		requireStatus(t, c.load(classicH("r1"), orderRows(1, 1)), "OK", "")
 		clk.Add(4 * time.Second)
-		time.Sleep(10 * e.cfg.ReaperInterval)
+		e.reap(e.now())
 		assert.Equal(t, "PREPARE", c.state("test", "r1"))
 		clk.Add(2 * time.Second)
 		aborted(t, c, "r1")

@@ -546,6 +546,9 @@ func TestBadInput(t *testing.T) {
 		return true
 	})
 	// What must not happen has had the time to (an absence: real time).
+	// No event marks that the outputs have passed the point where they
+	// would have done it — a second dead letter, a late commit of an
+	// absent order — and the stalled pipe's partition never moves on.
 	time.Sleep(time.Second)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

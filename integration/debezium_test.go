@@ -292,7 +292,7 @@ func TestDebeziumPipelineSurvivesKills(t *testing.T) {
 				require.Eventually(t, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") > 0 },
 					30*time.Second, 10*time.Millisecond, "run %d committed", i)
 				// The crash comes at a random moment (real time).
-				time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+				randomMoment(rng, 300*time.Millisecond, 1800*time.Millisecond)
 				r.crash(p)
 				killedTxns += p.metrics.Counter("debezium_txn_transactions")
 				p = w.start(t, fmt.Sprintf("run-%d", i), opts)

@@ -426,7 +426,7 @@ func TestExactlyOnceSurvivesSIGKILL(t *testing.T) {
 	for i := 0; i < kills; i++ {
 		// At least a second: the run has committed something to re-read;
 		// the kill comes at a random moment (real time).
-		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
+		randomMoment(rng, time.Second, 3*time.Second)
 		p.kill()
 		p = w.startProc("solo", pipelines[(i+1)%2])
 	}
@@ -472,7 +472,7 @@ func TestExactlyOnceSurvivesSIGKILLAcrossRebalance(t *testing.T) {
 			"%s takes the partitions of the killed %s", survivor.name, procs[victim].name)
 		procs[victim] = w.startProc(procs[victim].name, pipeline)
 		// The next kill comes at a random moment (real time).
-		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
+		randomMoment(rng, 500*time.Millisecond, 2500*time.Millisecond)
 	}
 	// Both members load while traffic flows.
 	for _, p := range procs {
@@ -501,7 +501,7 @@ func TestExactlyOnceKillCheckCatchesAtLeastOnce(t *testing.T) {
 	for i := 0; i < 15 && dups == 0; i++ {
 		p.waitLogged(t, "Assigned partitions", 60*time.Second)
 		// The kill comes at a random moment (real time).
-		time.Sleep(time.Duration(1200+rng.IntN(1500)) * time.Millisecond)
+		randomMoment(rng, 1200*time.Millisecond, 2700*time.Millisecond)
 		p.kill()
 		p = w.startProc("alo", pipeline)
 		got, err := workload.ReadTarget(context.Background(), w.db, true)
@@ -549,7 +549,7 @@ func TestExactlyOnceSurvivesSIGKILLWhileTheFEIsCommitting(t *testing.T) {
 		p.waitLogged(t, "Assigned partitions", 60*time.Second)
 		// Past the writer's anchor: the fault hits a commit of data, at a
 		// random moment (real time).
-		time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+		randomMoment(rng, 1500*time.Millisecond, 3*time.Second)
 		w.fault(`{"op":"commit","action":"commit_late","delay":"` + delay + `"}`)
 		p.kill()
 		p = w.startProc("solo", pipeline)

@@ -508,8 +508,7 @@ func runFleet(t *testing.T, plan fleetPlan) {
 		if len(f.unexpected) > 0 {
 			break
 		}
-		pause := plan.pause[0] + time.Duration(f.rng.Int64N(int64(plan.pause[1]-plan.pause[0])+1))
-		time.Sleep(pause) // a random moment for the next change (real time)
+		randomMoment(f.rng, plan.pause[0], plan.pause[1]) // the next change's moment
 	}
 	churned := time.Since(churnFrom)
 

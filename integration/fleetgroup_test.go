@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // How the fleet test sees the group converge after a change: from the
@@ -166,19 +168,15 @@ func (g *groupWatch) converge(from time.Time, live map[string]bool, within time.
 	deadline := from.Add(within)
 	var c convergence
 	ask := func(f func(ctx context.Context) (bool, string)) bool {
-		for {
+		return testkit.Poll(time.Until(deadline), func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
 			ok, why := f(ctx)
-			cancel()
-			if ok {
-				return true
+			if !ok {
+				c.stuck = why
 			}
-			c.stuck = why
-			if time.Now().After(deadline) {
-				return false
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return ok
+		})
 	}
 	if !ask(func(ctx context.Context) (bool, string) {
 		why, err := g.settled(ctx, live)

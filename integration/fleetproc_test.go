@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // The fleet's members: OS processes of the built binary, each running the
@@ -116,19 +118,27 @@ func (e *fleetEnv) launch(id string, anchor bool, attempt int) (*fleetMember, er
 	m := &fleetMember{eoProc: p, id: id, httpAddr: addr, started: time.Now(), anchor: anchor}
 	// The HTTP server comes up before the input connects: a loaded machine
 	// takes a few seconds to start the binary.
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	exited := false
+	up := testkit.Poll(60*time.Second, func() bool {
 		select {
 		case <-p.done:
-			b, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("member %s exited at start: %s", id, lastLines(string(b), 10))
+			exited = true
+			return true
 		default:
 		}
-		if resp, err := http.Get("http://" + addr + "/ping"); err == nil {
-			_ = resp.Body.Close()
-			return m, nil
+		resp, err := http.Get("http://" + addr + "/ping")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		_ = resp.Body.Close()
+		return true
+	})
+	switch {
+	case exited:
+		b, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("member %s exited at start: %s", id, lastLines(string(b), 10))
+	case up:
+		return m, nil
 	}
 	p.kill()
 	return nil, fmt.Errorf("member %s: its HTTP server did not answer within 60s", id)

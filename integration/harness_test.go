@@ -60,6 +60,18 @@ func testSeed(t *testing.T) uint64 {
 
 const topic = "cdc"
 
+// randomMoment waits a random time from lo to hi drawn from rng: when a
+// chaos or kill test strikes a running pipeline (a kill, a crash, a fault,
+// the next change of a fleet). The wait is real time on purpose: what it
+// picks is a moment of a real pipeline's run — a load in flight, a commit
+// whose reply is on its way, an offset commit not yet made, a rebalance —
+// which no event of the test marks and which the test must not choose; the
+// events the test does wait for (a commit seen, partitions assigned) come
+// before it, and the checks must hold whatever the moment.
+func randomMoment(rng *rand.Rand, lo, hi time.Duration) {
+	time.Sleep(lo + time.Duration(rng.Int64N(int64(hi-lo)+1)))
+}
+
 // rig is one test's world: the emulator, the Kafka cluster (the test kit's,
 // whose fetch guard keeps aborted records out of read_committed fetches)
 // and a SQL client.

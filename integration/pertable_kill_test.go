@@ -44,7 +44,7 @@ func TestPerTableSurvivesSIGKILL(t *testing.T) {
 		// after that (real time).
 		commits := w.counters().Commits
 		testkit.WaitFor(t, 60*time.Second, func() bool { return w.counters().Commits > commits+2 }, "run %d commits", i)
-		time.Sleep(time.Duration(200+rng.IntN(2000)) * time.Millisecond)
+		randomMoment(rng, 200*time.Millisecond, 2200*time.Millisecond)
 		p.kill()
 		p = w.startProc("solo", pipelines[(i+1)%2])
 	}

@@ -128,7 +128,7 @@ func TestPerTablePipelineSurvivesHardRestarts(t *testing.T) {
 				require.Eventually(t, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") > 0 },
 					30*time.Second, 10*time.Millisecond, "run %d committed", i)
 				// The crash comes at a random moment (real time).
-				time.Sleep(time.Duration(200+rng.IntN(1600)) * time.Millisecond)
+				randomMoment(rng, 200*time.Millisecond, 1800*time.Millisecond)
 				if i%2 == 1 {
 					f := perTableCrashFaults[rng.IntN(len(perTableCrashFaults))]
 					require.NoError(t, r.em.Faults().Add(f))

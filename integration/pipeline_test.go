@@ -127,7 +127,7 @@ func runFaults(t *testing.T, steps []faultStep, exactlyOnce bool) {
 	for _, st := range steps {
 		// A random gap in real time: a fault may land while the output
 		// still recovers from the previous one.
-		time.Sleep(time.Duration(150+rng.IntN(300)) * time.Millisecond)
+		randomMoment(rng, 150*time.Millisecond, 450*time.Millisecond)
 		before := r.em.Counters()
 		if st.restart {
 			r.em.Restart()
@@ -221,7 +221,7 @@ func TestPipelineSurvivesHardRestarts(t *testing.T) {
 				require.Eventually(t, func() bool { return p.metrics.Counter("starrocks_txn_source_txns_committed") > 0 },
 					30*time.Second, 10*time.Millisecond, "run %d committed", i)
 				// The crash comes at a random moment (real time).
-				time.Sleep(time.Duration(200+rng.IntN(1600)) * time.Millisecond)
+				randomMoment(rng, 200*time.Millisecond, 1800*time.Millisecond)
 				if i%2 == 1 {
 					// Crash right after a fault fired, while the output
 					// retries a cycle or resolves an ambiguous commit.

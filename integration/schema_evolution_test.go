@@ -150,7 +150,7 @@ func TestSchemaChangesSurviveKills(t *testing.T) {
 				// change's first transaction was written to a second
 				// later: before the output saw it, while StarRocks applies
 				// it, or after (real time).
-				time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
+				randomMoment(rng, 0, time.Second)
 				r.crash(p)
 				kills++
 				p = startSchemaPipeline(t, src, fmt.Sprintf("after-%s", step.Kind), opts)
@@ -277,8 +277,12 @@ func TestStalledMissingTableHealsWhenCreated(t *testing.T) {
 	}) {
 		require.Failf(t, "the pipeline never loaded the source up to the new table", "%s", last)
 	}
-	// The stall holds (real time: an absence given time to show).
-	time.Sleep(2 * time.Second)
+	// The stall holds: the stalled transaction is tried again every
+	// stall_retry_interval (500 ms) and stalls again while the table is
+	// missing; after two such retries, nothing of it or after it is loaded.
+	stalls := p.metrics.Counter("starrocks_txn_partition_stalls")
+	testkit.WaitFor(t, 30*time.Second, func() bool { return p.metrics.Counter("starrocks_txn_partition_stalls") >= stalls+2 },
+		"the stalled transaction tried again twice (starrocks_txn_partition_stalls from %d)", stalls)
 	got, err := workload.ReadTarget(context.Background(), r.db, true)
 	require.NoError(t, err)
 	require.Empty(t, workload.Detail(workload.Compare(expected, got)), "nothing from the stalled transaction on is loaded")

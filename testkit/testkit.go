@@ -40,15 +40,28 @@ func WaitFor(t testing.TB, within time.Duration, cond func() bool, format string
 // reports whether it held: for a test that decides what to do, or what to
 // report, when the condition does not come.
 func Poll(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
+	return poll(wallClock, within, cond)
+}
+
+// clock is what poll measures and waits on: the wall clock, or the explicit
+// one of Poll's own test.
+type clock struct {
+	now   func() time.Time
+	sleep func(time.Duration)
+}
+
+var wallClock = clock{now: time.Now, sleep: time.Sleep}
+
+func poll(c clock, within time.Duration, cond func() bool) bool {
+	deadline := c.now().Add(within)
 	for {
-		start := time.Now()
+		start := c.now()
 		if cond() {
 			return true
 		}
-		if time.Now().After(deadline) {
+		if c.now().After(deadline) {
 			return false
 		}
-		time.Sleep(max(pollInterval, time.Since(start)))
+		c.sleep(max(pollInterval, c.now().Sub(start)))
 	}
 }

@@ -49,16 +49,27 @@ func TestWaitFor(t *testing.T) {
 }
 
 // A condition that takes long to evaluate is polled no more often than it
-// takes: the pauses add up to at least the evaluations' time.
+// takes: each pause lasts at least the evaluation before it; a quick one is
+// polled every 20 ms until the deadline.
 func TestPollPausesAsLongAsTheConditionTakes(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var pauses []time.Duration
+	c := clock{
+		now:   func() time.Time { return now },
+		sleep: func(d time.Duration) { pauses = append(pauses, d); now = now.Add(d) },
+	}
 	var evals int
-	start := time.Now()
-	held := Poll(5*time.Second, func() bool {
+	start := now
+	held := poll(c, 5*time.Second, func() bool {
 		evals++
-		time.Sleep(60 * time.Millisecond)
+		now = now.Add(60 * time.Millisecond)
 		return evals == 4
 	})
 	assert.True(t, held)
-	assert.GreaterOrEqual(t, time.Since(start), 4*60*time.Millisecond+3*60*time.Millisecond)
-	assert.False(t, Poll(50*time.Millisecond, func() bool { return false }))
+	assert.Equal(t, []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond}, pauses)
+	assert.Equal(t, 4*60*time.Millisecond+3*60*time.Millisecond, now.Sub(start))
+
+	pauses = nil
+	assert.False(t, poll(c, 50*time.Millisecond, func() bool { return false }))
+	assert.Equal(t, []time.Duration{pollInterval, pollInterval, pollInterval}, pauses, "polled every 20 ms until past the deadline")
 }

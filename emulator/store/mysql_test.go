@@ -15,6 +15,8 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 func serve(t *testing.T, s *Store, user, pass string) MySQLServer {
@@ -302,6 +304,7 @@ func TestMySQLAtomicVisibility(t *testing.T) {
 	const commits, perCommit = 150, 5
 	var stop atomic.Bool
 	var checks atomic.Int64
+	var readers atomic.Int32
 	var wg sync.WaitGroup
 	queries := []string{
 		"SELECT (SELECT COUNT(*) FROM a), (SELECT COUNT(*) FROM b)",
@@ -310,8 +313,10 @@ func TestMySQLAtomicVisibility(t *testing.T) {
 	}
 	for r := 0; r < 3; r++ {
 		wg.Add(1)
+		readers.Add(1)
 		go func(q string) {
 			defer wg.Done()
+			defer readers.Add(-1)
 			for !stop.Load() {
 				var x, y int64
 				if !assert.NoError(t, db.QueryRow(q).Scan(&x, &y)) {
@@ -334,7 +339,10 @@ func TestMySQLAtomicVisibility(t *testing.T) {
 		}
 		require.NoError(t, s.Apply([]TableChange{{DB: "db", Table: "a", Rows: ra}, {DB: "db", Table: "b", Rows: rb}}))
 		if c%10 == 0 {
-			time.Sleep(time.Millisecond)
+			// Every tenth commit waits for a reader's next check: reads
+			// interleave with the commits however the machine schedules.
+			n := checks.Load()
+			testkit.WaitFor(t, 30*time.Second, func() bool { return checks.Load() > n || readers.Load() == 0 }, "a reader's check after commit %d", c)
 		}
 	}
 	stop.Store(true)

@@ -65,6 +65,8 @@ var errCallBound = fmt.Errorf("the call ran out of its time bound: %w", context.
 // never answers is still given up on.
 type callBound struct {
 	base time.Duration
+	// clock measures the calls (nil: the wall clock).
+	clock boundClock
 
 	mu sync.Mutex
 	// next is the bound of the next call of each size class (0: base).
@@ -87,8 +89,12 @@ func (b *callBound) startSized(ctx context.Context, size int) (context.Context, 
 	b.mu.Lock()
 	d := b.boundLocked(c)
 	b.mu.Unlock()
-	began := time.Now()
-	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallBound)
+	clock := b.clock
+	if clock == nil {
+		clock = wallClock{}
+	}
+	began := clock.Now()
+	cctx, cancel := clock.WithTimeoutCause(ctx, d, errCallBound)
 	return cctx, func(answered bool) {
 		// The caller's own deadline or cancellation has another cause.
 		ranOut := errors.Is(context.Cause(cctx), errCallBound)
@@ -100,7 +106,7 @@ func (b *callBound) startSized(ctx context.Context, size int) (context.Context, 
 			// max: a concurrent call that began with a larger bound and
 			// ran out too keeps its doubling.
 			b.next[c] = min(max(b.next[c], 2*d), maxBoundFactor*b.base)
-		case answered && time.Since(began) <= d/2:
+		case answered && clock.Now().Sub(began) <= d/2:
 			// A body this large was answered within d/2: so are the
 			// smaller ones.
 			half := max(d/2, b.base)
@@ -131,10 +137,30 @@ func (b *callBound) currentSized(size int) time.Duration {
 	return b.boundLocked(sizeClass(size))
 }
 
+// boundClock is what a callBound measures a call on: when it began and
+// ended, and the deadline of its bound. The bound's tests step one of their
+// own, so that what they check does not depend on how loaded the machine is.
+type boundClock interface {
+	Now() time.Time
+	// WithTimeoutCause is context.WithTimeoutCause on this clock.
+	WithTimeoutCause(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
+}
+
+// wallClock is the real time.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) WithTimeoutCause(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, cause)
+}
+
 // callBounds holds a callBound per key, made on first use.
 type callBounds struct {
 	base time.Duration
-	m    sync.Map // string → *callBound
+	// clock is the callBounds' clock (nil: the wall clock).
+	clock boundClock
+	m     sync.Map // string → *callBound
 }
 
 // get is key's callBound.
@@ -142,6 +168,6 @@ func (bs *callBounds) get(key string) *callBound {
 	if b, ok := bs.m.Load(key); ok {
 		return b.(*callBound)
 	}
-	b, _ := bs.m.LoadOrStore(key, &callBound{base: bs.base})
+	b, _ := bs.m.LoadOrStore(key, &callBound{base: bs.base, clock: bs.clock})
 	return b.(*callBound)
 }

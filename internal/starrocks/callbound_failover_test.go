@@ -11,6 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// The servers of these tests take their time on the client's bounds' clock
+// (stepClock): how long a call took, and whether its bound ran out first,
+// do not depend on how loaded the machine running them is.
+
+// tookOn is a server taking took, on clk, to answer r: it reports whether
+// the client still waits for the answer. A client whose bound was shorter
+// ran out meanwhile (its context ended when clk passed the deadline): then
+// the server answers nothing and returns once the client gave up.
+func tookOn(clk *stepClock, r *http.Request, took time.Duration) bool {
+	if clk.Add(took) == 0 {
+		return true
+	}
+	<-r.Context().Done()
+	return false
+}
+
 // A StarRocks slower than request_timeout on every load is still loaded when
 // one of two load URLs refuses connections. The refused URL answers in a
 // millisecond, which must not count as "a call that needed under half of
@@ -20,15 +36,14 @@ import (
 // live one, forever.
 func TestCallBoundGrowsPastARefusedLoadURL(t *testing.T) {
 	const base = 100 * time.Millisecond
+	clk := newStepClock()
 	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		select {
-		case <-time.After(base * 3 / 2):
-		case <-r.Context().Done():
-			return
+		if tookOn(clk, r, base*3/2) {
+			writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 		}
-		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 	})
 	c := newClient(t, Config{LoadURLs: []string{refusedURL(t), slow.srv.URL}, RequestTimeout: base})
+	c.bounds.clock = clk
 	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
 	var errs []error
 	for range 6 {
@@ -46,18 +61,17 @@ func TestCallBoundGrowsPastARefusedLoadURL(t *testing.T) {
 // URL, and the next replay goes back to the proxy, halving the bound again.
 func TestCallBoundGrowsPastAQuick5xxLoadURL(t *testing.T) {
 	const base = 100 * time.Millisecond
+	clk := newStepClock()
 	proxy := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 		writeJSON(w, 503, `no healthy upstream`)
 	})
 	slow := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		select {
-		case <-time.After(base * 3 / 2):
-		case <-r.Context().Done():
-			return
+		if tookOn(clk, r, base*3/2) {
+			writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 		}
-		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 	})
 	c := newClient(t, Config{LoadURLs: []string{proxy.srv.URL, slow.srv.URL}, RequestTimeout: base})
+	c.bounds.clock = clk
 	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
 	for range 12 {
 		_, err := c.Load(context.Background(), LoadRequest{Txn: tx, Body: []byte("{}")})
@@ -78,17 +92,14 @@ func TestCallBoundGrowsPastAQuick5xxLoadURL(t *testing.T) {
 // at request_timeout again.
 func TestCallBoundGrowsForASlowDatabaseBesideAQuickOne(t *testing.T) {
 	const base = 100 * time.Millisecond
+	clk := newStepClock()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		if r.Header.Get("db") == "big" {
-			select {
-			case <-time.After(base * 3 / 2):
-			case <-r.Context().Done():
-				return
-			}
+		if r.Header.Get("db") != "big" || tookOn(clk, r, base*3/2) {
+			writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 		}
-		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 	})
 	c := newClient(t, Config{LoadURLs: []string{f.srv.URL}, RequestTimeout: base})
+	c.bounds.clock = clk
 	big := Txn{DB: "big", Table: "t", Label: "l1", Multi: true}
 	small := Txn{DB: "small", Table: "t", Label: "l2", Multi: true}
 	for range 6 {
@@ -112,17 +123,16 @@ func TestCallBoundGrowsForASlowDatabaseBesideAQuickOne(t *testing.T) {
 func TestCallBoundOfABigLoadIsNotShrunkBySmallLoads(t *testing.T) {
 	const base = 200 * time.Millisecond
 	const big = 1 << 20
+	clk := newStepClock()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		// 300 ms for the big body (1.5 × request_timeout), nothing for
-		// a small one.
-		select {
-		case <-time.After(time.Duration(len(body)) * (base * 3 / 2) / big):
-		case <-r.Context().Done():
-			return
+		// 300 ms for the big body (1.5 × request_timeout), next to
+		// nothing for a small one.
+		if tookOn(clk, r, time.Duration(len(body))*(base*3/2)/big) {
+			writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 		}
-		writeJSON(w, 200, `{"Status":"OK","Message":""}`)
 	})
 	c := newClient(t, Config{LoadURLs: []string{f.srv.URL}, RequestTimeout: base})
+	c.bounds.clock = clk
 	tx := Txn{DB: "shop", Table: "t", Label: "l1", Multi: true}
 	bigBody := bytes.Repeat([]byte{' '}, big)
 	attempts, answered := 0, false
@@ -141,5 +151,5 @@ func TestCallBoundOfABigLoadIsNotShrunkBySmallLoads(t *testing.T) {
 	}
 	t.Logf("attempts of the big load: %d, answered: %v", attempts, answered)
 	require.True(t, answered, "six replays of the big load timed out: quick small loads shrank its bound each time")
-	assert.LessOrEqual(t, attempts, 3, "the big load's replays timed out again and again: quick small loads shrank its bound")
+	assert.Equal(t, 2, attempts, "the big load's replay timed out again: quick small loads shrank the bound its first attempt's timeout grew")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // envoyReset is what Envoy answers when the upstream closed the connection
@@ -118,8 +119,10 @@ func TestFailoverNeverResendsWhatMayHaveBeenApplied(t *testing.T) {
 			}
 			if tc.fault != nil && tc.fault.Action == emulator.ActReplyLate {
 				// The held reply is the emulator's; the load itself
-				// completed before it.
-				time.Sleep(50 * time.Millisecond)
+				// completes before it, though not necessarily before
+				// the client gave up on a loaded machine: the commit
+				// comes once the emulator took the rows in.
+				testkit.WaitFor(t, 10*time.Second, func() bool { return e.Counters().RowsReceived >= 3 }, "the emulator took in the late-answered load's rows")
 			}
 			// What the label holds: commit it and count.
 			_, cerr := single.Commit(ctx, tx)

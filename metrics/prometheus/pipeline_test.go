@@ -14,6 +14,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/metrics/prometheus"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	kafkakit "github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 
@@ -135,16 +136,11 @@ func runPipeline(t *testing.T) (*pipelineRun, error) {
 	mu.Unlock()
 	require.NotNil(t, e, "the stream built the exporter")
 	var scraped map[string]*dto.MetricFamily
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	if !testkit.Poll(60*time.Second, func() bool {
 		scraped = parse(t, serveMux(t, e.HandlerFunc()))
-		if sum(scraped, "starrocks_txn_source_txns_committed") >= float64(committed) {
-			break
-		}
-		if time.Now().After(deadline) {
-			require.Failf(t, "pipeline did not drain", "%v of %d source transactions loaded", sum(scraped, "starrocks_txn_source_txns_committed"), committed)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return sum(scraped, "starrocks_txn_source_txns_committed") >= float64(committed)
+	}) {
+		require.Failf(t, "pipeline did not drain", "%v of %d source transactions loaded", sum(scraped, "starrocks_txn_source_txns_committed"), committed)
 	}
 	r := &pipelineRun{declared: e.Families(), scraped: scraped, committed: committed}
 	if err := strm.StopWithin(15 * time.Second); err != nil {

@@ -157,7 +157,8 @@ starrocks_txn:
 		s.stamp(m, p, txn, "test", "order_events", end, false)
 		return m
 	}
-	// Small source transactions to the same table, all along.
+	// Small source transactions to the same table, all along, each sent
+	// once the previous one was acknowledged (committed).
 	qctx, qcancel := context.WithCancel(ctx)
 	var qwg sync.WaitGroup
 	for p := range 3 {
@@ -170,7 +171,6 @@ starrocks_txn:
 					t.Errorf("small transactions: %v", err)
 					return
 				}
-				time.Sleep(20 * time.Millisecond)
 			}
 		}()
 	}

@@ -189,7 +189,9 @@ func (f *fakeSR) Load(ctx context.Context, r starrocks.LoadRequest) error {
 	}
 	f.mu.Unlock()
 	if delay > 0 {
-		// Real time: a slow load is the fake's answer taking this long.
+		// Real time: a slow load is the fake's answer taking this long,
+		// which the output awaits on the wall clock (its loads overlap,
+		// its commit cycles cut while loads are in flight).
 		time.Sleep(delay)
 	}
 	f.mu.Lock()

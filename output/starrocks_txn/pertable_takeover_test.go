@@ -326,9 +326,12 @@ func TestHealCatchesAPartialThatStays(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	rd := &partialReader{db: db, heal: testkit.NewHeal(300 * time.Millisecond)}
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	// Reader rounds until the partial read has outlived the bound: the
+	// check reports it then, before the run's end.
+	testkit.WaitFor(t, 30*time.Second, func() bool {
 		require.NoError(t, rd.round(context.Background()))
-	}
+		return rd.heal.Check(false) != nil
+	}, "the reader reports the partial read that outlived the bound")
 	err = rd.heal.Check(true)
 	require.Error(t, err, "a partial read that stays fails the check")
 	assert.Contains(t, err.Error(), "4242")

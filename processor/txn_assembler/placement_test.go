@@ -1,6 +1,7 @@
 package txnassembler
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
@@ -157,6 +159,7 @@ output:
 // fix; the stream still stops.
 func TestPipelineThreadsTwoIsRefused(t *testing.T) {
 	p := buildPlaced(t, 300, "1ms", false, 2)
+	held := heldCalls()
 	done := make(chan error, 1)
 	go func() { done <- p.stream.Run(context.Background()) }()
 	want := "txn_assembler refuses to run here: pipeline.processors.0: txn_assembler must see every partition's messages in order, one call at a time: " +
@@ -166,8 +169,12 @@ func TestPipelineThreadsTwoIsRefused(t *testing.T) {
 		"the refusal is logged: %s", p.logs.String())
 	require.Eventually(t, func() bool { return strings.Count(p.logs.String(), want) == 2 }, 30*time.Second, 20*time.Millisecond,
 		"both threads' calls are held")
-	time.Sleep(200 * time.Millisecond)
+	// Both calls parked until the stream stops: the pool's two threads
+	// can process nothing more, so what passed by now is all that ever
+	// passes before the stop.
+	testkit.WaitFor(t, 30*time.Second, func() bool { return heldCalls() >= held+2 }, "both threads' calls parked in the refusal's wait")
 	assert.Zero(t, p.delivered.Load(), "nothing passes")
+	assert.Equal(t, 2, strings.Count(p.logs.String(), want), "no call but the two held ones")
 	assert.NotContains(t, p.logs.String(), "ProcessBatch called concurrently", "held, not run side by side")
 
 	_ = p.stream.StopWithin(2 * time.Second)
@@ -177,6 +184,19 @@ func TestPipelineThreadsTwoIsRefused(t *testing.T) {
 		t.Fatal("the stream did not stop")
 	}
 	assert.Zero(t, p.delivered.Load())
+}
+
+// heldCalls counts the goroutines parked in placementGuard.admit's wait for
+// the end of the stream.
+func heldCalls() int {
+	n := 0
+	for _, g := range bytes.Split(stack(true), []byte("\n\n")) {
+		head, _, _ := bytes.Cut(g, []byte("\n"))
+		if bytes.Contains(head, []byte("[chan receive")) && bytes.Contains(g, []byte(".(*placementGuard).admit(")) {
+			n++
+		}
+	}
+	return n
 }
 
 // pipeline.threads: -1 (Benthos's default) is a pool too, even of one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -394,19 +395,17 @@ func TestBadMessageWithKnownIDPoisonsItsTransaction(t *testing.T) {
 func TestFenceDuringProcessing(t *testing.T) {
 	p, res := newProc(t, `{}`)
 	reg := registry.Get(res)
-	stop := make(chan struct{})
+	// Each transaction processed sets off a fence (unless one is still
+	// pending), which runs beside the next transaction's batch.
+	fence := make(chan struct{}, 1)
+	var fences atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				_ = reg.Fence(context.Background(), "t/0")
-				time.Sleep(50 * time.Microsecond)
-			}
+		for range fence {
+			_ = reg.Fence(context.Background(), "t/0")
+			fences.Add(1)
 		}
 	}()
 	s := &src{topic: "t", part: 0}
@@ -418,8 +417,13 @@ func TestFenceDuringProcessing(t *testing.T) {
 			seq++
 			require.Equal(t, seq, g.Seq)
 		}
+		select {
+		case fence <- struct{}{}:
+		default:
+		}
 	}
-	close(stop)
+	close(fence)
 	wg.Wait()
+	assert.Positive(t, fences.Load(), "fences ran")
 	assert.GreaterOrEqual(t, seq, int64(300), "at least the rows came out")
 }
