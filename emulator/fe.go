@@ -364,6 +364,7 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 		if delay <= 0 {
 			delay = defaultLateCommitDelay
 		}
+		e.pub.enter(t, changes)
 		writeJSON(q.w, http.StatusOK, failed(msg).withStatus(f.Status))
 		e.bg.Add(1)
 		go func() {
@@ -394,6 +395,9 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 
 // completeCommit applies the changes and makes t visible.
 func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
+	e.pub.enter(t, changes)
+	e.pub.wait(t)
+	defer e.pub.leave(t)
 	var meta any
 	if e.cfg.DataDir != "" {
 		// the commit's record carries the VISIBLE state: both survive a restart or neither

@@ -37,6 +37,8 @@ const (
 // txn is one transaction: a classic one (status) or a multi-statement task
 // (state). Every field is guarded by Emulator.mu.
 type txn struct {
+	// pubTicket is its place in the publish order (publish.go; 0: none yet).
+	pubTicket int64
 	id         int64
 	label, db  string
 	dbID       int64
