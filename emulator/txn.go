@@ -37,8 +37,6 @@ const (
 // txn is one transaction: a classic one (status) or a multi-statement task
 // (state). Every field is guarded by Emulator.mu.
 type txn struct {
-	// pubTicket is its place in the publish order (publish.go; 0: none yet).
-	pubTicket int64
 	id         int64
 	label, db  string
 	dbID       int64
@@ -74,6 +72,10 @@ type txn struct {
 	// feLost marks a BE context whose transaction the FE forgot in a 3.x FE restart
 	// (classic3x.go): its prepare, commit or rollback fails.
 	feLost bool
+
+	// pubTicket is its place in the commit order (publish.go; 0 until it
+	// commits). Set under Emulator.mu and publishOrder.mu, once.
+	pubTicket int64
 
 	tables  []*tableLoad // in first-load order
 	byTable map[string]*tableLoad
