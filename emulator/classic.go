@@ -138,9 +138,10 @@ func (e *Emulator) feDecide(q *req, t *txn) {
 		}
 		t.status = statusCommitted
 		changes := t.changes()
+		e.enterLocked(t, changes)
 		e.mu.Unlock()
 		e.runCommit(q, t, changes, f, withID(txnResult("OK", "")),
-			func(msg string) reply { return withID(txnResult("FAILED", msg)) })
+			func(msg string) reply { return withID(txnResult("FAILED", msg)) }, e.fePreparedWait(q))
 		return
 	case q.op == "commit" && (st == statusCommitted || st == statusVisible):
 		res = withID(txnResult("OK", fmt.Sprintf("Transaction %d has already committed, label is %s", t.id, t.label)))
@@ -515,7 +516,9 @@ func (e *Emulator) beOp(q *req) {
 	}
 	t.status = statusCommitted
 	changes := t.changes()
+	e.enterLocked(t, changes)
 	res := e.countersReply(t)
 	e.mu.Unlock()
-	e.runCommit(q, t, changes, f, res, func(msg string) reply { return beReply("INTERNAL_ERROR", msg, q.label) })
+	e.runCommit(q, t, changes, f, res, func(msg string) reply { return beReply("INTERNAL_ERROR", msg, q.label) },
+		e.beCommitWait(t, changes, func(msg string) reply { return beReply("PUBLISH_TIMEOUT", msg, q.label) }))
 }

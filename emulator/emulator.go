@@ -306,6 +306,9 @@ type Emulator struct {
 	feSrv, beSrv *http.Server
 	mysql        store.MySQLServer
 
+	// pub orders the application of committed transactions (publish.go).
+	pub publishOrder
+
 	mu         sync.Mutex
 	nextID     int64
 	multi      map[string]*txn    // multi-statement tasks by label, across databases

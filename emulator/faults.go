@@ -122,8 +122,10 @@ const (
 	// the request for Delay (default until the client gives up) and resets
 	// the connection.
 	ActCommitNoAnswer Action = "commit_no_answer"
-	// ActCommitLate answers FAILED at once, keeps the transaction committing
-	// (label state PREPARE) for Delay (default 3 s), then makes it VISIBLE.
+	// ActCommitLate answers FAILED at once, keeps the transaction committed
+	// but not visible (label state COMMITTED; a multi-table task's PREPARE)
+	// for Delay (default 3 s), then makes it VISIBLE. Later commits of its
+	// tables become visible after it (publish.go).
 	ActCommitLate Action = "commit_late"
 	// ActCommitAbort answers FAILED and truly aborts the transaction.
 	ActCommitAbort Action = "commit_abort"

@@ -310,10 +310,12 @@ func (e *Emulator) multiCommit(q *req) {
 	}
 	t.state = stateCommitting
 	changes := t.changes()
+	e.enterLocked(t, changes)
 	e.mu.Unlock()
-	e.runCommit(q, t, changes, f,
-		multiCommitReply("OK", "", t),
-		func(msg string) reply { return multiCommitReply("FAILED", msg, t) })
+	ok := multiCommitReply("OK", "", t)
+	e.runCommit(q, t, changes, f, ok,
+		func(msg string) reply { return multiCommitReply("FAILED", msg, t) },
+		e.multiWait(t, ok))
 }
 
 // checkMultiLocked runs the commit-time data-quality checks of every table
@@ -347,9 +349,11 @@ func (e *Emulator) checkMultiLocked(t *txn) string {
 	return ""
 }
 
-// runCommit applies a transaction that passed its checks and answers as the
-// commit fault (if any) says.
-func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, ok reply, failed func(string) reply) {
+// runCommit applies a transaction that passed its checks, in its turn of the
+// publish order (publish.go), and answers as the commit fault (if any) says;
+// a commit held behind an earlier one of its tables past w.bound answers
+// w.timedOut and is applied in its turn.
+func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, ok reply, failed func(string) reply, w publishWait) {
 	action := Action("")
 	if f != nil {
 		action = f.Action
@@ -375,8 +379,14 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 		}()
 		return
 	}
-	if err := e.completeCommit(t, changes); err != nil {
+	err, inTime := e.publish(t, changes, w)
+	switch {
+	case err != nil:
 		writeJSON(q.w, http.StatusOK, failed(err.Error()))
+		return
+	case !inTime:
+		// The after-apply faults act on this reply as on any other.
+		writeJSON(q.w, http.StatusOK, w.timedOut())
 		return
 	}
 	switch action {
@@ -392,8 +402,12 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 	}
 }
 
-// completeCommit applies the changes and makes t visible.
+// completeCommit applies the changes and makes t visible, once every
+// transaction committed before it on one of its tables is applied
+// (publish.go). Its turn ends whatever the outcome.
 func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
+	e.pub.wait(t.pubTicket)
+	defer e.pub.leave(t.pubTicket)
 	var meta any
 	if e.cfg.DataDir != "" {
 		// the commit's record carries the VISIBLE state: both survive a restart or neither

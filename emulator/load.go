@@ -385,17 +385,34 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	}
 	t.status = statusCommitted
 	changes := t.changes()
+	e.enterLocked(t, changes)
 	res := e.streamLoadReply(t, label, "Success", "OK")
+	errURL := ""
 	if tl.errFile != "" {
-		res = res.with("ErrorURL", e.errorURL(tl.errFile))
+		errURL = e.errorURL(tl.errFile)
+		res = res.with("ErrorURL", errURL)
 	}
 	e.mu.Unlock()
-	if err := e.completeCommit(t, changes); err != nil {
+	w := e.beCommitWait(t, changes, func(msg string) reply {
+		e.mu.Lock()
+		r := e.streamLoadReply(t, label, "Publish Timeout", msg)
+		e.mu.Unlock()
+		if errURL != "" {
+			r = r.with("ErrorURL", errURL)
+		}
+		return r
+	})
+	err, inTime := e.publish(t, changes, w)
+	switch {
+	case err != nil:
 		e.mu.Lock()
 		r := e.streamLoadReply(t, label, "Fail", err.Error())
 		e.mu.Unlock()
 		writeJSON(q.w, http.StatusOK, r)
 		return
+	case !inTime:
+		// committed; visible in its turn (publish.go)
+		res = w.timedOut()
 	}
 	writeJSON(q.w, http.StatusOK, res)
 }

@@ -73,6 +73,10 @@ type txn struct {
 	// (classic3x.go): its prepare, commit or rollback fails.
 	feLost bool
 
+	// pubTicket is its place in the commit order (publish.go; 0 until it
+	// commits). Set under Emulator.mu and publishOrder.mu, once.
+	pubTicket int64
+
 	tables  []*tableLoad // in first-load order
 	byTable map[string]*tableLoad
 	bytes   int64 // body bytes, cumulative over the loads

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -306,9 +305,6 @@ func perTableChaos(cat []chaosFault) []chaosFault {
 // the faults stop the tables equal the model (events exactly once with
 // exactly_once), none is partial, and the FE's records show every cycle's
 // labels ended together.
-// knownLossEnv runs the quarantined per_table at_least_once chaos case.
-const knownLossEnv = "STARROCKS_TXN_CHAOS_PER_TABLE_ALO"
-
 func TestChaosPerTable(t *testing.T) {
 	plan := chaosPlanOf(t)
 	totals := newChaosTotals()
@@ -322,15 +318,6 @@ func TestChaosPerTable(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				t.Run(c.name, func(t *testing.T) {
-					if !c.exactlyOnce && os.Getenv(knownLossEnv) == "" {
-						// Quarantined: one run lost an order's items and showed
-						// an older version of another's
-						// (STARROCKS_TXN_SEED=1796486708352664004): the
-						// emulator applied a late classic commit after a later
-						// one of the same table (integration/README.md,
-						// "Quarantined"); set the variable to run it.
-						t.Skipf("per_table at_least_once chaos waits for the emulator's commit-order fix; set %s=1 to run it", knownLossEnv)
-					}
 					runChaos(t, plan, c, totals)
 				})
 			}()

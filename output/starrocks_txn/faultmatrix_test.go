@@ -456,7 +456,8 @@ starrocks_txn:
 					failed.Add(1)
 					continue
 				}
-				// Acknowledged means visible.
+				// Acknowledged means committed, and no cell delays a
+				// publish (commit_late): committed is visible at once.
 				if !eventsVisible(t, e, b) {
 					ackedEarly.Add(1)
 				}

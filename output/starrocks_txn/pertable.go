@@ -1,5 +1,9 @@
 package starrocks_txn
 
+// Home of G75 (ARCHITECTURE.md §11.1): per-table: a part is done once COMMITTED, made visible
+// in commit order per table, so a late publish never undoes a later cycle's rows. Main test:
+// TestPerTableLateCommitNeverUndoesALaterCycle.
+//
 // Home of G46 (ARCHITECTURE.md §11.1): per-table mode: every part is prepared before the
 // decision commits, and a cycle's labels end together. Main test:
 // TestPerTableLoadsWholeSourceTransactions.
