@@ -361,8 +361,18 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	ctx, stopTraffic := context.WithCancel(context.WithValue(context.Background(), rateKey{}, rate))
 	defer stopTraffic()
 	waitTraffic := w.produce(ctx)
-	chaosCtx, stopChaos := context.WithTimeout(context.Background(), plan.duration)
+	// The chaos lasts plan.duration and, on a machine so starved that no
+	// fault fired by then, until one has (at most three times as long): a
+	// run without a fault would check nothing the test is for.
+	chaosCtx, stopChaos := context.WithTimeout(context.Background(), 3*plan.duration)
 	defer stopChaos()
+	go func() {
+		if sleepCtx(chaosCtx, plan.duration) {
+			for run.faults.total() == 0 && sleepCtx(chaosCtx, time.Second) {
+			}
+			stopChaos()
+		}
+	}()
 	var wg sync.WaitGroup
 	wg.Add(3)
 	cat := plan.catalogue(t)
