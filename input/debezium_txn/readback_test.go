@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
@@ -48,19 +47,23 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	assert.Equal(t, all[6:], in.readBackIDs(context.Background(), 24), "the last 6 ENDs, oldest first")
 	assert.NotContains(t, logs.String(), "Re-reading")
 
-	// Fetches below offset 18 are slower than revoke_timeout: the pieces
-	// [21, 24) and [18, 21) are read first and kept.
+	// Fetches below offset 18 are answered only once the read-back gave
+	// up (slower than any revoke_timeout): the pieces [21, 24) and
+	// [18, 21) are read first and kept.
+	gaveUp := make(chan struct{})
 	w.cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		w.cluster.KeepControl()
 		for _, rt := range req.(*kmsg.FetchRequest).Topics {
 			for _, rp := range rt.Partitions {
 				if rp.FetchOffset < 18 {
-					time.Sleep(5200 * time.Millisecond)
+					w.cluster.SleepControl(func() { <-gaveUp })
 				}
 			}
 		}
 		return nil, nil, false
 	})
-	assert.Equal(t, all[9:], in.readBackIDs(context.Background(), 24), "the newest ENDs are kept")
+	ids := in.readBackIDs(context.Background(), 24)
+	close(gaveUp)
+	assert.Equal(t, all[9:], ids, "the newest ENDs are kept")
 	assert.Contains(t, logs.String(), "from offset 18 on are remembered")
 }
