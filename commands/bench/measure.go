@@ -100,19 +100,25 @@ func between(a, b usage) window {
 // acknowledgement (the row's measured window).
 type meter struct {
 	want int64 // messages the run must deliver
-	// rate, when positive, is the pace of the timed input in records/s.
-	rate    int
-	read    atomic.Int64
-	batches atomic.Int64
-	acked   atomic.Int64
-	nacked  atomic.Int64
+	// rate, when positive, is the pace of the timed input in records/s;
+	// paceWait is how long (ns) the pacer held batches back to keep it.
+	rate     int
+	paceWait atomic.Int64
+	read     atomic.Int64
+	batches  atomic.Int64
+	acked    atomic.Int64
+	nacked   atomic.Int64
 
-	mu        sync.Mutex
-	first     usage
-	last      usage
-	latencies []latencySample
-	done      chan struct{}
-	doneOnce  sync.Once
+	mu    sync.Mutex
+	first usage
+	// firstRead and lastRead are when the first and the last batch were
+	// read, lastBatch the last one's messages.
+	firstRead, lastRead time.Time
+	lastBatch           int
+	last                usage
+	latencies           []latencySample
+	done                chan struct{}
+	doneOnce            sync.Once
 }
 
 // latencySample is one acknowledged input batch: its read → ack time and
@@ -126,11 +132,14 @@ func newMeter(want int64) *meter {
 	return &meter{want: want, done: make(chan struct{})}
 }
 
-func (m *meter) onRead(n int) {
+// onRead counts a batch of n messages read at at.
+func (m *meter) onRead(n int, at time.Time) {
 	m.mu.Lock()
 	if !m.first.initialized {
 		m.first = readUsage()
+		m.firstRead = at
 	}
+	m.lastRead, m.lastBatch = at, n
 	m.mu.Unlock()
 	m.read.Add(int64(n))
 	m.batches.Add(1)
@@ -162,6 +171,17 @@ func (m *meter) measured() (window, bool) {
 		return window{}, false
 	}
 	return between(m.first, m.last), true
+}
+
+// reads returns the time from the first read to the last, and the last
+// batch's messages.
+func (m *meter) reads() (span time.Duration, lastBatch int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.first.initialized {
+		return 0, 0
+	}
+	return m.lastRead.Sub(m.firstRead), m.lastBatch
 }
 
 // startedAt is the first read, zero before it.

@@ -22,6 +22,14 @@ type Result struct {
 	// Elapsed is the measured window: from the first record read to the
 	// last one acknowledged (for the loaders: visible in the emulator).
 	Elapsed time.Duration
+	// PaceWait is, for a paced row (Rate), how long within Elapsed its
+	// input held batches back to keep the rate; the rest of Elapsed is the
+	// pipeline's own pace.
+	PaceWait time.Duration
+	// ReadSpan is the time from the first batch read to the last one,
+	// LastBatch the messages of the last (ReadRate).
+	ReadSpan  time.Duration
+	LastBatch int64
 	// CPU is the process's CPU time over the window (the in-process Kafka
 	// and emulator included); AllocBytes and AllocObjects its heap
 	// allocations; GCShare the garbage collector's estimated share of it.
@@ -101,6 +109,13 @@ func perRecord(v float64, n int64) float64 {
 
 // RecordsPerSec is the topic's Kafka records per second of the window.
 func (r Result) RecordsPerSec() float64 { return perSec(r.Records, r.Elapsed) }
+
+// ReadRate is the rate at which the input delivered: the messages read
+// before the last batch over the time from the first read to the last. A
+// paced input (Rate) delivers a batch only once the messages before it fit
+// the rate, so this is what the pacer bounds; RecordsPerSec, over the whole
+// window, may exceed the rate by the last batch.
+func (r Result) ReadRate() float64 { return perSec(r.Delivered-r.LastBatch, r.ReadSpan) }
 
 // RowsPerSec is data rows per second.
 func (r Result) RowsPerSec() float64 { return perSec(r.Rows, r.Elapsed) }

@@ -271,6 +271,9 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	}
 	res.Starved = capture.Counter("starrocks_txn_max_in_flight_starved")
 	res.Batches, res.Delivered = m.batches.Load(), m.read.Load()
+	res.PaceWait = time.Duration(m.paceWait.Load())
+	span, last := m.reads()
+	res.ReadSpan, res.LastBatch = span, int64(last)
 	if c.StarRocksTxn() {
 		lat := capture.Timings("starrocks_txn_visibility_latency_ns")
 		res.VisP50, res.VisP99 = metricscap.Quantile(lat, 0.5), metricscap.Quantile(lat, 0.99)

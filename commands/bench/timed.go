@@ -55,31 +55,36 @@ func (t *timedInput) ReadBatch(ctx context.Context) (service.MessageBatch, servi
 		}
 		return nil, nil, err
 	}
+	// now is when the batch counts as read: the first one starts the
+	// pacer's schedule.
+	now := time.Now()
 	if t.m.rate > 0 {
 		// Paced: the batch waits (before it counts as read) until the
 		// records delivered before it fit the rate.
 		if t.start.IsZero() {
-			t.start = time.Now()
+			t.start = now
 		}
 		due := t.start.Add(time.Duration(float64(t.delivered) / float64(t.m.rate) * float64(time.Second)))
-		if d := time.Until(due); d > 0 {
+		if d := due.Sub(now); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
 				_ = ack(ctx, ctx.Err())
 				return nil, nil, ctx.Err()
 			}
+			held := now
+			now = time.Now()
+			t.m.paceWait.Add(int64(now.Sub(held)))
 		}
 		t.delivered += int64(len(batch))
 	}
-	now := time.Now()
 	// Boxed once: the wrapper should cost the rows as little as it can.
 	var ms any = strconv.FormatInt(now.UnixMilli(), 10)
 	for _, msg := range batch {
 		msg.MetaSetMut("kafka_timestamp_ms", ms)
 	}
 	n := len(batch)
-	t.m.onRead(n)
+	t.m.onRead(n, now)
 	return batch, func(ctx context.Context, err error) error {
 		t.m.onAck(n, now, err)
 		return ack(ctx, err)

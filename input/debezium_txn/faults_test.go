@@ -51,6 +51,8 @@ func TestKafkaFaultMatrix(t *testing.T) {
 			return nil, errors.New("reset"), true
 		}},
 		{name: "offset commit slow", key: kmsg.OffsetCommit, times: 2, fault: func(*kworld, kmsg.Request) (kmsg.Response, error, bool) {
+			// Real time: the slowness is the fault (a broker that takes
+			// longer than many commit periods to answer).
 			time.Sleep(700 * time.Millisecond)
 			return nil, nil, false
 		}},

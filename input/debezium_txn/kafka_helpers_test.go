@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
@@ -109,6 +110,16 @@ type sink struct {
 	open   map[string]string // partition → transaction not yet ended
 	txns   map[string]int
 	rows   int
+}
+
+// awaitCommitPass waits until a commit of in that began after the call ran
+// to its end (two more passes: one may be under way at the call): what the
+// input commits because of what happened before the call, it has
+// committed by then.
+func awaitCommitPass(t *testing.T, in *Input) {
+	t.Helper()
+	n := in.CommitPasses()
+	testkit.WaitFor(t, 10*time.Second, func() bool { return in.CommitPasses() >= n+2 }, "a commit pass of the input")
 }
 
 func newSink(t *testing.T) *sink {

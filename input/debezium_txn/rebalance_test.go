@@ -14,6 +14,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
@@ -30,8 +31,10 @@ func TestStandbyTakesOver(t *testing.T) {
 	readUntil(t, a, s, 30*time.Second, func() bool { return s.rows > 50 })
 	b, _ := w.newInput("g-standby", "")
 	// b joins: a keeps everything (eager rebalance: a re-reads from its
-	// floors), b gets nothing.
-	time.Sleep(500 * time.Millisecond)
+	// floors), b gets nothing. franz-go hands b its assignment, empty,
+	// once the rebalance's sync answered; the assignment leases b's
+	// membership from that sync.
+	testkit.WaitFor(t, 15*time.Second, func() bool { return !b.Lease().Until().IsZero() }, "b's assignment")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	batch, _, err := b.ReadBatch(ctx)
 	cancel()
@@ -84,7 +87,7 @@ func TestRestartReReadsFromTheFloors(t *testing.T) {
 		}
 		require.NoError(t, ack(context.Background(), nil))
 	}
-	time.Sleep(200 * time.Millisecond) // a commit period
+	awaitCommitPass(t, a)
 	require.NoError(t, a.Close(context.Background()))
 
 	b, _ := w.newInput("g-restart", "")
@@ -126,7 +129,7 @@ func TestTrackingOutputDecidesTheFloors(t *testing.T) {
 	for p := range s.offsets {
 		require.NotEqual(t, w.src.TransactionTopic(), p, "no transaction before the snapshot rows are committed")
 	}
-	time.Sleep(200 * time.Millisecond)
+	awaitCommitPass(t, in)
 	for p, off := range w.committedOffsets("g-track") {
 		limit := int64(0)
 		if p.topic == w.src.TransactionTopic() {
@@ -300,7 +303,7 @@ func TestNackStopsEmission(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, logs.String(), id)
 	assert.Contains(t, logs.String(), "table missing")
-	time.Sleep(200 * time.Millisecond)
+	awaitCommitPass(t, in)
 	got := w.committedOffsets("g-nack")
 	// The first transaction's BEGIN is at 0 and its END at 1: the floor
 	// stays at its END, so a restart reads it again.

@@ -160,22 +160,35 @@ batching:
 	mixed := 0
 
 	rng := rand.New(rand.NewSource(1))
+	// One record at a time, each waiting for the broker: they arrive while
+	// the input reads.
 	go func() {
-		for i := 0; i < total; i += 20 {
-			for j := i; j < i+20; j++ {
-				r := &kgo.Record{Partition: int32(rng.Intn(parts)), Value: []byte(fmt.Sprintf("v%d", j))}
-				if err := p.ProduceSync(context.Background(), r).FirstErr(); err != nil {
-					t.Errorf("producing: %v", err)
-					return
-				}
+		for j := 0; j < total; j++ {
+			r := &kgo.Record{Partition: int32(rng.Intn(parts)), Value: []byte(fmt.Sprintf("v%d", j))}
+			if err := p.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Errorf("producing: %v", err)
+				return
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 
 	last := map[int32]int64{}
 	var wg sync.WaitGroup
 	ackRng := rand.New(rand.NewSource(2))
+	// held are the acknowledgements not given yet: after each batch a
+	// random part of them is given, in a random order, each from its own
+	// goroutine. At most two batches stay held (14 messages, below
+	// checkpoint_limit), so that holding never stops the reading.
+	var held []service.AckFunc
+	release := func(acks []service.AckFunc) {
+		for _, ack := range acks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = ack(context.Background(), nil)
+			}()
+		}
+	}
 	for n := 0; n < total; {
 		b, ack := readBatch(t, in, 10*time.Second)
 		rs := toRecs(t, b)
@@ -195,14 +208,13 @@ batching:
 			last[r.partition] = r.offset
 		}
 		n += len(rs)
-		delay := time.Duration(ackRng.Intn(30)) * time.Millisecond
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(delay)
-			_ = ack(context.Background(), nil)
-		}()
+		held = append(held, ack)
+		ackRng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+		give := max(ackRng.Intn(len(held)+1), len(held)-2)
+		release(held[:give])
+		held = held[give:]
 	}
+	release(held)
 	wg.Wait()
 	if coalesce {
 		assert.Greater(t, mixed, 0, "batches joined partitions")

@@ -64,14 +64,14 @@ func TestRestartResumesAtCommittedTransactionBoundary(t *testing.T) {
 	got := readUntil(t, in, "c2")
 	require.Equal(t, []string{"a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1", "c2"}, values(got))
 	require.Equal(t, int64(6), got[5].offset)
-	time.Sleep(200 * time.Millisecond)
+	awaitCommitPass(t, in)
 	assert.Empty(t, committedOffsets(t, c, group), "acknowledgements alone commit nothing while the output tracks commits")
 
 	reg.PublishCommitted(id, 2)
 	waitCommittedOffsets(t, c, group, map[int32]int64{0: 3})
 	reg.PublishCommitted(id, 6)
 	waitCommittedOffsets(t, c, group, map[int32]int64{0: 7})
-	time.Sleep(200 * time.Millisecond)
+	awaitCommitPass(t, in)
 	assert.Equal(t, map[int32]int64{0: 7}, committedOffsets(t, c, group), "nothing past the committed boundary")
 	require.NoError(t, in.Close(context.Background()))
 
@@ -156,6 +156,6 @@ func TestNackStopsPartitionAndCommitsNothingPastIt(t *testing.T) {
 	assert.Equal(t, []string{"p1-late"}, values(got))
 	b, _ := tryReadBatch(t, in, 300*time.Millisecond)
 	assert.Nil(t, b)
-	time.Sleep(150 * time.Millisecond)
+	awaitCommitPass(t, in)
 	assert.Equal(t, map[int32]int64{0: 2, 1: 5}, committedOffsets(t, c, group))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 )
 
@@ -50,7 +51,12 @@ func newResources() (*service.Resources, *syncBuffer) {
 }
 
 // testYAML is a config with timings short enough for tests; extra is
-// appended verbatim.
+// appended verbatim. Heartbeats are frequent, so that a rebalance begins
+// at once; the session and the rebalance timeouts are long, so that a
+// member starved of CPU on a loaded machine (heartbeats more than a second
+// apart were seen at a load of 25 on two cores) is not expired and loses
+// no partition: no test here waits for a session to expire, and members
+// leave the group when they close.
 func testYAML(c *kfake.Cluster, group, extra string) string {
 	return fmt.Sprintf(`
 seed_brokers: [ %q ]
@@ -58,8 +64,8 @@ topics: [ %q ]
 consumer_group: %q
 commit_period: 50ms
 revoke_timeout: 2s
-session_timeout: 1s
-rebalance_timeout: 4s
+session_timeout: 10s
+rebalance_timeout: 10s
 heartbeat_interval: 100ms
 fetch_max_wait: 100ms
 checkpoint_stall_timeout: 300ms
@@ -179,6 +185,16 @@ func produceTxn(t *testing.T, cl *kgo.Client, partition int32, commit bool, valu
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)))
+}
+
+// awaitCommitPass waits until a commit of in that began after the call ran
+// to its end (two more passes: one may be under way at the call): what the
+// input commits because of what happened before the call, it has
+// committed by then.
+func awaitCommitPass(t *testing.T, in *Input) {
+	t.Helper()
+	n := in.CommitPasses()
+	testkit.WaitFor(t, 10*time.Second, func() bool { return in.CommitPasses() >= n+2 }, "a commit pass of the input")
 }
 
 // committedOffsets returns the group's committed offset per partition.

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // runMetricsStream runs the input in a stream whose output is consume, and
@@ -40,12 +42,12 @@ func runMetricsStream(t *testing.T, c *kfake.Cluster, group, extra string, consu
 
 func waitMetric(t *testing.T, m *captureMetrics, key string, want int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if v, ok := m.get(key); ok && v == want {
-			return
-		}
+	if !testkit.Poll(10*time.Second, func() bool {
+		v, ok := m.get(key)
+		return ok && v == want
+	}) {
+		t.Fatalf("%s never became %d; metrics: %v", key, want, m.snapshot())
 	}
-	t.Fatalf("%s never became %d; metrics: %v", key, want, m.snapshot())
 }
 
 // TestCountersExistAtZero: every counter exists from the start — the

@@ -49,8 +49,8 @@ func envelopeTxn(id string, orderID int) []string {
 
 // runKeyPipeline runs kafka_txn → txn_assembler [→ mapping] → starrocks_txn
 // until two source transactions per partition are visible in the emulator,
-// then calls check while the stream still runs.
-func runKeyPipeline(t *testing.T, group, mapping string, check func(c *kfake.Cluster, logs *syncBuffer, m *captureMetrics)) {
+// then calls check, with the stream's input, while the stream still runs.
+func runKeyPipeline(t *testing.T, group, mapping string, check func(c *kfake.Cluster, in *Input, logs *syncBuffer, m *captureMetrics)) {
 	em := startEmulator(t)
 	c := newCluster(t, 2)
 	p := producer(t, c, "key-"+group)
@@ -64,6 +64,15 @@ func runKeyPipeline(t *testing.T, group, mapping string, check func(c *kfake.Clu
 	env := service.NewEnvironment()
 	require.NoError(t, env.RegisterMetricsExporter("capture", service.NewConfigSpec(),
 		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return metrics, nil }))
+	// The input is kafka_txn under another name, whose constructor hands
+	// the test the instance the stream runs.
+	const probe = "kafka_txn_probe"
+	var in *Input
+	require.NoError(t, env.RegisterBatchInput(probe, ConfigSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+		var err error
+		in, err = New(conf, mgr)
+		return in, err
+	}))
 	sb := env.NewStreamBuilder()
 	logs := &syncBuffer{}
 	sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -73,7 +82,7 @@ func runKeyPipeline(t *testing.T, group, mapping string, check func(c *kfake.Clu
 	}
 	require.NoError(t, sb.SetYAML(fmt.Sprintf(`
 input:
-  kafka_txn:
+  %s:
 %s  processors:
 %s
 output:
@@ -82,7 +91,7 @@ output:
     load_urls: [ %q ]
     username: root
     commit_interval: 200ms
-`, "    "+strings.ReplaceAll(strings.TrimSpace(testYAML(c, group, "batching:\n  check: this.type == \"TXN_END\"\n  period: 20ms\n")), "\n", "\n    ")+"\n", procs, em.FEURL())))
+`, probe, "    "+strings.ReplaceAll(strings.TrimSpace(testYAML(c, group, "batching:\n  check: this.type == \"TXN_END\"\n  period: 20ms\n")), "\n", "\n    ")+"\n", procs, em.FEURL())))
 	require.NoError(t, sb.SetMetricsYAML("capture: {}"))
 	stream, err := sb.Build()
 	require.NoError(t, err)
@@ -96,7 +105,7 @@ output:
 	}()
 	require.Eventually(t, func() bool { return em.Counters().Rows >= 4 }, 20*time.Second, 20*time.Millisecond,
 		"every source transaction committed; logs:\n%s", logs.String())
-	check(c, logs, metrics)
+	check(c, in, logs, metrics)
 }
 
 // TestPartitionKeyThatMatchesNoKafkaPartitionIsReported: a mapping that
@@ -107,14 +116,14 @@ output:
 func TestPartitionKeyThatMatchesNoKafkaPartitionIsReported(t *testing.T) {
 	t.Run("a mapping renames the partition", func(t *testing.T) {
 		const group = "g-key-wrong"
-		runKeyPipeline(t, group, `'meta starrocks_partition = "shop-" + @kafka_partition.string()'`, func(c *kfake.Cluster, logs *syncBuffer, metrics *captureMetrics) {
+		runKeyPipeline(t, group, `'meta starrocks_partition = "shop-" + @kafka_partition.string()'`, func(c *kfake.Cluster, in *Input, logs *syncBuffer, metrics *captureMetrics) {
 			require.Eventually(t, func() bool {
 				n, _ := metrics.get("kafka_txn_unmatched_partition_keys{,root.input}")
 				return n == 2
 			}, 10*time.Second, 20*time.Millisecond, "metrics: %v", metrics.snapshot())
-			// Ten commit periods after the commits: what the output
-			// published never reached the input's partitions.
-			time.Sleep(500 * time.Millisecond)
+			// A commit after the output's commits were reported: what the
+			// output published never reached the input's partitions.
+			awaitCommitPass(t, in)
 			assert.Empty(t, committedOffsets(t, c, group), "the input committed no offsets")
 			out := logs.String()
 			for _, key := range []string{"shop-0", "shop-1"} {
@@ -128,7 +137,7 @@ func TestPartitionKeyThatMatchesNoKafkaPartitionIsReported(t *testing.T) {
 
 	t.Run("the default key", func(t *testing.T) {
 		const group = "g-key-right"
-		runKeyPipeline(t, group, "", func(c *kfake.Cluster, logs *syncBuffer, metrics *captureMetrics) {
+		runKeyPipeline(t, group, "", func(c *kfake.Cluster, _ *Input, logs *syncBuffer, metrics *captureMetrics) {
 			// Two transactions of three records and a marker each: the END
 			// of the second is offset 6, its marker 7.
 			waitCommittedOffsets(t, c, group, map[int32]int64{0: 7, 1: 7})

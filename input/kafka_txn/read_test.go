@@ -14,6 +14,7 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // readUntil reads and acknowledges batches until a message with value last
@@ -266,7 +267,9 @@ func TestDeletedTopicIsNamedOnce(t *testing.T) {
 
 	const want = "cdc/0: the topic no longer exists (deleted?), fix topics or recreate it"
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), want) }, 5*time.Second, 20*time.Millisecond)
-	time.Sleep(500 * time.Millisecond) // ten more commit periods
+	// Ten more commits, each failing again.
+	n := in.CommitPasses()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return in.CommitPasses() >= n+10 }, "ten more commit passes")
 	assert.Equal(t, 1, strings.Count(logs.String(), want), "a repeating commit error is rate-limited")
 	assert.LessOrEqual(t, strings.Count(logs.String(), "kafka client: unable to commit offset"), 1, "franz-go's repeated lines are rate-limited")
 }

@@ -157,7 +157,7 @@ func TestTwoMembersSplitPartitionsAndRevokeFences(t *testing.T) {
 		want[partitionOf(t, id)] = 10
 	}
 	waitCommittedOffsets(t, c, group, want)
-	time.Sleep(200 * time.Millisecond)
+	awaitCommitPass(t, a)
 	assert.Equal(t, want, committedOffsets(t, c, group), "acks after the revoke committed nothing")
 
 	for _, ack := range ackB {
@@ -308,7 +308,7 @@ func TestRevokeCommitsWhatTheFenceCommitted(t *testing.T) {
 	for _, h := range heldA {
 		require.NoError(t, h(context.Background(), nil))
 	}
-	time.Sleep(200 * time.Millisecond)
+	awaitCommitPass(t, a)
 	_, committedOther := committedOffsets(t, c, group)[1-moved]
 	assert.False(t, committedOther)
 }

@@ -105,7 +105,6 @@ func TestGroupLeaseHaltsUntilTheNextJoin(t *testing.T) {
 
 	l.Halt()
 	for range 3 {
-		time.Sleep(time.Millisecond)
 		write(kmsg.Heartbeat)
 	}
 	assert.Len(t, renewed, 1, "heartbeats written after the release confirm nothing")

@@ -17,14 +17,16 @@ import (
 // closes or its wait ends, and its batch or error is returned.
 func TestReadBatchWaitsUntilWokenOrDue(t *testing.T) {
 	notify := make(chan struct{})
+	asked := make(chan struct{})
 	var calls atomic.Int32
 	go func() {
-		time.Sleep(20 * time.Millisecond)
+		<-asked
 		close(notify)
 	}()
 	batch, _, err := ReadBatch(context.Background(), &sync.Mutex{}, func() (service.MessageBatch, service.AckFunc, time.Duration, <-chan struct{}, error) {
 		switch calls.Add(1) {
-		case 1: // nothing yet, no deadline: woken by notify
+		case 1: // nothing yet, no deadline: woken by notify, closed once asked
+			close(asked)
 			return nil, nil, 0, notify, nil
 		case 2: // nothing yet, a period ends in 10ms
 			return nil, nil, 10 * time.Millisecond, make(chan struct{}), nil

@@ -19,47 +19,72 @@ import (
 // loss (no commit) only fences.
 func TestReleaseDrainsFencesThenCommits(t *testing.T) {
 	g := GroupConfig{RevokeTimeout: 400 * time.Millisecond, RebalanceTimeout: time.Second}
+	// The drain: revoke_timeout/4 after the delivery.
+	const drain = 100 * time.Millisecond
 	log := service.MockResources().Logger()
 
 	var mu sync.Mutex
 	var fenced []string
 	var fencedAt []time.Time
-	fence := func(ctx context.Context, id string) error {
+	delivered := time.Now()
+	// fences returns a fence that records its calls; each of the first
+	// parallel calls waits until all of them began, which fences run one
+	// after the other never do (the first gives up at its deadline).
+	fences := func(parallel int) func(context.Context, string) error {
+		var entered sync.WaitGroup
+		entered.Add(parallel)
+		all := make(chan struct{})
+		go func() {
+			entered.Wait()
+			close(all)
+		}()
+		return func(ctx context.Context, id string) error {
+			dl, ok := ctx.Deadline()
+			assert.True(t, ok)
+			// revoke_timeout from the fences' start, after the drain.
+			assert.False(t, dl.After(time.Now().Add(g.RevokeTimeout)), "the fence's deadline is more than revoke_timeout away")
+			assert.False(t, dl.Before(delivered.Add(drain+g.RevokeTimeout)), "the fence's deadline was set before the drain ended")
+			entered.Done()
+			select {
+			case <-all:
+			case <-ctx.Done():
+				t.Errorf("fence of %s: the other fences never began while it ran (they ran one after the other)", id)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			fenced = append(fenced, id)
+			fencedAt = append(fencedAt, time.Now())
+			if id == "b/1" {
+				return errors.New("fence refused")
+			}
+			return nil
+		}
+	}
+	var committedAt time.Time
+	err := g.Release(context.Background(), log, []string{"a/0", "b/1"}, delivered, fences(2), func(ctx context.Context) error {
 		dl, ok := ctx.Deadline()
 		assert.True(t, ok)
-		assert.WithinDuration(t, time.Now().Add(g.RevokeTimeout), dl, 100*time.Millisecond)
-		time.Sleep(50 * time.Millisecond) // both fences overlap
+		committedAt = time.Now()
+		// The rest of rebalance_timeout, from after the last fence.
+		rest := g.RebalanceTimeout - g.RevokeTimeout
+		assert.False(t, dl.After(committedAt.Add(rest)), "the commit's deadline is more than the rest of rebalance_timeout away")
 		mu.Lock()
 		defer mu.Unlock()
-		fenced = append(fenced, id)
-		fencedAt = append(fencedAt, time.Now())
-		if id == "b/1" {
-			return errors.New("fence refused")
+		for _, at := range fencedAt {
+			assert.False(t, dl.Before(at.Add(rest)), "the commit's deadline was set before a fence ended")
 		}
-		return nil
-	}
-	delivered := time.Now()
-	start := time.Now()
-	var committedAt time.Time
-	err := g.Release(context.Background(), log, []string{"a/0", "b/1"}, delivered, fence, func(ctx context.Context) error {
-		dl, ok := ctx.Deadline()
-		assert.True(t, ok)
-		assert.WithinDuration(t, time.Now().Add(g.RebalanceTimeout-g.RevokeTimeout), dl, 100*time.Millisecond)
-		committedAt = time.Now()
 		return errors.New("commit refused")
 	})
 	assert.EqualError(t, err, "commit refused")
 	sort.Strings(fenced)
 	assert.Equal(t, []string{"a/0", "b/1"}, fenced)
 	for _, at := range fencedAt {
-		// The drain: revoke_timeout/4 = 100ms after the delivery.
-		assert.GreaterOrEqual(t, at.Sub(delivered), 100*time.Millisecond)
+		assert.GreaterOrEqual(t, at.Sub(delivered), drain)
 		assert.True(t, committedAt.After(at), "commit before a fence")
 	}
-	assert.Less(t, time.Since(start), 250*time.Millisecond, "fences ran one after the other")
 
 	fenced = nil
-	require.NoError(t, g.Release(context.Background(), log, []string{"c/2"}, time.Time{}, fence, nil))
+	require.NoError(t, g.Release(context.Background(), log, []string{"c/2"}, time.Time{}, fences(1), nil))
 	assert.Equal(t, []string{"c/2"}, fenced)
 }
 

@@ -37,7 +37,7 @@ func TestBatchesArriveWholeAndInOrder(t *testing.T) {
 		require.NoError(t, write(t, o, batch))
 		want = append(want, bodies...)
 	}
-	recs := consume(t, c, true, 500*time.Millisecond)
+	recs := consume(t, c, true)
 	require.Len(t, recs, len(want))
 	perKey := map[string][]string{}
 	partOfKey := map[string]int32{}
@@ -83,7 +83,7 @@ func TestKeysPartitionsAndHeaders(t *testing.T) {
 		keys := seq("order-", 40)
 		require.NoError(t, write(t, o, batchOf(keys, nil)))
 		want := kgo.StickyKeyPartitioner(nil).ForTopic(testTopic)
-		for _, r := range consume(t, c, true, 300*time.Millisecond) {
+		for _, r := range consume(t, c, true) {
 			assert.Equal(t, string(r.Value), string(r.Key))
 			assert.Equal(t, int32(want.Partition(&kgo.Record{Key: r.Key}, 4)), r.Partition, "key %s", r.Key)
 		}
@@ -143,7 +143,7 @@ metadata:
 		c := newCluster(t, 1, 4)
 		o, _ := testOutput(t, c, "partitioner: round_robin\n")
 		require.NoError(t, write(t, o, batchOf(seq("r", 40), nil)))
-		per := byPartition(consume(t, c, true, 300*time.Millisecond))
+		per := byPartition(consume(t, c, true))
 		require.Len(t, per, 4, "every partition gets records")
 		for p, vals := range per {
 			assert.Len(t, vals, 10, "partition %d", p)
@@ -219,7 +219,7 @@ func TestBrokerErrorFailsTheBatch(t *testing.T) {
 	assert.Equal(t, 5, failed)
 
 	require.NoError(t, write(t, o, batch), "the retry succeeds")
-	assert.Equal(t, map[int32][]string{0: seq("v", 5)}, byPartition(consume(t, c, true, 300*time.Millisecond)))
+	assert.Equal(t, map[int32][]string{0: seq("v", 5)}, byPartition(consume(t, c, true)))
 }
 
 // TestStreamRetriesAFailedBatch runs the output in a stream: a broker error
@@ -231,11 +231,13 @@ func TestStreamRetriesAFailedBatch(t *testing.T) {
 	hits := refuseProduce(c, 0, kerr.TopicAuthorizationFailed.Code, 2)
 	sb := service.NewEnvironment().NewStreamBuilder()
 	require.NoError(t, sb.SetLoggerYAML("level: none"))
-	require.NoError(t, sb.AddInputYAML(`generate:
+	// Bloblang's counters live as long as the process: each run (-count)
+	// counts from 1 with a counter of its own.
+	require.NoError(t, sb.AddInputYAML(fmt.Sprintf(`generate:
   count: 20
   interval: ""
-  mapping: 'root = "m%02d".format(count("stream-retry") - 1)'
-`))
+  mapping: 'root = "m%%02d".format(count("stream-retry-%d") - 1)'
+`, streamRetryRuns.Add(1))))
 	require.NoError(t, sb.AddOutputYAML(fmt.Sprintf(`kafka_txn:
   seed_brokers: [ %q ]
   topic: %s
@@ -252,10 +254,13 @@ func TestStreamRetriesAFailedBatch(t *testing.T) {
 	for i := range 20 {
 		want = append(want, fmt.Sprintf("m%02d", i))
 	}
-	got := byPartition(consume(t, c, true, 300*time.Millisecond))[0]
+	got := byPartition(consume(t, c, true))[0]
 	sort.Strings(got)
 	assert.Equal(t, want, got)
 }
+
+// streamRetryRuns numbers the runs of TestStreamRetriesAFailedBatch.
+var streamRetryRuns atomic.Int64
 
 // TestIdempotentRetryDoesNotDuplicate loses the reply of a produce request
 // the broker applied: the client retries it, and with the idempotent
@@ -278,7 +283,7 @@ func TestIdempotentRetryDoesNotDuplicate(t *testing.T) {
 			bodies := seq("i", 20)
 			require.NoError(t, write(t, o, batchOf(bodies, nil)), "the client's retry succeeds")
 			require.EqualValues(t, 1, d.dropped.Load(), "one reply was lost")
-			got := byPartition(consume(t, c, true, 300*time.Millisecond))[0]
+			got := byPartition(consume(t, c, true))[0]
 			if tc.duplicates {
 				assert.Greater(t, len(got), len(bodies), "without idempotence the retry duplicates: the fault is real")
 				return
@@ -311,13 +316,13 @@ partition: ${! @part }
 	require.Error(t, err)
 	assert.EqualValues(t, 1, hits.Load())
 	assert.Contains(t, err.Error(), "(aborted)")
-	assert.Empty(t, consume(t, c, true, 300*time.Millisecond), "read_committed sees nothing of the aborted batch")
-	half := byPartition(consume(t, c, false, 300*time.Millisecond))
+	assert.Empty(t, consume(t, c, true), "read_committed sees nothing of the aborted batch")
+	half := byPartition(consume(t, c, false))
 	assert.Equal(t, []string{"t0000", "t0002", "t0004", "t0006", "t0008"}, half[0], "partition 0 was written, then aborted")
 	assert.Empty(t, half[1])
 
 	require.NoError(t, write(t, o, batch), "the retried batch commits; logs:\n%s", logs.String())
-	got := byPartition(consume(t, c, true, 300*time.Millisecond))
+	got := byPartition(consume(t, c, true))
 	assert.Equal(t, map[int32][]string{
 		0: {"t0000", "t0002", "t0004", "t0006", "t0008"},
 		1: {"t0001", "t0003", "t0005", "t0007", "t0009"},
@@ -354,6 +359,8 @@ func TestProduceFaultMatrix(t *testing.T) {
 			var n atomic.Int32
 			c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 				n.Add(1)
+				// Real time: the slowness is the fault (a broker that
+				// answers late, but within the output's timeout).
 				time.Sleep(300 * time.Millisecond)
 				return nil, nil, false
 			})
@@ -387,7 +394,7 @@ func TestProduceFaultMatrix(t *testing.T) {
 				}
 				require.NoError(t, err, "logs:\n%s", logs.String())
 				assert.EqualValues(t, 1, fired(), "the fault fired once")
-				got := byPartition(consume(t, c, true, 300*time.Millisecond))[0]
+				got := byPartition(consume(t, c, true))[0]
 				assert.Equal(t, append(seq("a", 3), bodies...), got, "each record once, whole and in order")
 			})
 		}

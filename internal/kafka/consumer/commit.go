@@ -8,11 +8,20 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
 )
 
+// CommitPasses is how many commits ran to their end — a tick of the commit
+// loop, a revoke's, the last one at Close — whether they committed
+// offsets, found nothing to commit or failed. A pass that began after an
+// event has seen it: a test that waits for the count to grow by two after
+// an event knows that a whole pass followed it, and so what the input
+// would have committed because of it.
+func (c *Consumer) CommitPasses() uint64 { return c.passes.Load() }
+
 // commit commits what the input finds committable (CommitLocked) for the
 // given output partitions (nil: every one not being released).
 func (c *Consumer) commit(ctx context.Context, cl *kgo.Client, ids []string) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
+	defer c.passes.Add(1)
 	c.mu.Lock()
 	// What the output committed until now, fences of a revoke included.
 	unclaimed := c.pullLocked()

@@ -30,7 +30,10 @@ func TestCommittedThroughIsPulledIntoTheInput(t *testing.T) {
 	w.reg.PublishCommitted("cdc/0", 99)
 	w.connect()
 	require.Eventually(t, func() bool { return len(w.in.held()) == 2 }, 10*time.Second, 10*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	// A value published after both claims is pulled: that pull took
+	// whatever the watch still held from before.
+	w.reg.PublishCommitted("cdc/1", 1)
+	require.Eventually(t, func() bool { return w.in.committedOf("cdc/1") == 1 }, 5*time.Second, time.Millisecond, "pulled once the watch signals")
 	assert.Equal(t, int64(-1), w.in.committedOf("cdc/0"), "a value published before the claim never reaches the assignment")
 
 	w.reg.PublishCommitted("cdc/0", 4)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -53,7 +54,9 @@ type Consumer struct {
 	// commitMu serialises offset commits, so a revoke waits for a commit
 	// that is already in flight.
 	commitMu sync.Mutex
-	loops    sync.WaitGroup
+	// passes counts the commits that ran to their end (CommitPasses).
+	passes atomic.Uint64
+	loops  sync.WaitGroup
 
 	// mu is the input's lock; it guards the fields below and the input's
 	// state.
@@ -73,6 +76,9 @@ type Consumer struct {
 	assigning   bool
 	assignUntil time.Time
 	wait        assignmentWait
+	// afterFunc starts the timer of a wait for an assignment:
+	// time.AfterFunc, which a test wraps to fire the timer when it wants.
+	afterFunc func(time.Duration, func()) *time.Timer
 }
 
 // New returns the shell of an input: in is what the input does, mu its
@@ -89,6 +95,8 @@ func New(conf Config, mgr *service.Resources, mu sync.Locker, in Input) *Consume
 		notify: make(chan struct{}),
 		claims: map[string]*claim{},
 		held:   map[string]map[int32]bool{},
+
+		afterFunc: time.AfterFunc,
 	}
 	c.lease = kafka.NewGroupLease(conf.SessionTimeout, c.renewLease)
 	c.watch = c.reg.Watch()

@@ -149,6 +149,16 @@ type fakeInput struct {
 	assigns int
 	drops   [][]string
 	stopped [][]string
+	// leaseAfterDrop is the registry's lease of each dropped partition
+	// once the shell's release ended, before a new assignment can claim
+	// the partition again.
+	leaseAfterDrop map[string]leaseState
+}
+
+// leaseState is a partition's lease in the registry (registry Leased).
+type leaseState struct {
+	ok    bool
+	until time.Time
 }
 
 type fakePart struct {
@@ -256,7 +266,19 @@ func (f *fakeInput) DropLocked(ids []string, _ bool) func() {
 		delete(f.parts, id)
 	}
 	f.drops = append(f.drops, ids)
-	return nil
+	return func() {
+		// The shell's release is over (franz-go assigns nothing before
+		// its callback returned): the leases it left.
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.leaseAfterDrop == nil {
+			f.leaseAfterDrop = map[string]leaseState{}
+		}
+		for _, id := range ids {
+			ok, until := f.shell.reg.Leased(id, time.Now())
+			f.leaseAfterDrop[id] = leaseState{ok, until}
+		}
+	}
 }
 
 func (f *fakeInput) CommitLocked(ids []string) (map[kafka.TopicPartition]int64, func(map[kafka.TopicPartition]int64)) {
@@ -297,6 +319,15 @@ func (f *fakeInput) dropped() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.drops) > 0
+}
+
+// leaseAfter is the lease a release left to id, once it ended (ok false
+// while no release of id ended).
+func (f *fakeInput) leaseAfter(id string) (leaseState, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.leaseAfterDrop[id]
+	return l, ok
 }
 
 // generation is how many assignments franz-go handed over.

@@ -12,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka"
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // leased is the registry's lease of an output partition now.
@@ -21,10 +24,17 @@ func (w *world) leased(id string) (bool, time.Time) {
 
 // loaded is a world whose input read and acknowledged one record of
 // partition 0, so the assignment and its lease exist.
-func loaded(t *testing.T, group string, opts ...kgo.Opt) (*world, string) {
+func loaded(t *testing.T, group string, opts ...kgo.Opt) (*world, *leaseEvents, string) {
 	t.Helper()
 	c := newCluster(t, 1)
-	w := newWorld(t, testYAML(c, group, ""), func(sc *Config) { sc.Opts = opts })
+	ev := &leaseEvents{}
+	w := newWorld(t, testYAML(c, group, ""), func(sc *Config) { sc.Opts = append(opts, kgo.WithHooks(ev)) })
+	// The shell's lease, its renewals recorded on their way to the
+	// registry.
+	w.c.lease = kafka.NewGroupLease(w.c.conf.SessionTimeout, func(until time.Time) {
+		ev.add(leaseEvent{until: until})
+		w.c.renewLease(until)
+	})
 	w.connect()
 	produce(t, c, testTopic, 0, "a")
 	_, ack := w.read(10 * time.Second)
@@ -35,7 +45,50 @@ func loaded(t *testing.T, group string, opts ...kgo.Opt) (*world, string) {
 		return ok && !until.IsZero()
 	}, 5*time.Second, 10*time.Millisecond, "the assignment is leased")
 	w.cluster = c
-	return w, id
+	return w, ev, id
+}
+
+// leaseEvents are, in order, the renewals of a member's membership lease
+// and its JoinGroup writes (a kgo.HookBrokerWrite).
+type leaseEvents struct {
+	mu     sync.Mutex
+	events []leaseEvent
+}
+
+// leaseEvent is a renewal of the lease to until, or a JoinGroup written at
+// joined.
+type leaseEvent struct {
+	until, joined time.Time
+}
+
+func (e *leaseEvents) add(ev leaseEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, ev)
+}
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (e *leaseEvents) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil && kmsg.Key(key) == kmsg.JoinGroup {
+		e.add(leaseEvent{joined: time.Now()})
+	}
+}
+
+// renewedBeforeJoin returns the ends of the renewals made before the first
+// JoinGroup written after since — every renewal of the membership that
+// was current at since — and whether that join came.
+func (e *leaseEvents) renewedBeforeJoin(since time.Time) (ends []time.Time, joined bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ev := range e.events {
+		if ev.joined.After(since) {
+			return ends, true
+		}
+		if !ev.until.IsZero() {
+			ends = append(ends, ev.until)
+		}
+	}
+	return ends, false
 }
 
 // While heartbeats get through, the claimed partitions' lease runs half a
@@ -44,7 +97,7 @@ func loaded(t *testing.T, group string, opts ...kgo.Opt) (*world, string) {
 // partitions lost — the time the broker may already have given them to
 // another member.
 func TestGroupLeaseFollowsHeartbeats(t *testing.T) {
-	w, id := loaded(t, "g-lease")
+	w, _, id := loaded(t, "g-lease")
 	ok, first := w.leased(id)
 	require.True(t, ok)
 	assert.LessOrEqual(t, time.Until(first), 500*time.Millisecond, "at most half the session timeout ahead")
@@ -78,7 +131,7 @@ func TestGroupLeaseFollowsHeartbeats(t *testing.T) {
 // refusing counts from a request sent before it did; once the assignment
 // is released its lease is dropped.
 func TestGroupLeaseIsNotRenewedByARefusedHeartbeat(t *testing.T) {
-	w, id := loaded(t, "g-lease-refused")
+	w, ev, id := loaded(t, "g-lease-refused")
 	g0 := w.in.generation()
 	refusing := time.Now()
 	w.cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -88,23 +141,22 @@ func TestGroupLeaseIsNotRenewedByARefusedHeartbeat(t *testing.T) {
 		return resp, nil, true
 	})
 	span := w.c.Lease().Span()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		_, until := w.leased(id)
-		if w.in.generation() != g0 || w.in.dropped() {
-			if w.in.generation() == g0 {
-				ok, until := w.leased(id)
-				assert.True(t, ok && until.IsZero(), "a released assignment's lease is dropped (until %v)", until)
-			}
-			return // lost (and maybe assigned again in a new generation)
-		}
-		if !until.IsZero() {
-			require.False(t, until.Add(-span).After(refusing),
-				"the lease of the old assignment was renewed from a heartbeat sent after the coordinator began refusing (until %v, refusing since %v)", until, refusing)
-		}
-		time.Sleep(time.Millisecond)
+	var after leaseState
+	var released bool
+	testkit.WaitFor(t, 5*time.Second, func() bool {
+		after, released = w.in.leaseAfter(id)
+		return released || w.in.generation() != g0
+	}, "franz-go reports the partition lost after the coordinator refused its heartbeats")
+	if released {
+		assert.True(t, after.ok && after.until.IsZero(), "a released assignment's lease is dropped (until %v)", after.until)
 	}
-	t.Fatal("franz-go never reported the partition lost after the coordinator refused its heartbeats")
+	// Every renewal of the membership that was current when the
+	// coordinator began refusing (a new one begins with a join).
+	ends, _ := ev.renewedBeforeJoin(refusing)
+	for _, until := range ends {
+		require.False(t, until.Add(-span).After(refusing),
+			"the lease of the old assignment was renewed from a heartbeat sent after the coordinator began refusing (until %v, refusing since %v)", until, refusing)
+	}
 }
 
 // A coordinator that answers every heartbeat with a retriable coordinator
@@ -117,7 +169,7 @@ func TestGroupLeaseIsNotRenewedByARefusedHeartbeat(t *testing.T) {
 // before it. The lease must not be renewed from a heartbeat sent after the
 // refusals began.
 func TestGroupLeaseIsNotRenewedByRetriedHeartbeats(t *testing.T) {
-	w, id := loaded(t, "g-lease-retried")
+	w, ev, _ := loaded(t, "g-lease-retried")
 	refusing := time.Now()
 	w.cluster.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		w.cluster.KeepControl()
@@ -127,16 +179,20 @@ func TestGroupLeaseIsNotRenewedByRetriedHeartbeats(t *testing.T) {
 	})
 	span := w.c.Lease().Span()
 	session := w.c.conf.SessionTimeout
-	// Only this assignment's renewals count: once franz-go gives up on the
-	// heartbeat and rejoins, a new sync confirms the membership again.
-	g0 := w.in.generation()
+	// Only this membership's renewals count: once franz-go gives up on the
+	// heartbeat and rejoins, a new sync confirms the membership again. It
+	// is given three session timeouts to give up; past them, what it
+	// renewed meanwhile is checked all the same.
+	testkit.Poll(3*session, func() bool {
+		_, joined := ev.renewedBeforeJoin(refusing)
+		return joined
+	})
+	ends, _ := ev.renewedBeforeJoin(refusing)
 	var latest time.Time
-	deadline := time.Now().Add(3 * session)
-	for time.Now().Before(deadline) && w.in.generation() == g0 {
-		if _, until := w.leased(id); until.After(latest) && w.in.generation() == g0 {
+	for _, until := range ends {
+		if until.After(latest) {
 			latest = until
 		}
-		time.Sleep(time.Millisecond)
 	}
 	// The coordinator may expire the session session_timeout after the
 	// last heartbeat it took (sent before refusing); the lease keeps half
@@ -148,7 +204,7 @@ func TestGroupLeaseIsNotRenewedByRetriedHeartbeats(t *testing.T) {
 
 // Closing the input (a revoke) drops the lease of everything it claimed.
 func TestGroupLeaseIsDroppedOnRevoke(t *testing.T) {
-	w, id := loaded(t, "g-lease-revoke")
+	w, _, id := loaded(t, "g-lease-revoke")
 	require.NoError(t, w.c.Close(context.Background()))
 	ok, until := w.leased(id)
 	assert.True(t, ok && until.IsZero(), "%s: the lease is dropped after the fence (until %v)", id, until)
@@ -167,7 +223,7 @@ func TestGroupLeaseIsDroppedOnRevoke(t *testing.T) {
 // one (kafka_txn) revokes nothing on REBALANCE_IN_PROGRESS and rejoins at
 // once, and its lease halts until the join all the same.
 func TestLeaseIsNotRenewedWhileARevokeIsPending(t *testing.T) {
-	w, id := loaded(t, "g-lease-revoking", kgo.Balancers(kgo.RangeBalancer()))
+	w, _, id := loaded(t, "g-lease-revoking", kgo.Balancers(kgo.RangeBalancer()))
 	fenceEntered := make(chan struct{})
 	releaseFence := make(chan struct{})
 	var once sync.Once

@@ -33,7 +33,7 @@ func (c *Consumer) waitBeginLocked() {
 	}
 	since := time.Now()
 	c.wait.since = since
-	c.wait.timer = time.AfterFunc(c.waitLogAfter(), func() {
+	c.wait.timer = c.afterFunc(c.waitLogAfter(), func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.wait.since != since || c.closed {
