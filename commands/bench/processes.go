@@ -351,6 +351,12 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 
 	var first, last time.Time
 	var cpu0, cpu1 procCPU
+	// quiet is the last poll every process answered with nothing received:
+	// where the clock starts when the first poll that sees a record also
+	// sees every transaction committed (a short run polled late on a busy
+	// machine), so that the window is an upper bound, never zero.
+	var quiet time.Time
+	var cpuQuiet procCPU
 	var committed, peakBuffered float64
 	tick := time.NewTicker(processPoll)
 	defer tick.Stop()
@@ -362,6 +368,7 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 		}
 		var received, buffered float64
 		committed = 0
+		answered := 0
 		for _, p := range procs {
 			if !p.alive() {
 				return res, fmt.Errorf("process %s exited during the run:\n%s", p.id, p.logTail())
@@ -370,14 +377,24 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 			if err != nil {
 				continue // a process too busy to answer is asked again
 			}
+			answered++
 			received += m["input_received"]
 			committed += m["starrocks_txn_source_txns_committed"]
 			buffered += m["starrocks_txn_buffered_bytes"]
 		}
 		now := time.Now()
 		peakBuffered = max(peakBuffered, buffered)
+		if first.IsZero() && received == 0 && answered == len(procs) {
+			quiet, cpuQuiet = now, sumCPU(procs)
+		}
 		if first.IsZero() && received > 0 {
 			first, cpu0 = now, sumCPU(procs)
+			if int64(committed) >= res.SourceTxns {
+				first, cpu0 = quiet, cpuQuiet
+				if quiet.IsZero() {
+					first, cpu0 = started, procCPU{}
+				}
+			}
 		}
 		if !first.IsZero() && int64(committed) >= res.SourceTxns {
 			last, cpu1 = now, sumCPU(procs)
