@@ -335,7 +335,7 @@ func TestConnectBackoffEndsOnStop(t *testing.T) {
 			select {
 			case err := <-second:
 				t.Fatalf("the second attempt did not wait the owed backoff: %v", err)
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(200 * time.Millisecond): // real time: the backoff runs on the wall clock
 			}
 			tc.stop(o, stopping, cancel)
 			select {

@@ -44,7 +44,7 @@ func TestCloseWaitsForTheCommitInFlight(t *testing.T) {
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a commit was in flight")
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(300 * time.Millisecond): // real time: an absence (Close still waiting) has no event to wait on
 	}
 	close(f.commitGate)
 	select {

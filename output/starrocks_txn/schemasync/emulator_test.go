@@ -57,7 +57,7 @@ func TestResolveWaitsForTheEmulatorsJob(t *testing.T) {
 	select {
 	case v := <-done:
 		t.Fatalf("Resolve returned while a transaction begun before the change was open: %+v", v)
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(300 * time.Millisecond): // real time: an absence (Resolve still waiting) has no event to wait on
 	}
 	jobs, err := meta.AlterJobs(ctx, "shop", "orders", 1)
 	require.NoError(t, err)
