@@ -379,7 +379,7 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 		}()
 		return
 	}
-	err, inTime := e.publish(t, changes, w)
+	err, inTime := e.publish(q.r.Context(), t, changes, w)
 	switch {
 	case err != nil:
 		writeJSON(q.w, http.StatusOK, failed(err.Error()))

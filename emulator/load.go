@@ -402,7 +402,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 		}
 		return r
 	})
-	err, inTime := e.publish(t, changes, w)
+	err, inTime := e.publish(q.r.Context(), t, changes, w)
 	switch {
 	case err != nil:
 		e.mu.Lock()

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -196,8 +197,11 @@ func (e *Emulator) multiWait(t *txn, ok reply) publishWait {
 // publish applies t in its turn. When no transaction committed before it
 // on its tables is pending, it applies at once; else it waits for them, in
 // the background, and publish returns when t is applied (inTime) or when
-// w.bound passed first (t is applied later, in its turn).
-func (e *Emulator) publish(t *txn, changes []storeChanges, w publishWait) (err error, inTime bool) {
+// w.bound passed first (t is applied later, in its turn) — or when the
+// request's client went away, which ends the wait as the bound does, so a
+// handler never outlives what it answers. (A stop applies the held commits
+// at once: Close cuts the late commits' delays short.)
+func (e *Emulator) publish(ctx context.Context, t *txn, changes []storeChanges, w publishWait) (err error, inTime bool) {
 	if len(e.pub.before(t.pubTicket)) == 0 {
 		return e.completeCommit(t, changes), true
 	}
@@ -213,6 +217,7 @@ func (e *Emulator) publish(t *txn, changes []storeChanges, w publishWait) (err e
 	case err := <-done:
 		return err, true
 	case <-timer.C:
+	case <-ctx.Done():
 	}
 	if w.committedLocked != nil {
 		e.mu.Lock()
