@@ -239,7 +239,7 @@ func (k *takeOver) markOnce(ctx context.Context, db, label string) error {
 			o.log.With("database", db).Debugf("Commit of the take-over marker %s: %v; its state decides", label, err)
 		}
 		if ctx.Err() == nil {
-			err = k.awaitVisible(ctx, db, label)
+			err = k.awaitVisible(ctx, txn)
 		}
 	}
 	if err != nil {
@@ -250,30 +250,40 @@ func (k *takeOver) markOnce(ctx context.Context, db, label string) error {
 	return err
 }
 
-// awaitVisible polls label's state until it is VISIBLE (nil) or ABORTED (an
-// error). COMMITTED is waited for: the marker counts only once published. A
-// state that is neither after label_state_wait twice is an error (the
-// caller rolls the label back and tries again).
-func (k *takeOver) awaitVisible(ctx context.Context, db, label string) error {
+// markerPolls bounds the label-state queries of a marker that is neither
+// VISIBLE nor ABORTED (each waits up to label_state_wait, and the commit is
+// sent again after each): then it is given up for a new one.
+const markerPolls = 6
+
+// awaitVisible polls the marker's state until it is VISIBLE (nil) or
+// ABORTED (an error). COMMITTED is waited for: the marker counts only once
+// published. While it is neither, its commit is sent again (a commit is
+// idempotent: one the FE is committing is refused, one it committed
+// answered OK), up to markerPolls queries; then an error (the caller rolls
+// it back and tries a new one).
+func (k *takeOver) awaitVisible(ctx context.Context, txn starrocks.Txn) error {
 	o := k.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
-	for open := 0; ; {
-		state, err := o.client.WaitFinal(ctx, db, label, o.conf.labelStateWait)
+	for polls := 1; ; {
+		state, err := o.client.WaitFinal(ctx, txn.DB, txn.Label, o.conf.labelStateWait)
 		switch {
 		case err != nil:
 			return err
 		case state == starrocks.StateVisible:
 			return nil
 		case state == starrocks.StateAborted:
-			return fmt.Errorf("the marker %s was aborted", label)
+			return fmt.Errorf("the marker %s was aborted", txn.Label)
 		case state == starrocks.StateCommitted:
 			if !sleepCtx(ctx, b.next()) {
 				return ctx.Err()
 			}
-		default:
-			if open++; open == 2 {
-				return fmt.Errorf("the marker %s is %s, not visible", label, state)
-			}
+			continue
+		}
+		if polls++; polls > markerPolls {
+			return fmt.Errorf("the marker %s is %s, not visible", txn.Label, state)
+		}
+		if err := o.client.Commit(ctx, txn); err != nil && ctx.Err() == nil {
+			o.log.With("database", txn.DB).Debugf("Commit of the take-over marker %s sent again: %v", txn.Label, err)
 		}
 	}
 }

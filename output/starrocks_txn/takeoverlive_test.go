@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/starrocks-txn/benthos-starrocks/emulator"
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
 
@@ -384,4 +385,54 @@ func TestIntegrationTakeOverLeavesALiveWritersTransactionsAlone(t *testing.T) {
 	rows, err := e.Store().Rows("test", "order_events")
 	require.NoError(t, err)
 	assert.Len(t, rows, n+1, "every event once")
+}
+
+// The marker's requests under every outcome of a remote call (ARCHITECTURE.md
+// §12): refused, reset before it runs, applied with the reply lost, the
+// reply late (within and past request_timeout), slow, and the commit's own
+// (reported failure, late visibility, a true abort). Writer A has a row and
+// an open transaction and stands still; B's take-over gets a marker
+// visible in the end, rolls A's transaction back, and applies its own
+// partition's event exactly once — never a stall.
+func TestIntegrationTakeOverMarkerUnderEveryOutcome(t *testing.T) {
+	type outcome struct {
+		action emulator.Action
+		delay  time.Duration
+	}
+	common := []outcome{{emulator.ActInternalError, 0}, {emulator.ActHTTPError, 0}, {emulator.ActReset, 0},
+		{emulator.ActReplyLost, 0}, {emulator.ActReplyLate, time.Second}, {emulator.ActReplyLate, 3 * time.Second},
+		{emulator.ActDelay, time.Second}}
+	cases := map[emulator.Op][]outcome{
+		emulator.OpBegin: common, emulator.OpLoad: common, emulator.OpGetLoadState: common,
+		emulator.OpCommit: append(append([]outcome{}, common...), outcome{emulator.ActCommitReportFailure, 0},
+			outcome{emulator.ActCommitLate, 1500 * time.Millisecond}, outcome{emulator.ActCommitAbort, 0},
+			outcome{emulator.ActNoAnswer, 0}),
+	}
+	for _, op := range []emulator.Op{emulator.OpBegin, emulator.OpLoad, emulator.OpCommit, emulator.OpGetLoadState} {
+		for _, oc := range cases[op] {
+			t.Run(fmt.Sprintf("%s/%s/%v", op, oc.action, oc.delay), func(t *testing.T) {
+				t.Parallel()
+				e := startEmulator(t)
+				a, _ := emulatorEOOutput(t, e, "")
+				sa := newSrc("asm-a")
+				event := func(s *src, p string, id int) service.MessageBatch {
+					return service.MessageBatch{s.row(p, fmt.Sprintf("%s-%d", p, id), "order_events", map[string]any{"event_id": id, "order_id": id, "kind": "k"}, true)}
+				}
+				waitAll(t, []chan error{writeAsync(a, event(sa, "orders/0", 1))}, 10*time.Second)
+				abortedBefore := e.Counters().Aborted
+
+				b, _ := emulatorEOOutput(t, e, "")
+				takeOverOf(t, b).liveWait = 100 * time.Millisecond
+				require.NoError(t, e.Faults().Add(emulator.Fault{Op: op, Action: oc.action, Delay: oc.delay, Label: "-takeover-"}))
+				sb := newSrc("asm-b")
+				waitAll(t, []chan error{writeAsync(b, event(sb, "orders/1", 2))}, 60*time.Second)
+				assert.Empty(t, e.Faults().Pending(), "the fault fired")
+				assert.GreaterOrEqual(t, takeOverOf(t, b).markers.Load(), int64(1), "a marker became visible")
+				assert.Greater(t, e.Counters().Aborted, abortedBefore, "A's open transaction was rolled back: its row stood still")
+				rows, err := e.Store().Rows("test", "order_events")
+				require.NoError(t, err)
+				assert.Len(t, rows, 2, "each event once")
+			})
+		}
+	}
 }
