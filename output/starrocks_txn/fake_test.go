@@ -337,6 +337,14 @@ func (f *fakeSR) ErrorLog(ctx context.Context, url string, maxLines int) ([]stri
 	return lines[:min(maxLines, len(lines))], nil
 }
 
+// knows reports whether label was begun through the fake.
+func (f *fakeSR) knows(label string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.txns[label]
+	return ok
+}
+
 func (f *fakeSR) rows(table string) []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -457,7 +465,8 @@ func (fp *fakeProgress) writers(ctx context.Context, pipelineID string) (map[str
 			if prev, ok := last[db][w]; ok && top < prev.top {
 				continue // merge_condition: label_number
 			}
-			last[db][w] = writerRow{writer: w, top: top, open: open, label: r["label"].(string)}
+			updated, _ := r["updated_at"].(string)
+			last[db][w] = writerRow{writer: w, top: top, open: open, label: r["label"].(string), updated: starrocks.ParseRowTime(updated)}
 		}
 	}
 	out := map[string][]writerRow{}
@@ -535,4 +544,14 @@ type staticWriters struct {
 
 func (s *staticWriters) writers(context.Context, string) (map[string][]writerRow, error) {
 	return s.rows, nil
+}
+
+// writerRow is the fixed row of one writer in db: it never changes.
+func (s *staticWriters) writerRow(_ context.Context, db, _, writer string) (writerRow, bool, error) {
+	for _, r := range s.rows[db] {
+		if r.writer == writer {
+			return r, true, nil
+		}
+	}
+	return writerRow{}, false, nil
 }

@@ -291,13 +291,22 @@ func (o *Output) readProgressLoop(part string) {
 }
 
 // progressRead takes what the tracker learnt of a partition (readProgress)
-// and applies, in order, the messages that waited for it; it reports false,
-// keeping nothing, when a fence came after the read began (gen is
-// progressGen then): the value may be stale already, and the reader reads
-// again.
+// and applies, in order, the messages that waited for it. When a fence came
+// after the read began (gen is progressGen then) the value may be stale
+// already and nothing is kept: it reports false, and the reader reads again,
+// when messages of a later assignment wait; when none does it reports true
+// and the reading stops. The partition's next message starts a read of its
+// own: one begun now could finish before the partition comes back, and a
+// value read before its next owner committed would make this output apply
+// those source transactions again (and, with writer rows, skip the check
+// of that owner's last commit).
 func (k *core) progressRead(part string, gen int, e progressEntry, now time.Time) bool {
 	if k.progressGen[part] != gen {
-		return false
+		if len(k.progressWait[part]) > 0 {
+			return false
+		}
+		delete(k.progressLoading, part)
+		return true
 	}
 	k.progress[part] = &e
 	delete(k.progressLoading, part)

@@ -305,10 +305,44 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	require.NoError(t, o.fence(context.Background(), "p2"))
 	waitAll(t, []chan error{waiting}, time.Second)
 	close(g2.gate)
-	// The read the fence outdated is read again, and applies nothing.
-	waitCore(t, o, "p2's progress is read", func(k *core) bool { return k.progress["p2"] != nil })
+	// The read the fence outdated is dropped, and not read again while no
+	// message of p2 waits (TestExactlyOnceReadOutdatedByAFenceIsNotKept).
+	waitCore(t, o, "p2's read stopped", func(k *core) bool { return !k.progressLoading["p2"] })
 	quiesce(t, o)
+	o.mu.Lock()
+	assert.Nil(t, o.core.progress["p2"], "nothing kept of the outdated read")
+	o.mu.Unlock()
 	assert.NotContains(t, countIDs(f.rows("a")), "t3")
+}
+
+// A progress read that a fence outdated, with nothing of the partition
+// waiting, keeps nothing: when the partition comes back after another owner
+// committed more of it, its progress is read afresh. (Before, the reader
+// read again at once and kept that value, and the partition's next
+// assignment applied what the other owner had committed meanwhile a second
+// time: the 8-minute fleet soak caught two events so doubled.)
+func TestExactlyOnceReadOutdatedByAFenceIsNotKept(t *testing.T) {
+	f := newFakeSR()
+	o, _, fp := eoOutput(t, f, nil, "")
+	g := &gatedProgress{fakeProgress: fp, part: "p0", gate: make(chan struct{})}
+	o.setProgressStore(g)
+	s := newSrc("asm")
+	msgs := append(append(txnMsgs(s, "p0", "t1", 1), txnMsgs(s, "p0", "t2", 2)...), txnMsgs(s, "p0", "t3", 3)...)
+	waiting := writeAsync(o, service.MessageBatch(msgs[:2]))
+	waitCore(t, o, "t1 waits for p0's progress", func(k *core) bool { return len(k.progressWait["p0"]) == 2 })
+	require.NoError(t, o.fence(context.Background(), "p0"))
+	waitAll(t, []chan error{waiting}, time.Second)
+	close(g.gate)
+	waitCore(t, o, "p0's read ended", func(k *core) bool { return !k.progressLoading["p0"] })
+
+	// Another owner commits t1 and t2 meanwhile.
+	other, _, _ := eoOutput(t, f, nil, "")
+	waitAll(t, []chan error{writeAsync(other, service.MessageBatch(replay(msgs[:4], "asm-x")))}, 5*time.Second)
+	require.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")))
+
+	// This output gets p0 back and is handed t1, t2 and t3.
+	waitAll(t, []chan error{writeAsync(o, service.MessageBatch(replay(msgs, "asm-y")))}, 5*time.Second)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1, "t3": 1}, countIDs(f.rows("a")), "nothing applied twice")
 }
 
 // exactly_once: a commit that carries later transactions of a partition

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
@@ -22,7 +23,8 @@ import (
 // would overwrite newer ones and the events would double. So before a
 // partition's progress is read, every transaction another writer of this
 // pipeline may still commit is made final: rolled back while it can be, or
-// waited for while the FE is committing it.
+// waited for while the FE is committing it — or, for a writer that shows it
+// is alive by committing again, left to it (takeoverlive.go).
 //
 // To find those transactions by label, each run of the output (a writer)
 // numbers its labels per database — "<label_prefix>-<db>-<writer><n>",
@@ -54,10 +56,15 @@ type takeOver struct {
 	mu      sync.Mutex
 	started int64
 	done    int64
+	// liveWait is how long a writer's row may go unchanged and the writer
+	// still be taken for live (takeoverlive.go).
+	liveWait time.Duration
+	// markers counts the markers committed (takeoverlive.go).
+	markers atomic.Int64
 }
 
 func newTakeOver(o *Output, store progressStore) *takeOver {
-	return &takeOver{o: o, store: store}
+	return &takeOver{o: o, store: store, liveWait: o.conf.commitInterval + liveSlack}
 }
 
 const (
@@ -86,12 +93,12 @@ type writerRow struct {
 
 // run makes final every transaction another writer of the pipeline may
 // still commit, in every database with a writers table, and waits until
-// they are visible. It repeats while a pass sees a writer's label above its
-// row committed (the row it read is then behind). Calls coalesce: a call
-// returns at once when a run that started after its ticket was taken has
-// completed.
+// they are visible. Calls coalesce: a call returns at once when a run that
+// started after its ticket was taken has completed. Multi-table writers are
+// checked in one pass behind a marker (runMarked, takeoverlive.go);
+// per-table ones, or when the FE has no multi-table transactions, in
+// passes (runPasses).
 func (k *takeOver) run(ctx context.Context, ticket int64) error {
-	o := k.o
 	if k.store == nil {
 		return nil
 	}
@@ -102,6 +109,24 @@ func (k *takeOver) run(ctx context.Context, ticket int64) error {
 	}
 	k.started++
 	run := k.started
+	var err error
+	if k.o.proto.classic() {
+		err = k.runPasses(ctx)
+	} else {
+		err = k.runMarked(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	k.done = run
+	return nil
+}
+
+// runPasses makes every other writer's labels final, and repeats while a
+// pass sees a writer's label above its row committed (the row it read is
+// then behind).
+func (k *takeOver) runPasses(ctx context.Context) error {
+	o := k.o
 	for pass := 1; ; pass++ {
 		rows, err := k.store.writers(ctx, o.conf.pipelineID)
 		if err != nil {
@@ -110,10 +135,8 @@ func (k *takeOver) run(ctx context.Context, ticket int64) error {
 		var jobs []writerJob
 		now := o.now()
 		for _, db := range sortedKeys(rows) {
-			for _, r := range rows[db] {
-				if r.writer != o.writer && (r.updated.IsZero() || now.Sub(r.updated) <= writerRowStale) {
-					jobs = append(jobs, writerJob{db: db, row: r})
-				}
+			for _, r := range k.others(rows[db], now) {
+				jobs = append(jobs, writerJob{db: db, row: r})
 			}
 		}
 		start := time.Now()
@@ -125,15 +148,25 @@ func (k *takeOver) run(ctx context.Context, ticket int64) error {
 			o.log.Infof("Checked the transactions of %d other writers of pipeline %s in %v", len(jobs), o.conf.pipelineID, time.Since(start).Round(time.Millisecond))
 		}
 		if !again {
-			break
+			return nil
 		}
 		if pass == maxTakeOverPasses {
 			o.log.Warnf("Other writers of pipeline %s kept committing through %d checks: taking them as alive", o.conf.pipelineID, pass)
-			break
+			return nil
 		}
 	}
-	k.done = run
-	return nil
+}
+
+// others returns the rows of rs that belong to another writer and are not
+// older than writerRowStale at now.
+func (k *takeOver) others(rs []writerRow, now time.Time) []writerRow {
+	var out []writerRow
+	for _, r := range rs {
+		if r.writer != k.o.writer && (r.updated.IsZero() || now.Sub(r.updated) <= writerRowStale) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ticket is what a caller of run passes: the runs started before it was

@@ -118,7 +118,31 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	}
 	w.labels.durable(n, open, at)
 	o.m.commits.Incr(1, w.metricDB())
-	return nil
+	// A successor that finds no row of this writer in the database checks
+	// none of its labels there (takeoverlive.go): the row is visible before
+	// a commit it covers is sent, not only committed.
+	return w.awaitPublished(ctx, label)
+}
+
+// awaitPublished waits until the committed label is VISIBLE: COMMITTED is
+// asked again with backoff, and so is a failed query; UNKNOWN counts as
+// visible (StarRocks forgets a label only once it finished).
+func (w *dbWorker) awaitPublished(ctx context.Context, label string) error {
+	o := w.o
+	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	for {
+		state, err := o.client.WaitFinal(ctx, w.db, label, o.conf.labelStateWait)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil && (state == starrocks.StateVisible || state == starrocks.StateUnknown) {
+			return nil
+		}
+		w.log.Debugf("Anchor %s committed, not visible yet (state %q, %v)", label, state, err)
+		if !sleepCtx(ctx, b.next()) {
+			return ctx.Err()
+		}
+	}
 }
 
 // forgetWriter deletes the writer's rows on a clean close: nothing it began
