@@ -20,7 +20,7 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 	if isNullValue(value) {
 		return nil
 	}
-	m, err := decodeTxnMeta(value)
+	m, err := a.dec.decodeTxnMeta(value)
 	if err != nil {
 		a.txnFailed = fmt.Errorf("%s offset %d: %w (is transaction_topic the connector's transaction topic?)", tp{a.cfg.txnTopic, 0}, offset, err)
 		a.txnFailedAt = offset
