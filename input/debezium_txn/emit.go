@@ -119,7 +119,8 @@ func (a *assembler) holdReason(t *txnState) string {
 	if why := a.snapshotHold(t); why != "" {
 		return why
 	}
-	for part, off := range t.first {
+	for _, f := range t.first.entries {
+		part, off := f.key, f.val
 		if s, ok := a.part(part).headSide(); ok && s.rec.offset < off {
 			return "the side row at " + part.String() + " offset " + itoa(s.rec.offset) + " before its event at offset " + itoa(off) + " is not committed yet"
 		}
@@ -177,7 +178,7 @@ func (a *assembler) nextTxn() *emission {
 		}
 		t.status = txnEmitted
 		a.buffered -= t.bytes
-		t.events, t.keys = nil, nil
+		t.events, t.keys = nil, smallMap[eventKey, struct{}]{}
 		a.emitted = append(a.emitted, t)
 		a.stats.txnsEmitted++
 		a.stats.eventsEmitted += int64(len(evs))
