@@ -1,6 +1,8 @@
 package debezium_txn
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -167,7 +169,7 @@ func (a *assembler) nextTxn() *emission {
 			a.release(t)
 			continue
 		}
-		sort.SliceStable(evs, func(i, j int) bool { return evs[i].ev.totalOrder < evs[j].ev.totalOrder })
+		slices.SortStableFunc(evs, func(x, y *txnEvent) int { return cmp.Compare(x.ev.totalOrder, y.ev.totalOrder) })
 		em := &emission{txn: t, msgs: make([]outMsg, len(evs))}
 		for i, e := range evs {
 			em.msgs[i] = outMsg{
