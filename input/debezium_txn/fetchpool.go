@@ -8,9 +8,11 @@
 package debezium_txn
 
 import (
+	"bytes"
 	"math/bits"
 	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -24,7 +26,8 @@ const (
 	minRecsClass  = 3
 	maxRecsClass  = 16
 	// decompressGuess is the decompressed size guessed per compressed
-	// byte (the client grows a short buffer and gives back the grown one).
+	// byte where the codec does not tell it (the client grows a short
+	// buffer and gives back the grown one).
 	decompressGuess = 4
 )
 
@@ -62,9 +65,24 @@ func classOf(n, lo, hi int) int {
 	return c
 }
 
+// xerialPrefix starts a snappy batch in the xerial framing (Java
+// clients), whose size is not in one header.
+var xerialPrefix = []byte{130, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// decompressedSize is the size a batch decompresses to: exact for a
+// snappy block (its header says it), else guessed.
+func decompressedSize(compressed []byte, codec kgo.CompressionCodecType) int {
+	if codec == kgo.CodecSnappy && !bytes.HasPrefix(compressed, xerialPrefix) {
+		if n, err := s2.DecodedLen(compressed); err == nil {
+			return n
+		}
+	}
+	return len(compressed) * decompressGuess
+}
+
 // GetDecompressBytes returns a buffer for the batch's decompressed bytes.
-func (p *fetchPools) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
-	want := len(compressed) * decompressGuess
+func (p *fetchPools) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
+	want := decompressedSize(compressed, codec)
 	c := classAtLeast(want, minBytesClass, maxBytesClass)
 	if c < 0 {
 		return nil
