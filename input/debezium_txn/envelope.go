@@ -198,6 +198,10 @@ type decoder struct {
 	lastKeySet bool
 	// env is decodePlan's envelope (its members alias the value decoded).
 	env wireEnvelope
+	// meta is decodeTxnMeta's record, metaSchema the last transaction
+	// topic schema validated.
+	meta       wireTxnMeta
+	metaSchema []byte
 }
 
 func newDecoder(w valueWriter) *decoder {

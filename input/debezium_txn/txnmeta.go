@@ -61,26 +61,38 @@ func decodeTxnMetaIn(value []byte, fast bool, d *decoder) (txnMeta, error) {
 	if id, framed := registryFramed(value); framed {
 		return txnMeta{}, notJSONError(id)
 	}
-	var w wireTxnMeta
+	// The decoder's, when there is one: a local one escapes to the heap.
+	var w *wireTxnMeta
+	var hint []byte
+	if d != nil {
+		w, hint = &d.meta, d.metaSchema
+		*w = wireTxnMeta{DataCollections: w.DataCollections[:0]}
+	} else {
+		w = new(wireTxnMeta)
+	}
 	done := false
-	if schema, payload, ok := splitEnvelope(value); fast && ok && jsonscan.Valid(schema) == jsonscan.OK {
-		// The schema only validated, as decoding the whole value would,
-		// and the payload decoded, as below; any error is left to that
-		// decoding, for its message.
-		if done = scanTxnMeta(payload, &w, d); !done {
-			w = wireTxnMeta{}
-			if done = json.Unmarshal(payload, &w) == nil; !done {
-				w = wireTxnMeta{}
+	if schema, payload, hit, ok := splitEnvelopeHint(value, hint); fast && ok && (hit || jsonscan.Valid(schema) == jsonscan.OK) {
+		// The schema only validated, as decoding the whole value would
+		// (or recognised: the bytes of the last one validated, which
+		// BEGIN and END share), and the payload decoded, as below; any
+		// error is left to that decoding, for its message.
+		if d != nil && !hit && len(schema) > 0 && schema[0] == '{' {
+			d.metaSchema = append(d.metaSchema[:0], schema...)
+		}
+		if done = scanTxnMeta(payload, w, d); !done {
+			*w = wireTxnMeta{}
+			if done = json.Unmarshal(payload, w) == nil; !done {
+				*w = wireTxnMeta{}
 			}
 		}
 	} else if fast && !ok {
 		// Without the schema: the value is the payload (unless it has a
 		// "payload" member, which the scan leaves to encoding/json).
-		done = scanTxnMeta(value, &w, d)
+		done = scanTxnMeta(value, w, d)
 	}
 	if !done {
-		w = wireTxnMeta{}
-		if err := json.Unmarshal(value, &w); err != nil {
+		*w = wireTxnMeta{}
+		if err := json.Unmarshal(value, w); err != nil {
 			return txnMeta{}, fmt.Errorf("not a Debezium transaction metadata event: %w", err)
 		}
 		if w.Status == "" && len(w.Payload) > 0 {
@@ -88,7 +100,7 @@ func decodeTxnMetaIn(value []byte, fast bool, d *decoder) (txnMeta, error) {
 			if err := json.Unmarshal(w.Payload, &inner); err != nil {
 				return txnMeta{}, fmt.Errorf("not a Debezium transaction metadata event: payload: %w", err)
 			}
-			w = inner
+			*w = inner
 		}
 	}
 	m := txnMeta{id: string(w.ID)}

@@ -33,7 +33,8 @@ const (
 	collEventCount
 )
 
-// scanTxnMeta fills w as json.Unmarshal(b, w) would for a zero w, and
+// scanTxnMeta fills w as json.Unmarshal(b, w) would for a zero w (the
+// backing array of w.DataCollections reused), and
 // reports true, or reports false (w then unspecified) when encoding/json
 // must decide: anything jsonscan calls Unusual or Invalid, a member of a
 // type encoding/json refuses, a "payload" member. d, when not nil, interns
@@ -43,7 +44,7 @@ func scanTxnMeta(b []byte, w *wireTxnMeta, d *decoder) bool {
 	if txnMetaFields.Scan(b, v[:]) != jsonscan.OK || v[metaPayload].Kind != jsonscan.KindNone {
 		return false
 	}
-	*w = wireTxnMeta{}
+	*w = wireTxnMeta{DataCollections: w.DataCollections[:0]}
 	switch s := v[metaStatus]; s.Kind {
 	case jsonscan.KindNone, jsonscan.KindNull:
 	case jsonscan.KindString:

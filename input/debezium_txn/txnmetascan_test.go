@@ -80,6 +80,24 @@ func FuzzTxnMetaScanEqualsSlow(f *testing.F) {
 		f.Add([]byte(p))
 		f.Add([]byte(sch + p + "}"))
 	}
+	// After the schema above is recognised by its bytes: values that
+	// start with it and are not that schema, another schema, invalid ones
+	// (one that splitEnvelope skips, twice: an invalid schema is never
+	// recognised).
+	const begin = `{"status":"BEGIN","id":"x"}`
+	for _, v := range []string{
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]}x,"payload":` + begin + `}`,
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]}},"payload":` + begin + `}`,
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]},"payload":` + begin + `,"payload":{}}`,
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}],"x":1},"payload":` + begin + `}`,
+		`{"schema":{"type":"struct","fields":[}]},"payload":` + begin + `}`,
+		`{"schema":{"type":"struct","fields":[1,]},"payload":` + begin + `}`,
+		`{"schema":{"type":"struct","fields":[1,]},"payload":{"status":"BEGIN","id":"y"}}`,
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]},"payload":` + begin + `}`,
+		`{"payload":` + begin + `,"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]}}`,
+	} {
+		f.Add([]byte(v))
+	}
 	d := newDecoder(valueWriter{loc: time.UTC})
 	f.Fuzz(func(t *testing.T, v []byte) {
 		got, gerr := d.decodeTxnMeta(v)
