@@ -7,6 +7,11 @@ import (
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
+// debeziumTxnsPerWrite is the source transactions of one produce call of
+// the Debezium topics: as many as the envelope topic has per Kafka
+// transaction (TxnsPerKafkaTxn in topic.go).
+const debeziumTxnsPerWrite = 50
+
 // debeziumNaming names the Debezium topics of the debezium_txn row (the
 // workload's default connector, dbserver1).
 var debeziumNaming = workload.NewDebeziumSource(workload.DebeziumOptions{})
@@ -37,12 +42,20 @@ func (t *loadedTopic) debeziumView(ctx context.Context, o Options) (*loadedTopic
 		return nil, err
 	}
 	defer prod.Close()
+	// As many source transactions per produce call as the envelope topic
+	// has per Kafka transaction, so that both topics' records share Kafka
+	// batches alike.
 	part := int32(0)
+	batch := make([]workload.DebeziumTxn, 0, debeziumTxnsPerWrite)
 	for i := 0; i < o.Txns; i++ {
-		if err := prod.Write(ctx, src.Encode(gen.Next(part))); err != nil {
-			return nil, fmt.Errorf("pre-producing the Debezium workload: %w", err)
-		}
+		batch = append(batch, src.Encode(gen.Next(part)))
 		part = (part + 1) % gen.Partitions()
+		if len(batch) == cap(batch) || i == o.Txns-1 {
+			if err := prod.WriteBatch(ctx, batch); err != nil {
+				return nil, fmt.Errorf("pre-producing the Debezium workload: %w", err)
+			}
+			batch = batch[:0]
+		}
 	}
 	view.sourceTxns = prod.Stats.Txns.Load()
 	view.rows = prod.Stats.Events.Load()

@@ -125,8 +125,10 @@ type assembler struct {
 	stopErr error
 	// notes are errors for the input to log (skipped transactions).
 	notes []string
-	// topicCache caches the topic of an event's source collection.
+	// topicCache caches the topic of an event's source collection,
+	// collTopics that of a collection an END names.
 	topicCache map[sourceKey]string
+	collTopics map[string]string
 	// Snapshot gate state (snapshot.go).
 	gateUncommitted int
 	lastPending     bool
@@ -135,7 +137,9 @@ type assembler struct {
 	listingInFlight bool
 	buffered        int64
 	// full: the buffer bound holds (bound.go).
-	full  bool
+	full bool
+	// slab holds the txnEvents newTxnEvent hands out next.
+	slab  []txnEvent
 	stats assemblerStats
 }
 
@@ -152,6 +156,7 @@ func newAssembler(cfg assemblerConfig) *assembler {
 		done:         map[string]doneTxn{},
 		skipped:      map[string]*txnState{},
 		topicCache:   map[sourceKey]string{},
+		collTopics:   map[string]string{},
 		doneRing:     make([]string, cfg.resendWindow),
 		txnNext:      -1,
 		txnHWM:       -1,
@@ -351,12 +356,10 @@ func (a *assembler) addSide(p *partState, rec recMeta, e event, size int64, gate
 // the transaction whole); otherwise the transaction was loaded without it
 // and the returned error stops emission.
 func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, now time.Time) error {
-	coll := e.collection()
-	key := rec.tp.topic + "\x00" + coll + "\x00" + strconv.FormatInt(e.dco, 10)
-	rangeKey := key[:len(rec.tp.topic)+1+len(coll)] // shares key's bytes
+	rangeKey := collKeyOf(rec.tp.topic, &e)
 	if s := a.skipped[e.txID]; s != nil {
 		a.stats.duplicates++
-		a.countSkipped(s, rec.tp.topic, key)
+		a.countSkipped(s, rangeKey, e.dco)
 		return nil
 	}
 	if d, ok := a.done[e.txID]; ok {
@@ -378,22 +381,28 @@ func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, 
 		a.stats.duplicates++
 		return nil
 	}
-	if t.keys == nil {
-		t.keys, t.seen, t.first = map[string]struct{}{}, map[string]int64{}, map[tp]int64{}
+	if t.events == nil {
+		// Room for a usual transaction's events, partitions and topics,
+		// allocated once.
+		t.events = make([]*txnEvent, 0, txnEventsReserved)
+		t.keys.reserve(txnEventsReserved)
+		t.first.reserve(txnPartsReserved)
+		t.counts.reserve(txnTopicsReserved)
+		t.ranges = make(dcoRanges, 0, txnTopicsReserved)
 	}
-	if _, dup := t.keys[key]; dup {
+	ri := t.ranges.index(rangeKey)
+	if ri < 0 {
+		t.ranges = append(t.ranges, dcoRange{key: rangeKey})
+		ri = len(t.ranges) - 1
+	}
+	if _, added := t.keys.put(eventKey{r: ri, dco: e.dco}); !added {
 		a.stats.duplicates++
 		return nil
 	}
-	t.keys[key] = struct{}{}
-	r := t.ranges.find(rangeKey)
-	if r == nil {
-		t.ranges = append(t.ranges, dcoRange{key: rangeKey})
-		r = &t.ranges[len(t.ranges)-1]
-	}
-	r.add(e.dco)
-	t.seen[rec.tp.topic]++
-	if t.hasEnd && t.seen[rec.tp.topic] > t.expected[rec.tp.topic] && t.err == nil {
+	t.ranges[ri].add(e.dco)
+	c, _ := t.counts.put(rec.tp.topic)
+	c.seen++
+	if t.hasEnd && c.seen > c.want && t.err == nil {
 		t.err = a.overcount(t, rec.tp.topic)
 	}
 	loaded := e.op != opTruncate && e.op != opMessage
@@ -407,14 +416,39 @@ func (a *assembler) addTxnEvent(p *partState, rec recMeta, e event, size int64, 
 	if !loaded {
 		e.row = nil
 	}
-	t.events = append(t.events, &txnEvent{ev: e, rec: rec, topic: rec.tp.topic, size: size, loaded: loaded})
-	if _, ok := t.first[rec.tp]; !ok {
-		t.first[rec.tp] = rec.offset
+	te := a.newTxnEvent()
+	*te = txnEvent{ev: e, rec: rec, topic: rec.tp.topic, size: size, loaded: loaded}
+	t.events = append(t.events, te)
+	if f, added := t.first.put(rec.tp); added {
+		*f = rec.offset
 	}
 	t.bytes += size
 	a.buffered += size
 	p.txnEvents = append(p.txnEvents, heldEvent{offset: rec.offset, txn: t})
 	return nil
+}
+
+// The events, partitions and topics (and collections) a transaction's
+// state has room for before it grows (the first event allocates it).
+const (
+	txnEventsReserved = 8
+	txnPartsReserved  = 4
+	txnTopicsReserved = 2
+)
+
+// eventSlab is how many buffered events newTxnEvent allocates at once.
+const eventSlab = 32
+
+// newTxnEvent returns a zero txnEvent from the assembler's slab: one
+// allocation per eventSlab events (a slab stays alive while one of its
+// events is; events are released roughly in the order they were read).
+func (a *assembler) newTxnEvent() *txnEvent {
+	if len(a.slab) == 0 {
+		a.slab = make([]txnEvent, eventSlab)
+	}
+	e := &a.slab[0]
+	a.slab = a.slab[1:]
+	return e
 }
 
 // release marks a transaction committed: its offsets stop holding the
@@ -427,7 +461,7 @@ func (a *assembler) release(t *txnState) {
 		a.buffered -= t.bytes
 	}
 	t.status = txnCommitted
-	t.events, t.keys = nil, nil
+	t.events, t.keys = nil, smallMap[eventKey, struct{}]{}
 	delete(a.txns, t.id)
 	a.remember(t.id, doneTxn{whole: t.whole, ranges: slices.Clip(t.ranges)})
 }

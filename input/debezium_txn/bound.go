@@ -67,7 +67,7 @@ func (a *assembler) mustRead() readSet {
 		return rs
 	}
 	for _, p := range a.sortedParts() {
-		if p.failed == nil && head.seen[p.tp.topic] < head.expected[p.tp.topic] && !a.pastHead(p, head) {
+		if p.failed == nil && head.seen(p.tp.topic) < head.want(p.tp.topic) && !a.pastHead(p, head) {
 			rs.parts[p.tp] = true
 		}
 	}

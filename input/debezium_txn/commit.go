@@ -189,14 +189,16 @@ func (a *assembler) problems(now time.Time) []problem {
 // describeCounts names each consumed topic of a transaction, its
 // collections and the events seen of those expected.
 func (a *assembler) describeCounts(t *txnState) string {
-	topics := make([]string, 0, len(t.expected))
-	for topic := range t.expected {
-		topics = append(topics, topic)
+	var topics []string
+	for _, c := range t.counts.entries {
+		if c.val.counted {
+			topics = append(topics, c.key)
+		}
 	}
 	sort.Strings(topics)
 	var parts []string
 	for _, topic := range topics {
-		part := fmt.Sprintf("topic %s (collections %s): seen %d of %d", topic, strings.Join(t.names[topic], ", "), t.seen[topic], t.expected[topic])
+		part := fmt.Sprintf("topic %s (collections %s): seen %d of %d", topic, strings.Join(a.namesOf(t, topic), ", "), t.seen(topic), t.want(topic))
 		if !a.reads(topic) {
 			// A topic that matches but has no partition here yet: a new
 			// table's topic is read once the client's metadata shows it.
@@ -221,14 +223,16 @@ func (a *assembler) reads(topic string) bool {
 }
 
 func (a *assembler) describeSeen(t *txnState) string {
-	topics := make([]string, 0, len(t.seen))
-	for topic := range t.seen {
-		topics = append(topics, topic)
+	var topics []string
+	for _, c := range t.counts.entries {
+		if c.val.seen > 0 {
+			topics = append(topics, c.key)
+		}
 	}
 	sort.Strings(topics)
 	var parts []string
 	for _, topic := range topics {
-		parts = append(parts, fmt.Sprintf("%d in %s", t.seen[topic], topic))
+		parts = append(parts, fmt.Sprintf("%d in %s", t.seen(topic), topic))
 	}
 	return strings.Join(parts, ", ")
 }

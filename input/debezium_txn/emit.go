@@ -4,6 +4,8 @@ package debezium_txn
 // order. Main test: TestEmitInEndOrder.
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -122,7 +124,8 @@ func (a *assembler) holdReason(t *txnState) string {
 	if why := a.snapshotHold(t); why != "" {
 		return why
 	}
-	for part, off := range t.first {
+	for _, f := range t.first.entries {
+		part, off := f.key, f.val
 		if s, ok := a.part(part).headSide(); ok && s.rec.offset < off {
 			return "the side row at " + part.String() + " offset " + itoa(s.rec.offset) + " before its event at offset " + itoa(off) + " is not committed yet"
 		}
@@ -169,7 +172,7 @@ func (a *assembler) nextTxn() *emission {
 			a.release(t)
 			continue
 		}
-		sort.SliceStable(evs, func(i, j int) bool { return evs[i].ev.totalOrder < evs[j].ev.totalOrder })
+		slices.SortStableFunc(evs, func(x, y *txnEvent) int { return cmp.Compare(x.ev.totalOrder, y.ev.totalOrder) })
 		em := &emission{txn: t, msgs: make([]outMsg, len(evs))}
 		for i, e := range evs {
 			em.msgs[i] = outMsg{
@@ -180,7 +183,7 @@ func (a *assembler) nextTxn() *emission {
 		}
 		t.status = txnEmitted
 		a.buffered -= t.bytes
-		t.events, t.keys = nil, nil
+		t.events, t.keys = nil, smallMap[eventKey, struct{}]{}
 		a.emitted = append(a.emitted, t)
 		a.stats.txnsEmitted++
 		a.stats.eventsEmitted += int64(len(evs))

@@ -196,6 +196,12 @@ type decoder struct {
 	// lastKey is the last schemaless key's columns (keyColumnsScan).
 	lastKey    keyColumns
 	lastKeySet bool
+	// env is decodePlan's envelope (its members alias the value decoded).
+	env wireEnvelope
+	// meta is decodeTxnMeta's record, metaSchema the last transaction
+	// topic schema validated.
+	meta       wireTxnMeta
+	metaSchema []byte
 }
 
 func newDecoder(w valueWriter) *decoder {
@@ -353,7 +359,9 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 	if id, framed := registryFramed(value); framed {
 		return event{}, nil, notJSONError(id)
 	}
-	var env wireEnvelope
+	// The decoder's envelope: a local one escapes to the heap (it is
+	// handed to encoding/json), a large allocation per event.
+	env := &d.env
 	var plan *rowPlan
 	if schema, payload, hit, ok := splitEnvelopeHint(value, d.hintSchema); ok && !d.slowOnly {
 		// The JsonConverter's schema is as large as the rest and the same
@@ -371,13 +379,14 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 				d.hintSchema, d.hintPlan = append(d.hintSchema[:0], schema...), plan
 			}
 		}
-		if err := d.unmarshalEnvelope(payload, &env); err != nil {
+		if err := d.unmarshalEnvelope(payload, env); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
 		e, err := d.fromWire(env, plan)
+		*env = wireEnvelope{} // holds no fetched bytes
 		return e, plan, err
 	}
-	if err := d.unmarshalEnvelope(value, &env); err != nil {
+	if err := d.unmarshalEnvelope(value, env); err != nil {
 		return event{}, nil, fmt.Errorf("%w: %v", errNotEnvelope, err)
 	}
 	if env.Op == "" && len(env.Payload) > 0 && len(env.Schema) > 0 {
@@ -389,14 +398,15 @@ func (d *decoder) decodePlan(value []byte) (event, *rowPlan, error) {
 		if err := d.unmarshalEnvelope(env.Payload, &inner); err != nil {
 			return event{}, nil, fmt.Errorf("%w: payload: %v", errNotEnvelope, err)
 		}
-		env = inner
+		*env = inner
 	}
 	e, err := d.fromWire(env, plan)
+	*env = wireEnvelope{}
 	return e, plan, err
 }
 
 // fromWire turns a decoded payload into an event.
-func (d *decoder) fromWire(env wireEnvelope, plan *rowPlan) (event, error) {
+func (d *decoder) fromWire(env *wireEnvelope, plan *rowPlan) (event, error) {
 	if len(env.Op) != 1 {
 		if env.Op == "" {
 			return event{}, fmt.Errorf("%w: it has no \"op\" field", errNotEnvelope)

@@ -62,8 +62,10 @@ type Input struct {
 	// messages (both under mu).
 	cw contract.Writer
 	mb *msgBuilder
-	// dec decodes data values in the poll goroutine, outside mu.
-	dec *decoder
+	// dec decodes data values in the poll goroutine, outside mu, into
+	// the decodedBufs of decodedPool.
+	dec         *decoder
+	decodedPool sync.Pool
 
 	// mu is the input's lock, shared with the shell.
 	mu  sync.Mutex
@@ -162,6 +164,9 @@ func (in *Input) shellConfig() consumer.Config {
 		// Transaction markers advance a partition's position: the input
 		// knows when it has read a partition to its end.
 		kgo.KeepControlRecords(),
+		// Fetched gives every record back once the assembler has copied
+		// what it keeps.
+		kgo.WithPools(&fetchPools{}),
 	}
 	sc.Check = in.checkTransactionTopic
 	sc.Commits = kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}

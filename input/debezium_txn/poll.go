@@ -21,8 +21,11 @@ import (
 func (in *Input) Fetched(fetches kgo.Fetches) func() {
 	now := time.Now()
 	var parts []fetchedPartition
+	buf := in.decodedBuffer(fetches.NumRecords())
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		parts = append(parts, in.decodePartition(fp))
+		var fpart fetchedPartition
+		fpart, buf.recs = in.decodePartition(fp, buf.recs)
+		parts = append(parts, fpart)
 	})
 	return func() {
 		if a := in.asm; a != nil && !in.revoking {
@@ -31,7 +34,37 @@ func (in *Input) Fetched(fetches kgo.Fetches) func() {
 			}
 			in.afterFeedLocked()
 		}
+		in.releaseDecoded(buf)
+		// The assembler keeps copies only (a decoded event holds no
+		// byte of its record): the records and their decompressed
+		// batches go back to the client's pools (fetchpool.go).
+		fetches.EachRecord(func(r *kgo.Record) { r.Recycle() })
 	}
+}
+
+// releaseDecoded gives a poll's buffer back once the assembler copied what
+// it keeps, holding nothing.
+func (in *Input) releaseDecoded(buf *decodedBuf) {
+	clear(buf.all[:min(len(buf.recs), len(buf.all))])
+	buf.recs = buf.all[:0]
+	in.decodedPool.Put(buf)
+}
+
+// decodedBuf is the decoded records of one poll: every partition's
+// decoded values are a piece of all, handed out from recs.
+type decodedBuf struct {
+	all, recs []decoded
+}
+
+// decodedBuffer returns a buffer for n decoded records: one of an earlier
+// poll when it is large enough (a poll's decoded values are garbage once
+// the assembler copied them: reused, they cost no allocation per poll).
+func (in *Input) decodedBuffer(n int) *decodedBuf {
+	if b, _ := in.decodedPool.Get().(*decodedBuf); b != nil && cap(b.all) >= n {
+		return b
+	}
+	all := make([]decoded, 0, n)
+	return &decodedBuf{all: all[:cap(all)], recs: all}
 }
 
 // fetchedPartition is one partition's fetched records, data values decoded.
@@ -40,20 +73,25 @@ type fetchedPartition struct {
 	decoded []decoded
 }
 
-// decodePartition decodes the values of a data partition's records. Only
-// the poll goroutine uses in.dec.
-func (in *Input) decodePartition(fp kgo.FetchTopicPartition) fetchedPartition {
+// decodePartition decodes the values of a data partition's records into
+// the front of buf, and returns the rest of buf. Only the poll goroutine
+// uses in.dec.
+func (in *Input) decodePartition(fp kgo.FetchTopicPartition, buf []decoded) (fetchedPartition, []decoded) {
 	out := fetchedPartition{FetchTopicPartition: fp}
 	if fp.Topic == in.conf.transactionTopic {
-		return out
+		return out, buf
 	}
-	out.decoded = make([]decoded, len(fp.Records))
+	n := len(fp.Records)
+	if cap(buf)-len(buf) < n {
+		buf = make([]decoded, 0, n)
+	}
+	out.decoded = buf[len(buf) : len(buf)+n : len(buf)+n]
 	for i, r := range fp.Records {
 		if !r.Attrs.IsControl() {
 			out.decoded[i] = decodeRecord(in.dec, r.Key, r.Value)
 		}
 	}
-	return out
+	return out, buf[:len(buf)+n]
 }
 
 // feedLocked hands one partition's fetched records to the assembler.

@@ -11,11 +11,21 @@ import (
 	"fmt"
 )
 
+// collKey is a collection in a topic: the topic an event was read from
+// and its source coordinates.
+type collKey struct {
+	topic, db, schema, table string
+}
+
+// collKeyOf is the collKey of an event read from topic.
+func collKeyOf(topic string, e *event) collKey {
+	return collKey{topic: topic, db: e.db, schema: e.schema, table: e.table}
+}
+
 // dcoRange is the data_collection_orders seen of one collection in one
-// topic (key: topic\x00collection): how many distinct ones, the lowest and
-// the highest.
+// topic: how many distinct ones, the lowest and the highest.
 type dcoRange struct {
-	key         string
+	key         collKey
 	n, min, max int64
 }
 
@@ -23,12 +33,20 @@ type dcoRange struct {
 // few collections and the done ring keeps resend_window of them.
 type dcoRanges []dcoRange
 
-// find returns the range of key, nil when there is none.
-func (rs dcoRanges) find(key string) *dcoRange {
+// index returns the index of key's range, -1 when there is none.
+func (rs dcoRanges) index(key collKey) int {
 	for i := range rs {
 		if rs[i].key == key {
-			return &rs[i]
+			return i
 		}
+	}
+	return -1
+}
+
+// find returns the range of key, nil when there is none.
+func (rs dcoRanges) find(key collKey) *dcoRange {
+	if i := rs.index(key); i >= 0 {
+		return &rs[i]
 	}
 	return nil
 }
@@ -55,9 +73,9 @@ type doneTxn struct {
 	ranges dcoRanges
 }
 
-// resent reports whether an event (topic\x00collection, dco) of the
-// transaction is proven a re-send.
-func (d doneTxn) resent(rangeKey string, dco int64) bool {
+// resent reports whether an event (its collection in its topic, dco) of
+// the transaction is proven a re-send.
+func (d doneTxn) resent(rangeKey collKey, dco int64) bool {
 	return d.whole || d.ranges.find(rangeKey).has(dco)
 }
 
@@ -98,17 +116,21 @@ func (a *assembler) loadedWithout(e event, rec recMeta) error {
 // countSkipped counts a re-read event of a transaction skipped by the
 // progress; once every counted event was read, the transaction is only
 // remembered in the done ring.
-func (a *assembler) countSkipped(s *txnState, topic, key string) {
-	if s.keys == nil {
-		s.keys, s.seen = map[string]struct{}{}, map[string]int64{}
+func (a *assembler) countSkipped(s *txnState, key collKey, dco int64) {
+	r := s.ranges.index(key)
+	if r < 0 {
+		// The range only names the event for the dedup: a skipped
+		// transaction is remembered whole, its ranges prove nothing.
+		s.ranges = append(s.ranges, dcoRange{key: key})
+		r = len(s.ranges) - 1
 	}
-	if _, dup := s.keys[key]; dup {
+	if _, added := s.keys.put(eventKey{r: r, dco: dco}); !added {
 		return
 	}
-	s.keys[key] = struct{}{}
-	s.seen[topic]++
+	c, _ := s.counts.put(key.topic)
+	c.seen++
 	if s.covered() {
-		s.keys = nil
+		s.keys = smallMap[eventKey, struct{}]{}
 		delete(a.skipped, s.id)
 	}
 }

@@ -124,8 +124,8 @@ func (a *assembler) openParts(t *txnState) []*partState {
 // for the later transaction's (rule 1 of ARCHITECTURE.md §13.5), which
 // waits for t: nothing would be emitted again.
 func (a *assembler) beforeSnapshot(t *txnState) bool {
-	for part, off := range t.first {
-		if p := a.parts[part]; p != nil && off < p.lastGate {
+	for _, f := range t.first.entries {
+		if p := a.parts[f.key]; p != nil && f.val < p.lastGate {
 			return true
 		}
 	}

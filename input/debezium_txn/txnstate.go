@@ -43,12 +43,18 @@ type txnState struct {
 	endOffset int64
 	endAt     time.Time
 	firstAt   time.Time
-	expected  map[string]int64 // per consumed topic
-	names     map[string][]string
-	seen      map[string]int64
-	events    []*txnEvent
-	keys      map[string]struct{}
-	first     map[tp]int64 // per partition, the offset of its first event
+	// counts holds per topic the events read and, from the END on, the
+	// events it counts for the collections mapped there (consumed topics
+	// only).
+	counts smallMap[string, topicCount]
+	// colls are the END's collections, for messages.
+	colls  []collectionCount
+	events []*txnEvent
+	// keys holds the (topic and collection: an index of ranges,
+	// data_collection_order) of the events read, to drop re-sent ones.
+	keys smallMap[eventKey, struct{}]
+	// first holds per partition the offset of its first event.
+	first smallMap[tp, int64]
 	// ranges summarises the data_collection_orders seen per topic and
 	// collection; kept after emission to prove later events re-sends.
 	ranges dcoRanges
@@ -61,10 +67,43 @@ type txnState struct {
 	err error
 }
 
+// topicCount is what a transaction has of one topic.
+type topicCount struct {
+	// seen counts the events read.
+	seen int64
+	// want is the events the END counts, when counted is set: the END
+	// maps a collection to the topic (its count may be 0).
+	want    int64
+	counted bool
+}
+
+// eventKey identifies an event in its transaction: the index of its
+// topic and collection in ranges, and its data_collection_order.
+type eventKey struct {
+	r   int
+	dco int64
+}
+
+// seen returns the events read of topic.
+func (t *txnState) seen(topic string) int64 {
+	if c := t.counts.get(topic); c != nil {
+		return c.seen
+	}
+	return 0
+}
+
+// want returns the events the END counts on topic (0 before the END).
+func (t *txnState) want(topic string) int64 {
+	if c := t.counts.get(topic); c != nil {
+		return c.want
+	}
+	return 0
+}
+
 // covered reports that every consumed topic holds at least the END's count.
 func (t *txnState) covered() bool {
-	for topic, want := range t.expected {
-		if t.seen[topic] < want {
+	for _, c := range t.counts.entries {
+		if c.val.counted && c.val.seen < c.val.want {
 			return false
 		}
 	}
@@ -75,12 +114,23 @@ func (t *txnState) complete() bool {
 	if !t.hasEnd {
 		return false
 	}
-	for topic, want := range t.expected {
-		if t.seen[topic] != want {
+	for _, c := range t.counts.entries {
+		if c.val.counted && c.val.seen != c.val.want {
 			return false
 		}
 	}
 	return true
+}
+
+// namesOf returns the END's collections that map to topic.
+func (a *assembler) namesOf(t *txnState, topic string) []string {
+	var out []string
+	for _, c := range t.colls {
+		if a.topicOfCollection(c.name) == topic {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // sideRow is a snapshot or untransacted row: a one-row transaction of its

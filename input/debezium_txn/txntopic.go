@@ -20,7 +20,7 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 	if isNullValue(value) {
 		return nil
 	}
-	m, err := decodeTxnMeta(value)
+	m, err := a.dec.decodeTxnMeta(value)
 	if err != nil {
 		a.txnFailed = fmt.Errorf("%s offset %d: %w (is transaction_topic the connector's transaction topic?)", tp{a.cfg.txnTopic, 0}, offset, err)
 		a.txnFailedAt = offset
@@ -50,23 +50,22 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 	// read far ahead of the data topics (ARCHITECTURE.md §13.8).
 	t.bytes += int64(len(value))
 	a.buffered += int64(len(value))
-	t.expected, t.names = map[string]int64{}, map[string][]string{}
+	t.colls = m.collections
 	for _, c := range m.collections {
-		topic := a.cfg.topicOf(c.name)
+		topic := a.topicOfCollection(c.name)
 		if !a.cfg.consumed(topic) {
 			continue
 		}
-		t.expected[topic] += c.count
-		t.names[topic] = append(t.names[topic], c.name)
-	}
-	for topic, n := range t.seen {
-		if n > t.expected[topic] && t.err == nil {
-			t.err = a.overcount(t, topic)
-		}
+		tc, _ := t.counts.put(topic)
+		tc.want += c.count
+		tc.counted = true
 	}
 	var total int64
-	for _, n := range t.expected {
-		total += n
+	for _, c := range t.counts.entries {
+		if c.val.seen > c.val.want && t.err == nil {
+			t.err = a.overcount(t, c.key)
+		}
+		total += c.val.want
 	}
 	if total >= maxTxnEvents && t.err == nil {
 		t.err = fmt.Errorf("transaction %q has %d events in the consumed topics, more than the %d one transaction can hold", t.id, total, maxTxnEvents-1)
@@ -86,7 +85,21 @@ func (a *assembler) addTxnMeta(offset int64, value []byte, now time.Time) error 
 }
 
 func (a *assembler) overcount(t *txnState, topic string) error {
-	return fmt.Errorf("transaction %q: topic %s holds %d events of it, but its END counts %d for the collections mapped to that topic (%v): a collection_topics entry is missing or wrong", t.id, topic, t.seen[topic], t.expected[topic], t.names[topic])
+	return fmt.Errorf("transaction %q: topic %s holds %d events of it, but its END counts %d for the collections mapped to that topic (%v): a collection_topics entry is missing or wrong", t.id, topic, t.seen(topic), t.want(topic), a.namesOf(t, topic))
+}
+
+// topicOfCollection is cfg.topicOf, cached: END events name the same
+// collections again and again.
+func (a *assembler) topicOfCollection(c string) string {
+	if t, ok := a.collTopics[c]; ok {
+		return t
+	}
+	if len(a.collTopics) >= maxPlans {
+		clear(a.collTopics)
+	}
+	t := a.cfg.topicOf(c)
+	a.collTopics[c] = t
+	return t
 }
 
 // controlRecord advances a partition past a Kafka transaction marker.
