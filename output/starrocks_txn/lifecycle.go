@@ -346,6 +346,10 @@ func (k *core) advance(p *partition) {
 	if n == 0 {
 		return
 	}
+	// Cleared first: the array behind p.order would otherwise hold the
+	// resolved transactions, and every message in them, until an append
+	// reallocates it.
+	clear(p.order[:n])
 	p.order = p.order[n:]
 	if last != nil {
 		k.publish(p, last.endOffset)
