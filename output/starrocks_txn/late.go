@@ -92,7 +92,7 @@ func (k *core) joinLate(p *partition, t *srcTxn, it *item, prog *progressEntry, 
 				before++
 			}
 		}
-		rows := t.rows[it.table]
+		rows := t.rowsOf(it.table)
 		if n := len(rows) - 1; before < n {
 			copy(rows[before+1:], rows[before:n])
 			rows[before] = it.body

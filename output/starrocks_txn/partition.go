@@ -359,7 +359,7 @@ func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog 
 		// A schema to check, or an earlier transaction gated for one: it
 		// waits, in order (schema.go).
 		k.gate(p, t)
-	case len(t.rows) == 0:
+	case len(t.tables) == 0:
 		k.move(t, txnSkipped)
 	default:
 		k.activate(p, t, now)

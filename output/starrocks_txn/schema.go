@@ -160,7 +160,7 @@ func (k *core) unchecked(t *srcTxn) []schemaNeed {
 // ungate lets a checked transaction go on: to the active chunks, or
 // skipped when it has no rows (a schema change alone).
 func (k *core) ungate(p *partition, t *srcTxn, now time.Time) {
-	if len(t.rows) == 0 {
+	if len(t.tables) == 0 {
 		k.move(t, txnSkipped)
 		return
 	}
