@@ -134,6 +134,10 @@ type Options struct {
 	// CPUProfile and MemProfile, when set, are path prefixes: each row
 	// writes <prefix>-<row>.pprof.
 	CPUProfile, MemProfile string
+	// HeapProfile, when set, is a path prefix: each row of a Benthos
+	// stream writes the heap profiles at its start and at its peak of
+	// records in flight (heapprof.go).
+	HeapProfile string
 	// Progress, when set, receives one line per row as it runs.
 	Progress func(string)
 	// Timeout bounds one row's run (default 5 minutes).

@@ -55,6 +55,7 @@ metrics), so that the fleet's rows/s stands beside one process's.`,
 			&cli.Float64Flag{Name: "abort-ratio", Value: DefaultAbortRatio, Usage: "share of Kafka producer transactions aborted"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of each row to `PREFIX`-<row>.pprof"},
 			&cli.StringFlag{Name: "memprofile", Usage: "write the allocation profile after each row to `PREFIX`-<row>.pprof (cumulative: compare two with go tool pprof -base)"},
+			&cli.StringFlag{Name: "heapprofile", Usage: "write heap profiles of each pipeline row to `PREFIX`-<row>-start.pprof (after its start's GC) and PREFIX-<row>.pprof (at its peak of records in flight; each candidate forces a GC, so the row's timings are disturbed): go tool pprof -base the first the second shows what the records in flight hold"},
 			&cli.BoolFlag{Name: "quick", Usage: fmt.Sprintf("a small run (%d source transactions) to check that everything works", QuickTxns)},
 			&cli.IntFlag{Name: "processes", Usage: "also run the exactly_once pipeline as OS processes of this binary in one consumer group against one emulator, on the first topic: a row with 1 process and one with `N`, measured alike (from the outside: their metrics), so that the fleet's rows/s stands beside one process's of the same run"},
 			&cli.StringFlag{Name: "only", Usage: "run only rows of these kinds, comma-separated: " + strings.Join(Kinds, ", ") + " (for profiling one)"},
@@ -88,7 +89,7 @@ metrics), so that the fleet's rows/s stands beside one process's.`,
 				Txns: c.Int("txns"), Rate: c.Int("rate"), Partitions: parts, Tables: tables, Batch: c.Int("batch"),
 				MaxInFlight: c.Int("max-in-flight"), HTTPMaxInFlight: c.Int("http-max-in-flight"),
 				BufferSize: c.Int("buffer-size"), CommitInterval: c.Duration("commit-interval"),
-				AbortRatio: c.Float64("abort-ratio"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),
+				AbortRatio: c.Float64("abort-ratio"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"), HeapProfile: c.String("heapprofile"),
 				Progress:  func(s string) { fmt.Fprintln(errOut, s) },
 				Processes: c.Int("processes"),
 			}
@@ -110,6 +111,12 @@ metrics), so that the fleet's rows/s stands beside one process's.`,
 					}
 					o.Kinds = append(o.Kinds, k)
 				}
+			}
+			if o.HeapProfile != "" {
+				// A finer sample than the default 512 KiB, so that the
+				// owners of a few hundred bytes per record are counted
+				// closely (heapprof.go); before the topics are loaded.
+				runtime.MemProfileRate = heapProfileRate
 			}
 			if c.Bool("quick") && !c.IsSet("txns") {
 				o.Txns = QuickTxns

@@ -177,6 +177,10 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	}
 
 	res.StartRSS = settle()
+	heap := newHeapAtPeak(o.HeapProfile, name)
+	if err := heap.takeBase(); err != nil {
+		return res, err
+	}
 	var before emulator.Counters
 	if em != nil {
 		before = em.Counters()
@@ -204,6 +208,7 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 			}
 			if v := m.read.Load() - m.acked.Load(); v > peakInFlight.Load() {
 				peakInFlight.Store(v)
+				heap.offer(v, func() (int64, int64) { return m.read.Load(), m.acked.Load() })
 			}
 			select {
 			case <-sampleCtx.Done():
@@ -239,6 +244,11 @@ func runStream(ctx context.Context, o Options, res Result, tp *loadedTopic, prof
 	profErr := prof.stop(name)
 	stopSampling()
 	wg.Wait()
+	if line, err := heap.write(); err != nil && profErr == nil {
+		profErr = err
+	} else if line != "" && o.Progress != nil {
+		o.Progress("      " + line)
+	}
 	if w, ok := m.measured(); ok {
 		res.Elapsed, res.CPU, res.AllocBytes, res.AllocObjects, res.GCShare = w.wall, w.cpu, w.allocBytes, w.allocObj, w.gcShare
 		res.Sys, res.MinFaults = w.sys, w.minFaults

@@ -88,6 +88,7 @@ func (ps *partState) popQueue() *kgo.Record {
 	rec := ps.queue[0]
 	ps.queue[0] = nil
 	ps.queue = ps.queue[1:]
+	ps.queueBytes -= len(rec.Value)
 	if len(ps.queue) == 0 {
 		ps.queue = nil
 	}
@@ -214,5 +215,5 @@ func (ps *partState) lastEnd(ends registry.EndFunc) int {
 // revoke: the next owner reads them again).
 func (ps *partState) dropPending() {
 	ps.queue, ps.batching, ps.batchMsgs = nil, nil, nil
-	ps.batchBytes, ps.endIdx, ps.endChecked = 0, 0, 0
+	ps.queueBytes, ps.batchBytes, ps.endIdx, ps.endChecked = 0, 0, 0, 0
 }

@@ -72,9 +72,19 @@ type Input struct {
 	// warnedNoEnds is set once the input said it cannot tell where source
 	// transactions end (read.go).
 	warnedNoEnds bool
+
+	// readAhead bounds the fetched records the input holds before they
+	// are delivered (readahead.go); pollWaiting is set while the poll loop
+	// waits for room, readAheadWaits counts how often it found none.
+	readAhead      readAheadLimit
+	pollWaiting    bool
+	readAheadWaits int
 }
 
-var _ consumer.Input = (*Input)(nil)
+var (
+	_ consumer.Input            = (*Input)(nil)
+	_ consumer.ReadAheadLimiter = (*Input)(nil)
+)
 
 // New builds a kafka_txn input from a parsed config.
 func New(conf *service.ParsedConfig, mgr *service.Resources) (*Input, error) {
@@ -104,6 +114,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		parts:        map[string]*partState{},
 		groupOffsets: map[string]int64{},
 		logLim:       kafka.NewLogLimiter(kafka.LogInterval),
+		readAhead:    defaultReadAhead,
 	}
 	sc := c.Config
 	sc.Name = Name

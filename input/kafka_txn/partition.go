@@ -33,6 +33,8 @@ type partState struct {
 	// builder makes the assignment's messages (message.go).
 	builder *recordBuilder
 	queue   []*kgo.Record // fetched, not yet handed to a batch
+	// queueBytes is the size of the queued records' values.
+	queueBytes int
 	// batcher applies a policy with processors (batchRule.benthos).
 	batcher *service.Batcher
 	// batching are the records taken from the queue, not yet delivered

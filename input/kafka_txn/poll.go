@@ -25,6 +25,10 @@ func (in *Input) updatePauseLocked(ps *partState) {
 		return
 	}
 	ps.paused = want
+	if want {
+		// Its queue no longer counts against the read-ahead.
+		in.readAheadTakenLocked()
+	}
 	tp := map[string][]int32{ps.topic: {ps.part}}
 	if want {
 		in.cl.PauseFetchPartitions(tp)
@@ -113,6 +117,7 @@ func (ps *partState) addFetched(fp kgo.FetchTopicPartition) {
 		}
 		ps.nextFetch = r.Offset + 1
 		ps.queue = append(ps.queue, r)
+		ps.queueBytes += len(r.Value)
 	}
 }
 

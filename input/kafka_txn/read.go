@@ -14,6 +14,8 @@ import (
 // NextBatchLocked returns the next batch: the due parts of one or more
 // partitions (batching.go), in partition order, each part in offset order.
 func (in *Input) NextBatchLocked(ctx context.Context) (service.MessageBatch, service.AckFunc, time.Duration) {
+	// What it takes from the queues may make room for the poll loop.
+	defer in.readAheadTakenLocked()
 	if in.conf.batching.benthos {
 		return in.nextPolicyBatchLocked(ctx)
 	}

@@ -55,24 +55,18 @@ type call struct {
 	held bool
 }
 
-// item is one message of a WriteBatch.
+// item is one message of a WriteBatch. One is kept per message in flight,
+// so its flags are together at the end (ARCHITECTURE.md §9.1; 272 bytes).
 type item struct {
 	call *call
 	msg  *service.Message
 	meta contract.Meta
 	// pk is the ordered stream the message belongs to; db and table its
 	// target when it is a row (isRow), body the row.
-	pk       pkey
-	db       string
-	table    string
-	body     []byte
-	isRow    bool
-	isDelete bool
-	// vouched is set when the assembler that wrote the contract built this
-	// very body and established that it is one JSON object, and isDelete
-	// with it (contract.Parsed.Row): parseBody then neither validates nor
-	// decodes it again.
-	vouched bool
+	pk    pkey
+	db    string
+	table string
+	body  []byte
 	// schema and keys are what the writer established of the row's schema
 	// (contract.RowFacts: its source table, or the hash of its keys; the
 	// hash is computed here for a row no writer vouched for); change is the
@@ -84,6 +78,17 @@ type item struct {
 	// poison is why the message's source transaction cannot be loaded
 	// (parseContract, parseBody, a duplicate seq).
 	poison error
+	// t0 is when the message was created (sourceTime), in Unix
+	// nanoseconds.
+	t0 int64
+
+	isRow    bool
+	isDelete bool
+	// vouched is set when the assembler that wrote the contract built this
+	// very body and established that it is one JSON object, and isDelete
+	// with it (contract.Parsed.Row): parseBody then neither validates nor
+	// decodes it again.
+	vouched bool
 	// unsequenced is set for a message that names its partition and
 	// transaction but whose starrocks_seq is malformed: it cannot wait for
 	// its turn, and is applied to its partition as it arrives. unsureEnd is
@@ -91,10 +96,16 @@ type item struct {
 	// whether its transaction ended there is unknown.
 	unsequenced bool
 	unsureEnd   bool
-	// t0 is when the message was created (sourceTime).
-	t0 time.Time
 	// finished is set once the message is acknowledged (itemDone).
 	finished bool
+}
+
+// sourceTime returns t0 as a time (zero when it is unset).
+func (it *item) sourceTime() time.Time {
+	if it.t0 == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, it.t0)
 }
 
 // WriteBatch admits the batch's messages in sequence order and returns once
@@ -179,7 +190,7 @@ func (o *Output) parseContract(msg *service.Message, c *call, now time.Time) *it
 
 // parseContractInto is parseContract into an item the caller allocated.
 func (o *Output) parseContractInto(it *item, msg *service.Message, c *call, now time.Time) *item {
-	*it = item{call: c, msg: msg, t0: sourceTime(msg, now)}
+	*it = item{call: c, msg: msg, t0: sourceTime(msg, now).UnixNano()}
 	parsed := contract.Parse(msg)
 	meta := parsed.Meta
 	if meta.ArrivalOffset && o.conf.exactlyOnce {

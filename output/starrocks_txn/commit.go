@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
@@ -202,7 +203,7 @@ func (w *dbWorker) deliverCycle(ctx context.Context, c *cycle) error {
 					o.schemas.Invalidate(w.db, le.table)
 				}
 				for _, t := range c.txns {
-					if _, ok := t.rows[le.table]; ok {
+					if slices.Contains(t.tables, le.table) {
 						o.poisonTableFromCycle(t, fmt.Errorf("loading table %s.%s: %w", w.db, le.table, le.err))
 					}
 				}
@@ -546,8 +547,8 @@ func (w *dbWorker) committed(c *cycle, start time.Time) {
 		if !commitsNow(t) {
 			continue
 		}
-		for _, tbl := range t.tables {
-			counted = addTableCount(counted, tbl, int64(len(t.rows[tbl])))
+		for i, tbl := range t.tables {
+			counted = addTableCount(counted, tbl, int64(len(t.tableRows[i])))
 		}
 		txns++
 		o.m.visibility.Timing(int64(now.Sub(t.t0)), db)

@@ -234,6 +234,7 @@ func (k *core) nextDeadLetter() *srcTxn {
 		}
 		for len(lane.queue) > 0 {
 			t := lane.queue[0]
+			lane.queue[0] = nil // not held by the array once written
 			lane.queue = lane.queue[1:]
 			if t.state != txnPoisoned {
 				k.releaseFenced(t)

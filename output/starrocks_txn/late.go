@@ -59,7 +59,7 @@ func (k *core) applyLate(it *item, now time.Time) {
 			return
 		}
 	}
-	lone := newTxn(p, it.meta.TxnID, it.t0)
+	lone := newTxn(p, it.meta.TxnID, it.sourceTime())
 	lone.late = true
 	lone.items = append(lone.items, it)
 	lone.poison = fmt.Errorf("the message at starrocks_source_offset %d of source transaction %q arrived after sequence_gap_timeout (%v) had skipped it, when its transaction had ended without it or later transactions of partition %s were admitted: it cannot be applied in order (whatever of its transaction came in time is applied without it); raise sequence_gap_timeout above the longest time a message can take from the txn_assembler to this output", off, it.meta.TxnID, k.conf.sequenceGapTimeout, p.key)
@@ -92,7 +92,7 @@ func (k *core) joinLate(p *partition, t *srcTxn, it *item, prog *progressEntry, 
 				before++
 			}
 		}
-		rows := t.rows[it.table]
+		rows := t.rowsOf(it.table)
 		if n := len(rows) - 1; before < n {
 			copy(rows[before+1:], rows[before:n])
 			rows[before] = it.body

@@ -35,7 +35,7 @@ func TestCoreLateMessageJoinsItsOpenTransaction(t *testing.T) {
 	require.Equal(t, []string{"T:queued"}, st.states("a1", "p0"), "T commits whole")
 	tx := st.part("a1", "p0").order[0]
 	var vs []string
-	for _, r := range tx.rows["a"] {
+	for _, r := range tx.rowsOf("a") {
 		vs = append(vs, string(r))
 	}
 	assert.Equal(t, []string{

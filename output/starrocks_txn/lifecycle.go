@@ -6,6 +6,7 @@ package starrocks_txn
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -163,15 +164,18 @@ func canMove(from, to txnState, inCommit, inDeadLetter bool) bool {
 
 // srcTxn is one source transaction of a partition.
 type srcTxn struct {
-	id     string
-	p      *partition
-	items  []*item
-	db     string
-	rows   map[string][][]byte
-	tables []string
-	bytes  int64
-	poison error
-	t0     time.Time
+	id    string
+	p     *partition
+	items []*item
+	db    string
+	// tables are the tables it has rows for, in the order of their first
+	// row, and tableRows the rows of each (rowsOf): a map per transaction
+	// would cost more than the transaction's rows in memory.
+	tables    []string
+	tableRows [][][]byte
+	bytes     int64
+	poison    error
+	t0        time.Time
 	// deletes are the tables the transaction deletes from; modelChecked is
 	// set once their key models were checked.
 	deletes      map[string]bool
@@ -222,6 +226,31 @@ type srcTxn struct {
 	rowsFree [][]byte
 }
 
+// appendRow adds body to the rows of table.
+func (t *srcTxn) appendRow(table string, body []byte) {
+	i := slices.Index(t.tables, table)
+	if i < 0 {
+		var rows [][]byte
+		if len(t.rowsFree) >= rowsPerTable {
+			// Full slice expression: a table's rows past its room move
+			// out, never into the next table's.
+			rows, t.rowsFree = t.rowsFree[:0:rowsPerTable], t.rowsFree[rowsPerTable:]
+		}
+		t.tables = append(t.tables, table)
+		t.tableRows = append(t.tableRows, rows)
+		i = len(t.tables) - 1
+	}
+	t.tableRows[i] = append(t.tableRows[i], body)
+}
+
+// rowsOf returns the transaction's rows for table, in order.
+func (t *srcTxn) rowsOf(table string) [][]byte {
+	if i := slices.Index(t.tables, table); i >= 0 {
+		return t.tableRows[i]
+	}
+	return nil
+}
+
 // rowsPerTable is the room for rows each of a transaction's first tables
 // gets in srcTxn.rowsBuf.
 const rowsPerTable = 2
@@ -231,7 +260,7 @@ func (t *srcTxn) held() bool { return t.inCommit || t.inDeadLetter }
 
 // newTxn starts a source transaction of p in state open.
 func newTxn(p *partition, id string, t0 time.Time) *srcTxn {
-	t := &srcTxn{id: id, p: p, rows: map[string][][]byte{}, t0: t0}
+	t := &srcTxn{id: id, p: p, t0: t0}
 	t.items, t.tables, t.rowsFree = t.itemsBuf[:0], t.tablesBuf[:0], t.rowsBuf[:]
 	return t
 }
@@ -243,16 +272,7 @@ func (k *core) addRow(t *srcTxn, it *item) {
 		k.refuse(t, fmt.Errorf("adding a row to source transaction %q of partition %s in state %s", t.id, t.p.key, t.state))
 		return
 	}
-	rows, seen := t.rows[it.table]
-	if !seen {
-		t.tables = append(t.tables, it.table)
-		if len(t.rowsFree) >= rowsPerTable {
-			// Full slice expression: a table's rows past its room move
-			// out, never into the next table's.
-			rows, t.rowsFree = t.rowsFree[:0:rowsPerTable], t.rowsFree[rowsPerTable:]
-		}
-	}
-	t.rows[it.table] = append(rows, it.body)
+	t.appendRow(it.table, it.body)
 	if it.isDelete {
 		if t.deletes == nil {
 			t.deletes = map[string]bool{}
@@ -350,6 +370,10 @@ func (k *core) advance(p *partition) {
 	if n == 0 {
 		return
 	}
+	// Cleared first: the array behind p.order would otherwise hold the
+	// resolved transactions, and every message in them, until an append
+	// reallocates it.
+	clear(p.order[:n])
 	p.order = p.order[n:]
 	if last != nil {
 		k.publish(p, last.endOffset)

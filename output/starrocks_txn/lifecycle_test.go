@@ -380,8 +380,8 @@ func TestAddRowKeepsEachTablesRows(t *testing.T) {
 		want[tbl] = append(want[tbl], body)
 	}
 	got := map[string][]string{}
-	for tbl, rows := range txn.rows {
-		for _, r := range rows {
+	for _, tbl := range txn.tables {
+		for _, r := range txn.rowsOf(tbl) {
 			got[tbl] = append(got[tbl], string(r))
 		}
 	}

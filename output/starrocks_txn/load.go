@@ -122,7 +122,7 @@ func loadBody(txns []*srcTxn, table string) ([]byte, int) {
 func loadBodySize(txns []*srcTxn, table string) (size, n int) {
 	size = 1
 	for _, t := range txns {
-		for _, r := range t.rows[table] {
+		for _, r := range t.rowsOf(table) {
 			size += len(r) + 1
 			n++
 		}
@@ -138,7 +138,7 @@ func fillLoadBody(body []byte, txns []*srcTxn, table string) []byte {
 	body = append(body, '[')
 	first := true
 	for _, t := range txns {
-		for _, r := range t.rows[table] {
+		for _, r := range t.rowsOf(table) {
 			if !first {
 				body = append(body, ',')
 			}

@@ -20,13 +20,13 @@ func TestLoadBodyIsTheRowsAsAnArray(t *testing.T) {
 		var txns []*srcTxn
 		want := map[string][][]byte{}
 		for i := rapid.IntRange(0, 6).Draw(t, "txns"); i > 0; i-- {
-			st := &srcTxn{rows: map[string][][]byte{}}
+			st := &srcTxn{}
 			for j := rapid.IntRange(0, 5).Draw(t, "rows"); j > 0; j-- {
 				tbl := rapid.SampledFrom(tables).Draw(t, "table")
 				s, err := json.Marshal(rapid.String().Draw(t, "s"))
 				require.NoError(t, err)
 				row := []byte(fmt.Sprintf(`{"id":%d,"s":%s}`, rapid.Int().Draw(t, "id"), s))
-				st.rows[tbl] = append(st.rows[tbl], row)
+				st.appendRow(tbl, row)
 				want[tbl] = append(want[tbl], row)
 			}
 			txns = append(txns, st)
@@ -51,9 +51,9 @@ func TestLoadBodyIsTheRowsAsAnArray(t *testing.T) {
 func benchTxns(n int) []*srcTxn {
 	txns := make([]*srcTxn, n)
 	for i := range txns {
-		st := &srcTxn{rows: map[string][][]byte{}}
+		st := &srcTxn{}
 		for j := 0; j < 5; j++ {
-			st.rows["orders"] = append(st.rows["orders"], []byte(fmt.Sprintf(`{"order_id":%d,"customer_id":%d,"status":"created","amount":"12.50","note":"a row of a usual size"}`, i, j)))
+			st.appendRow("orders", []byte(fmt.Sprintf(`{"order_id":%d,"customer_id":%d,"status":"created","amount":"12.50","note":"a row of a usual size"}`, i, j)))
 		}
 		txns[i] = st
 	}

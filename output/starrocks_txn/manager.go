@@ -129,7 +129,7 @@ type regionKey struct {
 
 // addRegions adds the regions t has rows in to regions.
 func addRegions(regions map[regionKey]struct{}, p pkey, t *srcTxn) {
-	for tbl := range t.rows {
+	for _, tbl := range t.tables {
 		regions[regionKey{p: p, db: t.db, table: tbl}] = struct{}{}
 	}
 }

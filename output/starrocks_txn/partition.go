@@ -311,7 +311,7 @@ func (k *core) closeUnsure(p *partition, it *item) {
 func (k *core) appendTo(p *partition, it *item) *srcTxn {
 	t := p.open
 	if t == nil {
-		t = newTxn(p, it.meta.TxnID, it.t0)
+		t = newTxn(p, it.meta.TxnID, it.sourceTime())
 		p.open = t
 		if parked := p.parked[t.id]; len(parked) > 0 {
 			// Messages of it with a malformed starrocks_seq came first.
@@ -323,8 +323,8 @@ func (k *core) appendTo(p *partition, it *item) *srcTxn {
 	}
 	t.items = append(t.items, it)
 	t.unsureEnd = t.unsureEnd || it.unsureEnd
-	if it.t0.Before(t.t0) {
-		t.t0 = it.t0
+	if t0 := it.sourceTime(); t0.Before(t.t0) {
+		t.t0 = t0
 	}
 	if it.poison != nil && t.poison == nil {
 		t.poison = it.poison
@@ -384,7 +384,7 @@ func (k *core) complete(p *partition, t *srcTxn, it *item, regressed bool, prog 
 		// A schema to check, or an earlier transaction gated for one: it
 		// waits, in order (schema.go).
 		k.gate(p, t)
-	case len(t.rows) == 0:
+	case len(t.tables) == 0:
 		k.move(t, txnSkipped)
 	default:
 		k.activate(p, t, now)
@@ -446,7 +446,7 @@ func (k *core) checkParked(now time.Time) {
 			items := p.parked[id]
 			delete(p.parked, id)
 			delete(p.parkedAt, id)
-			t := newTxn(p, id, items[0].t0)
+			t := newTxn(p, id, items[0].sourceTime())
 			t.items = items
 			t.poison = fmt.Errorf("%v; the transaction did not open within sequence_gap_timeout (%v) after this message came (it ended before, or never came), so the message is poisoned without it", items[0].poison, k.conf.sequenceGapTimeout)
 			p.order = append(p.order, t)

@@ -82,7 +82,7 @@ func rejectedTable(t *srcTxn, err error, lines []string) string {
 		}
 		found := ""
 		for _, tbl := range t.tables {
-			for _, r := range t.rows[tbl] {
+			for _, r := range t.rowsOf(tbl) {
 				if bytes.HasPrefix(r, []byte(row)) {
 					if found != "" && found != tbl {
 						return "" // the same row text in two tables

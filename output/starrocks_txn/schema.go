@@ -121,6 +121,14 @@ func (k *core) gate(p *partition, t *srcTxn) {
 	}
 }
 
+// popGated drops the partition's first gated transaction, clearing its
+// slot: the array behind p.gated would otherwise hold it, and its messages,
+// until an append reallocates it.
+func (p *partition) popGated() {
+	p.gated[0] = nil
+	p.gated = p.gated[1:]
+}
+
 // nextGate releases the partition's gated transactions in order while
 // nothing they need is unchecked, and starts the check of the first one
 // that needs some.
@@ -128,7 +136,7 @@ func (k *core) nextGate(p *partition, now time.Time) {
 	for len(p.gated) > 0 {
 		t := p.gated[0]
 		if t.state != txnGated {
-			p.gated = p.gated[1:]
+			p.popGated()
 			continue
 		}
 		t.needs = k.unchecked(t)
@@ -136,7 +144,7 @@ func (k *core) nextGate(p *partition, now time.Time) {
 			k.fx.resolveSchemas(p, t, t.needs)
 			return
 		}
-		p.gated = p.gated[1:]
+		p.popGated()
 		k.ungate(p, t, now)
 	}
 }
@@ -159,7 +167,7 @@ func (k *core) unchecked(t *srcTxn) []schemaNeed {
 // ungate lets a checked transaction go on: to the active chunks, or
 // skipped when it has no rows (a schema change alone).
 func (k *core) ungate(p *partition, t *srcTxn, now time.Time) {
-	if len(t.rows) == 0 {
+	if len(t.tables) == 0 {
 		k.move(t, txnSkipped)
 		return
 	}
@@ -194,7 +202,7 @@ func (k *core) schemasResolved(p *partition, t *srcTxn, readyAt time.Time, err e
 		return
 	}
 	p.checkRetries, p.checkRetryAt = 0, time.Time{}
-	p.gated = p.gated[1:]
+	p.popGated()
 	if err != nil {
 		t.poison = fmt.Errorf("source transaction %q: %w", t.id, err)
 		t.schemaStall = true

@@ -279,7 +279,7 @@ func TestCoreTransactionOpenAtASchemaStallGoesOnWhole(t *testing.T) {
 			txns := st.k.take(st.k.dbs["test"], nil, false, st.now.Add(time.Second))
 			var got []string
 			for _, tx := range txns {
-				got = append(got, fmt.Sprintf("%s:%d rows", tx.id, len(tx.rows["a"])))
+				got = append(got, fmt.Sprintf("%s:%d rows", tx.id, len(tx.rowsOf("a"))))
 			}
 			assert.Equal(t, []string{"t1:1 rows", "t2:2 rows"}, got, "t2 is loaded whole, once, after t1")
 			require.True(t, st.k.startCommit(txns))

@@ -12,6 +12,7 @@ package txnassembler
 // resets the partition. Main test: TestReplayedOffsetsAreFlaggedAndChangeNoState.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,7 +134,11 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 	w := &writer{p: p, out: make(service.MessageBatch, 0, len(batch))}
 	batch = p.distinct(batch)
 	for i := range batch {
+		n := len(w.out)
 		p.processOne(w, batch, i)
+		if len(w.out) == n {
+			releaseFetch(batch[i])
+		}
 	}
 	w.logFlagged()
 	if w.stale > 0 {
@@ -143,6 +148,21 @@ func (p *Processor) ProcessBatch(ctx context.Context, batch service.MessageBatch
 		return nil, nil
 	}
 	return []service.MessageBatch{w.out}, nil
+}
+
+// releaseFetch gives a message the processor dropped (a BEGIN, an event
+// that changes nothing) a copy of its body. The input keeps the message
+// until its batch is acknowledged, and its body may point into the whole
+// decompressed Kafka fetch it came with (franz-go's records point into it),
+// which it would keep in memory until then, long after every other record
+// of the fetch was rebuilt as a row (docs/benchmark.md, "Memory in
+// flight"). The body itself is kept: a batch Benthos replays after a nack
+// comes through again with the same messages, and a dropped BEGIN must be
+// recognised again.
+func releaseFetch(msg *service.Message) {
+	if b, err := msg.AsBytes(); err == nil && len(b) > 0 {
+		msg.SetBytes(bytes.Clone(b))
+	}
 }
 
 // failed returns copies of batch's messages, each with err.

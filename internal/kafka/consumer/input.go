@@ -60,6 +60,19 @@ type Input interface {
 	Closed(ctx context.Context)
 }
 
+// ReadAheadLimiter is implemented by an input that bounds the fetched
+// records it holds and has not delivered yet: the poll loop polls only
+// while ReadAheadFullLocked reports false, and otherwise waits for the
+// input's signal (SignalLocked) or readAheadRecheck. franz-go meanwhile
+// holds at most one fetch per broker, so what was read ahead stays about
+// the input's bound plus one poll, rather than everything the input would
+// take (kafka_txn: checkpoint_limit per partition). Not polling, unlike
+// pausing partitions, drops no fetched data and leaves every partition in
+// the next fetch.
+type ReadAheadLimiter interface {
+	ReadAheadFullLocked() bool
+}
+
 // UnclaimedReporter is implemented by an input that reports a partition
 // key used downstream that no input assigned (registry.Unclaimed), each
 // once, called without the input's lock.

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,6 +18,9 @@ import (
 func (c *Consumer) pollLoop(ctx context.Context, cl *kgo.Client) {
 	defer c.loops.Done()
 	for {
+		if !c.waitForRoom(ctx) {
+			return
+		}
 		fetches := cl.PollRecords(ctx, maxPollRecords)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			cl.AllowRebalance()
@@ -36,6 +40,37 @@ func (c *Consumer) pollLoop(ctx context.Context, cl *kgo.Client) {
 		c.SignalLocked()
 		c.mu.Unlock()
 		cl.AllowRebalance()
+	}
+}
+
+// readAheadRecheck is how often a poll loop waiting for room asks the
+// input again without a signal.
+const readAheadRecheck = 10 * time.Millisecond
+
+// waitForRoom waits while the input holds as many fetched records as it
+// reads ahead (ReadAheadLimiter); it reports false once ctx ends.
+func (c *Consumer) waitForRoom(ctx context.Context) bool {
+	ra, ok := c.in.(ReadAheadLimiter)
+	if !ok {
+		return true
+	}
+	for {
+		c.mu.Lock()
+		full := !c.closed && ra.ReadAheadFullLocked()
+		signal := c.notify
+		c.mu.Unlock()
+		if !full {
+			return true
+		}
+		t := time.NewTimer(readAheadRecheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-signal:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
