@@ -109,13 +109,25 @@ func (f *fleet) live() []*pipeline {
 	return ps
 }
 
-// stopGracefully stops p within 15 s.
+// gracefulStopBound is how long a graceful stop may take: the output's
+// Close waits up to 30 s for a commit in flight (ARCHITECTURE.md §4.5; a
+// commit to a StarRocks that does not answer runs out of its grown call
+// bound), and the input and the pipeline drain before it.
+const gracefulStopBound = 45 * time.Second
+
+// stopGracefully stops p within gracefulStopBound; when it does not, the
+// error carries the pipeline's last log lines, which say what it waited for.
 func stopGracefully(p *pipeline) error {
 	p.stopped = true
-	err := p.stream.StopWithin(15 * time.Second)
+	start := time.Now()
+	err := p.stream.StopWithin(gracefulStopBound)
 	p.cancel()
 	if err != nil {
-		return fmt.Errorf("pipeline %s did not stop gracefully within 15s: %w", p.name, err)
+		return fmt.Errorf("pipeline %s did not stop gracefully within %s: %w; its last log lines:\n%s",
+			p.name, gracefulStopBound, err, p.logs.tail(30))
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		fmt.Printf("pipeline %s took %s to stop gracefully\n", p.name, d.Round(time.Millisecond))
 	}
 	return nil
 }
