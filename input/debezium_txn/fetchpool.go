@@ -31,6 +31,11 @@ const (
 	decompressGuess = 4
 )
 
+// newFetchPools returns the pools an input's client takes its fetch
+// buffers from (a variable: TestPooledFetchBuffersNotReadAfterRelease
+// poisons what goes back).
+var newFetchPools = func() kgo.Pool { return &fetchPools{} }
+
 // fetchPools implements kgo.PoolDecompressBytes and kgo.PoolRecords.
 type fetchPools struct {
 	bytes [maxBytesClass + 1]sync.Pool // of *[]byte

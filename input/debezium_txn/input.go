@@ -166,7 +166,7 @@ func (in *Input) shellConfig() consumer.Config {
 		kgo.KeepControlRecords(),
 		// Fetched gives every record back once the assembler has copied
 		// what it keeps.
-		kgo.WithPools(&fetchPools{}),
+		kgo.WithPools(newFetchPools()),
 	}
 	sc.Check = in.checkTransactionTopic
 	sc.Commits = kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}

@@ -17,6 +17,13 @@ func FuzzSmallMapEqualsMap(f *testing.F) {
 		seq = append(seq, byte(i*7%40))
 	}
 	f.Add(seq)
+	// Lookups (an op of 128 or more) of present and absent keys, while
+	// the entries are searched linearly and once they are indexed.
+	look := make([]byte, 0, 120)
+	for i := 0; i < 120; i++ {
+		look = append(look, byte(i*5%50)|byte(i%2)<<7)
+	}
+	f.Add(look)
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		var m smallMap[int, int]
 		want := map[int]int{}

@@ -93,6 +93,10 @@ func FuzzTxnMetaScanEqualsSlow(f *testing.F) {
 		`{"schema":{"type":"struct","fields":[}]},"payload":` + begin + `}`,
 		`{"schema":{"type":"struct","fields":[1,]},"payload":` + begin + `}`,
 		`{"schema":{"type":"struct","fields":[1,]},"payload":{"status":"BEGIN","id":"y"}}`,
+		// As long as the recognised schema and as its bytes but for
+		// one or two: recognised only when every byte is the same.
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}}],"payload":` + begin + `}`,
+		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"]}},"payload":` + begin + `}`,
 		`{"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]},"payload":` + begin + `}`,
 		`{"payload":` + begin + `,"schema":{"type":"struct","fields":[{"type":"string","field":"status"}]}}`,
 	} {
