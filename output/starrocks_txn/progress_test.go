@@ -465,3 +465,32 @@ func TestExactlyOnceReplayCoveredOnlyByCommittedOffset(t *testing.T) {
 	assert.Equal(t, []string{"t2"}, dl.txnIDs(), "not dead-lettered a second time")
 	assert.Equal(t, map[string]int{"t1": 1, "t3": 1}, countIDs(f.rows("a")), "nothing loaded again")
 }
+
+// A partition that comes back to the same output while the commit that
+// carried it before a fence that gave up is still in flight (the FE
+// applies it late): the partition's progress is read only once that commit
+// is resolved, or the read misses it and the partition's next assignment
+// applies its source transactions a second time.
+func TestExactlyOnceReadWaitsForTheFencedPartitionsCommitInFlight(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	o, _, _ := eoOutput(t, f, nil, "")
+	s := newSrc("asm")
+	msgs := append(txnMsgs(s, "p0", "t1", 1), txnMsgs(s, "p0", "t2", 2)...)
+	inCommit := writeAsync(o, service.MessageBatch(msgs[:2]))
+	waitCommitting(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.Error(t, o.fence(ctx, "p0"), "the fence gives up: the commit does not resolve in time")
+
+	// p0 comes back to this output, which is handed t1 and t2 again.
+	back := writeAsync(o, service.MessageBatch(replay(msgs, "asm-y")))
+	waitCore(t, o, "p0's read began and waits for the commit in flight, or ended", func(k *core) bool {
+		return k.progress["p0"] != nil || k.progressBehind["p0"]
+	})
+	close(gate) // the FE applies the commit sent before the fence
+	waitAll(t, []chan error{inCommit, back}, 5*time.Second)
+	quiesce(t, o)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")), "nothing applied twice")
+}
