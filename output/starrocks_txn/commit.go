@@ -257,6 +257,14 @@ func (w *dbWorker) deliverCycle(ctx context.Context, c *cycle) error {
 			return ctx.Err()
 		}
 		if committed {
+			if w.fencedMeanwhile(c) {
+				// A fence gave up on this commit: the partition's progress
+				// is read again only once the commit no longer holds its
+				// transactions (fencedCommitInFlight), and a commit
+				// acknowledged at COMMITTED is not in what a read sees
+				// until it is published.
+				_ = w.awaitPublished(ctx, c.label)
+			}
 			o.track.committed(w, c)
 			w.committed(c, start)
 			return nil
@@ -273,6 +281,23 @@ func (w *dbWorker) deliverCycle(ctx context.Context, c *cycle) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// fencedMeanwhile reports whether a fence took a transaction of c while its
+// commit was in flight (multi-table mode: a per-table cycle has no label of
+// its own to wait for).
+func (w *dbWorker) fencedMeanwhile(c *cycle) bool {
+	if w.o.proto.classic() {
+		return false
+	}
+	w.o.mu.Lock()
+	defer w.o.mu.Unlock()
+	for _, t := range c.txns {
+		if t.state == txnFenced {
+			return true
+		}
+	}
+	return false
 }
 
 // startCommit marks c's transactions as held by a commit in flight

@@ -63,6 +63,12 @@ type core struct {
 	progressWait    map[string][]*item
 	progressLoading map[string]bool
 	progressGen     map[string]int
+	// fencedInCommit holds, per partition, the transactions a fence that
+	// gave up left to a commit in flight (fenceGiveUp); progressBehind
+	// marks the partitions whose progress read waits until none is held
+	// (fencedCommitInFlight).
+	fencedInCommit map[string][]*srcTxn
+	progressBehind map[string]bool
 	// dlLanes are the poisoned transactions on their way to dead_letter,
 	// one lane per partition: written in order within a lane, the lanes
 	// independently of each other (deadletter.go). A lane exists while it
@@ -214,6 +220,8 @@ func newCore(c *config, fx effects, deadLetter bool) *core {
 		progressWait:    map[string][]*item{},
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
+		fencedInCommit:  map[string][]*srcTxn{},
+		progressBehind:  map[string]bool{},
 		dlLanes:         map[*partition]*dlLane{},
 		sourceIdle:      sourceIdle,
 		inFlight:        map[string]string{},

@@ -408,6 +408,9 @@ type fakeProgress struct {
 	mu      sync.Mutex
 	ensured []string
 	reads   int
+	// hide, when set, reports the labels committed and not yet published:
+	// a read of the progress does not see their rows.
+	hide func(label string) bool
 }
 
 func (fp *fakeProgress) ensure(ctx context.Context, db string) error {
@@ -425,6 +428,9 @@ func (fp *fakeProgress) read(ctx context.Context, pipelineID, partition string) 
 	defer fp.f.mu.Unlock()
 	e := progressEntry{perDB: map[string]int64{}}
 	for _, c := range fp.f.commits {
+		if fp.hide != nil && fp.hide(c.label) {
+			continue
+		}
 		db := fp.f.txns[c.label].db
 		for _, r := range c.rows[fp.table] {
 			if r["pipeline_id"] != pipelineID || r["source_partition"] != partition {

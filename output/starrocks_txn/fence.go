@@ -149,10 +149,17 @@ func (k *core) fenceRelease(f *fencing) bool {
 // is not in that commit is released now; what is, is released by the commit
 // goroutine once the commit resolves, either way (committed, or discarded
 // from the replay as fenced).
+//
+// The partition's progress is not read again while that commit is
+// unresolved (fencedCommitInFlight): the FE may still apply it, and a read
+// that misses it would let the partition's next assignment here apply its
+// source transactions a second time.
 func (k *core) fenceGiveUp(f *fencing) {
 	for _, t := range f.txns {
 		if !t.held() {
 			k.releaseFenced(t)
+		} else {
+			k.fencedInCommit[f.part] = append(k.fencedInCommit[f.part], t)
 		}
 	}
 	for _, it := range f.held {

@@ -266,10 +266,21 @@ func (k *core) waitProgress(it *item) bool {
 func (o *Output) readProgressLoop(part string) {
 	defer o.wg.Done()
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
-	for {
+	for warned := false; ; {
 		o.mu.Lock()
+		behind := o.core.fencedCommitInFlight(part)
 		gen := o.core.progressGen[part]
 		o.mu.Unlock()
+		if behind {
+			if !warned {
+				warned = true
+				o.log.With("partition", part).Warnf("A commit this output sent with partition %s before its fence gave up waiting for it is not resolved yet: the partition's progress is read once it is (its messages wait: a read that missed it would apply its source transactions twice)", part)
+			}
+			if !sleepCtx(o.ctx, fencedCommitPoll) {
+				return
+			}
+			continue
+		}
 		e, err := o.track.learn(o.ctx, part)
 		if err != nil {
 			if o.ctx.Err() != nil {
@@ -288,6 +299,35 @@ func (o *Output) readProgressLoop(part string) {
 			return
 		}
 	}
+}
+
+// fencedCommitPoll is how often a progress read that waits for a commit a
+// fence gave up on asks again.
+const fencedCommitPoll = 10 * time.Millisecond
+
+// fencedCommitInFlight reports whether a commit request this output sent
+// before a fence of part gave up waiting for it (fenceGiveUp) still holds a
+// transaction of the partition, forgetting the ones resolved since; it
+// marks the partition in progressBehind meanwhile. A partition that comes
+// back to this output while that commit is unresolved must not have its
+// progress read: the FE may apply the commit after the read, and the
+// take-over check reads only other writers' rows.
+func (k *core) fencedCommitInFlight(part string) bool {
+	ts := k.fencedInCommit[part]
+	held := ts[:0]
+	for _, t := range ts {
+		if t.held() {
+			held = append(held, t)
+		}
+	}
+	if len(held) == 0 {
+		delete(k.fencedInCommit, part)
+		delete(k.progressBehind, part)
+		return false
+	}
+	k.fencedInCommit[part] = held
+	k.progressBehind[part] = true
+	return true
 }
 
 // progressRead takes what the tracker learnt of a partition (readProgress)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -464,4 +465,122 @@ func TestExactlyOnceReplayCoveredOnlyByCommittedOffset(t *testing.T) {
 	waitAll(t, []chan error{writeAsync(second, service.MessageBatch(replay(all, "asm-2")))}, 5*time.Second)
 	assert.Equal(t, []string{"t2"}, dl.txnIDs(), "not dead-lettered a second time")
 	assert.Equal(t, map[string]int{"t1": 1, "t3": 1}, countIDs(f.rows("a")), "nothing loaded again")
+}
+
+// A partition that comes back to the same output while the commit that
+// carried it before a fence that gave up is still in flight (the FE
+// applies it late): the partition's progress is read only once that commit
+// is resolved, or the read misses it and the partition's next assignment
+// applies its source transactions a second time.
+func TestExactlyOnceReadWaitsForTheFencedPartitionsCommitInFlight(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	o, _, _ := eoOutput(t, f, nil, "")
+	s := newSrc("asm")
+	msgs := append(txnMsgs(s, "p0", "t1", 1), txnMsgs(s, "p0", "t2", 2)...)
+	inCommit := writeAsync(o, service.MessageBatch(msgs[:2]))
+	waitCommitting(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.Error(t, o.fence(ctx, "p0"), "the fence gives up: the commit does not resolve in time")
+
+	// p0 comes back to this output, which is handed t1 and t2 again.
+	back := writeAsync(o, service.MessageBatch(replay(msgs, "asm-y")))
+	waitCore(t, o, "p0's read began and waits for the commit in flight, or ended", func(k *core) bool {
+		return k.progress["p0"] != nil || k.progressBehind["p0"]
+	})
+	close(gate) // the FE applies the commit sent before the fence
+	waitAll(t, []chan error{inCommit, back}, 5*time.Second)
+	quiesce(t, o)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")), "nothing applied twice")
+}
+
+// publishLagSR is the fake server where the first commit with data rows is
+// acknowledged and then COMMITTED, not VISIBLE, until published is closed
+// (an FE that answers a commit whose publish timed out): label-state
+// queries say so, and a progress read does not see its rows (hidden).
+type publishLagSR struct {
+	*fakeSR
+	published chan struct{}
+	mu        sync.Mutex
+	first     string
+	polls     int
+}
+
+func (s *publishLagSR) Commit(ctx context.Context, t starrocks.Txn) error {
+	s.fakeSR.mu.Lock()
+	data := false
+	if ft := s.fakeSR.txns[t.Label]; ft != nil {
+		_, data = ft.pending["a"]
+	}
+	s.fakeSR.mu.Unlock()
+	err := s.fakeSR.Commit(ctx, t)
+	if err == nil && data {
+		s.mu.Lock()
+		if s.first == "" {
+			s.first = t.Label
+		}
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *publishLagSR) hidden(label string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if label != s.first {
+		return false
+	}
+	select {
+	case <-s.published:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *publishLagSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	if s.hidden(label) {
+		s.mu.Lock()
+		s.polls++
+		s.mu.Unlock()
+		return starrocks.StateCommitted, nil
+	}
+	return s.fakeSR.WaitFinal(ctx, db, label, maxWait)
+}
+
+// The same return of a partition to this output, the commit a fence gave
+// up on then acknowledged at COMMITTED and published later: the progress is
+// read only once it is VISIBLE, or the read misses it as well.
+func TestExactlyOnceReadWaitsForTheFencedPartitionsCommitToBeVisible(t *testing.T) {
+	f := newFakeSR()
+	gate := make(chan struct{})
+	f.commitGate = gate
+	sr := &publishLagSR{fakeSR: f, published: make(chan struct{})}
+	o, _, fp := eoOutput(t, f, nil, "retry_backoff: { initial_interval: 1ms, max_interval: 5ms }\n", withClient(sr))
+	fp.hide = sr.hidden
+	s := newSrc("asm")
+	msgs := append(txnMsgs(s, "p0", "t1", 1), txnMsgs(s, "p0", "t2", 2)...)
+	inCommit := writeAsync(o, service.MessageBatch(msgs[:2]))
+	waitCommitting(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.Error(t, o.fence(ctx, "p0"), "the fence gives up: the commit does not resolve in time")
+
+	back := writeAsync(o, service.MessageBatch(replay(msgs, "asm-y")))
+	waitCore(t, o, "p0's read waits for the commit in flight", func(k *core) bool { return k.progressBehind["p0"] })
+	close(gate) // the FE commits t1's cycle and acknowledges it before its publish
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		read := o.core.progress["p0"] != nil
+		o.mu.Unlock()
+		sr.mu.Lock()
+		defer sr.mu.Unlock()
+		return read || sr.polls > 0
+	}, 5*time.Second, 5*time.Millisecond, "p0's progress was read, or the commit's publish is waited for")
+	close(sr.published)
+	waitAll(t, []chan error{inCommit, back}, 5*time.Second)
+	quiesce(t, o)
+	assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")), "nothing applied twice")
 }

@@ -267,6 +267,7 @@ const markerPolls = 6
 func (k *takeOver) awaitVisible(ctx context.Context, txn starrocks.Txn) error {
 	o := k.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	var lag publishLag
 	for polls := 1; ; {
 		state, err := o.client.WaitFinal(ctx, txn.DB, txn.Label, o.conf.labelStateWait)
 		switch {
@@ -277,6 +278,9 @@ func (k *takeOver) awaitVisible(ctx context.Context, txn starrocks.Txn) error {
 		case state == starrocks.StateAborted:
 			return fmt.Errorf("the marker %s was aborted", txn.Label)
 		case state == starrocks.StateCommitted:
+			if d, report := lag.committed(o.conf.labelStateWait); report {
+				o.log.With("database", txn.DB).Warnf("The take-over marker %s has been COMMITTED and not VISIBLE for %v: StarRocks is not publishing in database %s; the partitions being taken over wait for it", txn.Label, d.Round(time.Millisecond), txn.DB)
+			}
 			if !sleepCtx(ctx, b.next()) {
 				return ctx.Err()
 			}
@@ -289,4 +293,26 @@ func (k *takeOver) awaitVisible(ctx context.Context, txn starrocks.Txn) error {
 			o.log.With("database", txn.DB).Debugf("Commit of the take-over marker %s sent again: %v", txn.Label, err)
 		}
 	}
+}
+
+// publishLag times a wait for a COMMITTED label to be published, so that a
+// publish that lags past label_state_wait is reported (at most every
+// reportEvery), not waited for in silence.
+type publishLag struct {
+	since, warned time.Time
+}
+
+// committed records one COMMITTED answer; it returns how long the label has
+// been COMMITTED and whether to report it now.
+func (l *publishLag) committed(after time.Duration) (time.Duration, bool) {
+	now := time.Now()
+	if l.since.IsZero() {
+		l.since = now
+	}
+	d := now.Sub(l.since)
+	if d < after || (!l.warned.IsZero() && now.Sub(l.warned) < reportEvery) {
+		return d, false
+	}
+	l.warned = now
+	return d, true
 }

@@ -436,3 +436,53 @@ func TestIntegrationTakeOverMarkerUnderEveryOutcome(t *testing.T) {
 		}
 	}
 }
+
+// markerLagSR is the scripted server where the take-over marker, once
+// VISIBLE, is answered COMMITTED until one answer came lsw after the
+// first: a publish that lags past label_state_wait.
+type markerLagSR struct {
+	*scriptedSR
+	lsw   time.Duration
+	mu    sync.Mutex
+	first time.Time
+	late  bool
+}
+
+func (s *markerLagSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
+	st, err := s.scriptedSR.WaitFinal(ctx, db, label, maxWait)
+	if !strings.Contains(label, "-takeover-") || err != nil || st != starrocks.StateVisible {
+		return st, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first.IsZero() {
+		s.first = time.Now()
+	}
+	if s.late {
+		return st, nil
+	}
+	s.late = time.Since(s.first) >= s.lsw
+	return starrocks.StateCommitted, nil
+}
+
+// A marker COMMITTED and not published is waited for (it counts only once
+// VISIBLE), and a wait past label_state_wait is reported, not silent: a
+// StarRocks that stopped publishing holds the take-over, and with it the
+// partitions being taken over.
+func TestTakeOverReportsAMarkerThatIsNotPublished(t *testing.T) {
+	var logs logBuffer
+	sr := &scriptedSR{fakeSR: newFakeSR()}
+	lag := &markerLagSR{scriptedSR: sr, lsw: 30 * time.Millisecond}
+	k := probeOutput(t, sr, withClient(lag), withLog(&logs))
+	k.o.conf.labelStateWait = lag.lsw
+	stem := "benthos-shop-0c0c0c0c"
+	k.store = &staticWriters{fakeProgress: fakeProgress{f: sr.fakeSR, table: defaultProgressTable}, rows: map[string][]writerRow{"shop": {
+		{writer: "0c0c0c0c", top: 3, label: starrocks.StemLabel(stem, 3), updated: time.Now().Add(-time.Minute)},
+	}}}
+	require.NoError(t, k.run(context.Background(), k.ticket()))
+	lag.mu.Lock()
+	assert.True(t, lag.late, "the marker was waited for until it was published")
+	lag.mu.Unlock()
+	assert.EqualValues(t, 1, k.markers.Load())
+	assert.Contains(t, logs.String(), "COMMITTED and not VISIBLE", "the lagging publish was reported")
+}

@@ -120,16 +120,24 @@ func (w *dbWorker) anchorIfNeeded(ctx context.Context, c *cycle) error {
 	o.m.commits.Incr(1, w.metricDB())
 	// A successor that finds no row of this writer in the database checks
 	// none of its labels there (takeoverlive.go): the row is visible before
-	// a commit it covers is sent, not only committed.
+	// a commit it covers is sent, not only committed. Per-table writers are
+	// checked in passes (takeover.go:runPasses), which do not rely on it:
+	// their anchor, like their cycles, counts once COMMITTED (a publish
+	// that lags must not hold the database's cycles, ARCHITECTURE.md §15.1).
+	if o.proto.classic() {
+		return nil
+	}
 	return w.awaitPublished(ctx, label)
 }
 
 // awaitPublished waits until the committed label is VISIBLE: COMMITTED is
 // asked again with backoff, and so is a failed query; UNKNOWN counts as
-// visible (StarRocks forgets a label only once it finished).
+// visible (StarRocks forgets a label only once it finished). Used for
+// anchors, and for a commit a fence gave up on (commit.go).
 func (w *dbWorker) awaitPublished(ctx context.Context, label string) error {
 	o := w.o
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
+	var lag publishLag
 	for {
 		state, err := o.client.WaitFinal(ctx, w.db, label, o.conf.labelStateWait)
 		if ctx.Err() != nil {
@@ -138,7 +146,11 @@ func (w *dbWorker) awaitPublished(ctx context.Context, label string) error {
 		if err == nil && (state == starrocks.StateVisible || state == starrocks.StateUnknown) {
 			return nil
 		}
-		w.log.Debugf("Anchor %s committed, not visible yet (state %q, %v)", label, state, err)
+		if d, report := lag.committed(o.conf.labelStateWait); report {
+			w.log.Warnf("Label %s has been committed and not VISIBLE for %v (state %q, %v): StarRocks is not publishing in database %s; this database's next commit waits for it", label, d.Round(time.Millisecond), state, err, w.db)
+		} else {
+			w.log.Debugf("Label %s committed, not visible yet (state %q, %v)", label, state, err)
+		}
 		if !sleepCtx(ctx, b.next()) {
 			return ctx.Err()
 		}
