@@ -109,3 +109,143 @@ func TestReadAheadIsNotHeldByAStoppedPartition(t *testing.T) {
 	assert.True(t, ps.paused, "partition 0 stopped at checkpoint_limit")
 	assert.GreaterOrEqual(t, len(ps.queue), in.readAhead.records, "with more queued than the read-ahead")
 }
+
+// A source transaction longer than the read-ahead (in records, or in
+// bytes) is delivered whole: its records leave the queue for the
+// partition's pending records while the input waits for its end, so the
+// read-ahead never holds up the fetch of the END. Counting the pending
+// records against the read-ahead would deadlock here: the poll loop would
+// wait for room that only the END can make.
+func TestTransactionLongerThanReadAheadIsDeliveredWhole(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit readAheadLimit
+	}{
+		{"records", readAheadLimit{records: 5, bytes: 1 << 30}},
+		{"bytes", readAheadLimit{records: 1 << 30, bytes: 64}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 60
+			c := newCluster(t, 1)
+			p := producer(t, c, "")
+			for i := 0; i < n; i += 3 {
+				produce(t, p, 0, seq(fmt.Sprintf("d%02d-", i), 3)...)
+			}
+			produce(t, p, 0, "END")
+			res, _ := newResources()
+			in := newTestInput(t, res, testYAML(c, "g-readahead-long", `checkpoint_limit: 1000
+coalesce: false
+fetch_max_partition_bytes: 64B
+batching:
+  count: 10
+  check: content().string().has_prefix("END")
+`))
+			in.readAhead = tc.limit
+			connect(t, in)
+
+			b, ack := readBatch(t, in, 20*time.Second)
+			rs := toRecs(t, b)
+			require.Len(t, rs, n+1, "the whole transaction in one batch")
+			for i, r := range rs {
+				require.Equal(t, int64(i), r.offset)
+			}
+			assert.Equal(t, "END", rs[n].value)
+			require.NoError(t, ack(context.Background(), nil))
+		})
+	}
+}
+
+// A member whose poll loop waits for room (nothing is read) does not hold
+// up a rebalance: a second member gets its share at once, both read their
+// partitions to the end, and each record is read once (nothing was
+// delivered, so nothing was committed before the hand-over).
+func TestRebalanceWhileWaitingForReadAhead(t *testing.T) {
+	const each = 50
+	c := newCluster(t, 2)
+	p := producer(t, c, "")
+	for part := int32(0); part < 2; part++ {
+		for i := 0; i < each; i += 10 {
+			produce(t, p, part, seq(fmt.Sprintf("p%d-%03d-", part, i), 10)...)
+		}
+	}
+	const group = "g-readahead-rebalance"
+	conf := testYAML(c, group, fmt.Sprintf(readAheadYAML, 100000))
+	resA, _ := newResources()
+	a := newTestInput(t, resA, conf)
+	a.readAhead = readAheadLimit{records: 5, bytes: 1 << 30}
+	connect(t, a)
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.readAheadWaits > 0 && len(a.parts) == 2
+	}, 10*time.Second, 10*time.Millisecond, "A holds both partitions and waits for room")
+
+	resB, _ := newResources()
+	b := newTestInput(t, resB, conf)
+	connect(t, b)
+
+	// B's first batch comes from the rebalance, well within
+	// rebalance_timeout (10 s): A's waiting poll loop did not block it.
+	start := time.Now()
+	got := map[int32][]int64{}
+	var first time.Duration
+	readAll := func(in *Input, name string, want int) {
+		deadline := time.Now().Add(20 * time.Second)
+		for n := 0; n < want; {
+			require.True(t, time.Now().Before(deadline), "member %s read %d of %d records", name, n, want)
+			batch, ack := tryReadBatch(t, in, 200*time.Millisecond)
+			if batch == nil {
+				continue
+			}
+			if first == 0 {
+				first = time.Since(start)
+			}
+			for _, r := range toRecs(t, batch) {
+				got[r.partition] = append(got[r.partition], r.offset)
+				n++
+			}
+			require.NoError(t, ack(context.Background(), nil))
+		}
+	}
+	readAll(b, "B", each)
+	assert.Less(t, first, 8*time.Second, "B's first batch came after the rebalance timeout: the rebalance waited for A's room")
+	readAll(a, "A", each)
+	for part := int32(0); part < 2; part++ {
+		require.Len(t, got[part], each, "partition %d", part)
+		for i, off := range got[part] {
+			require.Equal(t, int64(i), off, "partition %d: every record once, in order", part)
+		}
+	}
+}
+
+// Close ends a poll loop that waits for room: it returns, rather than
+// waiting for records nobody will read.
+func TestCloseEndsAWaitForReadAhead(t *testing.T) {
+	c := newCluster(t, 1)
+	p := producer(t, c, "")
+	for i := 0; i < 100; i += 10 {
+		produce(t, p, 0, seq(fmt.Sprintf("v%03d-", i), 10)...)
+	}
+	res, _ := newResources()
+	in := newTestInput(t, res, testYAML(c, "g-readahead-close", fmt.Sprintf(readAheadYAML, 100000)))
+	in.readAhead = readAheadLimit{records: 5, bytes: 1 << 30}
+	connect(t, in)
+	require.Eventually(t, func() bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return in.readAheadWaits > 0
+	}, 10*time.Second, 10*time.Millisecond, "the poll loop waits at the read-ahead")
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- in.Close(ctx)
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // real time: Close has no bound of its own on the loops
+		t.Fatal("Close did not return while the poll loop waited for room")
+	}
+}

@@ -161,3 +161,64 @@ func TestLateMessageAfterAGapSkipCommitsWithItsTransaction(t *testing.T) {
 	assert.Equal(t, []any{float64(1), float64(2), float64(3), float64(4)}, vs, "every row, in source order")
 	assertAtomic(t, f, map[string]int{"T": 4})
 }
+
+// A resolved prefix of a partition's order leaves it (advance clears it
+// from the order's array) even when it resolves out of line: the committed
+// transaction behind a late message's lone transaction waits for that
+// one's dead letter, then both leave together, the committed-through
+// offset jumps to the later one's END, and the partition's next
+// transactions take their place in order, late messages included.
+func TestCoreResolvedPrefixLeavesTheOrderInPlace(t *testing.T) {
+	st := newStepper(t, "commit_interval: 100ms\nsequence_gap_timeout: 300ms\n", true)
+	s := newSrc("a1")
+	m1 := s.row("p0", "T1", "a", map[string]any{"id": 1, "txn": "T1"}, false)
+	m2 := s.row("p0", "T1", "a", map[string]any{"id": 2, "txn": "T1"}, false) // late
+	m3 := s.row("p0", "T1", "a", map[string]any{"id": 3, "txn": "T1"}, true)
+	m4 := s.row("p0", "T2", "a", map[string]any{"id": 4, "txn": "T2"}, true)
+	m5 := s.row("p0", "T3", "a", map[string]any{"id": 5, "v": 1, "txn": "T3"}, false)
+	m6 := s.row("p0", "T3", "a", map[string]any{"id": 5, "v": 2, "txn": "T3"}, false) // late
+	m7 := s.row("p0", "T3", "a", map[string]any{"id": 5, "v": 3, "txn": "T3"}, false)
+	m8 := s.row("p0", "T3", "a", map[string]any{"id": 6, "txn": "T3"}, true)
+	st.write(m1)
+	st.write(m3)
+	st.k.tick(st.now.Add(300 * time.Millisecond))
+	st.write(m2)
+	st.write(m4)
+	st.advance(time.Second)
+	st.k.tick(st.now)
+	require.Equal(t, []string{"T1:queued", "T1:poisoned", "T2:queued"}, st.states("a1", "p0"))
+	st.commitAll("test")
+	require.Equal(t, []string{"T1:poisoned", "T2:committed"}, st.states("a1", "p0"), "T1 left the order; T2 waits behind the late message's dead letter")
+	assert.Equal(t, []int64{3}, st.fx.published["p0"])
+
+	lone := st.k.nextDeadLetter()
+	require.NotNil(t, lone)
+	require.True(t, lone.late)
+	st.k.deadLetterEnded(lone, true)
+	st.check()
+	assert.Empty(t, st.states("a1", "p0"), "the dead-lettered message and T2 left the order together")
+	assert.Equal(t, []int64{3, 4}, st.fx.published["p0"], "committed-through moved to T2's END")
+
+	// The partition goes on: a gap skipped in T3, its late message joins
+	// it at its place, and T3 commits whole, first in the order.
+	st.write(m5)
+	st.write(m7)
+	st.advance(time.Second)
+	st.k.tick(st.now)
+	st.write(m6)
+	require.Equal(t, []string{"T3:open"}, st.states("a1", "p0"), "the late message joined T3")
+	st.write(m8)
+	st.advance(time.Second)
+	st.k.tick(st.now)
+	require.Equal(t, []string{"T3:queued"}, st.states("a1", "p0"))
+	tx := st.part("a1", "p0").order[0]
+	var vs []string
+	for _, r := range tx.rowsOf("a") {
+		vs = append(vs, string(r))
+	}
+	assert.Equal(t, []string{`{"id":5,"txn":"T3","v":1}`, `{"id":5,"txn":"T3","v":2}`, `{"id":5,"txn":"T3","v":3}`, `{"id":6,"txn":"T3"}`}, vs, "rows in source order")
+	st.commitAll("test")
+	assert.Equal(t, txnCommitted, tx.state)
+	assert.Empty(t, st.states("a1", "p0"))
+	assert.Equal(t, []int64{3, 4, 8}, st.fx.published["p0"])
+}
