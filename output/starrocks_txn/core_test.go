@@ -563,3 +563,35 @@ func TestCoreProgressReadDropsWhatStarRocksHolds(t *testing.T) {
 	assert.Equal(t, []string{"t2:queued"}, st.states("a1", "p0"))
 	assert.Equal(t, int64(2), st.fx.counts[fmt.Sprintf("%d/p0", ctrReplaysDropped)])
 }
+
+// A fence that released every message waiting for a partition's progress
+// ends the wish to read it: a reader that begins only then (its goroutine
+// started late on a loaded machine, or it retries after an error) stops
+// instead of keeping a value read before the partition's next owner commits
+// (which this output would take for the truth when the partition comes
+// back, and apply that owner's source transactions again). The next message
+// starts a read of its own.
+func TestCoreReadBegunAfterAFenceReleasedItsWaitersStops(t *testing.T) {
+	st := newStepper(t, "commit_interval: 100ms\n", false)
+	st.k.learns = true
+	s := newSrc("a1")
+	c1 := st.write(txnMsgs(s, "p0", "t1", 1)...)
+	assert.Equal(t, []string{"p0"}, st.fx.progressReads, "one read for the partition")
+	assert.True(t, st.k.progressWanted("p0"), "messages wait for it")
+
+	f := st.k.fenceTake("p0")
+	require.True(t, st.k.fenceRelease(f))
+	st.k.fenceEnd(f)
+	st.check()
+	assert.True(t, returned(c1), "released by the fence")
+
+	// The reader's first step only now: nothing waits, so it stops.
+	assert.False(t, st.k.progressWanted("p0"))
+	assert.False(t, st.k.progressLoading["p0"], "the reading stopped")
+	assert.Nil(t, st.k.progress["p0"], "nothing read, nothing kept")
+
+	// The partition comes back: its next message starts a new read.
+	st.write(txnMsgs(s, "p0", "t2", 2)...)
+	assert.Equal(t, []string{"p0", "p0"}, st.fx.progressReads, "a read of its own")
+	assert.True(t, st.k.progressWanted("p0"))
+}

@@ -268,6 +268,10 @@ func (o *Output) readProgressLoop(part string) {
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
 	for warned := false; ; {
 		o.mu.Lock()
+		if !o.core.progressWanted(part) {
+			o.mu.Unlock()
+			return
+		}
 		behind := o.core.fencedCommitInFlight(part)
 		gen := o.core.progressGen[part]
 		o.mu.Unlock()
@@ -299,6 +303,21 @@ func (o *Output) readProgressLoop(part string) {
 			return
 		}
 	}
+}
+
+// progressWanted reports whether a read of part's progress is still wanted:
+// a message of the partition waits for it. A fence releases the waiting
+// messages; a read begun after that (the reader's goroutine started late, or
+// it retries after an error) would keep a value read before the partition's
+// next owner commits, and this output would apply those source transactions
+// again when the partition comes back. So the reading stops, and the
+// partition's next message starts a read of its own.
+func (k *core) progressWanted(part string) bool {
+	if len(k.progressWait[part]) > 0 {
+		return true
+	}
+	delete(k.progressLoading, part)
+	return false
 }
 
 // fencedCommitPoll is how often a progress read that waits for a commit a

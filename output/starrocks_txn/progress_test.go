@@ -316,6 +316,50 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	assert.NotContains(t, countIDs(f.rows("a")), "t3")
 }
 
+// A reader that begins only after a fence released the messages that
+// waited for it (its goroutine scheduled late on a loaded machine) reads
+// nothing and keeps nothing: a value read then may predate the partition's
+// next owner's commits (TestExactlyOnceReadOutdatedByAFenceIsNotKept).
+func TestExactlyOnceReaderBegunAfterTheFenceReadsNothing(t *testing.T) {
+	f := newFakeSR()
+	o, _, fp := eoOutput(t, f, nil, "")
+	g := &gatedProgress{fakeProgress: fp, part: "p2", gate: make(chan struct{})}
+	o.setProgressStore(g)
+	s := newSrc("asm")
+	waiting := writeAsync(o, service.MessageBatch(txnMsgs(s, "p2", "t3", 3)))
+	waitCore(t, o, "t3 waits for p2's progress", func(k *core) bool { return len(k.progressWait["p2"]) == 2 })
+	require.NoError(t, o.fence(context.Background(), "p2"))
+	waitAll(t, []chan error{waiting}, time.Second)
+	close(g.gate)
+	waitCore(t, o, "p2's first read stopped", func(k *core) bool { return !k.progressLoading["p2"] })
+	fp.mu.Lock()
+	before := fp.reads
+	fp.mu.Unlock()
+
+	// The late reader: the fence is over and nothing of p2 waits.
+	o.mu.Lock()
+	o.core.progressLoading["p2"] = true
+	o.mu.Unlock()
+	o.wg.Add(1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.readProgressLoop("p2")
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the late reader did not stop")
+	}
+	fp.mu.Lock()
+	assert.Equal(t, before, fp.reads, "nothing read")
+	fp.mu.Unlock()
+	o.mu.Lock()
+	assert.Nil(t, o.core.progress["p2"], "nothing kept")
+	assert.False(t, o.core.progressLoading["p2"], "the next message starts a read of its own")
+	o.mu.Unlock()
+}
+
 // A progress read that a fence outdated, with nothing of the partition
 // waiting, keeps nothing: when the partition comes back after another owner
 // committed more of it, its progress is read afresh. (Before, the reader
