@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
+	"github.com/starrocks-txn/benthos-starrocks/internal/registry"
 	"github.com/starrocks-txn/benthos-starrocks/testkit"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/testlog"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
@@ -76,6 +77,13 @@ missing_events_timeout: 2s
 
 func (w *kworld) newInput(group, extra string) (*Input, *syncBuffer) {
 	w.t.Helper()
+	return w.newInputWith(group, extra, nil)
+}
+
+// newInputWith is newInput with setup run on the input's registry before
+// it connects (an output's fencer and progress reader).
+func (w *kworld) newInputWith(group, extra string, setup func(*registry.Registry)) (*Input, *syncBuffer) {
+	w.t.Helper()
 	logs := &syncBuffer{}
 	res := service.MockResources(service.MockResourcesOptUseLogger(
 		service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))))
@@ -83,6 +91,9 @@ func (w *kworld) newInput(group, extra string) (*Input, *syncBuffer) {
 	require.NoError(w.t, err)
 	in, err := New(conf, res)
 	require.NoError(w.t, err)
+	if setup != nil {
+		setup(registry.Get(res))
+	}
 	w.t.Cleanup(func() {
 		if w.t.Failed() {
 			w.t.Logf("input logs:\n%s", logs.String())
@@ -110,6 +121,14 @@ type sink struct {
 	open   map[string]string // partition → transaction not yet ended
 	txns   map[string]int
 	rows   int
+	// stale, when set, reports a message of a fenced or outdated
+	// assignment epoch (registry.Epochs.Stale): its batch is dropped
+	// whole, as an output drops what a fence caught; applied holds per
+	// starrocks_partition the highest source offset applied, whatever
+	// the epoch (an exactly_once output's progress).
+	stale   func(partition string, epoch uint64) bool
+	applied map[string]int64
+	dropped int
 }
 
 // awaitCommitPass waits until a commit of in that began after the call ran
@@ -124,11 +143,14 @@ func awaitCommitPass(t *testing.T, in *Input) {
 
 func newSink(t *testing.T) *sink {
 	return &sink{t: t, model: workload.NewModel(), seq: map[string]int64{}, offsets: map[string]int64{}, epochs: map[string]uint64{},
-		open: map[string]string{}, txns: map[string]int{}}
+		open: map[string]string{}, txns: map[string]int{}, applied: map[string]int64{}}
 }
 
 func (s *sink) take(batch service.MessageBatch) {
 	s.t.Helper()
+	if s.dropStale(batch) {
+		return
+	}
 	var changes []workload.Change
 	for _, msg := range batch {
 		m, err := contract.Read(msg)
@@ -146,6 +168,9 @@ func (s *sink) take(batch service.MessageBatch) {
 			require.Greater(s.t, m.SourceOffset, last, "source offsets increase in %s", m.Partition)
 		}
 		s.offsets[m.Partition] = m.SourceOffset
+		if cur, ok := s.applied[m.Partition]; !ok || m.SourceOffset > cur {
+			s.applied[m.Partition] = m.SourceOffset
+		}
 		if open, ok := s.open[m.Partition]; ok {
 			require.Equal(s.t, open, m.TxnID, "a transaction of %s is emitted whole before the next", m.Partition)
 		}
@@ -165,6 +190,33 @@ func (s *sink) take(batch service.MessageBatch) {
 	}
 	require.Empty(s.t, s.open, "a batch ends at a transaction boundary")
 	s.model.Apply(workload.Txn{Changes: changes})
+}
+
+// dropStale drops a batch that holds a message of a stale epoch (only
+// with stale set): nothing of it is applied; its sequence numbers are
+// still taken, as they were handed out.
+func (s *sink) dropStale(batch service.MessageBatch) bool {
+	s.t.Helper()
+	if s.stale == nil {
+		return false
+	}
+	metas := make([]contract.Meta, 0, len(batch))
+	stale := false
+	for _, msg := range batch {
+		m, err := contract.Read(msg)
+		require.NoError(s.t, err)
+		metas = append(metas, m)
+		stale = stale || s.stale(m.Partition, m.Epoch)
+	}
+	if !stale {
+		return false
+	}
+	for _, m := range metas {
+		require.Equal(s.t, s.seq[m.SeqSource]+1, m.Seq, "starrocks_seq is dense")
+		s.seq[m.SeqSource] = m.Seq
+	}
+	s.dropped++
+	return true
 }
 
 // readUntil reads and acknowledges batches until done() or the timeout.
