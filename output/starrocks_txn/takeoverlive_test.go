@@ -419,6 +419,13 @@ func TestIntegrationTakeOverMarkerUnderEveryOutcome(t *testing.T) {
 					return service.MessageBatch{s.row(p, fmt.Sprintf("%s-%d", p, id), "order_events", map[string]any{"event_id": id, "order_id": id, "kind": "k"}, true)}
 				}
 				waitAll(t, []chan error{writeAsync(a, event(sa, "orders/0", 1))}, 10*time.Second)
+				// A begins its next transaction after the commit (eagerly);
+				// B starts once it has, so that there is one to roll back
+				// (on a loaded machine B's take-over could come first).
+				require.Eventually(t, func() bool {
+					c := e.Counters()
+					return c.Begins > c.Committed+c.Aborted
+				}, 30*time.Second, 5*time.Millisecond, "A holds an open transaction")
 				abortedBefore := e.Counters().Aborted
 
 				b, _ := emulatorEOOutput(t, e, "")
