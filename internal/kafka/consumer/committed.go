@@ -8,8 +8,6 @@ import (
 
 // claim is an output partition of the current assignments (ClaimLocked).
 type claim struct {
-	// releasing is set from the start of the partition's release.
-	releasing bool
 	// committed is the last committed-through offset the input was told
 	// (-1: none).
 	committed int64

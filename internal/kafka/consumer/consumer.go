@@ -54,6 +54,18 @@ type Consumer struct {
 	// commitMu serialises offset commits, so a revoke waits for a commit
 	// that is already in flight.
 	commitMu sync.Mutex
+	// leaseMu guards leased, the claimed output partitions that are not
+	// being released: the ones a confirmed group request renews
+	// (renewLease). It is its own lock, never the input's, because the
+	// renewal runs inside franz-go's write of a heartbeat, on the goroutine
+	// that writes every request to the broker and reads none of their
+	// replies before the hook returns: a renewal waiting for the input's
+	// lock held back the heartbeats (and commits) for as long as any
+	// holder of that lock ran, e.g. the poll loop feeding a large poll on
+	// a starved machine, and the group ended the session. Taken after mu
+	// where both are held.
+	leaseMu sync.Mutex
+	leased  map[string]bool
 	// passes counts the commits that ran to their end (CommitPasses).
 	passes atomic.Uint64
 	loops  sync.WaitGroup
@@ -94,6 +106,7 @@ func New(conf Config, mgr *service.Resources, mu sync.Locker, in Input) *Consume
 		mu:     mu,
 		notify: make(chan struct{}),
 		claims: map[string]*claim{},
+		leased: map[string]bool{},
 		held:   map[string]map[int32]bool{},
 
 		afterFunc: time.AfterFunc,

@@ -283,3 +283,39 @@ func TestLeaseIsNotRenewedWhileARevokeIsPending(t *testing.T) {
 		return ok && until.After(leaseAtRevoke)
 	}, 10*time.Second, 10*time.Millisecond, "the next generation is leased from its sync")
 }
+
+// The group membership does not depend on the input's lock: the lease's
+// renewal runs inside franz-go's write of each heartbeat, on the goroutine
+// that writes every request to the broker and reads no reply before the
+// hook returns. A renewal that waited for the input's lock held back the
+// heartbeats for as long as any holder of that lock ran — the poll loop
+// feeding a large poll on a starved machine held it for seconds in the long
+// chaos form — and the group ended the session; the member rejoined from
+// the same offsets, met the same large poll, and lost the next session too.
+// While the lock is held past session timeouts, heartbeats go on being
+// answered and renewing the lease (a heartbeat's write confirms the one
+// before it).
+func TestHeartbeatsDoNotWaitForTheInputsLock(t *testing.T) {
+	w, _, id := loaded(t, "g-lease-lock")
+	w.in.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			w.in.mu.Unlock()
+		}
+	}()
+	began := time.Now()
+	_, last := w.leased(id)
+	renewals := 0
+	ok := testkit.Poll(20*time.Second, func() bool {
+		if _, until := w.leased(id); until.After(last) {
+			last, renewals = until, renewals+1
+		}
+		return renewals >= 3 && time.Since(began) >= 2*w.c.conf.SessionTimeout
+	})
+	w.in.mu.Unlock()
+	locked = false
+	require.True(t, ok, "the lease was renewed %d times while the input's lock was held for %v", renewals, time.Since(began))
+	held, until := w.leased(id)
+	assert.True(t, held, "the partition is still leased, until %v", until)
+}

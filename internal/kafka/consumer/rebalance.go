@@ -50,9 +50,7 @@ func (c *Consumer) ClaimLocked(id string) uint64 {
 	if !c.assigning {
 		until = c.lease.Until()
 	}
-	if !until.IsZero() {
-		c.reg.Renew([]string{id}, until)
-	}
+	c.leaseLocked(id, until)
 	return epoch
 }
 
@@ -84,11 +82,7 @@ func (c *Consumer) release(ctx context.Context, cl *kgo.Client, tps map[string][
 	c.lease.Halt()
 	c.mu.Lock()
 	ids, lastDelivery := c.in.StopLocked(tps, lost)
-	for _, id := range ids {
-		if cl := c.claims[id]; cl != nil {
-			cl.releasing = true
-		}
-	}
+	c.unleaseLocked(ids)
 	c.mu.Unlock()
 	if len(ids) > 0 {
 		c.releaseIDs(ctx, cl, ids, lastDelivery, lost)
