@@ -117,6 +117,9 @@ func (c *Consumer) releaseIDs(ctx context.Context, cl *kgo.Client, ids []string,
 	for _, id := range ids {
 		delete(c.claims, id)
 	}
+	// A claim made while the release ran (none is today: franz-go runs the
+	// callbacks one at a time) must not leave a lease renewed after Unlease.
+	c.unleaseLocked(ids)
 	// After the fence: the output holds nothing of them any more.
 	c.reg.Unlease(ids)
 	c.SignalLocked()
