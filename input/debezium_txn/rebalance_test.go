@@ -124,6 +124,10 @@ func TestTrackingOutputDecidesTheFloors(t *testing.T) {
 	s := newSink(t)
 	// Phase 1: acknowledged, never published: only snapshot rows come,
 	// and no floor moves past them.
+	// The first rows come once the group is joined (seconds on a loaded
+	// machine); then a second more gives a transaction the chance to come
+	// too, which it must not.
+	readUntilFn(t, in, 30*time.Second, s.take, func() bool { return s.rows > 0 })
 	readFor(t, in, time.Second, s.take)
 	require.Positive(t, s.rows)
 	for p := range s.offsets {
