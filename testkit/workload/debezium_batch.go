@@ -20,18 +20,7 @@ func (p *DebeziumProducer) WriteBatch(ctx context.Context, ts []DebeziumTxn) err
 		return err
 	}
 	for _, t := range ts {
-		p.model.Apply(t.Txn)
-		if p.opts.OnWrite != nil {
-			p.opts.OnWrite(t)
-		}
-		p.Stats.Txns.Add(1)
-		p.Stats.Events.Add(int64(t.Events))
-		for {
-			cur := p.Stats.Largest.Load()
-			if int64(t.Events) <= cur || p.Stats.Largest.CompareAndSwap(cur, int64(t.Events)) {
-				break
-			}
-		}
+		p.written(t)
 	}
 	return nil
 }

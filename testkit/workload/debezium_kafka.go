@@ -239,6 +239,13 @@ func (p *DebeziumProducer) Write(ctx context.Context, t DebeziumTxn) error {
 	if err := p.write(ctx, t.Records); err != nil {
 		return err
 	}
+	p.written(t)
+	return nil
+}
+
+// written records a source transaction whose records Kafka took: the model,
+// the OnWrite hook, the statistics.
+func (p *DebeziumProducer) written(t DebeziumTxn) {
 	p.model.Apply(t.Txn)
 	if p.opts.OnWrite != nil {
 		p.opts.OnWrite(t)
@@ -248,7 +255,7 @@ func (p *DebeziumProducer) Write(ctx context.Context, t DebeziumTxn) error {
 	for {
 		cur := p.Stats.Largest.Load()
 		if int64(t.Events) <= cur || p.Stats.Largest.CompareAndSwap(cur, int64(t.Events)) {
-			return nil
+			return
 		}
 	}
 }
