@@ -278,11 +278,15 @@ type Counters struct {
 	Bytes int64 `json:"bytes"`
 	// Statements counts the statements the MySQL port executed.
 	Statements int64 `json:"mysql_statements"`
+	// PublishHeld counts commits that waited in the publish order for an
+	// earlier commit of one of their tables (publish.go).
+	PublishHeld int64 `json:"publish_held"`
 }
 
 type counters struct {
 	begins, loads, prepares, commits, rollbacks, streamLoads, labelStates, cancels atomic.Int64
 	redirects, faultsFired, committed, aborted, rowsReceived, rows, bytes          atomic.Int64
+	publishHeld                                                                    atomic.Int64
 }
 
 // Emulator is a running StarRocks-compatible server.
@@ -470,7 +474,7 @@ func (e *Emulator) Counters() Counters {
 		LabelStates: c.labelStates.Load(), Cancels: c.cancels.Load(), Redirects: c.redirects.Load(),
 		FaultsFired: c.faultsFired.Load(), Committed: c.committed.Load(), Aborted: c.aborted.Load(),
 		RowsReceived: c.rowsReceived.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(),
-		Statements: e.statements(),
+		Statements: e.statements(), PublishHeld: c.publishHeld.Load(),
 	}
 }
 

@@ -406,7 +406,9 @@ func (e *Emulator) runCommit(q *req, t *txn, changes []storeChanges, f *Fault, o
 // transaction committed before it on one of its tables is applied
 // (publish.go). Its turn ends whatever the outcome.
 func (e *Emulator) completeCommit(t *txn, changes []storeChanges) error {
-	e.pub.wait(t.pubTicket)
+	if e.pub.wait(t.pubTicket) {
+		e.ctr.publishHeld.Add(1)
+	}
 	defer e.pub.leave(t.pubTicket)
 	var meta any
 	if e.cfg.DataDir != "" {

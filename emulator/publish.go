@@ -96,11 +96,13 @@ func sharesTable(a, b []string) bool {
 }
 
 // wait blocks until every transaction committed before ticket on one of
-// its tables is applied.
-func (p *publishOrder) wait(ticket int64) {
+// its tables is applied; it reports whether it waited for any.
+func (p *publishOrder) wait(ticket int64) (held bool) {
 	for _, ch := range p.before(ticket) {
+		held = true
 		<-ch
 	}
+	return held
 }
 
 // leave ends the turn of ticket: what waits behind it may go.

@@ -73,6 +73,7 @@ func TestPublishOrderLaterCommitOfTheSameTableWins(t *testing.T) {
 	assert.Equal(t, "VISIBLE", c.state("test", "B"))
 	require.Eventually(t, func() bool { return c.state("test", "A") == "VISIBLE" }, 20*time.Second, 10*time.Millisecond)
 	assert.Equal(t, "second", orderStatus(t, e), "the later commit's row wins")
+	assert.EqualValues(t, 1, e.Counters().PublishHeld, "B waited in the publish order, once")
 }
 
 // Commits of another table are not held by a late commit: they answer OK and
@@ -96,6 +97,7 @@ func TestPublishOrderOtherTablesAreNotHeld(t *testing.T) {
 	assert.Equal(t, 1, countRows(t, e, "order_items"))
 	assert.Equal(t, "COMMITTED", c.state("test", "A"))
 	assert.Equal(t, "", orderStatus(t, e))
+	assert.Zero(t, e.Counters().PublishHeld, "nothing waited in the publish order")
 }
 
 // Held past its publish wait, a later commit answers as its path does in
