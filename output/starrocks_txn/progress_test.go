@@ -298,17 +298,10 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	waitAll(t, []chan error{slow}, 5*time.Second)
 	assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")))
 
-	// Fenced while waiting: released with success, never loaded.
-	g2 := &gatedProgress{fakeProgress: fp, part: "p2", gate: make(chan struct{})}
-	o.setProgressStore(g2)
-	waiting := writeAsync(o, service.MessageBatch(txnMsgs(s, "p2", "t3", 3)))
-	waitCore(t, o, "t3 waits for p2's progress", func(k *core) bool { return len(k.progressWait["p2"]) == 2 })
-	require.NoError(t, o.fence(context.Background(), "p2"))
-	waitAll(t, []chan error{waiting}, time.Second)
-	close(g2.gate)
-	// The read the fence outdated is dropped, and not read again while no
-	// message of p2 waits (TestExactlyOnceReadOutdatedByAFenceIsNotKept).
-	waitCore(t, o, "p2's read stopped", func(k *core) bool { return !k.progressLoading["p2"] })
+	// Fenced while waiting: released with success, never loaded. The read
+	// the fence outdated is dropped, and not read again while no message of
+	// p2 waits (TestExactlyOnceReadOutdatedByAFenceIsNotKept).
+	fenceWhileReading(t, o, fp, s, "p2", "t3")
 	quiesce(t, o)
 	o.mu.Lock()
 	assert.Nil(t, o.core.progress["p2"], "nothing kept of the outdated read")
@@ -323,15 +316,7 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 func TestExactlyOnceReaderBegunAfterTheFenceReadsNothing(t *testing.T) {
 	f := newFakeSR()
 	o, _, fp := eoOutput(t, f, nil, "")
-	g := &gatedProgress{fakeProgress: fp, part: "p2", gate: make(chan struct{})}
-	o.setProgressStore(g)
-	s := newSrc("asm")
-	waiting := writeAsync(o, service.MessageBatch(txnMsgs(s, "p2", "t3", 3)))
-	waitCore(t, o, "t3 waits for p2's progress", func(k *core) bool { return len(k.progressWait["p2"]) == 2 })
-	require.NoError(t, o.fence(context.Background(), "p2"))
-	waitAll(t, []chan error{waiting}, time.Second)
-	close(g.gate)
-	waitCore(t, o, "p2's first read stopped", func(k *core) bool { return !k.progressLoading["p2"] })
+	fenceWhileReading(t, o, fp, newSrc("asm"), "p2", "t3")
 	fp.mu.Lock()
 	before := fp.reads
 	fp.mu.Unlock()
@@ -627,4 +612,19 @@ func TestExactlyOnceReadWaitsForTheFencedPartitionsCommitToBeVisible(t *testing.
 	waitAll(t, []chan error{inCommit, back}, 5*time.Second)
 	quiesce(t, o)
 	assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, countIDs(f.rows("a")), "nothing applied twice")
+}
+
+// fenceWhileReading writes a transaction of part whose progress read is
+// held, fences part while the read waits (the write is released, nothing
+// loaded), then lets the read finish and waits until it stopped.
+func fenceWhileReading(t *testing.T, o *Output, fp *fakeProgress, s *src, part, id string) {
+	t.Helper()
+	g := &gatedProgress{fakeProgress: fp, part: part, gate: make(chan struct{})}
+	o.setProgressStore(g)
+	waiting := writeAsync(o, service.MessageBatch(txnMsgs(s, part, id, 3)))
+	waitCore(t, o, id+" waits for its partition's progress", func(k *core) bool { return len(k.progressWait[part]) == 2 })
+	require.NoError(t, o.fence(context.Background(), part))
+	waitAll(t, []chan error{waiting}, time.Second)
+	close(g.gate)
+	waitCore(t, o, part+"'s read stopped", func(k *core) bool { return !k.progressLoading[part] })
 }
