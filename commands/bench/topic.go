@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/starrocks-txn/benthos-starrocks/input/kafka_txn"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/kafka"
 	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
@@ -19,11 +20,12 @@ var Schema string
 const topicName = "cdc"
 
 // consumerFetchMaxBytes is the response size the topic's consumers fetch
-// with: franz-go's default, which kafka_txn keeps (it has no field for it)
-// and runFranz and LastEndOffsets set. The producer's batches are capped by
-// it (testkit/kafka's GuardedBatchBytes). A variable for the test that
-// lowers it.
-var consumerFetchMaxBytes = kafka.DefaultFetchMaxBytes
+// with: kafka_txn's (kafka_txn.FetchMaxBytes, at the default
+// fetch_max_partition_bytes), which runFranz and LastEndOffsets set too. The
+// producer's batches are capped by it (testkit/kafka's GuardedBatchBytes),
+// so that the in-process Kafka's fetch guard keeps the responses within it
+// at every partition count. A variable for the test that lowers it.
+var consumerFetchMaxBytes int32 = kafka_txn.FetchMaxBytes
 
 // loadedTopic is a topic pre-loaded into its own in-process Kafka, and what
 // the producer committed to it.

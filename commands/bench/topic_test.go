@@ -13,7 +13,7 @@ import (
 // producer transactions to a read_committed consumer whose fetch responses
 // end on their byte limit: the franz row reads exactly the committed
 // records. The limit is lowered to 64 KiB so that a small topic reaches it,
-// as 50 MiB is reached at 256 partitions in a real run.
+// as the consumers' 8 MiB is reached at many partitions in a real run.
 func TestLoadedTopicServesNoAbortedRecordsToFullFetches(t *testing.T) {
 	defer func(b int32) { consumerFetchMaxBytes = b }(consumerFetchMaxBytes)
 	consumerFetchMaxBytes = 64 << 10

@@ -122,6 +122,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 	sc.ACLs = fmt.Sprintf("topics %v and consumer_group %q", c.Topics, c.ConsumerGroup)
 	sc.Describe = fmt.Sprintf("topics %v", c.Topics)
 	sc.Commits = kafka.CommitCounters{Commits: in.m.commits, Errors: in.m.commitErrors}
+	sc.Opts = append(sc.Opts, kgo.FetchMaxBytes(fetchMaxBytes(sc.FetchMaxPartitionBytes)))
 	in.Consumer = consumer.New(sc, mgr, &in.mu, in)
 	return in, nil
 }

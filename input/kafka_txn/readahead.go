@@ -20,6 +20,29 @@ const (
 	readAheadBytes = 32 << 20
 )
 
+// FetchMaxBytes bounds one fetch response (franz-go's FetchMaxBytes; its
+// default is 50 MiB). A response carries up to fetch_max_partition_bytes
+// (1 MiB by default) of each partition it names, so with a few partitions
+// it stays a few MiB, but with hundreds of them one response reaches the
+// response-wide bound: at 50 MiB, a response held hundreds of thousands of
+// records at once, far past what the input reads ahead (readAheadRecords),
+// which franz-go buffered whole while the poll loop waited for room, and
+// which the broker built and the client read and decoded as one buffer
+// (at 1 024 partitions, the in-process Kafka's growing of those buffers
+// was the largest cost the partition count added; docs/benchmark.md,
+// "1 024 partitions"). A quarter of readAheadBytes keeps a response within
+// the read-ahead and leaves a topic of up to 8 partitions fetched as
+// before; franz-go rotates the partitions a response starts with, so
+// none is starved. A fetch_max_partition_bytes above it raises it
+// (fetchMaxBytes), or franz-go would lower the partition bound to it.
+const FetchMaxBytes = readAheadBytes / 4
+
+// fetchMaxBytes is the response bound of a client whose partition bound is
+// partitionMaxBytes: FetchMaxBytes, or the partition bound when larger.
+func fetchMaxBytes(partitionMaxBytes int32) int32 {
+	return max(FetchMaxBytes, partitionMaxBytes)
+}
+
 // readAheadLimit is the bound on what the input reads ahead.
 type readAheadLimit struct {
 	records int

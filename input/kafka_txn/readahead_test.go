@@ -3,11 +3,15 @@ package kafka_txn
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
 // readAheadYAML: every record ends its transaction, small batches, and
@@ -247,5 +251,68 @@ func TestCloseEndsAWaitForReadAhead(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(30 * time.Second): // real time: Close has no bound of its own on the loops
 		t.Fatal("Close did not return while the poll loop waited for room")
+	}
+}
+
+// fetchBounds are the bounds of a fetch request: the response's and each
+// named partition's.
+type fetchBounds struct {
+	maxBytes  int32
+	partBytes []int32
+}
+
+// A fetch response is bounded by FetchMaxBytes, not franz-go's 50 MiB: with
+// hundreds of partitions one response would otherwise bring far more records
+// than the input reads ahead. A fetch_max_partition_bytes above it raises the
+// response bound, so that the partition bound stays what was configured
+// (franz-go lowers a partition bound above the response bound to it).
+func TestFetchResponsesAreBoundedBelowTheReadAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra         string
+		maxBytes, partBytes int32
+	}{
+		{"defaults", "", FetchMaxBytes, 1 << 20},
+		{"partition bound above it", "fetch_max_partition_bytes: 16MiB\n", 16 << 20, 16 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 4)
+			var mu sync.Mutex
+			var seen []fetchBounds
+			c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+				req := r.(*kmsg.FetchRequest)
+				b := fetchBounds{maxBytes: req.MaxBytes}
+				for _, rt := range req.Topics {
+					for _, rp := range rt.Partitions {
+						b.partBytes = append(b.partBytes, rp.PartitionMaxBytes)
+					}
+				}
+				mu.Lock()
+				seen = append(seen, b)
+				mu.Unlock()
+				// Left to the cluster, which keeps the function.
+				return nil, nil, false
+			})
+			res, _ := newResources()
+			in := newTestInput(t, res, testYAML(c, "fetch-bound", tc.extra))
+			connect(t, in)
+			testkit.WaitFor(t, 10*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, b := range seen {
+					if len(b.partBytes) > 0 {
+						return true
+					}
+				}
+				return false
+			}, "a fetch of the assigned partitions")
+			mu.Lock()
+			defer mu.Unlock()
+			for _, b := range seen {
+				require.Equal(t, tc.maxBytes, b.maxBytes, "the response bound of a fetch")
+				for _, p := range b.partBytes {
+					assert.Equal(t, tc.partBytes, p, "the partition bound of a fetch")
+				}
+			}
+		})
 	}
 }
