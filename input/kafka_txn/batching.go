@@ -89,6 +89,7 @@ func (ps *partState) popQueue() *kgo.Record {
 	ps.queue[0] = nil
 	ps.queue = ps.queue[1:]
 	ps.queueBytes -= len(rec.Value)
+	ps.queued.add(-1, -len(rec.Value))
 	if len(ps.queue) == 0 {
 		ps.queue = nil
 	}
@@ -214,6 +215,7 @@ func (ps *partState) lastEnd(ends registry.EndFunc) int {
 // dropPending forgets the partition's fetched and pending records (a
 // revoke: the next owner reads them again).
 func (ps *partState) dropPending() {
+	ps.queued.add(-len(ps.queue), -ps.queueBytes)
 	ps.queue, ps.batching, ps.batchMsgs = nil, nil, nil
 	ps.queueBytes, ps.batchBytes, ps.endIdx, ps.endChecked = 0, 0, 0, 0
 }

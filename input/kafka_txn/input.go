@@ -77,6 +77,7 @@ type Input struct {
 	// are delivered (readahead.go); pollWaiting is set while the poll loop
 	// waits for room, readAheadWaits counts how often it found none.
 	readAhead      readAheadLimit
+	queued         queuedCount
 	pollWaiting    bool
 	readAheadWaits int
 }
@@ -159,6 +160,7 @@ func (in *Input) Closed(ctx context.Context) {
 	}
 	in.parts = map[string]*partState{}
 	in.order = nil
+	in.queued = queuedCount{}
 	in.mu.Unlock()
 	for _, b := range batchers {
 		_ = b.Close(ctx)

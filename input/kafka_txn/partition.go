@@ -35,6 +35,9 @@ type partState struct {
 	queue   []*kgo.Record // fetched, not yet handed to a batch
 	// queueBytes is the size of the queued records' values.
 	queueBytes int
+	// queued is the input's sum of every partition's queue (readahead.go),
+	// which the queue's changes keep.
+	queued *queuedCount
 	// batcher applies a policy with processors (batchRule.benthos).
 	batcher *service.Batcher
 	// batching are the records taken from the queue, not yet delivered

@@ -118,6 +118,7 @@ func (ps *partState) addFetched(fp kgo.FetchTopicPartition) {
 		ps.nextFetch = r.Offset + 1
 		ps.queue = append(ps.queue, r)
 		ps.queueBytes += len(r.Value)
+		ps.queued.add(1, len(r.Value))
 	}
 }
 

@@ -63,20 +63,48 @@ func (in *Input) ReadAheadFullLocked() bool {
 	return full
 }
 
-// readAheadFull sums the queues of the partitions being fetched. A
-// partition that is paused (at checkpoint_limit, stopped by a nack) or
-// being revoked does not count: its queue cannot move until it resumes,
-// and must not hold up the others.
+// readAheadFull reports whether the queues of the partitions being fetched
+// hold the bound. A partition that is paused (at checkpoint_limit, stopped
+// by a nack) or being revoked does not count: its queue cannot move until
+// it resumes, and must not hold up the others. Asked at every poll and, while
+// the poll loop waits, at every batch taken, it answers from the sum of every
+// partition's queue (queuedCount) while that is below the bound — the
+// partitions being fetched are then below it too — and sums the partitions
+// only at the bound, so that it costs the partitions' number only there.
 func (in *Input) readAheadFull() bool {
+	if in.queued.records < in.readAhead.records && in.queued.bytes < in.readAhead.bytes {
+		return false
+	}
 	recs, bytes := 0, 0
+	var all queuedCount
 	for _, ps := range in.parts {
+		all.add(len(ps.queue), ps.queueBytes)
 		if ps.paused || ps.failed != nil || ps.revoking {
 			continue
 		}
 		recs += len(ps.queue)
 		bytes += ps.queueBytes
 	}
+	// The sum made afresh: nothing a partition left behind outlives it.
+	in.queued = all
 	return recs >= in.readAhead.records || bytes >= in.readAhead.bytes
+}
+
+// queuedCount is the sum of the queues of every assigned partition
+// (records and bytes of their values), kept by the partitions as their
+// queues change (addFetched, popQueue, dropPending). It may only be above
+// the true sum (a partition forgotten with records queued), never below:
+// readAheadFull trusts it only to say that there is room.
+type queuedCount struct{ records, bytes int }
+
+// add counts records more queued records of bytes bytes (negative: taken);
+// a partition state without a count (a test's) counts nothing.
+func (q *queuedCount) add(records, bytes int) {
+	if q == nil {
+		return
+	}
+	q.records += records
+	q.bytes += bytes
 }
 
 // readAheadTakenLocked wakes the poll loop when it waits for room and there

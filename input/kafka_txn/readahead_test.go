@@ -3,12 +3,14 @@ package kafka_txn
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/starrocks-txn/benthos-starrocks/testkit"
@@ -314,5 +316,74 @@ func TestFetchResponsesAreBoundedBelowTheReadAhead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// readAheadFullSummed is readAheadFull as the sum of the partitions being
+// fetched, with no shortcut.
+func readAheadFullSummed(in *Input) bool {
+	recs, bytes := 0, 0
+	for _, ps := range in.parts {
+		if ps.paused || ps.failed != nil || ps.revoking {
+			continue
+		}
+		recs += len(ps.queue)
+		bytes += ps.queueBytes
+	}
+	return recs >= in.readAhead.records || bytes >= in.readAhead.bytes
+}
+
+// The input's sum of the queues never falls below what the partitions hold,
+// whatever fetches, takes, pauses, failures and releases do, so that
+// readAheadFull answers as summing the partitions being fetched does: a sum
+// below it would let the poll loop fetch past the bound.
+func TestReadAheadFullAnswersAsTheSumOfThePartitions(t *testing.T) {
+	in := &Input{parts: map[string]*partState{}, readAhead: readAheadLimit{records: 12, bytes: 900}}
+	rng := rand.New(rand.NewPCG(26, 3))
+	nextPart := int32(0)
+	pick := func() *partState {
+		for _, ps := range in.parts {
+			if rng.IntN(2) == 0 {
+				return ps
+			}
+		}
+		for _, ps := range in.parts {
+			return ps
+		}
+		return nil
+	}
+	for step := 0; step < 20000; step++ {
+		ps := pick()
+		switch op := rng.IntN(8); {
+		case ps == nil || op == 0 && len(in.parts) < 6:
+			p := nextPart
+			nextPart++
+			id := fmt.Sprintf("%s/%d", testTopic, p)
+			in.parts[id] = &partState{topic: testTopic, part: p, id: id, nextFetch: -1, firstOffset: -1, hwm: -1, queued: &in.queued}
+		case op <= 2:
+			var recs []*kgo.Record
+			for i := 0; i < 1+rng.IntN(4); i++ {
+				recs = append(recs, &kgo.Record{Offset: max(ps.nextFetch, 0) + int64(i), Value: make([]byte, rng.IntN(120))})
+			}
+			ps.addFetched(kgo.FetchTopicPartition{Topic: ps.topic, FetchPartition: kgo.FetchPartition{Partition: ps.part, HighWatermark: -1, Records: recs}})
+		case op <= 4:
+			if len(ps.queue) > 0 {
+				ps.popQueue()
+			}
+		case op == 5:
+			ps.paused = !ps.paused
+		case op == 6:
+			if ps.failed == nil {
+				ps.failed = fmt.Errorf("nacked")
+			} else {
+				ps.failed = nil
+			}
+		default:
+			// A release: StopLocked, then DropLocked.
+			ps.revoking = true
+			ps.dropPending()
+			delete(in.parts, ps.id)
+		}
+		require.Equal(t, readAheadFullSummed(in), in.readAheadFull(), "step %d", step)
 	}
 }

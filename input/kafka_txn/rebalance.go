@@ -46,6 +46,7 @@ func (in *Input) Assign(_ context.Context, assigned map[string][]int32) {
 				topic: topic, part: p, id: id, label: strconv.Itoa(int(p)),
 				firstOffset: -1, nextFetch: -1, deliveredNext: -1, ackedNext: -1,
 				committedThru: -1, lastCommitted: -1, groupOffset: -1, hwm: -1, failedAt: -1,
+				queued: &in.queued,
 			}
 			if off, ok := in.groupOffsets[id]; ok {
 				ps.groupOffset = off
