@@ -50,3 +50,21 @@ func (m inputMetrics) initPartition(ps *partState) {
 	m.inFlight.Set(0, ps.topic, ps.label)
 	m.paused.Set(0, ps.topic, ps.label)
 }
+
+// gaugeValue is the value last set on one of a partition's gauges, so that
+// an unchanged value is not set again: Benthos resolves a labelled series at
+// every Set.
+type gaugeValue struct {
+	v   int64
+	set bool
+}
+
+// changed records v as the gauge's value and reports whether it differs
+// from the last one recorded (always, the first time).
+func (g *gaugeValue) changed(v int64) bool {
+	if g.set && g.v == v {
+		return false
+	}
+	g.v, g.set = v, true
+	return true
+}

@@ -2,6 +2,7 @@ package kafka_txn
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 	"github.com/starrocks-txn/benthos-starrocks/testkit"
 )
 
@@ -100,4 +102,46 @@ func TestCommittedLagRisesWhileStalled(t *testing.T) {
 	once.Do(func() { close(release) })
 	waitMetric(t, m, lag, 0)
 	waitMetric(t, m, "kafka_txn_committed_offset{,root.input,cdc,0}", 25)
+}
+
+// A partition's lag is set when it changes, not at every poll: a fetch names
+// every partition being fetched (hundreds of them, most with nothing new),
+// and setting each one's gauges again made every poll cost the partitions'
+// number. Partition 1 keeps receiving records after partition 0 is read to
+// its end: the polls that bring them do not set partition 0's lag again.
+func TestLagIsSetWhenItChanges(t *testing.T) {
+	c := newCluster(t, 2)
+	p := producer(t, c, "")
+	produce(t, p, 0, seq("p0-", 3)...)
+	var mu sync.Mutex
+	got := map[int32]int{}
+	m := runMetricsStream(t, c, "g-lag-sets", "", func(_ context.Context, b service.MessageBatch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, msg := range b {
+			got[int32(metaInt(t, msg, consumer.MetaPartition))]++
+		}
+		return nil
+	})
+	delivered := func(part int32, n int) {
+		t.Helper()
+		testkit.WaitFor(t, 10*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return got[part] >= n
+		}, "the records of the partition")
+	}
+	const lag0, lag1 = "kafka_txn_lag{,root.input,cdc,0}", "kafka_txn_lag{,root.input,cdc,1}"
+	delivered(0, 3)
+	waitMetric(t, m, lag0, 0)
+	before, before1 := m.setCount(lag0), m.setCount(lag1)
+	for i := 0; i < 5; i++ {
+		produce(t, p, 1, fmt.Sprintf("p1-%d", i))
+		delivered(1, i+1)
+	}
+	waitMetric(t, m, lag1, 0)
+	assert.Greater(t, m.setCount(lag1), before1, "partition 1's lag followed its records")
+	v, _ := m.get(lag0)
+	assert.Zero(t, v)
+	assert.Equal(t, before, m.setCount(lag0), "partition 0's lag, unchanged, set again")
 }

@@ -63,6 +63,9 @@ type partState struct {
 	lastCommitted int64 // last offset committed to the group by this assignment
 	groupOffset   int64 // the group's committed offset when it was assigned
 	hwm           int64
+	// lagSet and committedLagSet are the values last set on the
+	// partition's lag gauges (updateLagLocked).
+	lagSet, committedLagSet gaugeValue
 
 	failed   error // set by a nack: the partition is stopped
 	failedAt int64 // first offset of the nacked batch

@@ -39,12 +39,14 @@ func (in *Input) updatePauseLocked(ps *partState) {
 	}
 }
 
-// updateLagLocked publishes the partition's lag gauges.
+// updateLagLocked publishes the partition's lag gauges, each when its value
+// changed: a poll visits every partition its fetches name, with hundreds of
+// partitions mostly ones with nothing new, whose lags are what they were.
 func (in *Input) updateLagLocked(ps *partState) {
-	if lag, ok := ps.lag(); ok {
+	if lag, ok := ps.lag(); ok && ps.lagSet.changed(lag) {
 		in.m.lag.Set(lag, ps.topic, ps.label)
 	}
-	if lag, ok := ps.committedLag(); ok {
+	if lag, ok := ps.committedLag(); ok && ps.committedLagSet.changed(lag) {
 		in.m.committedLag.Set(lag, ps.topic, ps.label)
 	}
 }

@@ -20,6 +20,8 @@ import (
 type captureMetrics struct {
 	mu     sync.Mutex
 	values map[string]int64
+	// sets counts each gauge's Set calls.
+	sets map[string]int
 }
 
 type captureCounter struct {
@@ -41,7 +43,18 @@ type captureGauge struct {
 func (g captureGauge) Set(v int64) {
 	g.c.mu.Lock()
 	g.c.values[g.key] = v
+	if g.c.sets == nil {
+		g.c.sets = map[string]int{}
+	}
+	g.c.sets[g.key]++
 	g.c.mu.Unlock()
+}
+
+// setCount is how many times the gauge key was set.
+func (c *captureMetrics) setCount(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sets[key]
 }
 
 type captureTimer struct{}
