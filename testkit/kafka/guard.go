@@ -59,10 +59,6 @@ const minBatchBytes = 512
 // the cap does not change the log.
 const maxGuardedBatchBytes = 32 << 10
 
-// DefaultFetchMaxBytes is franz-go's default FetchMaxBytes, which kafka_txn
-// and debezium_txn keep (they have no field for it).
-const DefaultFetchMaxBytes int32 = 50 << 20
-
 // GuardedBatchBytes returns the batch cap for a topic of partitions
 // partitions read with fetches of at most fetchMaxBytes per response: the
 // largest maxBatch, up to 32 KiB, with 2*partitions*maxBatch <=
