@@ -28,9 +28,9 @@ const (
 	maxBytesClass = 26
 	// byteSubBits splits each power of two of the byte classes into
 	// 2^byteSubBits classes.
-	byteSubBits = 2
-	minRecsClass  = 3
-	maxRecsClass  = 16
+	byteSubBits  = 2
+	minRecsClass = 3
+	maxRecsClass = 16
 	// decompressGuess is the decompressed size guessed per compressed
 	// byte where the codec does not tell it (the client grows a short
 	// buffer and gives back the grown one).
@@ -45,7 +45,7 @@ var newFetchPools = func() kgo.Pool { return &fetchPools{} }
 // fetchPools implements kgo.PoolDecompressBytes and kgo.PoolRecords.
 type fetchPools struct {
 	bytes [(maxBytesClass-minBytesClass)<<byteSubBits + 1]sync.Pool // of *[]byte
-	recs  [maxRecsClass + 1]sync.Pool  // of *[]kgo.Record
+	recs  [maxRecsClass + 1]sync.Pool                               // of *[]kgo.Record
 }
 
 var (
