@@ -83,9 +83,12 @@ type assemblerStats struct {
 // partitions and emits them whole in END order (ARCHITECTURE.md §13). It is
 // pure — no clocks, no Kafka — and not safe for concurrent use.
 type assembler struct {
-	cfg   assemblerConfig
-	dec   *decoder
-	parts map[tp]*partState
+	cfg assemblerConfig
+	dec *decoder
+	// freeMsgs are row slices of emissions whose messages are made
+	// (emit.go), for the next emissions.
+	freeMsgs [][]outMsg
+	parts    map[tp]*partState
 	// sorted is parts in topic, partition order (rebuilt when a partition
 	// is added).
 	sorted []*partState

@@ -434,3 +434,45 @@ func TestMissingEventsNameATopicNotReadYet(t *testing.T) {
 	assert.NotContains(t, ps[0].msg, "is read here yet", "once assigned, the topic only misses events")
 	assert.Empty(t, f.drain())
 }
+
+// The row slice of an emission whose messages are made goes back for the
+// next emission, emptied (it keeps no row alive), with the count and the
+// first transaction id the acknowledgement needs; the next transaction's
+// rows in it are its own, in total order, whatever order they came in.
+func TestEmissionRowsReused(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.data(items0, dbzEvent(opCreate, "items", 2, "a", 2, 1))
+	f.meta(dbzEnd("a", "test.orders", 1, "test.items", 1))
+	ems := f.drain()
+	require.Len(t, ems, 1)
+	a := ems[0]
+	require.Len(t, a.msgs, 2)
+	rowsA := a.msgs[:cap(a.msgs)]
+	f.a.recycleMsgs(a)
+	assert.Nil(t, a.msgs)
+	assert.Equal(t, 2, a.n)
+	assert.Equal(t, "a", a.firstID)
+	for i, m := range rowsA {
+		assert.Zero(t, m, "row %d of a's slice still held", i)
+	}
+
+	// b's events come in reverse total order, over two partitions.
+	f.data(items0, dbzEvent(opCreate, "items", 3, "b", 3, 1))
+	f.data(orders0, dbzEvent(opUpdate, "orders", 1, "b", 2, 1))
+	f.data(orders0, dbzEvent(opUpdate, "orders", 1, "b", 1, 2))
+	f.meta(dbzEnd("b", "test.orders", 2, "test.items", 1))
+	ems = f.drain()
+	require.Len(t, ems, 1)
+	b := ems[0]
+	assert.Same(t, &rowsA[0], &b.msgs[:1][0], "b's rows reuse a's slice")
+	got := rows(b)
+	require.Len(t, got, 3)
+	for i, want := range []string{"b-1", "b-2", "b-3"} {
+		assert.True(t, strings.HasSuffix(got[i], "|"+want), "row %d: %s", i, got[i])
+		assert.Equal(t, i == 2, b.msgs[i].end, "row %d", i)
+		assert.Equal(t, "b", b.msgs[i].txnID)
+	}
+	assert.Less(t, b.msgs[0].sourceOffset, b.msgs[1].sourceOffset)
+	assert.Less(t, b.msgs[1].sourceOffset, b.msgs[2].sourceOffset)
+}

@@ -29,7 +29,42 @@ type outMsg struct {
 type emission struct {
 	txn   *txnState
 	sides []*sideRow
-	msgs  []outMsg
+	// msgs are the rows to render; the input gives them back
+	// (recycleMsgs) once it has made their messages, keeping their count
+	// and first transaction id.
+	msgs    []outMsg
+	n       int
+	firstID string
+}
+
+// maxFreeMsgs bounds the row slices kept for reuse.
+const maxFreeMsgs = 64
+
+// takeMsgs returns an empty slice for n rows, reused when one is free.
+func (a *assembler) takeMsgs(n int) []outMsg {
+	for i := len(a.freeMsgs) - 1; i >= 0; i-- {
+		if m := a.freeMsgs[i]; cap(m) >= n {
+			last := len(a.freeMsgs) - 1
+			a.freeMsgs[i], a.freeMsgs[last] = a.freeMsgs[last], nil
+			a.freeMsgs = a.freeMsgs[:last]
+			return m[:0]
+		}
+	}
+	return make([]outMsg, 0, max(n, txnEventsReserved))
+}
+
+// recycleMsgs records the count and first transaction id of em's rows,
+// whose messages are made, and keeps their slice for another emission.
+func (a *assembler) recycleMsgs(em *emission) {
+	em.n = len(em.msgs)
+	if em.n > 0 {
+		em.firstID = em.msgs[0].txnID
+	}
+	if len(a.freeMsgs) < maxFreeMsgs {
+		clear(em.msgs)
+		a.freeMsgs = append(a.freeMsgs, em.msgs[:0])
+	}
+	em.msgs = nil
 }
 
 // next returns the next emission that every rule of ARCHITECTURE.md §13.5
@@ -61,7 +96,7 @@ func (a *assembler) nextSides(maxSide int) *emission {
 		if h, ok := p.headTxnEvent(); ok {
 			limit = h.offset
 		}
-		em := &emission{}
+		em := &emission{msgs: a.takeMsgs(min(p.pending, maxSide))}
 		for i := first; i < len(p.sides) && len(em.sides) < maxSide; i++ {
 			s := p.sides[i]
 			if limit >= 0 && s.rec.offset > limit {
@@ -161,32 +196,34 @@ func (a *assembler) nextTxn() *emission {
 		}
 		a.ends[0] = nil
 		a.ends = a.ends[1:]
-		evs := make([]*txnEvent, 0, len(t.events))
+		msgs := a.takeMsgs(len(t.events))
 		for _, e := range t.events {
 			if e.loaded {
-				evs = append(evs, e)
+				msgs = append(msgs, outMsg{partition: a.cfg.partition, txnID: t.id, ev: &e.ev, rec: e.rec})
 			}
 		}
-		if len(evs) == 0 {
+		if len(msgs) == 0 {
+			if len(a.freeMsgs) < maxFreeMsgs {
+				a.freeMsgs = append(a.freeMsgs, msgs)
+			}
 			a.stats.emptyTxns++
 			a.release(t)
 			continue
 		}
-		slices.SortStableFunc(evs, func(x, y *txnEvent) int { return cmp.Compare(x.ev.totalOrder, y.ev.totalOrder) })
-		em := &emission{txn: t, msgs: make([]outMsg, len(evs))}
-		for i, e := range evs {
-			em.msgs[i] = outMsg{
-				partition: a.cfg.partition, txnID: t.id,
-				sourceOffset: sourceOffset(t.endOffset, i), end: i == len(evs)-1,
-				ev: &e.ev, rec: e.rec,
-			}
+		byOrder := func(x, y outMsg) int { return cmp.Compare(x.ev.totalOrder, y.ev.totalOrder) }
+		if !slices.IsSortedFunc(msgs, byOrder) {
+			slices.SortStableFunc(msgs, byOrder)
 		}
+		for i := range msgs {
+			msgs[i].sourceOffset, msgs[i].end = sourceOffset(t.endOffset, i), i == len(msgs)-1
+		}
+		em := &emission{txn: t, msgs: msgs}
 		t.status = txnEmitted
 		a.buffered -= t.bytes
 		t.events, t.keys = nil, smallMap[eventKey, struct{}]{}
 		a.emitted = append(a.emitted, t)
 		a.stats.txnsEmitted++
-		a.stats.eventsEmitted += int64(len(evs))
+		a.stats.eventsEmitted += int64(len(msgs))
 		return em
 	}
 	return nil

@@ -16,15 +16,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Size classes of the pooled slices: class c holds capacities in
-// [2^c, 2^(c+1)). Decompressed batches are pooled from 1 KiB to 64 MiB,
-// record slices from 8 to 64 Ki records; others are allocated (a batch
-// that large is rare).
+// Size classes of the pooled slices: record slices by powers of two
+// (class c holds capacities in [2^c, 2^(c+1))), from 8 to 64 Ki records;
+// decompressed batches, from 1 KiB to 64 MiB, by quarters of a power of
+// two (byteClassAtLeast), since they are most of what the pools hold: a
+// batch in a power-of-two buffer left up to half of it unused, and the
+// buffers in flight at once are what the pools fill when an input starts.
+// Others are allocated (a batch that large is rare).
 const (
 	minBytesClass = 10
 	maxBytesClass = 26
-	minRecsClass  = 3
-	maxRecsClass  = 16
+	// byteSubBits splits each power of two of the byte classes into
+	// 2^byteSubBits classes.
+	byteSubBits  = 2
+	minRecsClass = 3
+	maxRecsClass = 16
 	// decompressGuess is the decompressed size guessed per compressed
 	// byte where the codec does not tell it (the client grows a short
 	// buffer and gives back the grown one).
@@ -38,8 +44,8 @@ var newFetchPools = func() kgo.Pool { return &fetchPools{} }
 
 // fetchPools implements kgo.PoolDecompressBytes and kgo.PoolRecords.
 type fetchPools struct {
-	bytes [maxBytesClass + 1]sync.Pool // of *[]byte
-	recs  [maxRecsClass + 1]sync.Pool  // of *[]kgo.Record
+	bytes [(maxBytesClass-minBytesClass)<<byteSubBits + 1]sync.Pool // of *[]byte
+	recs  [maxRecsClass + 1]sync.Pool                               // of *[]kgo.Record
 }
 
 var (
@@ -70,6 +76,47 @@ func classOf(n, lo, hi int) int {
 	return c
 }
 
+// byteClassBound is the capacity of the byte class i: the classes run
+// from 2^minBytesClass up in steps of a quarter of the power of two below.
+func byteClassBound(i int) int {
+	c := minBytesClass + i>>byteSubBits
+	s := i & (1<<byteSubBits - 1)
+	return (1<<byteSubBits + s) << (c - byteSubBits)
+}
+
+// byteClassAtLeast is the byte class of the smallest capacity that holds
+// n (at most a quarter more than n past the smallest class); -1 when n
+// is beyond 2^maxBytesClass.
+func byteClassAtLeast(n int) int {
+	if n <= 1<<minBytesClass {
+		return 0
+	}
+	if n > 1<<maxBytesClass {
+		return -1
+	}
+	c := bits.Len(uint(n-1)) - 1 // 2^c < n <= 2^(c+1)
+	step := 1 << (c - byteSubBits)
+	s := (n - 1<<c + step - 1) / step // 1 .. 2^byteSubBits
+	return (c-minBytesClass)<<byteSubBits + s
+}
+
+// byteClassOf is the byte class a slice of capacity n goes back to: the
+// largest bound n holds; -1 when it is not pooled.
+func byteClassOf(n int) int {
+	if n < 1<<minBytesClass {
+		return -1
+	}
+	c := bits.Len(uint(n)) - 1
+	if c > maxBytesClass {
+		return -1
+	}
+	if c == maxBytesClass {
+		return (maxBytesClass - minBytesClass) << byteSubBits
+	}
+	s := (n - 1<<c) >> (c - byteSubBits)
+	return (c-minBytesClass)<<byteSubBits + s
+}
+
 // xerialPrefix starts a snappy batch in the xerial framing (Java
 // clients), whose size is not in one header.
 var xerialPrefix = []byte{130, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
@@ -88,19 +135,19 @@ func decompressedSize(compressed []byte, codec kgo.CompressionCodecType) int {
 // GetDecompressBytes returns a buffer for the batch's decompressed bytes.
 func (p *fetchPools) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
 	want := decompressedSize(compressed, codec)
-	c := classAtLeast(want, minBytesClass, maxBytesClass)
+	c := byteClassAtLeast(want)
 	if c < 0 {
 		return nil
 	}
 	if b, _ := p.bytes[c].Get().(*[]byte); b != nil {
 		return (*b)[:0]
 	}
-	return make([]byte, 0, 1<<c)
+	return make([]byte, 0, byteClassBound(c))
 }
 
 // PutDecompressBytes takes a buffer back (the client zeroed its bytes).
 func (p *fetchPools) PutDecompressBytes(b []byte) {
-	if c := classOf(cap(b), minBytesClass, maxBytesClass); c >= 0 {
+	if c := byteClassOf(cap(b)); c >= 0 {
 		b = b[:0]
 		p.bytes[c].Put(&b)
 	}

@@ -2,6 +2,7 @@ package debezium_txn
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -43,6 +44,41 @@ func TestFetchPoolsClasses(t *testing.T) {
 	framed := append(append([]byte{}, xerialPrefix...), block...)
 	assert.Equal(t, len(framed)*decompressGuess, decompressedSize(framed, kgo.CodecSnappy))
 	assert.Equal(t, len(block)*decompressGuess, decompressedSize(block, kgo.CodecLz4))
+
+	// A buffer holds what was asked for and wastes at most a quarter of
+	// it (past the smallest class); one goes back to the largest class it
+	// holds, so whatever that class hands out is big enough.
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{0, 1, 1023, 1024, 1025, 1279, 1280, 1281, 2047, 2048, 2049, 3 << 20, 1<<26 - 1, 1 << 26}
+	for range 20000 {
+		sizes = append(sizes, 1+rng.IntN(1<<(1+rng.IntN(26))))
+	}
+	for _, n := range sizes {
+		c := byteClassAtLeast(n)
+		require.GreaterOrEqual(t, c, 0, "%d", n)
+		b := byteClassBound(c)
+		require.GreaterOrEqual(t, b, n, "class %d of %d", c, n)
+		require.LessOrEqual(t, b, max(n+n/4, 1<<minBytesClass), "class %d of %d", c, n)
+		if c > 0 {
+			require.Less(t, byteClassBound(c-1), n, "class %d of %d is not the smallest", c, n)
+		}
+		if n < 1<<minBytesClass {
+			require.Equal(t, -1, byteClassOf(n), "%d", n)
+			continue
+		}
+		of := byteClassOf(n)
+		require.GreaterOrEqual(t, of, 0, "%d", n)
+		require.LessOrEqual(t, byteClassBound(of), n, "%d goes back to class %d", n, of)
+		if of+1 < len(p.bytes) {
+			require.Greater(t, byteClassBound(of+1), n, "%d goes back below its class %d", n, of)
+		}
+		require.Equal(t, of, byteClassOf(byteClassBound(of)), "class %d", of)
+		require.Equal(t, of, byteClassAtLeast(byteClassBound(of)), "class %d", of)
+	}
+	assert.Equal(t, -1, byteClassAtLeast(1<<26+1))
+	assert.Equal(t, -1, byteClassOf(1<<27))
+	assert.Equal(t, len(p.bytes)-1, byteClassOf(1<<27-1))
+	assert.Equal(t, 1<<maxBytesClass, byteClassBound(len(p.bytes)-1))
 
 	// A slice comes back to the class every slice of which holds it.
 	for _, c := range []struct{ n, lo, hi, at, of int }{

@@ -45,8 +45,15 @@ func metadataOf(t *testing.T, msg *service.Message) map[string]any {
 // type for type, as messages made key by key, with the contract written
 // on both the same way (contract keys set, emptied ones absent, timestamps
 // absent for a record without one), over rows whose values repeat and
-// change.
+// change; and still do once every later message is built (the builder
+// changes its template as rows go).
 func TestMessageBuilderEqualsPlainMessages(t *testing.T) {
+	type built struct {
+		got  *service.Message
+		body []byte
+		meta map[string]any
+	}
+	var all []built
 	b := newMsgBuilder()
 	var cwB, cwP contract.Writer
 	ts := time.UnixMilli(1764417600123)
@@ -87,5 +94,35 @@ func TestMessageBuilderEqualsPlainMessages(t *testing.T) {
 		delete(gm, contract.KeyTyped)
 		delete(wm, contract.KeyTyped)
 		assert.Equal(t, wm, gm, "message %d", i)
+		all = append(all, built{got: got, body: wb, meta: wm})
+	}
+	for i, m := range all {
+		gb, err := m.got.AsBytes()
+		require.NoError(t, err)
+		assert.Equal(t, m.body, gb, "message %d at the end", i)
+		gm := metadataOf(t, m.got)
+		delete(gm, contract.KeyTyped)
+		assert.Equal(t, m.meta, gm, "message %d at the end", i)
+	}
+}
+
+// BenchmarkMessageBuilder builds the messages of transactions of five rows
+// over two tables, the contract written as the input does.
+func BenchmarkMessageBuilder(b *testing.B) {
+	mb := newMsgBuilder()
+	var cw contract.Writer
+	ts := time.UnixMilli(1764417600123)
+	evs := []event{
+		{op: opCreate, row: []byte(`{"id":1}`), db: "shop", table: "orders", snapshot: "false", connector: "mysql"},
+		{op: opUpdate, row: []byte(`{"id":2}`), db: "shop", table: "items", snapshot: "false", connector: "mysql"},
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		ev := &evs[i%5/3]
+		rec := recMeta{tp: tp{"dbserver1.shop." + ev.table, int32(i % 4)}, offset: int64(i), key: `{"id":1}`, ts: ts.Add(time.Duration(i/5) * time.Millisecond)}
+		om := outMsg{partition: "dbserver1.transaction", txnID: "tx", sourceOffset: int64(i) << 24, end: i%5 == 4, ev: ev, rec: rec}
+		msg := mb.message(om)
+		cw.WriteRowFacts(msg, contract.Meta{Partition: om.partition, Database: ev.db, Table: ev.table, TxnID: om.txnID, TxnEnd: om.end,
+			HasSeq: true, SeqSource: "s", HasOffset: true, SourceOffset: om.sourceOffset, HasEpoch: true, Epoch: 3}, ev.row, contract.RowFacts{})
 	}
 }

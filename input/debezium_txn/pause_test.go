@@ -2,6 +2,7 @@ package debezium_txn
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -172,4 +173,25 @@ func TestBoundHoldsUntilTheBufferFellAnEighthBelowIt(t *testing.T) {
 	}
 	assert.Greater(t, emitted, 1, "more than one transaction emitted per pause and resume")
 	assert.Empty(t, clientPaused(in), "an eighth below the bound everything is read again")
+}
+
+// A rejected batch stops the stream naming its first transaction, and
+// counts its rows out of flight, though the emissions' rows went back to
+// the assembler once their messages were made.
+func TestRejectedBatchNamesItsFirstTransaction(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0)
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "t1", 1, 1))
+	f.data(orders0, dbzEvent(opCreate, "orders", 2, "t1", 2, 2))
+	f.meta(dbzEnd("t1", "test.orders", 2))
+	f.data(orders0, dbzEvent(opCreate, "orders", 3, "t2", 1, 1))
+	f.meta(dbzEnd("t2", "test.orders", 1))
+	in := boundHarness(t, f.a, orders0)
+	batch, ack, _ := in.nextBatchLocked(context.Background())
+	require.Len(t, batch, 3)
+	require.NotNil(t, ack)
+	assert.Equal(t, 3, in.unacked)
+	require.NoError(t, ack(context.Background(), errors.New("refused")))
+	assert.Equal(t, 0, in.unacked)
+	require.Error(t, in.stopped)
+	assert.Contains(t, in.stopped.Error(), `transaction "t1"`)
 }

@@ -37,7 +37,7 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 	var msgs service.MessageBatch
 	inBatcher := 0
 	for _, em := range in.batchEms {
-		inBatcher += len(em.msgs)
+		inBatcher += em.n
 	}
 	buffered, heads := a.buffered, len(a.ends)
 	full := false
@@ -64,9 +64,10 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 			}
 			msgs = append(msgs, msg)
 		}
+		a.recycleMsgs(em)
 		if in.batcher != nil {
 			in.batchEms = append(in.batchEms, em)
-			inBatcher += len(em.msgs)
+			inBatcher += em.n
 		} else {
 			ems = append(ems, em)
 		}
@@ -95,7 +96,7 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 		}
 		flushed, err := in.batcher.Flush(ctx)
 		if err != nil {
-			in.log.Errorf("Batching processors failed on transaction %s: %v", in.batchEms[0].msgs[0].txnID, err)
+			in.log.Errorf("Batching processors failed on transaction %s: %v", in.batchEms[0].firstID, err)
 		}
 		msgs, ems, in.batchEms = flushed, in.batchEms, nil
 	}
@@ -104,7 +105,7 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 	}
 	n := 0
 	for _, em := range ems {
-		n += len(em.msgs)
+		n += em.n
 	}
 	for _, msg := range msgs {
 		in.seq++
@@ -190,7 +191,7 @@ func (in *Input) ackLocked(gen uint64, ems []*emission, n int, err error) {
 	in.m.inFlight.Set(int64(in.unacked))
 	if err != nil {
 		if in.stopped == nil {
-			in.stopped = fmt.Errorf("the output rejected the batch starting with transaction %q: %w; nothing past it is emitted or committed: fix the cause and restart the stream", ems[0].msgs[0].txnID, err)
+			in.stopped = fmt.Errorf("the output rejected the batch starting with transaction %q: %w; nothing past it is emitted or committed: fix the cause and restart the stream", ems[0].firstID, err)
 			in.m.stopped.Set(1)
 			in.log.Errorf("%v", in.stopped)
 		}
