@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // fakeTxnTopic stands in for readEnds: the END of transaction r<i> at
@@ -226,4 +229,53 @@ func TestEndCacheKeepsOnlyTheWindow(t *testing.T) {
 	assert.Equal(t, []string{"c", "d"}, c.ids(92, 104))
 	c.add(110, 112, nil, 12)
 	assert.Equal(t, [][2]int64{{104, 110}}, c.gaps(100, 112), "[100, 104) and [110, 112) kept")
+}
+
+// A listing of start and end offsets that runs out of its bound (a broker
+// that accepts connections and never answers, as a starved one) doubles
+// the bound the next listing starts from — the next assignment's too.
+func TestListingOffsetsKeepsTheGrownBound(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var held []net.Conn
+	var hmu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hmu.Lock()
+			held = append(held, c) // never answered
+			hmu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		hmu.Lock()
+		defer hmu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+
+	in, _ := cacheInput(t, &fakeTxnTopic{prefix: "r"})
+	base := 100 * time.Millisecond
+	in.conf.RevokeTimeout = base
+	in.mu.Lock()
+	in.adm, in.asm = kadm.NewClient(cl), newAssembler(testConfig())
+	in.mu.Unlock()
+	require.Equal(t, base, in.listBound.get(base))
+
+	// The assignment ends (ctx) long after the first listing ran out.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*base)
+	defer cancel()
+	offsets := map[string]map[int32]kgo.Offset{"shop.transaction": {0: kgo.NewOffset().At(5)}}
+	got, err := in.AdjustOffsets(ctx, offsets)
+	require.NoError(t, err)
+	assert.Equal(t, offsets, got, "nothing listed: the offsets as given")
+	assert.GreaterOrEqual(t, in.listBound.get(base), 2*base, "the next listing starts from the grown bound")
 }
