@@ -104,6 +104,11 @@ func (in *Input) checkAssignment(ctx context.Context, assigned map[string][]int3
 	if err := transactionTopicError(in.conf.transactionTopic, details); err != nil {
 		return err
 	}
+	if d, ok := details[in.conf.transactionTopic]; ok && d.Err == nil {
+		in.mu.Lock()
+		in.txnTopicID = d.ID
+		in.mu.Unlock()
+	}
 	var missing []string
 	for topic, d := range details {
 		if !in.conf.consumes(topic) || d.Err != nil {
@@ -146,7 +151,12 @@ func (in *Input) AdjustOffsets(ctx context.Context, offsets map[string]map[int32
 	}
 	var starts, ends kadm.ListedOffsets
 	for attempt := 0; ; attempt++ {
-		lctx, cancel := context.WithTimeout(ctx, in.conf.RevokeTimeout)
+		// The bound grows when a listing runs out of it, and the next
+		// assignment starts from it (growBound): a broker too slow for
+		// revoke_timeout is still listed.
+		bound := in.listBound.get(in.conf.RevokeTimeout)
+		began := time.Now()
+		lctx, cancel := context.WithTimeout(ctx, bound)
 		var err error
 		if starts, err = adm.ListStartOffsets(lctx, topics...); err == nil {
 			err = starts.Error()
@@ -156,14 +166,19 @@ func (in *Input) AdjustOffsets(ctx context.Context, offsets map[string]map[int32
 				err = ends.Error()
 			}
 		}
+		ranOut := lctx.Err() != nil
 		cancel()
 		if err == nil {
+			in.listBound.done(bound, time.Since(began), in.conf.RevokeTimeout)
 			break
 		}
 		if ctx.Err() != nil {
 			return offsets, nil
 		}
-		in.log.Warnf("Listing start and end offsets of the assignment (retried): %v", err)
+		if ranOut {
+			in.listBound.ranOut(bound, readBackMaxBound)
+		}
+		in.log.Warnf("Listing start and end offsets of the assignment (retried within %v): %v", in.listBound.get(in.conf.RevokeTimeout), err)
 		select {
 		case <-ctx.Done():
 			return offsets, nil
@@ -195,6 +210,16 @@ func (in *Input) AdjustOffsets(ctx context.Context, offsets map[string]map[int32
 	progress, sideProgress := in.readProgress(ctx, resolved)
 	var ids []string
 	if hasTxn {
+		in.mu.Lock()
+		topicID := in.txnTopicID
+		in.mu.Unlock()
+		txnEnd := int64(-1)
+		if e, ok := ends.Lookup(in.conf.transactionTopic, 0); ok {
+			txnEnd = e.Offset
+		}
+		if !in.ends.check(topicID, txnStart, txnEnd) {
+			in.log.Infof("The END ids of %s read back earlier in this process are forgotten: the start %d is below an earlier one, or the topic was recreated or truncated; they are read again", in.conf.transactionTopic, txnStart)
+		}
 		ids = in.readBackIDs(ctx, txnStart)
 	}
 

@@ -90,6 +90,15 @@ type Input struct {
 	// owned is the last assignment, for the balancer's stickiness.
 	owned map[string][]int32
 
+	// What outlives an assignment for the next one's read-back
+	// (readcache.go, ARCHITECTURE.md §13.7): the ENDs already read, the
+	// transaction topic's id, the bounds of the read-back's pieces and of
+	// the listing of offsets.
+	ends       endCache
+	txnTopicID [16]byte
+	readBound  growBound
+	listBound  growBound
+
 	seq int64
 	// batcher holds messages of whole emissions until the policy flushes.
 	batcher  *service.Batcher

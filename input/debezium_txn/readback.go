@@ -58,70 +58,80 @@ var readBackMinPiece int64 = 16384
 // readBackIDs reads the transaction topic's END events of the last
 // resend_window transactions before start (2 × resend_window records: a
 // BEGIN and an END each), so that one Debezium re-sends whole after a
-// restart is recognised. It reads the range in pieces, the newest first —
-// the newest are the ones a connector restart re-sends. A piece not read
-// within its bound (revoke_timeout, doubled on each retry up to
-// readBackMaxBound) is read again: nothing is emitted before the ids are
-// known (ARCHITECTURE.md §13.7), because a previous member may have dropped
-// a re-sent transaction's events as re-sends and committed the data
-// partitions past them while the transaction topic's committed offset is
-// still below its re-sent END; forgetting the id would leave that END
-// waiting for events no one reads again, for ever. Only the end of ctx (the
-// assignment lost, the input closed) stops the read-back early; the error
-// then says from which offset on ids are remembered.
+// restart is recognised. What earlier read-backs of this process already
+// read is not read again (endCache: a member that lost its group session
+// while reading back rejoins at the same start and reads only what is
+// missing); the rest is read in pieces, the newest first — the newest are
+// the ones a connector restart re-sends. A piece not read within its bound
+// (growBound: revoke_timeout, doubled on each run-out up to
+// readBackMaxBound, kept for the next assignment) is read again: nothing is
+// emitted before the ids are known (ARCHITECTURE.md §13.7), because a
+// previous member may have dropped a re-sent transaction's events as
+// re-sends and committed the data partitions past them while the
+// transaction topic's committed offset is still below its re-sent END;
+// forgetting the id would leave that END waiting for events no one reads
+// again, for ever. Only the end of ctx (the assignment lost, the input
+// closed) stops the read-back early; the error then says from which offset
+// on ids are remembered, and the pieces read stay in endCache.
 func (in *Input) readBackIDs(ctx context.Context, start int64) []string {
-	from := max(start-2*int64(in.conf.resendWindow), 0)
+	window := 2 * int64(in.conf.resendWindow)
+	from := max(start-window, 0)
 	if from >= start {
 		return nil
 	}
 	step := max((start-from+readBackChunks-1)/readBackChunks, readBackMinPiece, 1)
-	var pieces [][]string // newest first
-	remembered := start
-	for hi := start; hi > from; hi -= step {
-		lo := max(hi-step, from)
-		ids, err := in.readPiece(ctx, lo, hi)
-		if err != nil {
-			in.log.Errorf("Re-reading the END events of %s before offset %d: %v; only the ids of ENDs from offset %d on are remembered, so a transaction Debezium re-sends whole from before that is not recognised", in.conf.transactionTopic, start, err, remembered)
-			break
+	remembered := from
+	gaps := in.ends.gaps(from, start)
+read:
+	for i := len(gaps) - 1; i >= 0; i-- { // newest first
+		for hi := gaps[i][1]; hi > gaps[i][0]; hi -= step {
+			lo := max(hi-step, gaps[i][0])
+			ends, err := in.readPiece(ctx, lo, hi)
+			if err != nil {
+				remembered = hi
+				in.log.Errorf("Re-reading the END events of %s before offset %d: %v; only the ids of ENDs from offset %d on are remembered, so a transaction Debezium re-sends whole from before that is not recognised", in.conf.transactionTopic, start, err, remembered)
+				break read
+			}
+			in.ends.add(lo, hi, ends, window)
 		}
-		pieces = append(pieces, ids)
-		remembered = lo
 	}
-	var out []string
-	for i := len(pieces) - 1; i >= 0; i-- {
-		out = append(out, pieces[i]...)
+	if len(gaps) == 0 {
+		in.log.Infof("The END events of %s at offsets [%d, %d) were read back earlier in this process: their ids are known without reading them again", in.conf.transactionTopic, from, start)
 	}
-	return out
+	return in.ends.ids(remembered, start)
 }
 
 // readBackMaxBound caps the bound of one attempt at a read-back piece.
 var readBackMaxBound = 2 * time.Minute
 
-// readPiece reads the END ids at offsets [lo, hi), retrying with a doubled
-// bound until it is done or ctx ends.
-func (in *Input) readPiece(ctx context.Context, lo, hi int64) ([]string, error) {
-	bound := in.conf.RevokeTimeout
+// readPiece reads the ENDs at offsets [lo, hi), retrying until it is done
+// or ctx ends, each attempt within the read-back's growBound.
+func (in *Input) readPiece(ctx context.Context, lo, hi int64) ([]endAt, error) {
+	base := in.conf.RevokeTimeout
 	for attempt := 1; ; attempt++ {
+		bound := in.readBound.get(base)
+		began := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, bound)
-		ids, err := readEndsFn(in, rctx, lo, hi)
+		ends, err := readEndsFn(in, rctx, lo, hi)
 		cancel()
 		if err == nil {
-			return ids, nil
+			in.readBound.done(bound, time.Since(began), base)
+			return ends, nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("stopped (%w) after %d attempts: %w", ctx.Err(), attempt, err)
 		}
-		bound = min(2*bound, readBackMaxBound)
-		in.log.Warnf("Re-reading the END events of %s at offsets [%d, %d) (attempt %d): %v; retrying within %v — nothing is emitted before the ids of the last resend_window transactions are known, so that a transaction Debezium re-sends is recognised", in.conf.transactionTopic, lo, hi, attempt, err, bound)
+		in.readBound.ranOut(bound, readBackMaxBound)
+		in.log.Warnf("Re-reading the END events of %s at offsets [%d, %d) (attempt %d): %v; retrying within %v — nothing is emitted before the ids of the last resend_window transactions are known, so that a transaction Debezium re-sends is recognised", in.conf.transactionTopic, lo, hi, attempt, err, in.readBound.get(base))
 	}
 }
 
 // readEndsFn is readEnds; tests replace it to fail attempts on demand.
 var readEndsFn = (*Input).readEnds
 
-// readEnds returns the ids of the END events at offsets [lo, hi) of the
-// transaction topic, in offset order.
-func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]string, error) {
+// readEnds returns the END events at offsets [lo, hi) of the transaction
+// topic, in offset order.
+func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]endAt, error) {
 	cl, err := kgo.NewClient(append(in.conf.Client.Opts(in.KgoLogger()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{in.conf.transactionTopic: {0: kgo.NewOffset().At(lo)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -131,7 +141,7 @@ func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]string, error) {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
 	defer cl.Close()
-	var ids []string
+	var ends []endAt
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -146,11 +156,11 @@ func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]string, error) {
 				return
 			}
 			if m, err := decodeTxnMeta(r.Value); err == nil && m.end {
-				ids = append(ids, m.id)
+				ends = append(ends, endAt{off: r.Offset, id: m.id})
 			}
 		})
 		if done {
-			return ids, nil
+			return ends, nil
 		}
 	}
 }

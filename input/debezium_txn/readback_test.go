@@ -48,10 +48,12 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 
 	// The first two attempts at the pieces below offset 21 run out of their
 	// bound (as a fetch slower than revoke_timeout would): they are read
-	// again, and every id is remembered.
-	defer func(f func(*Input, context.Context, int64, int64) ([]string, error)) { readEndsFn = f }(readEndsFn)
+	// again, and every id is remembered. (A new process each time: this one
+	// remembers what it read, readcache.go.)
+	in.ends = endCache{}
+	defer func(f func(*Input, context.Context, int64, int64) ([]endAt, error)) { readEndsFn = f }(readEndsFn)
 	failures := map[int64]int{}
-	readEndsFn = func(in *Input, ctx context.Context, lo, hi int64) ([]string, error) {
+	readEndsFn = func(in *Input, ctx context.Context, lo, hi int64) ([]endAt, error) {
 		if lo < 21 && failures[lo] < 2 {
 			failures[lo]++
 			return nil, fmt.Errorf("not done within its bound: %w", context.DeadlineExceeded)
@@ -65,8 +67,9 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 
 	// When the assignment ends while a piece still fails, the newest
 	// pieces read are kept and the error says from where.
+	in.ends = endCache{}
 	ctx, cancel := context.WithCancel(context.Background())
-	readEndsFn = func(in *Input, rctx context.Context, lo, hi int64) ([]string, error) {
+	readEndsFn = func(in *Input, rctx context.Context, lo, hi int64) ([]endAt, error) {
 		if lo < 18 {
 			cancel()
 			return nil, fmt.Errorf("not done within its bound: %w", context.Canceled)
