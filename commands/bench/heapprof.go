@@ -116,10 +116,31 @@ func (h *heapAtPeak) offer(peak int64, counts func() (read, acked int64)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastAt, h.lastInFlight = time.Now(), peak
-	if n := read - acked; n > h.bestInFlight {
+	// The best candidate is the one whose profile holds the most records:
+	// the most Benthos messages (a commit acknowledged while the
+	// collection waited may leave a profile taken at many records in
+	// flight with none of them), else, for rows without messages, the
+	// most records in flight.
+	by, msgs := owners(sites, h.baseSites)
+	n := read - acked
+	if better(msgs, n, h.bestMsgs, h.bestInFlight, h.best != nil) {
 		h.best, h.bestInFlight = b.Bytes(), n
 		h.bestReadDuring, h.bestAckDuring = readAfter-read, ackedAfter-acked
-		h.bestOwners, h.bestMsgs = owners(sites, h.baseSites)
+		h.bestOwners, h.bestMsgs = by, msgs
+	}
+}
+
+// better reports whether a candidate profile holding msgs Benthos messages,
+// taken at n records in flight, beats the best so far (bestMsgs, bestN;
+// have: there is one).
+func better(msgs float64, n int64, bestMsgs float64, bestN int64, have bool) bool {
+	switch {
+	case !have:
+		return true
+	case msgs >= 1 || bestMsgs >= 1:
+		return msgs > bestMsgs
+	default:
+		return n > bestN
 	}
 }
 

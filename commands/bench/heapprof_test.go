@@ -71,3 +71,16 @@ func TestHeapAtPeakWritesTheBaseAndThePeak(t *testing.T) {
 		assert.NotEmpty(t, b, name)
 	}
 }
+
+// The profile kept is the one that holds the most records: by its Benthos
+// messages, not by the records in flight counted before its collection (a
+// commit may free them all while the collection waits); without messages,
+// by the records in flight.
+func TestHeapAtPeakKeepsTheProfileHoldingTheMostMessages(t *testing.T) {
+	assert.True(t, better(0, 10, 0, 0, false), "the first candidate")
+	assert.True(t, better(70000, 40000, 0, 44000, true), "messages beat none, at fewer records in flight")
+	assert.False(t, better(0, 44000, 70000, 40000, true), "none never beats messages")
+	assert.False(t, better(60000, 60000, 70000, 40000, true))
+	assert.True(t, better(0, 5000, 0, 4000, true), "no messages at all: the records in flight")
+	assert.False(t, better(0, 3000, 0, 4000, true))
+}
