@@ -153,6 +153,12 @@ type Options struct {
 	// with one process and, when Processes > 1, one with Processes (the
 	// fleet's throughput beside one process's, measured alike).
 	Processes int
+	// ProcessMemLimit, when set, is the GOMEMLIMIT of the process rows'
+	// processes (as Go reads it, e.g. "400MiB"; ParseMemLimit): what a
+	// pipeline process's peak RSS is at full speed under a memory limit,
+	// and what the limit costs it in CPU. The bench's own process is not
+	// limited.
+	ProcessMemLimit string
 	// Binary is the executable the process rows run (the bench's own
 	// binary: its default build has every component).
 	Binary string
@@ -335,7 +341,7 @@ func Configs(o Options, t Topic) []Config {
 		for _, n := range counts {
 			c := mk(KindProcesses, SemanticExactlyOnce)
 			c.Processes = n
-			c.Name = processesName(n)
+			c.Name = processesName(n, o.ProcessMemLimit)
 			cs = append(cs, c)
 		}
 	}

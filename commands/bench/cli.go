@@ -58,6 +58,7 @@ metrics), so that the fleet's rows/s stands beside one process's.`,
 			&cli.StringFlag{Name: "heapprofile", Usage: "write heap profiles of each pipeline row to `PREFIX`-<row>-start.pprof (after its start's GC) and PREFIX-<row>.pprof (at its peak of records in flight; each candidate forces a GC, so the row's timings are disturbed): go tool pprof -base the first the second shows what the records in flight hold"},
 			&cli.BoolFlag{Name: "quick", Usage: fmt.Sprintf("a small run (%d source transactions) to check that everything works", QuickTxns)},
 			&cli.IntFlag{Name: "processes", Usage: "also run the exactly_once pipeline as OS processes of this binary in one consumer group against one emulator, on the first topic: a row with 1 process and one with `N`, measured alike (from the outside: their metrics), so that the fleet's rows/s stands beside one process's of the same run"},
+			&cli.StringFlag{Name: "process-memlimit", Usage: "GOMEMLIMIT of the --processes rows' processes (e.g. `400MiB`; the bench's own process keeps its own): their peak RSS at full speed under that limit, and its CPU cost"},
 			&cli.StringFlag{Name: "only", Usage: "run only rows of these kinds, comma-separated: " + strings.Join(Kinds, ", ") + " (for profiling one)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -95,6 +96,15 @@ metrics), so that the fleet's rows/s stands beside one process's.`,
 			}
 			if o.Processes < 0 {
 				return fmt.Errorf("--processes: %d is not a positive number", o.Processes)
+			}
+			if v := c.String("process-memlimit"); v != "" {
+				if o.Processes == 0 {
+					return fmt.Errorf("--process-memlimit: it limits the processes of --processes, which is not set")
+				}
+				if _, err := ParseMemLimit(v); err != nil {
+					return fmt.Errorf("--process-memlimit: %w", err)
+				}
+				o.ProcessMemLimit = v
 			}
 			if o.Processes > 0 {
 				bin, err := os.Executable()

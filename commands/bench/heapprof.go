@@ -36,13 +36,16 @@ type heapAtPeak struct {
 	baseSites map[[32]uintptr]heapUse
 	best      []byte
 	// bestInFlight is the records in flight when the best candidate's
-	// collection began; bestOwners its heap over the base's, by owner,
-	// and bestMsgs the Benthos messages in it.
-	bestInFlight int64
-	bestOwners   map[string]heapUse
-	bestMsgs     float64
-	lastAt       time.Time
-	lastInFlight int64
+	// collection was asked for, bestReadDuring the records read before it
+	// ended; bestOwners its heap over the base's, by owner, and bestMsgs
+	// the Benthos messages in it.
+	bestInFlight   int64
+	bestReadDuring int64
+	bestAckDuring  int64
+	bestOwners     map[string]heapUse
+	bestMsgs       float64
+	lastAt         time.Time
+	lastInFlight   int64
 }
 
 // heapProfileRate is runtime.MemProfileRate with --heapprofile: one
@@ -92,10 +95,19 @@ func (h *heapAtPeak) offer(peak int64, counts func() (read, acked int64)) {
 	if !due {
 		return
 	}
-	// The profile a collection publishes holds what was allocated before
-	// it began and survived it: the records in flight when it began.
+	// The profile a collection publishes holds what was reachable when it
+	// began and everything allocated while it marked (the collector keeps
+	// those whether or not they are still needed): the records in flight
+	// when it began and the records read since, which on a busy machine,
+	// where runtime.GC first waits for a collection under way and marking
+	// takes seconds, differ by tens of thousands (more read, or a commit's
+	// worth acknowledged before it began). So the records read and
+	// acknowledged during it are counted too, and the heap is divided by
+	// the Benthos messages the profile holds (one per record read), not by
+	// the records in flight.
 	read, acked := counts()
 	runtime.GC()
+	readAfter, ackedAfter := counts()
 	var b bytes.Buffer
 	if err := pprof.Lookup("heap").WriteTo(&b, 0); err != nil {
 		return
@@ -104,9 +116,31 @@ func (h *heapAtPeak) offer(peak int64, counts func() (read, acked int64)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastAt, h.lastInFlight = time.Now(), peak
-	if n := read - acked; n > h.bestInFlight {
+	// The best candidate is the one whose profile holds the most records:
+	// the most Benthos messages (a commit acknowledged while the
+	// collection waited may leave a profile taken at many records in
+	// flight with none of them), else, for rows without messages, the
+	// most records in flight.
+	by, msgs := owners(sites, h.baseSites)
+	n := read - acked
+	if better(msgs, n, h.bestMsgs, h.bestInFlight, h.best != nil) {
 		h.best, h.bestInFlight = b.Bytes(), n
-		h.bestOwners, h.bestMsgs = owners(sites, h.baseSites)
+		h.bestReadDuring, h.bestAckDuring = readAfter-read, ackedAfter-acked
+		h.bestOwners, h.bestMsgs = by, msgs
+	}
+}
+
+// better reports whether a candidate profile holding msgs Benthos messages,
+// taken at n records in flight, beats the best so far (bestMsgs, bestN;
+// have: there is one).
+func better(msgs float64, n int64, bestMsgs float64, bestN int64, have bool) bool {
+	switch {
+	case !have:
+		return true
+	case msgs >= 1 || bestMsgs >= 1:
+		return msgs > bestMsgs
+	default:
+		return n > bestN
 	}
 }
 
@@ -129,7 +163,7 @@ func (h *heapAtPeak) write() (string, error) {
 	if err := os.WriteFile(peak, h.best, 0o644); err != nil {
 		return "", fmt.Errorf("writing the peak heap profile: %w", err)
 	}
-	return ownersReport(h.bestOwners, h.bestInFlight, h.bestMsgs) +
+	return ownersReport(h.bestOwners, h.bestInFlight, h.bestReadDuring, h.bestAckDuring, h.bestMsgs) +
 		fmt.Sprintf("\n        (go tool pprof -sample_index=inuse_space -base %s %s)", start, peak), nil
 }
 
@@ -283,11 +317,13 @@ func ownerOf(stk [32]uintptr) (owner, site string) {
 }
 
 // ownersReport says what the heap over the base held at n records in
-// flight, in all and by owner, per Benthos message held (msgs: each record
-// read is one message, and the records in flight by the bench's count
-// move while the collection runs), or per record in flight when no
-// message was counted.
-func ownersReport(by map[string]heapUse, n int64, msgs float64) string {
+// flight (readDuring and ackedDuring more read and acknowledged while the
+// collection ran), in all and by
+// owner, per Benthos message held (msgs: each record read is one message,
+// held from the input until its acknowledgement, so this is the heap per
+// record held; the bench's count of records in flight moves while the
+// collection runs), or per record in flight when no message was counted.
+func ownersReport(by map[string]heapUse, n, readDuring, ackedDuring int64, msgs float64) string {
 	var total, bench float64
 	for o, u := range by {
 		total += u.bytes
@@ -300,8 +336,8 @@ func ownersReport(by map[string]heapUse, n int64, msgs float64) string {
 		per, unit = msgs, "message"
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "heap profile at %d records in flight, %.0f Benthos messages live: %.1f MiB over the row's start, %.0f B per %s (%.0f B without the bench's Kafka and emulator):",
-		n, msgs, total/(1<<20), total/per, unit, (total-bench)/per)
+	fmt.Fprintf(&sb, "heap profile at %d records in flight (during the collection %d more read, %d acknowledged), %.0f Benthos messages live (one per record held): %.1f MiB over the row's start, %.0f B per %s (%.0f B without the bench's Kafka and emulator):",
+		n, readDuring, ackedDuring, msgs, total/(1<<20), total/per, unit, (total-bench)/per)
 	order := append([]string(nil), ownerOrder...)
 	sort.SliceStable(order, func(i, j int) bool { return by[order[i]].bytes > by[order[j]].bytes })
 	for _, o := range order {

@@ -45,12 +45,56 @@ import (
 // resolution of their window.
 const processPoll = 100 * time.Millisecond
 
-// processesName names a process row.
-func processesName(n int) string {
-	if n == 1 {
-		return "kafka_txn → txn_assembler → starrocks_txn exactly_once, 1 OS process"
+// processesName names a process row; memLimit is the processes'
+// GOMEMLIMIT (Options.ProcessMemLimit), if any.
+func processesName(n int, memLimit string) string {
+	name := "kafka_txn → txn_assembler → starrocks_txn exactly_once, 1 OS process"
+	if n != 1 {
+		name = fmt.Sprintf("kafka_txn → txn_assembler → starrocks_txn exactly_once, %d OS processes in one group", n)
 	}
-	return fmt.Sprintf("kafka_txn → txn_assembler → starrocks_txn exactly_once, %d OS processes in one group", n)
+	if memLimit != "" {
+		name += ", GOMEMLIMIT=" + memLimit
+	}
+	return name
+}
+
+// processEnv is the environment of a process of a process row: the
+// bench's own, the member's id and HTTP address, and GOMEMLIMIT when the
+// options set one for the processes (the bench's own process, which holds
+// its Kafka and emulator, keeps its own).
+func processEnv(base []string, id, addr, memLimit string) []string {
+	env := append(append([]string(nil), base...), "BENCH_MEMBER="+id, "BENCH_HTTP="+addr)
+	if memLimit != "" {
+		// The last value of a variable wins (os/exec keeps the last
+		// duplicate), so this overrides one the bench inherited.
+		env = append(env, "GOMEMLIMIT="+memLimit)
+	}
+	return env
+}
+
+// ParseMemLimit checks s as the Go runtime reads GOMEMLIMIT: a whole
+// number of bytes with an optional unit B, KiB, MiB, GiB or TiB (binary
+// units), or "off". The runtime stops a process with a malformed value at
+// its start, so the bench refuses one before it starts any.
+func ParseMemLimit(s string) (int64, error) {
+	if s == "off" {
+		return -1, nil
+	}
+	num, mult := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = rest, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || num == "" || num[0] == '+' || n > (1<<63-1)/mult {
+		return 0, fmt.Errorf("%q is not a memory limit: a whole number of bytes with an optional unit B, KiB, MiB, GiB or TiB (e.g. 400MiB), or off", s)
+	}
+	return n * mult, nil
 }
 
 // ProcessPipelineYAML is the stream every process of a process row runs:
@@ -115,7 +159,7 @@ func (p *benchProc) logTail() string {
 
 // startProc starts one process and waits until its HTTP server answers (a
 // port taken between choosing and binding it is retried on another).
-func startProc(bin, pipeline, dir, id string) (*benchProc, error) {
+func startProc(bin, pipeline, dir, id, memLimit string) (*benchProc, error) {
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -130,7 +174,7 @@ func startProc(bin, pipeline, dir, id string) (*benchProc, error) {
 			return nil, err
 		}
 		p.cmd = exec.Command(bin, "-c", pipeline)
-		p.cmd.Env = append(os.Environ(), "BENCH_MEMBER="+id, "BENCH_HTTP="+addr)
+		p.cmd.Env = processEnv(os.Environ(), id, addr, memLimit)
 		p.cmd.Stdout, p.cmd.Stderr = f, f
 		if err := p.cmd.Start(); err != nil {
 			_ = f.Close()
@@ -334,7 +378,7 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			procs[i], errs[i] = startProc(o.Binary, pipeline, dir, fmt.Sprintf("p%d", i+1))
+			procs[i], errs[i] = startProc(o.Binary, pipeline, dir, fmt.Sprintf("p%d", i+1), o.ProcessMemLimit)
 		}()
 	}
 	wg.Wait()

@@ -23,7 +23,7 @@ func TestProcessRowsPerTopic(t *testing.T) {
 	for _, c := range Configs(o, ts[0]) {
 		if c.Kind == KindProcesses {
 			assert.Equal(t, SemanticExactlyOnce, c.Semantic)
-			assert.Equal(t, processesName(c.Processes), c.Name)
+			assert.Equal(t, processesName(c.Processes, ""), c.Name)
 			got = append(got, c.Processes)
 		}
 	}
@@ -93,4 +93,57 @@ func TestProcessRowsRunTheBinaryInOneGroup(t *testing.T) {
 		assert.Equal(t, "-", row[6], "no allocation figures from the outside")
 	}
 	assert.True(t, strings.Contains(table.String(), "measured from the outside"), "the table says how the process rows are measured")
+}
+
+// --process-memlimit: checked as the Go runtime reads GOMEMLIMIT, refused
+// without --processes, named in the rows, and set in the processes'
+// environment over one the bench inherited (a real child reads it).
+func TestProcessMemLimit(t *testing.T) {
+	for s, want := range map[string]int64{"400MiB": 400 << 20, "1GiB": 1 << 30, "123": 123, "64KiB": 64 << 10, "2TiB": 2 << 40, "10B": 10, "off": -1} {
+		got, err := ParseMemLimit(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, want, got, s)
+	}
+	for _, s := range []string{"", "400M", "400mib", "-1MiB", "+5MiB", "MiB", "1.5GiB", "9999999999TiB"} {
+		_, err := ParseMemLimit(s)
+		assert.Error(t, err, "%q", s)
+	}
+
+	o := Options{Partitions: []int{4}, Processes: 2, ProcessMemLimit: "300MiB"}
+	var names []string
+	for _, c := range Configs(o, Topics(o)[0]) {
+		if c.Kind == KindProcesses {
+			names = append(names, c.Name)
+		}
+	}
+	assert.Equal(t, []string{processesName(1, "300MiB"), processesName(2, "300MiB")}, names)
+	assert.True(t, strings.HasSuffix(names[0], "1 OS process, GOMEMLIMIT=300MiB"), names[0])
+
+	env := processEnv([]string{"PATH=/usr/bin:/bin", "GOMEMLIMIT=1GiB"}, "p1", "127.0.0.1:1", "300MiB")
+	cmd := exec.Command("/bin/sh", "-c", `printf '%s %s %s' "$GOMEMLIMIT" "$BENCH_MEMBER" "$BENCH_HTTP"`)
+	cmd.Env = env
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	assert.Equal(t, "300MiB p1 127.0.0.1:1", string(out))
+	cmd = exec.Command("/bin/sh", "-c", `printf '%s' "$GOMEMLIMIT"`)
+	cmd.Env = processEnv([]string{"PATH=/usr/bin:/bin", "GOMEMLIMIT=1GiB"}, "p1", "127.0.0.1:1", "")
+	out, err = cmd.Output()
+	require.NoError(t, err)
+	assert.Equal(t, "1GiB", string(out), "no limit set: the inherited one stays")
+
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--quick", "--process-memlimit", "300MiB"}, "--processes, which is not set"},
+		{[]string{"--quick", "--processes", "1", "--process-memlimit", "300 MiB"}, "is not a memory limit"},
+		{[]string{"--quick", "--processes", "1", "--process-memlimit", "300mebi"}, "is not a memory limit"},
+	} {
+		args := tc.args
+		msg := tc.msg
+		app := &cli.App{Writer: &bytes.Buffer{}, ErrWriter: &bytes.Buffer{}, Commands: []*cli.Command{Command(Schema)}}
+		err := app.Run(append([]string{"bin", "bench"}, args...))
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), msg, args)
+	}
 }

@@ -12,3 +12,9 @@ import (
 func TestMetaHasNoPadding(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(Meta{}), uintptr(112))
 }
+
+// Every message the assembler emits holds a stamp until its commit: its
+// flags stay together, after the words.
+func TestStampHasNoPadding(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(stamp{}), uintptr(80))
+}

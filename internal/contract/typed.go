@@ -34,24 +34,26 @@ var typedFields = [...]Field{FieldSeqSource, FieldTxnEnd, FieldTxnAbort, FieldMa
 
 // stamp is the value under KeyTyped. It is immutable once written, so
 // message copies share it. It holds the typed keys only (the string keys
-// are read from the strings), in a small value: one is made per message.
+// are read from the strings), in a small value: one is made per message
+// and held as long as the message, so its flags come last, together (80
+// bytes, not 88 with a flag between the words).
 type stamp struct {
 	seqSource string
 	seq       int64
 	offset    int64
-	// arrival is Meta.ArrivalOffset: offset is an arrival counter.
-	arrival bool
-	// present is the set of typed keys the writer set; for KeyTxnEnd,
-	// KeyTxnAbort and KeyMarker it is their value.
-	present Fields
 	// body is the row body set on the message, when hasRow: a JSON object
 	// whose __op says del.
-	body   []byte
-	hasRow bool
-	del    bool
+	body []byte
 	// schema and keys are RowFacts.Schema and RowFacts.Keys.
 	schema *schema.Table
 	keys   uint64
+	// present is the set of typed keys the writer set; for KeyTxnEnd,
+	// KeyTxnAbort and KeyMarker it is their value.
+	present Fields
+	// arrival is Meta.ArrivalOffset: offset is an arrival counter.
+	arrival bool
+	hasRow  bool
+	del     bool
 }
 
 // typedValue returns the stamp a message carries, or nil.
