@@ -98,6 +98,12 @@ func (in *Input) checkAssignment(ctx context.Context, assigned map[string][]int3
 	defer cancel()
 	details, err := adm.ListTopics(lctx)
 	if err != nil {
+		// The transaction topic's id is not known for this assignment: an
+		// earlier listing's may be a recreated topic's (endCache.check then
+		// forgets what the read-back remembers).
+		in.mu.Lock()
+		in.txnTopicID = [16]byte{}
+		in.mu.Unlock()
 		in.log.Warnf("Listing topics to check the assignment: %v", err)
 		return nil
 	}

@@ -44,10 +44,13 @@ type endCache struct {
 }
 
 // check forgets every range unless the topic is still the one they were
-// read from: the same topic id (when known), a log end at or above every
-// range, and a start at or above every start served before (a start
-// that goes back means offsets were reset or the topic recreated; when in
-// doubt the read-back reads).
+// read from: the same topic id, known both when the ranges were read and
+// now (a broker that gives no id, or a topic listing that failed, leaves
+// no way to tell a recreated topic from the old one, whose group offsets
+// went with it: the new one may be consumed from past every range), a log
+// end at or above every range, and a start at or above every start served
+// before (a start that goes back means offsets were reset or the topic
+// recreated). When in doubt the read-back reads.
 func (c *endCache) check(topicID [16]byte, start, logEnd int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -57,13 +60,10 @@ func (c *endCache) check(topicID [16]byte, start, logEnd int64) bool {
 	}
 	var zero [16]byte
 	hi := c.runs[len(c.runs)-1].hi
-	if (topicID != zero && c.topicID != zero && topicID != c.topicID) || start < c.top || (logEnd >= 0 && logEnd < hi) {
+	if topicID == zero || topicID != c.topicID || start < c.top || (logEnd >= 0 && logEnd < hi) {
 		c.runs, c.top = nil, start
 		c.topicID = topicID
 		return false
-	}
-	if c.topicID == zero {
-		c.topicID = topicID
 	}
 	c.top = start
 	return true

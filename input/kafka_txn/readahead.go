@@ -37,10 +37,16 @@ const (
 // (fetchMaxBytes), or franz-go would lower the partition bound to it.
 const FetchMaxBytes = readAheadBytes / 4
 
+// brokerMaxReadBytes is franz-go's BrokerMaxReadBytes default: the largest
+// response it reads, and a response bound above it is an invalid option.
+const brokerMaxReadBytes = 100 << 20
+
 // fetchMaxBytes is the response bound of a client whose partition bound is
-// partitionMaxBytes: FetchMaxBytes, or the partition bound when larger.
+// partitionMaxBytes: FetchMaxBytes, or the partition bound when larger, at
+// most brokerMaxReadBytes (franz-go lowers a partition bound above the
+// response bound to it, as it did to its own 50 MiB default before).
 func fetchMaxBytes(partitionMaxBytes int32) int32 {
-	return max(FetchMaxBytes, partitionMaxBytes)
+	return min(max(FetchMaxBytes, partitionMaxBytes), brokerMaxReadBytes)
 }
 
 // readAheadLimit is the bound on what the input reads ahead.
