@@ -5,6 +5,7 @@
 package debezium_txn
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -115,7 +116,7 @@ func (c *endCache) add(lo, hi int64, ends []endAt, keep int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	runs := append(c.runs, endRun{lo: lo, hi: hi, ends: slices.Clone(ends)})
-	slices.SortFunc(runs, func(a, b endRun) int { return int(min(max(a.lo-b.lo, -1), 1)) })
+	slices.SortFunc(runs, func(a, b endRun) int { return cmp.Compare(a.lo, b.lo) })
 	merged := runs[:0]
 	for _, r := range runs {
 		if n := len(merged); n > 0 && r.lo <= merged[n-1].hi {
@@ -138,7 +139,7 @@ func (c *endCache) add(lo, hi int64, ends []endAt, keep int64) {
 			continue
 		}
 		if r.lo < cut {
-			i, _ := slices.BinarySearchFunc(r.ends, cut, func(e endAt, off int64) int { return int(min(max(e.off-off, -1), 1)) })
+			i, _ := slices.BinarySearchFunc(r.ends, cut, func(e endAt, off int64) int { return cmp.Compare(e.off, off) })
 			r.lo, r.ends = cut, slices.Clone(r.ends[i:])
 		}
 		kept = append(kept, r)
