@@ -13,6 +13,7 @@ package debezium_txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -121,9 +122,29 @@ func (in *Input) readPiece(ctx context.Context, lo, hi int64) ([]endAt, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("stopped (%w) after %d attempts: %w", ctx.Err(), attempt, err)
 		}
-		in.readBound.ranOut(bound, readBackMaxBound)
+		// Only a run-out says the broker needs longer; another failure
+		// (a client not created) keeps the bound and waits before the
+		// next attempt instead of retrying at once.
+		ranOut := errors.Is(err, context.DeadlineExceeded)
+		if ranOut {
+			in.readBound.ranOut(bound, readBackMaxBound)
+		}
 		in.log.Warnf("Re-reading the END events of %s at offsets [%d, %d) (attempt %d): %v; retrying within %v — nothing is emitted before the ids of the last resend_window transactions are known, so that a transaction Debezium re-sends is recognised", in.conf.transactionTopic, lo, hi, attempt, err, in.readBound.get(base))
+		if !ranOut {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("stopped (%w) after %d attempts: %w", ctx.Err(), attempt, err)
+			case <-time.After(readBackPause(attempt)):
+			}
+		}
 	}
+}
+
+// readBackPause is the wait before the next attempt at a read-back piece
+// whose attempt failed without running out of its bound: 200ms more per
+// attempt, at most 2s.
+func readBackPause(attempt int) time.Duration {
+	return min(time.Duration(attempt)*200*time.Millisecond, 2*time.Second)
 }
 
 // readEndsFn is readEnds; tests replace it to fail attempts on demand.

@@ -279,3 +279,30 @@ func TestListingOffsetsKeepsTheGrownBound(t *testing.T) {
 	assert.Equal(t, offsets, got, "nothing listed: the offsets as given")
 	assert.GreaterOrEqual(t, in.listBound.get(base), 2*base, "the next listing starts from the grown bound")
 }
+
+// Only a read-back attempt that ran out of its bound grows the bound: one
+// that failed otherwise (no client could be made) keeps it and is retried
+// after a pause, not at once.
+func TestReadBackGrowsItsBoundOnlyWhenItRanOut(t *testing.T) {
+	fake := &fakeTxnTopic{prefix: "r"}
+	in, logs := cacheInput(t, fake)
+	base := in.conf.RevokeTimeout
+	failures := 0
+	fake.fail = func(int64, int64) error {
+		if failures < 2 {
+			failures++
+			return fmt.Errorf("creating a client: %w", net.ErrClosed)
+		}
+		return nil
+	}
+	began := time.Now()
+	require.True(t, in.ends.check([16]byte{4}, 24, 30))
+	assert.Equal(t, ids(6, 12), in.readBackIDs(context.Background(), 24))
+	asked, bounds := fake.reset()
+	assert.Equal(t, [][2]int64{{12, 24}, {12, 24}, {12, 24}}, asked)
+	require.Len(t, bounds, 3)
+	assert.LessOrEqual(t, bounds[2], base, "failures that did not run out keep the bound")
+	assert.Equal(t, base, in.readBound.get(base))
+	assert.GreaterOrEqual(t, time.Since(began), readBackPause(1)+readBackPause(2), "paused between attempts")
+	assert.Contains(t, logs.String(), "(attempt 2)")
+}
