@@ -265,7 +265,7 @@ func debeziumWorld(t *testing.T, plan chaosPlan, seed uint64, exactlyOnce bool) 
 // minute, and with 4s the output holds its commits for the membership lease
 // (half of session_timeout, internal/kafka/lease.go) and the broker expires
 // live members' sessions, over and over: 4 of 4 runs (12 of their 16 worlds) at loads 21-24 failed
-// on the stall check so, none on a promise. Those holds and expiries are the
+// on the stall or convergence checks, none on a promise. Those holds and expiries are the
 // lease working as designed (no heartbeat confirmed, no commit), not a
 // liveness fault; the long form's question is whether the rest of the
 // product stays live under that load, with members killed and joining as
