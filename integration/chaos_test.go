@@ -96,17 +96,15 @@ type chaosPlan struct {
 	// per committed source transaction in the long form: retaining one
 	// message per source transaction would be several times more.
 	maxHeapPerTxn float64
-	// session is the pipelines' session_timeout (chaosSessions).
-	session string
 }
 
 func chaosPlanOf(t *testing.T) chaosPlan {
 	p := chaosPlan{
 		form: "short", duration: 30 * time.Second, rate: 60, dbzRate: 30, settle: 90 * time.Second,
-		stallAfter: 45 * time.Second, session: chaosSessionTimeout,
-		faultGap:  [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond},
-		lifeGap:   [2]time.Duration{2 * time.Second, 5 * time.Second},
-		faultWait: 6 * time.Second, heapEvery: 2 * time.Second,
+		stallAfter: 45 * time.Second,
+		faultGap:   [2]time.Duration{20 * time.Millisecond, 200 * time.Millisecond},
+		lifeGap:    [2]time.Duration{2 * time.Second, 5 * time.Second},
+		faultWait:  6 * time.Second, heapEvery: 2 * time.Second,
 		maxHeapPerTxn: 1024,
 	}
 	switch m := os.Getenv("STARROCKS_TXN_CHAOS"); m {
@@ -117,7 +115,6 @@ func chaosPlanOf(t *testing.T) chaosPlan {
 	case "long":
 		p.form, p.long = "long", true
 		p.duration, p.stallAfter, p.heapEvery = 20*time.Minute, 90*time.Second, 10*time.Second
-		p.session = chaosLongSessionTimeout
 		if d := os.Getenv("STARROCKS_TXN_CHAOS_DURATION"); d != "" {
 			var err error
 			p.duration, err = time.ParseDuration(d)
@@ -191,7 +188,7 @@ type chaosWorld struct {
 	aborts  bool
 }
 
-func envelopeWorld(t *testing.T, plan chaosPlan, seed uint64, exactlyOnce, perTable bool) *chaosWorld {
+func envelopeWorld(t *testing.T, seed uint64, exactlyOnce, perTable bool) *chaosWorld {
 	version, mode := "", ""
 	if perTable {
 		version, mode = perTableVersion, "per_table"
@@ -205,7 +202,7 @@ func envelopeWorld(t *testing.T, plan chaosPlan, seed uint64, exactlyOnce, perTa
 	return &chaosWorld{
 		r: r, src: src, aborts: true,
 		yaml: func() string {
-			return chaosSessions(r.pipelineYAML(pipeOpts{group: group, batchCount: 3, exactlyOnce: exactlyOnce, writerRows: !exactlyOnce, commitPeriod: 500 * time.Millisecond, transactionMode: mode}), plan.session)
+			return chaosSessions(r.pipelineYAML(pipeOpts{group: group, batchCount: 3, exactlyOnce: exactlyOnce, writerRows: !exactlyOnce, commitPeriod: 500 * time.Millisecond, transactionMode: mode}))
 		},
 		ready: func(*testing.T) {},
 		produce: func(ctx context.Context) func() error {
@@ -224,24 +221,16 @@ func envelopeWorld(t *testing.T, plan chaosPlan, seed uint64, exactlyOnce, perTa
 	}
 }
 
-func debeziumWorld(t *testing.T, plan chaosPlan, seed uint64, exactlyOnce bool) *chaosWorld {
+func debeziumWorld(t *testing.T, seed uint64, exactlyOnce bool) *chaosWorld {
 	r := newRig(t, 1)
 	w := newDbzWorld(t, r, seed, seed%2 == 0)
 	const group = "g-chaos-dbz"
 	return &chaosWorld{
 		r: r, src: w.model,
 		yaml: func() string {
-			return chaosSessions(w.yaml(dbzPipeOpts{group: group, exactlyOnce: exactlyOnce, writerRows: !exactlyOnce, commitPeriod: 500 * time.Millisecond}), plan.session)
+			return chaosSessions(w.yaml(dbzPipeOpts{group: group, exactlyOnce: exactlyOnce, writerRows: !exactlyOnce, commitPeriod: 500 * time.Millisecond}))
 		},
-		ready: func(t *testing.T) {
-			// The long form is starved on purpose: the snapshot, which only
-			// sets the world up, gets the settle bound there.
-			within := 30 * time.Second
-			if plan.long {
-				within = plan.settle
-			}
-			w.snapshotWithin(t, within)
-		},
+		ready: w.snapshot,
 		produce: func(ctx context.Context) func() error {
 			return w.produce(ctx, 0, chaosRateOf(ctx))
 		},
@@ -250,30 +239,15 @@ func debeziumWorld(t *testing.T, plan chaosPlan, seed uint64, exactlyOnce bool) 
 	}
 }
 
-// chaosSessionTimeout is the chaos pipelines' session_timeout in the short
-// form. The other tests' 1500ms lets a live member's session expire when the
-// machine is starved (four worlds under -race on a loaded machine: kfake and
-// the heartbeats stall for over a second), and a live member that lost its
+// chaosSessionTimeout is the chaos pipelines' session_timeout. The other
+// tests' 1500ms lets a live member's session expire when the machine is
+// starved (four worlds under -race on a loaded machine: kfake and the
+// heartbeats stall for over a second), and a live member that lost its
 // session keeps committing until it learns of it: the zombie window the
 // output's guide documents as beyond a client's reach, which this test would
 // then report as duplicates. The crashed members' sessions still expire
 // within the run.
-//
-// chaosLongSessionTimeout is the long form's, run at a load average of 20
-// and more on two cores (ten runnable threads per core): there a heartbeat's
-// round trip through the starved in-process Kafka takes over 2s many times a
-// minute, and with 4s the output holds its commits for the membership lease
-// (half of session_timeout, internal/kafka/lease.go) and the broker expires
-// live members' sessions, over and over: 4 of 4 runs (12 of their 16 worlds) at loads 21-24 failed
-// on the stall or convergence checks, none on a promise. Those holds and expiries are the
-// lease working as designed (no heartbeat confirmed, no commit), not a
-// liveness fault; the long form's question is whether the rest of the
-// product stays live under that load, with members killed and joining as
-// before (a killed member's partitions wait 10s instead of 4s).
-const (
-	chaosSessionTimeout     = "4s"
-	chaosLongSessionTimeout = "10s"
-)
+const chaosSessionTimeout = "4s"
 
 // chaosSequenceGapTimeout is the chaos pipelines' sequence_gap_timeout, the
 // output's default. The other tests' 2s took a starved WriteBatch call, late
@@ -282,11 +256,11 @@ const (
 // their source transaction (a stall without dead_letter; seen at load 36).
 const chaosSequenceGapTimeout = "10s"
 
-// chaosSessions sets session (chaosSessionTimeout or chaosLongSessionTimeout)
-// and chaosSequenceGapTimeout in a pipeline's YAML.
-func chaosSessions(yaml, session string) string {
+// chaosSessions sets chaosSessionTimeout and chaosSequenceGapTimeout in a
+// pipeline's YAML.
+func chaosSessions(yaml string) string {
 	for from, to := range map[string]string{
-		"session_timeout: 1500ms":  "session_timeout: " + session,
+		"session_timeout: 1500ms":  "session_timeout: " + chaosSessionTimeout,
 		"sequence_gap_timeout: 2s": "sequence_gap_timeout: " + chaosSequenceGapTimeout,
 	} {
 		if !strings.Contains(yaml, from) {
@@ -337,9 +311,9 @@ func runChaos(t *testing.T, plan chaosPlan, c chaosCase, totals *chaosTotals) {
 	var w *chaosWorld
 	rate := plan.rate
 	if c.debezium {
-		w, rate = debeziumWorld(t, plan, seed, c.exactlyOnce), plan.dbzRate
+		w, rate = debeziumWorld(t, seed, c.exactlyOnce), plan.dbzRate
 	} else {
-		w = envelopeWorld(t, plan, seed, c.exactlyOnce, c.perTable)
+		w = envelopeWorld(t, seed, c.exactlyOnce, c.perTable)
 	}
 	totals.track(w.produced)
 	run := &chaosRun{name: c.name, faults: newFaultCounts(), life: &lifeCounts{}}

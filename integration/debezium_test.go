@@ -67,16 +67,12 @@ func newDbzWorld(t *testing.T, r *rig, seed uint64, schemas bool) *dbzWorld {
 // snapshot writes the initial snapshot and waits until it is loaded: rows of
 // a snapshot are one-row transactions, so a reader could see an order
 // without its items while it loads, and the torn-read reader starts after.
-func (w *dbzWorld) snapshot(t *testing.T) { t.Helper(); w.snapshotWithin(t, 30*time.Second) }
-
-// snapshotWithin is snapshot with its load given within (the chaos test's
-// long form, starved on purpose, gives it its settle bound).
-func (w *dbzWorld) snapshotWithin(t *testing.T, within time.Duration) {
+func (w *dbzWorld) snapshot(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, w.prod.Snapshot(ctx))
-	w.r.waitConverged(t, w.model, false, within)
+	w.r.waitConverged(t, w.model, false, 30*time.Second)
 }
 
 // lagging says which partitions of the connector's topics the group's
