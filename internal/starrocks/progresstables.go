@@ -245,7 +245,7 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (_ ma
 			r.Label, r.Updated = lbl.String, ParseRowTime(updated.String)
 			out[d] = append(out[d], r)
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
 		}
 	}
@@ -360,7 +360,7 @@ func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string)
 			r.TxnID, r.Label, r.Updated = txn.String, lbl.String, ParseRowTime(updated.String)
 			out = append(out, r)
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
 		}
 	}
