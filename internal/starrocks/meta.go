@@ -260,7 +260,7 @@ func (m *Meta) ensureTable(ctx context.Context, db string, t TableDef) error {
 		}
 		have[strings.ToLower(name)] = true
 	}
-	if err := rows.Close(); err != nil {
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return fmt.Errorf("reading the columns of %s.%s: %w", db, t.Name, err)
 	}
 	var missing []string
@@ -298,7 +298,7 @@ func (m *Meta) databasesWith(ctx context.Context, table string) ([]string, error
 			dbs = append(dbs, name)
 		}
 	}
-	if err := rows.Close(); err != nil {
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("finding the tables %q: %w", table, err)
 	}
 	return dbs, nil

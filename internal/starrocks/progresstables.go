@@ -3,7 +3,9 @@ package starrocks
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,9 +115,29 @@ type ProgressRow struct {
 
 // ReadProgress returns the row of pipeline's partition in the progress table
 // of every database that has one.
-func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) (_ []ProgressRow, err error) {
+func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) ([]ProgressRow, error) {
+	rows, err := m.ReadProgressOf(ctx, table, pipeline, []string{partition})
+	return rows[partition], err
+}
+
+// ProgressReadChunk bounds the partitions one statement of ReadProgressOf
+// asks for (its IN list): a statement's text and its answer stay small
+// however many partitions are read together.
+const ProgressReadChunk = 500
+
+// ReadProgressOf returns, by partition, the rows of pipeline's partitions in
+// the progress table of every database that has one (a partition without a
+// row in any database is absent). It lists those databases once and asks
+// each for up to ProgressReadChunk partitions per statement, so that the
+// partitions of an assignment are read in a few statements per database,
+// not one each (ARCHITECTURE.md §7).
+func (m *Meta) ReadProgressOf(ctx context.Context, table, pipeline string, partitions []string) (_ map[string][]ProgressRow, err error) {
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
+	}
+	out := map[string][]ProgressRow{}
+	if len(partitions) == 0 {
+		return out, nil
 	}
 	ctx, end := m.bound(ctx, "progress "+table, "")
 	defer func() { end(err == nil) }()
@@ -123,26 +145,58 @@ func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition stri
 	if err != nil {
 		return nil, err
 	}
-	var out []ProgressRow
 	for _, d := range dbs {
 		if checkIdents(d) != nil {
 			// The output never writes to a database of such a name
 			// (admission refuses it), so it holds none of its rows.
 			continue
 		}
-		r := ProgressRow{DB: d}
-		q := fmt.Sprintf("SELECT `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` = ?",
-			ProgressOffsetCol, ProgressTxnEndCol, d, table, ProgressPipelineCol, ProgressPartitionCol)
-		err := m.db.QueryRowContext(ctx, q, pipeline, partition).Scan(&r.Through, &r.TxnEnd)
-		if err == sql.ErrNoRows {
-			continue
+		for chunk := range slices.Chunk(partitions, ProgressReadChunk) {
+			if err := m.readProgressChunk(ctx, d, table, pipeline, chunk, out); err != nil {
+				return nil, err
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the progress of %s from %s.%s: %w", partition, d, table, err)
-		}
-		out = append(out, r)
 	}
 	return out, nil
+}
+
+// readProgressChunk adds db's rows of pipeline's partitions in chunk to out:
+// one statement, one row per partition at most (the primary key).
+func (m *Meta) readProgressChunk(ctx context.Context, db, table, pipeline string, chunk []string, out map[string][]ProgressRow) error {
+	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` IN (?%s)",
+		ProgressPartitionCol, ProgressOffsetCol, ProgressTxnEndCol, db, table, ProgressPipelineCol, ProgressPartitionCol,
+		strings.Repeat(", ?", len(chunk)-1))
+	args := make([]any, 0, len(chunk)+1)
+	args = append(args, pipeline)
+	for _, p := range chunk {
+		args = append(args, p)
+	}
+	what := func() string {
+		if len(chunk) == 1 {
+			return chunk[0]
+		}
+		return fmt.Sprintf("%d partitions (%s … %s)", len(chunk), chunk[0], chunk[len(chunk)-1])
+	}
+	rows, err := m.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("reading the progress of %s from %s.%s: %w", what(), db, table, err)
+	}
+	for rows.Next() {
+		var part string
+		r := ProgressRow{DB: db}
+		if err := rows.Scan(&part, &r.Through, &r.TxnEnd); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("reading the progress of %s from %s.%s: %w", what(), db, table, err)
+		}
+		out[part] = append(out[part], r)
+	}
+	// A result cut short (a connection reset, the bound) ends Next
+	// without an error of Close: missing rows would be taken for
+	// partitions without progress.
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("reading the progress of %s from %s.%s: %w", what(), db, table, err)
+	}
+	return nil
 }
 
 // WriterRow is one row of a writers table.
@@ -191,7 +245,7 @@ func (m *Meta) ReadWriterRows(ctx context.Context, table, pipeline string) (_ ma
 			r.Label, r.Updated = lbl.String, ParseRowTime(updated.String)
 			out[d] = append(out[d], r)
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("reading the writer rows of %s.%s: %w", d, table, err)
 		}
 	}
@@ -306,7 +360,7 @@ func (m *Meta) ReadPipelineProgress(ctx context.Context, table, pipeline string)
 			r.TxnID, r.Label, r.Updated = txn.String, lbl.String, ParseRowTime(updated.String)
 			out = append(out, r)
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("reading the progress rows of %s.%s: %w", d, table, err)
 		}
 	}

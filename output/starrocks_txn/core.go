@@ -63,6 +63,10 @@ type core struct {
 	progressWait    map[string][]*item
 	progressLoading map[string]bool
 	progressGen     map[string]int
+	// progressClaimed marks the partitions a reader holds: read together
+	// by it, each until its progress is kept or no longer wanted
+	// (readProgressLoop).
+	progressClaimed map[string]bool
 	// fencedInCommit holds, per partition, the transactions a fence that
 	// gave up left to a commit in flight (fenceGiveUp); progressBehind
 	// marks the partitions whose progress read waits until none is held
@@ -220,6 +224,7 @@ func newCore(c *config, fx effects, deadLetter bool) *core {
 		progressWait:    map[string][]*item{},
 		progressLoading: map[string]bool{},
 		progressGen:     map[string]int{},
+		progressClaimed: map[string]bool{},
 		fencedInCommit:  map[string][]*srcTxn{},
 		progressBehind:  map[string]bool{},
 		dlLanes:         map[*partition]*dlLane{},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -407,7 +408,11 @@ type fakeProgress struct {
 
 	mu      sync.Mutex
 	ensured []string
-	reads   int
+	// reads counts the reads of the progress, readSizes the partitions
+	// each asked for: a read is one statement per database (per
+	// starrocks.ProgressReadChunk partitions) over the MySQL port.
+	reads     int
+	readSizes []int
 	// hide, when set, reports the labels committed and not yet published:
 	// a read of the progress does not see their rows.
 	hide func(label string) bool
@@ -420,26 +425,34 @@ func (fp *fakeProgress) ensure(ctx context.Context, db string) error {
 	return nil
 }
 
-func (fp *fakeProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
+func (fp *fakeProgress) read(ctx context.Context, pipelineID string, partitions []string) (map[string]progressEntry, error) {
 	fp.mu.Lock()
 	fp.reads++
+	fp.readSizes = append(fp.readSizes, len(partitions))
 	fp.mu.Unlock()
 	fp.f.mu.Lock()
 	defer fp.f.mu.Unlock()
-	e := progressEntry{perDB: map[string]int64{}}
+	want := map[string]bool{}
+	for _, p := range partitions {
+		want[p] = true
+	}
+	out := map[string]progressEntry{}
 	for _, c := range fp.f.commits {
 		if fp.hide != nil && fp.hide(c.label) {
 			continue
 		}
 		db := fp.f.txns[c.label].db
 		for _, r := range c.rows[fp.table] {
-			if r["pipeline_id"] != pipelineID || r["source_partition"] != partition {
+			part, _ := r["source_partition"].(string)
+			if r["pipeline_id"] != pipelineID || !want[part] {
 				continue
 			}
+			e := out[part]
 			e.merge(db, int64(r["committed_offset"].(float64)), int64(r["txn_end_offset"].(float64)))
+			out[part] = e
 		}
 	}
-	return e, nil
+	return out, nil
 }
 
 // writers reads the writer rows the fake server committed, in commit order:
@@ -524,22 +537,23 @@ func (fp *fakeProgress) progressRow(ctx context.Context, db, pipelineID, partiti
 	return held, found, nil
 }
 
-// gatedProgress blocks reads of one partition until released.
+// gatedProgress blocks reads of one partition until released (a read of
+// several partitions with it among them included).
 type gatedProgress struct {
 	*fakeProgress
 	part string
 	gate chan struct{}
 }
 
-func (g *gatedProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
-	if partition == g.part {
+func (g *gatedProgress) read(ctx context.Context, pipelineID string, partitions []string) (map[string]progressEntry, error) {
+	if slices.Contains(partitions, g.part) {
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
-			return progressEntry{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	return g.fakeProgress.read(ctx, pipelineID, partition)
+	return g.fakeProgress.read(ctx, pipelineID, partitions)
 }
 
 // staticWriters is a progress store with fixed writer rows.

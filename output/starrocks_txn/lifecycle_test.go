@@ -109,6 +109,18 @@ func coreViolations(k *core) []string {
 	if k.committable != committable {
 		report("committable is %d, %d transactions are active, queued or in a cycle", k.committable, committable)
 	}
+	// Messages waiting for their partition's progress have a read marked
+	// for them, and a read holds only partitions marked (progress.go).
+	for part, its := range k.progressWait {
+		if len(its) > 0 && !k.progressLoading[part] {
+			report("partition %s: %d messages wait for a progress read that is not marked", part, len(its))
+		}
+	}
+	for part := range k.progressClaimed {
+		if !k.progressLoading[part] {
+			report("partition %s: held by a progress read that is not marked", part)
+		}
+	}
 	if k.buffered < 0 || k.committable < 0 || k.waiting < 0 {
 		report("a negative counter: buffered %d, committable %d, waiting %d", k.buffered, k.committable, k.waiting)
 	}

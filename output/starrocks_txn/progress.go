@@ -2,6 +2,9 @@ package starrocks_txn
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
@@ -72,8 +75,10 @@ type progressStore interface {
 	// ensure creates the progress table of db when it is missing and checks
 	// that it has the output's columns.
 	ensure(ctx context.Context, db string) error
-	// read returns the partition's durable progress for pipelineID.
-	read(ctx context.Context, pipelineID, partition string) (progressEntry, error)
+	// read returns the durable progress of pipelineID's partitions, by
+	// partition (one without a row in any database is absent: nothing
+	// held), reading them together.
+	read(ctx context.Context, pipelineID string, partitions []string) (map[string]progressEntry, error)
 	// writers returns the writer rows of pipelineID, by database, of every
 	// database with a writers table.
 	writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error)
@@ -111,16 +116,23 @@ func (s metaProgress) ensure(ctx context.Context, db string) error {
 	return s.meta.EnsureTables(ctx, db, tables...)
 }
 
-func (s metaProgress) read(ctx context.Context, pipelineID, partition string) (progressEntry, error) {
-	e := progressEntry{perDB: map[string]int64{}}
-	rows, err := s.meta.ReadProgress(ctx, s.table, pipelineID, partition)
+// read asks every database holding the progress table for the partitions
+// together: a few statements per database (starrocks.ProgressReadChunk
+// partitions each), however many partitions were assigned at once.
+func (s metaProgress) read(ctx context.Context, pipelineID string, partitions []string) (map[string]progressEntry, error) {
+	rows, err := s.meta.ReadProgressOf(ctx, s.table, pipelineID, partitions)
 	if err != nil {
-		return e, err
+		return nil, err
 	}
-	for _, r := range rows {
-		e.merge(r.DB, r.Through, r.TxnEnd)
+	out := make(map[string]progressEntry, len(rows))
+	for part, rs := range rows {
+		e := progressEntry{perDB: make(map[string]int64, len(rs))}
+		for _, r := range rs {
+			e.merge(r.DB, r.Through, r.TxnEnd)
+		}
+		out[part] = e
 	}
-	return e, nil
+	return out, nil
 }
 
 func (s metaProgress) writers(ctx context.Context, pipelineID string) (map[string][]writerRow, error) {
@@ -263,46 +275,127 @@ func (k *core) waitProgress(it *item) bool {
 // readProgressLoop reads a partition's durable progress, retrying until it
 // succeeds or the output closes (admitting without it could apply a source
 // transaction twice), then applies the messages that waited for it.
+//
+// The partitions assigned together are read together (ARCHITECTURE.md §7):
+// a read takes, when it starts, every partition whose messages wait for
+// their progress and that no other read holds (progressClaim), and asks
+// each database for them in a few statements (metaProgress.read). The
+// reader of a partition another read holds has nothing to do; the holder
+// answers for it, retries included. A read in flight holds only what it
+// began with: a partition whose messages arrive meanwhile is read by its
+// own reader, beside it.
 func (o *Output) readProgressLoop(part string) {
 	defer o.wg.Done()
 	b := newBackoff(o.conf.retryInitial, o.conf.retryMax)
-	for warned := false; ; {
+	var held []string
+	warned := map[string]bool{}
+	for first := true; ; first = false {
 		o.mu.Lock()
-		if !o.core.progressWanted(part) {
-			o.mu.Unlock()
+		if first {
+			if !o.core.progressMine(part) {
+				o.mu.Unlock()
+				return
+			}
+		}
+		held = o.core.progressClaim(held)
+		var read []string
+		var behind []string
+		gens := make(map[string]int, len(held))
+		for _, p := range held {
+			if o.core.fencedCommitInFlight(p) {
+				behind = append(behind, p)
+				continue
+			}
+			read = append(read, p)
+			gens[p] = o.core.progressGen[p]
+		}
+		o.mu.Unlock()
+		if len(held) == 0 {
 			return
 		}
-		behind := o.core.fencedCommitInFlight(part)
-		gen := o.core.progressGen[part]
-		o.mu.Unlock()
-		if behind {
-			if !warned {
-				warned = true
-				o.log.With("partition", part).Warnf("A commit this output sent with partition %s before its fence gave up waiting for it is not resolved yet: the partition's progress is read once it is (its messages wait: a read that missed it would apply its source transactions twice)", part)
+		for _, p := range behind {
+			if !warned[p] {
+				warned[p] = true
+				o.log.With("partition", p).Warnf("A commit this output sent with partition %s before its fence gave up waiting for it is not resolved yet: the partition's progress is read once it is (its messages wait: a read that missed it would apply its source transactions twice)", p)
 			}
+		}
+		if len(read) == 0 {
 			if !sleepCtx(o.ctx, fencedCommitPoll) {
 				return
 			}
 			continue
 		}
-		e, err := o.track.learn(o.ctx, part)
+		es, err := o.track.learnAll(o.ctx, read)
 		if err != nil {
 			if o.ctx.Err() != nil {
 				return
 			}
-			o.log.With("partition", part).Errorf("Checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", err)
+			o.log.With("partition", partitionsText(read)).Errorf("Checking other writers' transactions and reading the progress: %v; retrying (its messages wait: applying them before could apply a source transaction twice or let an older commit land over them)", err)
 			if !sleepCtx(o.ctx, b.next()) {
 				return
 			}
 			continue
 		}
 		o.mu.Lock()
-		read := o.core.progressRead(part, gen, e, o.now())
+		now := o.now()
+		kept := held[:0]
+		for _, p := range held {
+			if g, ok := gens[p]; ok && o.core.progressRead(p, g, es[p], now) {
+				delete(o.core.progressClaimed, p)
+				continue
+			}
+			kept = append(kept, p)
+		}
+		held = kept
 		o.mu.Unlock()
-		if read {
+		if len(held) == 0 {
 			return
 		}
 	}
+}
+
+// partitionsText names the partitions of a read in a log line: the first
+// few and how many.
+func partitionsText(parts []string) string {
+	const shown = 5
+	if len(parts) <= shown {
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(parts[:shown], ", "), len(parts)-shown)
+}
+
+// progressMine reports whether the reader started for part has a read to
+// start: part's messages wait for its progress and no other read holds it
+// (that one answers for it). A reader begun after a fence released what
+// waited stops here (progressWanted).
+func (k *core) progressMine(part string) bool {
+	if k.progressClaimed[part] {
+		return false
+	}
+	return k.progressWanted(part)
+}
+
+// progressClaim returns what a read that starts now reads: the partitions
+// held already that are still wanted (those no longer wanted are let go),
+// and every partition whose messages wait for their progress and that no
+// read holds. Sorted, so that a read's statements list them in order.
+func (k *core) progressClaim(held []string) []string {
+	out := held[:0]
+	for _, p := range held {
+		if k.progressWanted(p) {
+			out = append(out, p)
+			continue
+		}
+		delete(k.progressClaimed, p)
+	}
+	for p := range k.progressWait {
+		if !k.progressClaimed[p] && k.progressLoading[p] {
+			k.progressClaimed[p] = true
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // progressWanted reports whether a read of part's progress is still wanted:

@@ -286,6 +286,8 @@ func TestExactlyOnceProgressReadHoldsOnlyItsPartition(t *testing.T) {
 	o.setProgressStore(g)
 	s := newSrc("asm")
 	slow := writeAsync(o, service.MessageBatch(txnMsgs(s, "p1", "t1", 1)))
+	// p1's read has begun: p0's messages, which come after, are not in it.
+	waitCore(t, o, "p1's read began", func(k *core) bool { return k.progressClaimed["p1"] })
 	fast := writeAsync(o, service.MessageBatch(txnMsgs(s, "p0", "t2", 2)))
 	waitAll(t, []chan error{fast}, 5*time.Second)
 	assert.Equal(t, map[string]int{"t2": 1}, countIDs(f.rows("a")))
@@ -483,8 +485,9 @@ func TestExactlyOnceReplayCoveredOnlyByCommittedOffset(t *testing.T) {
 	waitAll(t, []chan error{writeAsync(first, service.MessageBatch(all[2:]))}, 5*time.Second)
 	require.NoError(t, first.Close(context.Background()))
 	require.Equal(t, []string{"t2"}, dl.txnIDs())
-	e, err := fp.read(context.Background(), "pl", "p0")
+	es, err := fp.read(context.Background(), "pl", []string{"p0"})
 	require.NoError(t, err)
+	e := es["p0"]
 	_, otherHolds := e.perDB["other"]
 	require.False(t, otherHolds, "the database other holds no row of p0: only committed_offset covers t2")
 	require.True(t, e.hasThrough)

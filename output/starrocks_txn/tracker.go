@@ -43,6 +43,9 @@ type tracker interface {
 	// tracker keeps no progress), once every transaction other writers may
 	// still commit is final.
 	learn(ctx context.Context, part string) (progressEntry, error)
+	// learnAll is learn for several partitions at once, read together; a
+	// partition of which StarRocks holds nothing is absent.
+	learnAll(ctx context.Context, parts []string) (map[string]progressEntry, error)
 	// loadRows loads, under c's label, the rows that become visible with
 	// c's data.
 	loadRows(ctx context.Context, w *dbWorker, c *cycle) error
@@ -71,10 +74,11 @@ func newTracker(o *Output, store progressStore) tracker {
 		return &wt
 	}
 	o.reg.SetProgress(func(ctx context.Context, partition string) (int64, bool, error) {
-		e, err := store.read(ctx, o.conf.pipelineID, partition)
+		es, err := store.read(ctx, o.conf.pipelineID, []string{partition})
 		if err != nil {
 			return 0, false, err
 		}
+		e := es[partition]
 		return e.through, e.hasThrough, nil
 	})
 	return &exactlyOnceTracking{writerTracking: wt}
@@ -87,6 +91,10 @@ func (noTracking) learnsPartitions() bool { return false }
 
 func (noTracking) learn(context.Context, string) (progressEntry, error) {
 	return progressEntry{}, nil
+}
+
+func (noTracking) learnAll(context.Context, []string) (map[string]progressEntry, error) {
+	return nil, nil
 }
 
 func (noTracking) loadRows(context.Context, *dbWorker, *cycle) error { return nil }
@@ -114,6 +122,11 @@ func (t *writerTracking) learnsPartitions() bool { return true }
 // learn makes every transaction another writer may still commit final.
 func (t *writerTracking) learn(ctx context.Context, _ string) (progressEntry, error) {
 	return progressEntry{}, t.takeover.run(ctx, t.takeover.ticket())
+}
+
+// learnAll makes them final once for all the partitions.
+func (t *writerTracking) learnAll(ctx context.Context, _ []string) (map[string]progressEntry, error) {
+	return nil, t.takeover.run(ctx, t.takeover.ticket())
 }
 
 func (t *writerTracking) loadRows(ctx context.Context, w *dbWorker, c *cycle) error {
@@ -214,10 +227,17 @@ type exactlyOnceTracking struct {
 // learn reads the partition's durable progress once other writers'
 // transactions are final: what they land must be in what is read.
 func (t *exactlyOnceTracking) learn(ctx context.Context, part string) (progressEntry, error) {
+	es, err := t.learnAll(ctx, []string{part})
+	return es[part], err
+}
+
+// learnAll reads the partitions' progress together, once other writers'
+// transactions are final.
+func (t *exactlyOnceTracking) learnAll(ctx context.Context, parts []string) (map[string]progressEntry, error) {
 	if err := t.takeover.run(ctx, t.takeover.ticket()); err != nil {
-		return progressEntry{}, err
+		return nil, err
 	}
-	return t.store.read(ctx, t.o.conf.pipelineID, part)
+	return t.store.read(ctx, t.o.conf.pipelineID, parts)
 }
 
 // loadRows loads the progress row of every partition of c, then the writer
