@@ -9,8 +9,13 @@ import "sort"
 // Readers holding an older root keep seeing exactly that version; unreachable nodes are
 // garbage collected, which keeps memory bounded to the versions readers still hold.
 
+// Leaves are small because a commit copies every leaf it touches (the clone's first write to
+// it): a commit that updates rows at scattered keys copies about one leaf per row, so the copy
+// costs the leaf's size per row (BenchmarkApplyScattered: 64-entry leaves allocated 9.9 MB per
+// 6 000-row commit, 16-entry leaves 4.6 MB, at half the CPU). Inner nodes are touched once per
+// path and stay wide, which keeps the tree shallow.
 const (
-	maxLeaf  = 64
+	maxLeaf  = 16
 	maxInner = 64
 )
 
