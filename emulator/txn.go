@@ -366,7 +366,10 @@ func (t *txn) changes() []store.TableChange {
 }
 
 // joinedRows returns the rows of every load of tl in arrival order: the one
-// load's own slice when there is one, else one slice of the exact size.
+// load's own slice when there is one, else one slice of the exact size,
+// which then replaces the loads' slices, so that every later call (a
+// prepare journals the rows, the commit applies them) sees the same rows,
+// as the store may normalise them in place.
 func (tl *tableLoad) joinedRows() []store.Row {
 	switch len(tl.rows) {
 	case 0:
@@ -382,6 +385,7 @@ func (tl *tableLoad) joinedRows() []store.Row {
 	for _, r := range tl.rows {
 		out = append(out, r...)
 	}
+	tl.rows = append(tl.rows[:0], out)
 	return out
 }
 
