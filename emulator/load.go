@@ -355,7 +355,7 @@ func (e *Emulator) streamLoad(q *req, db, table string) {
 	e.mu.Lock()
 	tl.busy = false
 	t.bytes, tl.bytes, tl.loads = n, n, 1
-	tl.rows, tl.loaded, tl.filtered, tl.unsel = p.Rows, p.Loaded, p.Filtered, p.Unselected
+	tl.rows, tl.loaded, tl.filtered, tl.unsel = append(tl.rows[:0:0], p.Rows), p.Loaded, p.Filtered, p.Unselected
 	if len(p.Errors) > 0 {
 		e.recordErrorsLocked(t, tl, p.Errors)
 	}

@@ -188,7 +188,7 @@ func (e *Emulator) restoreLabels(recs map[int64]txnRecord) {
 			t.preparedAt, t.preparedTimeout = r.PreparedAt, time.Duration(r.PreparedTimeoutMs)*time.Millisecond
 			for _, ch := range r.pending {
 				if tl := t.byTable[ch.Table]; tl != nil {
-					tl.rows = append(tl.rows, ch.Rows...)
+					tl.rows = append(tl.rows, ch.Rows)
 				}
 			}
 			prepared = append(prepared, t)

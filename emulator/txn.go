@@ -85,14 +85,17 @@ type txn struct {
 // tableLoad is one table's part of a transaction (a multi sub-task, or the
 // single table of a classic transaction).
 type tableLoad struct {
-	name     string
-	subID    int64
-	headers  map[string]string // the data headers of the first load
-	params   store.LoadParams
-	planned  bool // params are fixed
-	busy     bool
-	loads    int
-	rows     []store.Row
+	name    string
+	subID   int64
+	headers map[string]string // the data headers of the first load
+	params  store.LoadParams
+	planned bool // params are fixed
+	busy    bool
+	loads   int
+	// rows are the parsed rows of each load, in arrival order: kept per
+	// load and joined once by changes, since appending every load to one
+	// slice copied the rows again at each doubling.
+	rows     [][]store.Row
 	loaded   int64
 	filtered int64
 	unsel    int64
@@ -125,11 +128,8 @@ func (e *Emulator) endStreamsLocked(t *txn) {
 
 // addParsedLocked adds a parse result to a table of t.
 func (e *Emulator) addParsedLocked(t *txn, tl *tableLoad, p *parsedLoad) {
-	if tl.rows == nil {
-		// The first load of the table: its rows are the table's, no copy.
-		tl.rows = p.Rows
-	} else {
-		tl.rows = append(tl.rows, p.Rows...)
+	if len(p.Rows) > 0 {
+		tl.rows = append(tl.rows, p.Rows)
 	}
 	tl.loaded += p.Loaded
 	tl.filtered += p.Filtered
@@ -358,11 +358,34 @@ func (e *Emulator) preparedExpiredLocked(t *txn, now time.Time) bool {
 func (t *txn) changes() []store.TableChange {
 	out := make([]store.TableChange, 0, len(t.tables))
 	for _, tl := range t.tables {
-		if len(tl.rows) == 0 {
-			continue
+		if rows := tl.joinedRows(); len(rows) > 0 {
+			out = append(out, store.TableChange{DB: t.db, Table: tl.name, Rows: rows})
 		}
-		out = append(out, store.TableChange{DB: t.db, Table: tl.name, Rows: tl.rows})
 	}
+	return out
+}
+
+// joinedRows returns the rows of every load of tl in arrival order: the one
+// load's own slice when there is one, else one slice of the exact size,
+// which then replaces the loads' slices, so that every later call (a
+// prepare journals the rows, the commit applies them) sees the same rows,
+// as the store may normalise them in place.
+func (tl *tableLoad) joinedRows() []store.Row {
+	switch len(tl.rows) {
+	case 0:
+		return nil
+	case 1:
+		return tl.rows[0]
+	}
+	n := 0
+	for _, r := range tl.rows {
+		n += len(r)
+	}
+	out := make([]store.Row, 0, n)
+	for _, r := range tl.rows {
+		out = append(out, r...)
+	}
+	tl.rows = append(tl.rows[:0], out)
 	return out
 }
 

@@ -197,6 +197,9 @@ type rowBuilder struct {
 	tz       string // the load's time zone
 	res      *Parsed
 
+	// texts shares the values of repeated short texts among the load's rows (texts.go).
+	texts texts
+
 	// per row
 	vals []any
 	// slab is where the next rows' vals are cut from: a block for a few

@@ -350,12 +350,21 @@ func (b *rowBuilder) jsonValue(ci int, k jkind, raw []byte, esc bool) {
 			b.setValue(ci, v, err, func() string { return strings.Clone(s) })
 			return
 		}
+		if !esc {
+			if v, ok := b.texts.get(ci, raw[1:len(raw)-1]); ok {
+				b.setValue(ci, v, nil, rawText)
+				return
+			}
+		}
 		s, err := unquote(raw, esc)
 		if err != nil {
 			b.setValue(ci, nil, err, rawText)
 			return
 		}
 		v, err := convertText(c, s)
+		if err == nil && !esc {
+			b.texts.put(ci, s, v)
+		}
 		b.setValue(ci, v, err, func() string { return s })
 	case jNumber:
 		v, err := convertNumber(c, raw)

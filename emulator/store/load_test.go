@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
@@ -265,5 +266,66 @@ func TestOpColumn(t *testing.T) {
 			assert.Equal(t, c.op, res.Rows[0].Op)
 			assert.Equal(t, int64(1), res.Loaded, "delete rows count as loaded")
 		})
+	}
+}
+
+// TestParseSharesRepeatedTexts: a text value repeated within a load is one stored value
+// (texts.go), and sharing changes nothing the rows hold: each column still checks its own
+// length (the same text fits v VARCHAR(10) of db.uniq and not v VARCHAR(4) of db.conv), an
+// escaped text is unescaped, and values past the per-load bound are stored as they come.
+func TestParseSharesRepeatedTexts(t *testing.T) {
+	s := convStore(t)
+	var body []byte
+	body = append(body, '[')
+	n := maxTextsPerLoad + 50
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		// v repeats one of three values; every row past the first three adds a distinct
+		// value, so the bound is crossed within the load.
+		body = fmt.Appendf(body, `{"id":%d,"v":"%s"}`, i, []string{"abcdefgh", "x\\ty", "k"}[i%3])
+	}
+	body = append(body, ']')
+	res, err := s.Parse("db", "uniq", body, jsonParams(nil))
+	require.NoError(t, err)
+	require.Len(t, res.Rows, n)
+	want := []string{"abcdefgh", "x\ty", "k"}
+	for i, r := range res.Rows {
+		assert.Equal(t, want[i%3], r.Values[1], "row %d", i)
+	}
+	a, b := res.Rows[0].Values[1].(string), res.Rows[3].Values[1].(string)
+	assert.Same(t, unsafe.StringData(a), unsafe.StringData(b), "a repeated text is one stored string")
+
+	// The same text in a column too narrow for it: NULL there (not strict, nullable), after
+	// a text that fitted and was shared, and after the same text stored in a wider column
+	// of the same row (s STRING).
+	res, err = s.Parse("db", "conv", []byte(`[{"id":1,"v":"abcd"},{"id":2,"v":"abcdefgh"},{"id":3,"v":"abcd"},{"id":4,"v":"abcdefgh"},{"id":5,"s":"abcdefgh","v":"abcdefgh"}]`),
+		jsonParams(map[string]string{"max_filter_ratio": "1"}))
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 5)
+	assert.Equal(t, "abcdefgh", res.Rows[4].Values[12])
+	for i, r := range res.Rows {
+		if i == 0 || i == 2 {
+			assert.Equal(t, "abcd", r.Values[11], "row %d", i)
+		} else {
+			assert.Nil(t, r.Values[11], "row %d", i)
+		}
+	}
+
+	// Many distinct values: past the bound every value is still its own.
+	body = body[:0]
+	body = append(body, '[')
+	for i := 0; i < 2*maxTextsPerLoad; i++ {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"id":%d,"v":"v%d"}`, i, i%(maxTextsPerLoad+100))
+	}
+	body = append(body, ']')
+	res, err = s.Parse("db", "uniq", body, jsonParams(nil))
+	require.NoError(t, err)
+	for i, r := range res.Rows {
+		assert.Equal(t, fmt.Sprintf("v%d", i%(maxTextsPerLoad+100)), r.Values[1], "row %d", i)
 	}
 }

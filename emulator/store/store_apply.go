@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/shopspring/decimal"
 )
@@ -113,7 +114,9 @@ func (t *tableState) apply(rows []Row) error {
 			continue
 		}
 		kb = appendRowKey(kb[:0], sc, r.Values)
-		key := string(kb)
+		// A view of kb, valid until the next row's key: the tree copies it only when it
+		// adds the key (setTransient), so an update or a delete allocates no key.
+		key := unsafe.String(unsafe.SliceData(kb), len(kb))
 		if sc.KeyType == PrimaryKey && r.Op == OpDelete {
 			t.rows.delete(key)
 			continue
@@ -123,7 +126,7 @@ func (t *tableState) apply(rows []Row) error {
 			if prev, ok := t.rows.get(key); ok {
 				vals = aggregate(sc, prev, vals)
 			}
-			t.rows.set(key, vals)
+			t.rows.setTransient(key, vals)
 			continue
 		}
 		vals := r.Values
@@ -146,7 +149,7 @@ func (t *tableState) apply(rows []Row) error {
 						merged[c] = prev[c]
 					}
 				}
-				t.rows.set(key, merged)
+				t.rows.setTransient(key, merged)
 				continue
 			}
 		}
@@ -164,7 +167,7 @@ func (t *tableState) apply(rows []Row) error {
 				}
 			}
 		}
-		t.rows.set(key, vals)
+		t.rows.setTransient(key, vals)
 	}
 	return nil
 }

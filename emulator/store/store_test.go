@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
@@ -209,6 +210,21 @@ func TestBtreeAppendsFillNodes(t *testing.T) {
 	assert.LessOrEqual(t, leaves, n/maxLeaf+2, "append-only inserts keep leaves full")
 }
 
+// setMaybeTransient sets k to v either as a kept key (set) or, as apply does, as a view of a
+// buffer that is overwritten right after the call (setTransient): a tree that kept the view
+// instead of a copy would show the overwritten bytes.
+func setMaybeTransient(rt *rapid.T, tr *btree, k string, v int) bool {
+	if !rapid.Bool().Draw(rt, "transient") {
+		return tr.set(k, []any{v})
+	}
+	buf := []byte(k)
+	replaced := tr.setTransient(unsafe.String(unsafe.SliceData(buf), len(buf)), []any{v})
+	for i := range buf {
+		buf[i] = '~'
+	}
+	return replaced
+}
+
 // TestBtreeModel checks the copy-on-write B+tree against a map, including that a clone taken
 // earlier never changes (what snapshot readers rely on).
 func TestBtreeModel(t *testing.T) {
@@ -227,7 +243,7 @@ func TestBtreeModel(t *testing.T) {
 				delete(model, k)
 			case 4:
 				k = fmt.Sprintf("z%06d", i) // ascending: appends at the right end
-				assert.False(rt, tr.set(k, []any{i}))
+				assert.False(rt, setMaybeTransient(rt, tr, k, i))
 				model[k] = i
 			case 3:
 				frozen = append(frozen, tr)
@@ -239,7 +255,7 @@ func TestBtreeModel(t *testing.T) {
 				tr = tr.clone()
 			default:
 				_, had := model[k]
-				assert.Equal(rt, had, tr.set(k, []any{i}))
+				assert.Equal(rt, had, setMaybeTransient(rt, tr, k, i))
 				model[k] = i
 			}
 		}
