@@ -146,7 +146,7 @@ type assembler struct {
 	// recycleMsgs), handed out first.
 	slab       []txnEvent
 	freeEvents []*txnEvent
-	stats assemblerStats
+	stats      assemblerStats
 }
 
 func newAssembler(cfg assemblerConfig) *assembler {
