@@ -141,9 +141,12 @@ type assembler struct {
 	buffered        int64
 	// full: the buffer bound holds (bound.go).
 	full bool
-	// slab holds the txnEvents newTxnEvent hands out next.
-	slab  []txnEvent
-	stats assemblerStats
+	// slab holds the txnEvents newTxnEvent hands out next, freeEvents
+	// those of emitted transactions whose messages are made (emit.go:
+	// recycleMsgs), handed out first.
+	slab       []txnEvent
+	freeEvents []*txnEvent
+	stats      assemblerStats
 }
 
 func newAssembler(cfg assemblerConfig) *assembler {
@@ -442,10 +445,17 @@ const (
 // eventSlab is how many buffered events newTxnEvent allocates at once.
 const eventSlab = 32
 
-// newTxnEvent returns a zero txnEvent from the assembler's slab: one
-// allocation per eventSlab events (a slab stays alive while one of its
-// events is; events are released roughly in the order they were read).
+// newTxnEvent returns a zero txnEvent: one an emission gave back
+// (recycleMsgs), else one from the assembler's slab, one allocation per
+// eventSlab events (a slab stays alive while one of its events is; events
+// are released roughly in the order they were read).
 func (a *assembler) newTxnEvent() *txnEvent {
+	if n := len(a.freeEvents); n > 0 {
+		e := a.freeEvents[n-1]
+		a.freeEvents[n-1] = nil
+		a.freeEvents = a.freeEvents[:n-1]
+		return e
+	}
 	if len(a.slab) == 0 {
 		a.slab = make([]txnEvent, eventSlab)
 	}

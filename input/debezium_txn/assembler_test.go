@@ -1,12 +1,16 @@
 package debezium_txn
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/starrocks-txn/benthos-starrocks/internal/kafka/consumer"
 )
 
 // A transaction spread over two topics and three partitions is emitted once
@@ -475,4 +479,81 @@ func TestEmissionRowsReused(t *testing.T) {
 	}
 	assert.Less(t, b.msgs[0].sourceOffset, b.msgs[1].sourceOffset)
 	assert.Less(t, b.msgs[1].sourceOffset, b.msgs[2].sourceOffset)
+}
+
+// An emitted transaction's buffered events go back with its rows once its
+// messages are made, and the next transactions' events are those: the
+// messages made from them before stay as they were (body and every
+// metadata key), the reused events hold nothing while free, and what is
+// kept free is bounded.
+func TestEmittedEventsReused(t *testing.T) {
+	f := newFeeder(t, testConfig(), orders0, items0)
+	in := &Input{seqSource: "s"}
+	type made struct {
+		msg  *service.Message
+		body string
+		meta map[string]any
+	}
+	build := func(em *emission) []made {
+		var out []made
+		for _, om := range em.msgs {
+			msg := in.messageLocked(om)
+			b, err := msg.AsBytes()
+			require.NoError(t, err)
+			out = append(out, made{msg: msg, body: string(b), meta: metadataOf(t, msg)})
+		}
+		return out
+	}
+	f.data(orders0, dbzEvent(opCreate, "orders", 1, "a", 1, 1))
+	f.data(items0, dbzEvent(opCreate, "items", 2, "a", 2, 1))
+	f.meta(dbzEnd("a", "test.orders", 1, "test.items", 1))
+	ems := f.drain()
+	require.Len(t, ems, 1)
+	a := ems[0]
+	require.Len(t, a.events, 2)
+	evA := slices.Clone(a.events)
+	msgsA := build(a)
+	f.a.recycleMsgs(a)
+	assert.Nil(t, a.events)
+	require.Len(t, f.a.freeEvents, 2)
+	for i, e := range f.a.freeEvents {
+		assert.Zero(t, *e, "free event %d still holds its row", i)
+	}
+
+	f.data(orders0, dbzEvent(opUpdate, "orders", 1, "b", 1, 1))
+	f.data(items0, dbzEvent(opDelete, "items", 2, "b", 2, 1))
+	f.data(items0, dbzEvent(opCreate, "items", 3, "b", 3, 2))
+	f.meta(dbzEnd("b", "test.orders", 1, "test.items", 2))
+	ems = f.drain()
+	require.Len(t, ems, 1)
+	b := ems[0]
+	assert.Empty(t, f.a.freeEvents)
+	reused := 0
+	for _, e := range b.events {
+		if slices.Contains(evA, e) {
+			reused++
+		}
+	}
+	assert.Equal(t, 2, reused, "b's events are a's")
+	got := rows(b)
+	require.Len(t, got, 3)
+	for i, want := range []string{"b-1", "b-2", "b-3"} {
+		assert.True(t, strings.HasSuffix(got[i], "|"+want), "row %d: %s", i, got[i])
+	}
+	msgsB := build(b)
+	f.a.recycleMsgs(b)
+	for i, m := range msgsA {
+		body, err := m.msg.AsBytes()
+		require.NoError(t, err)
+		assert.Equal(t, m.body, string(body), "a's message %d", i)
+		assert.Equal(t, m.meta, metadataOf(t, m.msg), "a's message %d", i)
+		assert.NotEqual(t, msgsB[i].meta[consumer.MetaOffset], m.meta[consumer.MetaOffset])
+	}
+
+	many := &emission{}
+	for range maxFreeEvents + 10 {
+		many.events = append(many.events, &txnEvent{size: 1})
+	}
+	f.a.recycleMsgs(many)
+	assert.Len(t, f.a.freeEvents, maxFreeEvents)
 }

@@ -35,10 +35,17 @@ type emission struct {
 	msgs    []outMsg
 	n       int
 	firstID string
+	// events are the emitted transaction's buffered events, which msgs
+	// point into: given back with msgs.
+	events []*txnEvent
 }
 
-// maxFreeMsgs bounds the row slices kept for reuse.
-const maxFreeMsgs = 64
+// maxFreeMsgs bounds the row slices kept for reuse, maxFreeEvents the
+// buffered events (a few batches' worth: ~260 bytes each).
+const (
+	maxFreeMsgs   = 64
+	maxFreeEvents = 8192
+)
 
 // takeMsgs returns an empty slice for n rows, reused when one is free.
 func (a *assembler) takeMsgs(n int) []outMsg {
@@ -54,7 +61,12 @@ func (a *assembler) takeMsgs(n int) []outMsg {
 }
 
 // recycleMsgs records the count and first transaction id of em's rows,
-// whose messages are made, and keeps their slice for another emission.
+// whose messages are made, and keeps their slice and the transaction's
+// events for later ones. Nothing else points at the events: the
+// transaction dropped them when it was emitted (nextTxn), and a message
+// holds copies of what it took from its event (its row slice, strings,
+// the source table), so reusing an event changes no message
+// (TestEmittedEventsReused).
 func (a *assembler) recycleMsgs(em *emission) {
 	em.n = len(em.msgs)
 	if em.n > 0 {
@@ -65,6 +77,14 @@ func (a *assembler) recycleMsgs(em *emission) {
 		a.freeMsgs = append(a.freeMsgs, em.msgs[:0])
 	}
 	em.msgs = nil
+	for _, e := range em.events {
+		if len(a.freeEvents) >= maxFreeEvents {
+			break
+		}
+		*e = txnEvent{}
+		a.freeEvents = append(a.freeEvents, e)
+	}
+	em.events = nil
 }
 
 // next returns the next emission that every rule of ARCHITECTURE.md §13.5
@@ -217,7 +237,7 @@ func (a *assembler) nextTxn() *emission {
 		for i := range msgs {
 			msgs[i].sourceOffset, msgs[i].end = sourceOffset(t.endOffset, i), i == len(msgs)-1
 		}
-		em := &emission{txn: t, msgs: msgs}
+		em := &emission{txn: t, msgs: msgs, events: t.events}
 		t.status = txnEmitted
 		a.buffered -= t.bytes
 		t.events, t.keys = nil, smallMap[eventKey, struct{}]{}
