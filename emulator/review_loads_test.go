@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -179,4 +180,22 @@ func TestReviewPreparedPartialLoadsSurviveRestart(t *testing.T) {
 	restarted, err := e2.Store().Rows("test", "orders")
 	require.NoError(t, err)
 	assert.Equal(t, committed, restarted, "the journaled prepare commits what the prepared emulator committed")
+}
+
+// TestReviewJoinedRowsKeepsOneCopy: joinedRows replaces the loads' row slices by their join;
+// the slots of the loads' slices must let go of them, or a prepared transaction holds every
+// row header twice until its commit (a prepared transaction may wait a day).
+func TestReviewJoinedRowsKeepsOneCopy(t *testing.T) {
+	tl := &tableLoad{}
+	for l := range 3 {
+		tl.rows = append(tl.rows, []store.Row{{Values: []any{int64(l)}}, {Values: []any{int64(l + 10)}}})
+	}
+	joined := tl.joinedRows()
+	require.Len(t, joined, 6)
+	require.Len(t, tl.rows, 1)
+	assert.Equal(t, joined, tl.rows[0])
+	for i, r := range tl.rows[1:cap(tl.rows)] {
+		assert.Nil(t, r, "slot %d still holds a load's rows", i+1)
+	}
+	assert.Equal(t, joined, tl.joinedRows(), "a second call sees the same rows")
 }
