@@ -385,6 +385,9 @@ func (tl *tableLoad) joinedRows() []store.Row {
 	for _, r := range tl.rows {
 		out = append(out, r...)
 	}
+	// The slots past the join let go of the loads' slices: a prepared
+	// transaction would hold every row header twice until its commit.
+	clear(tl.rows)
 	tl.rows = append(tl.rows[:0], out)
 	return out
 }

@@ -142,6 +142,15 @@ func TestAssemblerProperty(t *testing.T) {
 		fed := map[tp]int{}
 		metaFed := 0
 		tracking := rapid.Bool().Draw(rt, "tracking")
+		// recycle gives each emission's events back once it is checked, as the
+		// input does once it made the messages (emit.go recycleMsgs): later
+		// transactions then reuse them.
+		recycle := rapid.Bool().Draw(rt, "recycle")
+		type lastMsg struct {
+			partition string
+			offset    int64
+		}
+		lasts := map[*emission]lastMsg{}
 
 		committedTxn := map[string]bool{}
 		committedSide := map[string]bool{} // "<tp>@<offset>"
@@ -152,8 +161,8 @@ func TestAssemblerProperty(t *testing.T) {
 
 		commit := func(em *emission) {
 			if tracking {
-				m := em.msgs[len(em.msgs)-1]
-				a.committed(m.partition, m.sourceOffset)
+				m := lasts[em]
+				a.committed(m.partition, m.offset)
 			} else {
 				a.acked(em)
 			}
@@ -184,6 +193,13 @@ func TestAssemblerProperty(t *testing.T) {
 				for i := 1; i < len(em.msgs); i++ {
 					if em.msgs[i].sourceOffset <= em.msgs[i-1].sourceOffset {
 						rt.Fatalf("source offsets not increasing in %s", id)
+					}
+				}
+				// Each row is an event of the transaction, read where it was
+				// (a reused event holds nothing of its last transaction).
+				for _, m := range em.msgs {
+					if m.ev.txID != id || m.rec.offset >= int64(len(w.recs[m.rec.tp])) || w.recs[m.rec.tp][m.rec.offset].txn != id {
+						rt.Fatalf("transaction %s emitted a row of transaction %q (%s@%d)", id, m.ev.txID, m.rec.tp, m.rec.offset)
 					}
 				}
 				// No snapshot row uncommitted, and no side row before one
@@ -312,6 +328,11 @@ func TestAssemblerProperty(t *testing.T) {
 					break
 				}
 				checkEmission(em)
+				last := em.msgs[len(em.msgs)-1]
+				lasts[em] = lastMsg{last.partition, last.sourceOffset}
+				if recycle {
+					a.recycleMsgs(em)
+				}
 				unacked = append(unacked, em)
 			}
 			checkFloors()
