@@ -41,10 +41,12 @@ type emission struct {
 }
 
 // maxFreeMsgs bounds the row slices kept for reuse, maxFreeEvents the
-// buffered events (a few batches' worth: ~260 bytes each).
+// buffered events (~260 bytes each). A free event keeps its whole slab of
+// eventSlab alive, so the bound is also what free events can pin at worst:
+// 1 024 × 32 × ~260 bytes, about 8.5 MB (8 192 pinned up to ~68 MB).
 const (
 	maxFreeMsgs   = 64
-	maxFreeEvents = 8192
+	maxFreeEvents = 1024
 )
 
 // takeMsgs returns an empty slice for n rows, reused when one is free.
