@@ -32,7 +32,7 @@ func TestReadProgressOfQuotedPartitionsAtTheChunkBoundary(t *testing.T) {
 	require.NoError(t, m.EnsureTables(ctx, "shop", starrocks.TableDef{Name: table, DDL: starrocks.ProgressDDL("shop", table), Columns: starrocks.ProgressColumns}))
 
 	odd := []string{"it's/1", `back\slash/2`, `dq"/3`, "nl\n/4", "dbserver1.transaction", `pct%_/5`, "tab\t/6",
-		"uni/é/7", "trail /8", "T/9", `\'/10`, `''/11`, "ctrlz\x1a/12", "cr\r/13", `\\/14`, "nul\x00/15"}
+		"uni/é/7", "trail /8", "T/9", `\'/10`, `''/11`, "ctrlz\x1a/12", "cr\r/13", `\\/14`, "nul\x00/15", "sp/16 "}
 	type row struct {
 		Pipeline  string `json:"pipeline_id"`
 		Partition string `json:"source_partition"`
@@ -47,7 +47,7 @@ func TestReadProgressOfQuotedPartitionsAtTheChunkBoundary(t *testing.T) {
 	}
 	// Near misses, held but never asked for: a read that took them for
 	// the names above would judge those partitions by another's row.
-	for _, p := range []string{"t/9", "trail/8", "trail  /8", `back\\slash/2`, `backslash/2`, "it''s/1", "nul/15"} {
+	for _, p := range []string{"t/9", "trail/8", "trail  /8", `back\\slash/2`, `backslash/2`, "it''s/1", "nul/15", "sp/16", "sp/16  "} {
 		rows = append(rows, row{"pl", p, 1, 1})
 	}
 	body, err := json.Marshal(rows)
