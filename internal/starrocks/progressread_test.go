@@ -230,9 +230,11 @@ func (c scriptedConnector) Driver() driver.Driver { return nil }
 
 type scriptedConn struct{ c scriptedConnector }
 
-func (scriptedConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("no prepared statements") }
-func (scriptedConn) Close() error                        { return nil }
-func (scriptedConn) Begin() (driver.Tx, error)           { return nil, errors.New("no transactions") }
+func (scriptedConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("no prepared statements")
+}
+func (scriptedConn) Close() error              { return nil }
+func (scriptedConn) Begin() (driver.Tx, error) { return nil, errors.New("no transactions") }
 
 func (s scriptedConn) QueryContext(_ context.Context, q string, _ []driver.NamedValue) (driver.Rows, error) {
 	r := &scriptedRows{}

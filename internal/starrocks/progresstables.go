@@ -131,7 +131,13 @@ const ProgressReadChunk = 500
 // each for up to ProgressReadChunk partitions per statement, so that the
 // partitions of an assignment are read in a few statements per database,
 // not one each (ARCHITECTURE.md §7).
-func (m *Meta) ReadProgressOf(ctx context.Context, table, pipeline string, partitions []string) (_ map[string][]ProgressRow, err error) {
+//
+// The listing and each statement are bounded one by one (Meta.bound; the
+// statements per database): the read's statements grow with the partitions
+// asked for, and one bound for them all would time out a read of many
+// partitions at every attempt on an FE that answers each statement within
+// its own bound.
+func (m *Meta) ReadProgressOf(ctx context.Context, table, pipeline string, partitions []string) (map[string][]ProgressRow, error) {
 	if err := checkIdents("information_schema", table); err != nil {
 		return nil, err
 	}
@@ -139,9 +145,7 @@ func (m *Meta) ReadProgressOf(ctx context.Context, table, pipeline string, parti
 	if len(partitions) == 0 {
 		return out, nil
 	}
-	ctx, end := m.bound(ctx, "progress "+table, "")
-	defer func() { end(err == nil) }()
-	dbs, err := m.databasesWith(ctx, table)
+	dbs, err := m.DatabasesWith(ctx, table)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +165,11 @@ func (m *Meta) ReadProgressOf(ctx context.Context, table, pipeline string, parti
 }
 
 // readProgressChunk adds db's rows of pipeline's partitions in chunk to out:
-// one statement, one row per partition at most (the primary key).
-func (m *Meta) readProgressChunk(ctx context.Context, db, table, pipeline string, chunk []string, out map[string][]ProgressRow) error {
+// one statement, one row per partition at most (the primary key), under
+// its own bound.
+func (m *Meta) readProgressChunk(ctx context.Context, db, table, pipeline string, chunk []string, out map[string][]ProgressRow) (err error) {
+	ctx, end := m.bound(ctx, "progress "+table, db)
+	defer func() { end(err == nil) }()
 	q := fmt.Sprintf("SELECT `%s`, `%s`, `%s` FROM `%s`.`%s` WHERE `%s` = ? AND `%s` IN (?%s)",
 		ProgressPartitionCol, ProgressOffsetCol, ProgressTxnEndCol, db, table, ProgressPipelineCol, ProgressPartitionCol,
 		strings.Repeat(", ?", len(chunk)-1))

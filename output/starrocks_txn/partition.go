@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
@@ -193,8 +194,24 @@ func (k *core) epochCheck(it *item, now time.Time) bool {
 // (where it poisons its transaction, requireOffset): applied ahead of its
 // partition's waiting messages it would open its transaction without
 // them and split it.
+//
+// A partition whose name the progress table cannot hold (progressName) is
+// never read: its messages are refused by requireOffset.
 func (k *core) progressHold(it *item) bool {
-	return k.learns && it.pk.partition != noContractPartition && (it.meta.HasOffset || k.conf.exactlyOnce) && k.waitProgress(it)
+	return k.learns && it.pk.partition != noContractPartition && (it.meta.HasOffset || k.conf.exactlyOnce) &&
+		(!k.conf.exactlyOnce || progressName(it.pk.partition) == nil) && k.waitProgress(it)
+}
+
+// progressName reports why the progress table cannot hold a partition's
+// row under its name: one that is not valid UTF-8 is loaded as JSON, where
+// each invalid byte becomes U+FFFD, and a read by its own name finds that
+// row under another name (or another partition's row of the same
+// replacement).
+func progressName(part string) error {
+	if !utf8.ValidString(part) {
+		return fmt.Errorf("its name %q is not valid UTF-8", part)
+	}
+	return nil
 }
 
 // requireOffset is the exactly_once offset rule (ARCHITECTURE.md §7): every
@@ -209,8 +226,21 @@ func (k *core) progressHold(it *item) bool {
 // starts at 0 again with the process, so a restarted pipeline's new
 // transactions would fall at or below the progress and be dropped as
 // replays.
+//
+// A message of a partition whose name the progress table cannot hold
+// (progressName) poisons its transaction too: its progress would be read
+// under another name, and its replays after a restart loaded again.
 func (k *core) requireOffset(it *item) {
-	if !k.conf.exactlyOnce || it.meta.HasOffset || it.poison != nil {
+	if !k.conf.exactlyOnce || it.poison != nil {
+		return
+	}
+	if it.pk.partition != noContractPartition {
+		if err := progressName(it.pk.partition); err != nil {
+			it.poison = fmt.Errorf("semantic exactly_once keeps each partition's progress in the progress table under its name (%s), and the partition of source transaction %q cannot be kept there: %w; StarRocks would hold its row under another name, so a replay after a restart could not be told from new data and would be loaded twice; set %s to valid UTF-8 text (e.g. topic/partition), or use semantic at_least_once", contract.KeyPartition, it.meta.TxnID, err, contract.KeyPartition)
+			return
+		}
+	}
+	if it.meta.HasOffset {
 		return
 	}
 	if it.meta.ArrivalOffset {
