@@ -17,7 +17,8 @@ import (
 )
 
 // metaTimeout is the default bound of one call of Meta: a catalog lookup, a
-// DDL statement with its column check, or a read of rows across databases.
+// DDL statement with its column check, a read of rows across databases, or
+// one statement of a progress read (each chunk of partitions has its own).
 const metaTimeout = 10 * time.Second
 
 // Meta asks the FE over its MySQL port what the HTTP transaction API cannot
@@ -72,7 +73,8 @@ type MetaConfig struct {
 	// each keep their own.
 	Log func(msg string, harmless bool)
 	// Timeout bounds one call (a lookup, a DDL statement with its check, a
-	// read across databases) and the dial; 0: 10 s.
+	// read across databases, one statement of a progress read) and the
+	// dial; 0: 10 s.
 	Timeout time.Duration
 	// AllowCleartextPasswords sends the password as is when the server
 	// asks for it with the mysql_clear_password plugin, as StarRocks does
