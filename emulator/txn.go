@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/starrocks-txn/benthos-starrocks/emulator/store"
@@ -377,14 +378,7 @@ func (tl *tableLoad) joinedRows() []store.Row {
 	case 1:
 		return tl.rows[0]
 	}
-	n := 0
-	for _, r := range tl.rows {
-		n += len(r)
-	}
-	out := make([]store.Row, 0, n)
-	for _, r := range tl.rows {
-		out = append(out, r...)
-	}
+	out := slices.Concat(tl.rows...)
 	// The slots past the join let go of the loads' slices: a prepared
 	// transaction would hold every row header twice until its commit.
 	clear(tl.rows)

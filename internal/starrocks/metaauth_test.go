@@ -156,3 +156,11 @@ func TestMetaProbeDatabaseTheUserMayNotSee(t *testing.T) {
 	assert.Contains(t, got.Error(), `it does not exist, or user "narrow" may not see it`)
 	assert.Contains(t, got.Error(), "grant the user its privileges on it")
 }
+
+// ReadProgress returns the row of pipeline's partition in the progress
+// table of every database that has one: ReadProgressOf for one partition,
+// for the tests that read one.
+func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) ([]ProgressRow, error) {
+	rows, err := m.ReadProgressOf(ctx, table, pipeline, []string{partition})
+	return rows[partition], err
+}

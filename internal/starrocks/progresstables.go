@@ -113,13 +113,6 @@ type ProgressRow struct {
 	Through, TxnEnd int64
 }
 
-// ReadProgress returns the row of pipeline's partition in the progress table
-// of every database that has one.
-func (m *Meta) ReadProgress(ctx context.Context, table, pipeline, partition string) ([]ProgressRow, error) {
-	rows, err := m.ReadProgressOf(ctx, table, pipeline, []string{partition})
-	return rows[partition], err
-}
-
 // ProgressReadChunk bounds the partitions one statement of ReadProgressOf
 // asks for (its IN list): a statement's text and its answer stay small
 // however many partitions are read together.

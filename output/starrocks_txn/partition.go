@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/contract"
 )
@@ -200,18 +199,6 @@ func (k *core) epochCheck(it *item, now time.Time) bool {
 func (k *core) progressHold(it *item) bool {
 	return k.learns && it.pk.partition != noContractPartition && (it.meta.HasOffset || k.conf.exactlyOnce) &&
 		(!k.conf.exactlyOnce || progressName(it.pk.partition) == nil) && k.waitProgress(it)
-}
-
-// progressName reports why the progress table cannot hold a partition's
-// row under its name: one that is not valid UTF-8 is loaded as JSON, where
-// each invalid byte becomes U+FFFD, and a read by its own name finds that
-// row under another name (or another partition's row of the same
-// replacement).
-func progressName(part string) error {
-	if !utf8.ValidString(part) {
-		return fmt.Errorf("its name %q is not valid UTF-8", part)
-	}
-	return nil
 }
 
 // requireOffset is the exactly_once offset rule (ARCHITECTURE.md §7): every

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/starrocks"
 )
@@ -325,7 +326,7 @@ func (o *Output) readProgressLoop(part string) {
 			}
 			continue
 		}
-		es, err := o.track.learnAll(o.ctx, read)
+		es, err := o.track.learn(o.ctx, read)
 		if err != nil {
 			if o.ctx.Err() != nil {
 				return
@@ -472,4 +473,16 @@ func (k *core) progressRead(part string, gen int, e progressEntry, now time.Time
 	}
 	k.wakeAtSoftCap()
 	return true
+}
+
+// progressName reports why the progress table cannot hold a partition's
+// row under its name: one that is not valid UTF-8 is loaded as JSON, where
+// each invalid byte becomes U+FFFD, and a read by its own name finds that
+// row under another name (or another partition's row of the same
+// replacement).
+func progressName(part string) error {
+	if !utf8.ValidString(part) {
+		return fmt.Errorf("its name %q is not valid UTF-8", part)
+	}
+	return nil
 }

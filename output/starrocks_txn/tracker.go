@@ -39,13 +39,11 @@ type tracker interface {
 	// learnsPartitions reports whether a partition's messages wait for learn
 	// before they are applied.
 	learnsPartitions() bool
-	// learn returns what StarRocks holds of a partition (empty when the
-	// tracker keeps no progress), once every transaction other writers may
-	// still commit is final.
-	learn(ctx context.Context, part string) (progressEntry, error)
-	// learnAll is learn for several partitions at once, read together; a
-	// partition of which StarRocks holds nothing is absent.
-	learnAll(ctx context.Context, parts []string) (map[string]progressEntry, error)
+	// learn returns what StarRocks holds of the partitions, read together,
+	// by partition (one of which StarRocks holds nothing, or every one when
+	// the tracker keeps no progress, is absent), once every transaction
+	// other writers may still commit is final.
+	learn(ctx context.Context, parts []string) (map[string]progressEntry, error)
 	// loadRows loads, under c's label, the rows that become visible with
 	// c's data.
 	loadRows(ctx context.Context, w *dbWorker, c *cycle) error
@@ -89,11 +87,7 @@ type noTracking struct{}
 
 func (noTracking) learnsPartitions() bool { return false }
 
-func (noTracking) learn(context.Context, string) (progressEntry, error) {
-	return progressEntry{}, nil
-}
-
-func (noTracking) learnAll(context.Context, []string) (map[string]progressEntry, error) {
+func (noTracking) learn(context.Context, []string) (map[string]progressEntry, error) {
 	return nil, nil
 }
 
@@ -119,13 +113,9 @@ type writerTracking struct {
 
 func (t *writerTracking) learnsPartitions() bool { return true }
 
-// learn makes every transaction another writer may still commit final.
-func (t *writerTracking) learn(ctx context.Context, _ string) (progressEntry, error) {
-	return progressEntry{}, t.takeover.run(ctx, t.takeover.ticket())
-}
-
-// learnAll makes them final once for all the partitions.
-func (t *writerTracking) learnAll(ctx context.Context, _ []string) (map[string]progressEntry, error) {
+// learn makes every transaction another writer may still commit final,
+// once for all the partitions.
+func (t *writerTracking) learn(ctx context.Context, _ []string) (map[string]progressEntry, error) {
 	return nil, t.takeover.run(ctx, t.takeover.ticket())
 }
 
@@ -224,16 +214,9 @@ type exactlyOnceTracking struct {
 	writerTracking
 }
 
-// learn reads the partition's durable progress once other writers'
-// transactions are final: what they land must be in what is read.
-func (t *exactlyOnceTracking) learn(ctx context.Context, part string) (progressEntry, error) {
-	es, err := t.learnAll(ctx, []string{part})
-	return es[part], err
-}
-
-// learnAll reads the partitions' progress together, once other writers'
-// transactions are final.
-func (t *exactlyOnceTracking) learnAll(ctx context.Context, parts []string) (map[string]progressEntry, error) {
+// learn reads the partitions' durable progress together once other
+// writers' transactions are final: what they land must be in what is read.
+func (t *exactlyOnceTracking) learn(ctx context.Context, parts []string) (map[string]progressEntry, error) {
 	if err := t.takeover.run(ctx, t.takeover.ticket()); err != nil {
 		return nil, err
 	}

@@ -35,8 +35,9 @@ func TestTrackerOfTheConfiguration(t *testing.T) {
 	alo.setProgressStore(fp)
 	require.IsType(t, &writerTracking{}, alo.track)
 	assert.True(t, alo.track.learnsPartitions(), "a partition waits for the take-over check")
-	e, err := alo.track.learn(ctx, "p0")
+	es, err := alo.track.learn(ctx, []string{"p0"})
 	require.NoError(t, err)
+	e := es["p0"]
 	assert.Equal(t, progressEntry{}, e, "no progress is kept at_least_once")
 	_, ok, err = registry.Get(res).Progress(ctx, "p0")
 	require.NoError(t, err)
@@ -46,8 +47,9 @@ func TestTrackerOfTheConfiguration(t *testing.T) {
 	require.IsType(t, &exactlyOnceTracking{}, eo.track)
 	s := newSrc("asm")
 	waitAll(t, []chan error{writeAsync(eo, service.MessageBatch(txnMsgs(s, "p0", "t1", 1)))}, 5*time.Second)
-	e, err = eo.track.learn(ctx, "p0")
+	es, err = eo.track.learn(ctx, []string{"p0"})
 	require.NoError(t, err)
+	e = es["p0"]
 	assert.True(t, e.hasThrough)
 	assert.Equal(t, int64(2), e.through, "the progress the commit wrote")
 	off, ok, err := registry.Get(res).Progress(ctx, "p0")
