@@ -106,15 +106,26 @@ read:
 var readBackMaxBound = 2 * time.Minute
 
 // readPiece reads the ENDs at offsets [lo, hi), retrying until it is done
-// or ctx ends, each attempt within the read-back's growBound.
+// or ctx ends, each attempt within the read-back's growBound. An attempt
+// that runs out keeps what it read: the next one goes on from there with
+// the same client, so a broker slower than the bound still finishes the
+// piece in about the time of one read (ARCHITECTURE.md §13.7), instead of
+// starting over — with a new client and its first metadata fetch — and
+// running out again while the piece is larger than what one bound reads.
 func (in *Input) readPiece(ctx context.Context, lo, hi int64) ([]endAt, error) {
 	base := in.conf.RevokeTimeout
+	r := &endReader{in: in}
+	defer r.close()
+	var ends []endAt
+	next := lo
 	for attempt := 1; ; attempt++ {
 		bound := in.readBound.get(base)
 		began := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, bound)
-		ends, err := readEndsFn(in, rctx, lo, hi)
+		got, reached, err := readEndsFn(r, rctx, next, hi)
 		cancel()
+		ends = append(ends, got...)
+		next = max(next, reached)
 		if err == nil {
 			in.readBound.done(bound, time.Since(began), base)
 			return ends, nil
@@ -129,7 +140,7 @@ func (in *Input) readPiece(ctx context.Context, lo, hi int64) ([]endAt, error) {
 		if ranOut {
 			in.readBound.ranOut(bound, readBackMaxBound)
 		}
-		in.log.Warnf("Re-reading the END events of %s at offsets [%d, %d) (attempt %d): %v; retrying within %v — nothing is emitted before the ids of the last resend_window transactions are known, so that a transaction Debezium re-sends is recognised", in.conf.transactionTopic, lo, hi, attempt, err, in.readBound.get(base))
+		in.log.Warnf("Re-reading the END events of %s at offsets [%d, %d) (attempt %d): %v; read up to offset %d, going on from there within %v — nothing is emitted before the ids of the last resend_window transactions are known, so that a transaction Debezium re-sends is recognised", in.conf.transactionTopic, lo, hi, attempt, err, next, in.readBound.get(base))
 		if !ranOut {
 			select {
 			case <-ctx.Done():
@@ -147,41 +158,72 @@ func readBackPause(attempt int) time.Duration {
 	return min(time.Duration(attempt)*200*time.Millisecond, 2*time.Second)
 }
 
-// readEndsFn is readEnds; tests replace it to fail attempts on demand.
-var readEndsFn = (*Input).readEnds
+// readEndsFn is (*endReader).read; tests replace it to fail attempts on
+// demand.
+var readEndsFn = (*endReader).read
 
-// readEnds returns the END events at offsets [lo, hi) of the transaction
-// topic, in offset order.
-func (in *Input) readEnds(ctx context.Context, lo, hi int64) ([]endAt, error) {
-	cl, err := kgo.NewClient(append(in.conf.Client.Opts(in.KgoLogger()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{in.conf.transactionTopic: {0: kgo.NewOffset().At(lo)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	)...)
-	if err != nil {
-		return nil, fmt.Errorf("creating a client: %w", err)
+// endReader reads one read-back piece over its attempts with one client,
+// whose consumption goes on where the previous attempt stopped.
+type endReader struct {
+	in *Input
+	cl *kgo.Client
+	at int64 // the offset the client consumes from next
+}
+
+func (r *endReader) close() {
+	if r.cl != nil {
+		r.cl.Close()
+		r.cl = nil
 	}
-	defer cl.Close()
+}
+
+// read returns the END events at offsets [lo, hi) of the transaction topic
+// read before ctx ended, in offset order, and the offset up to which it
+// read (hi when done, with a nil error).
+func (r *endReader) read(ctx context.Context, lo, hi int64) ([]endAt, int64, error) {
+	in := r.in
+	if lo >= hi {
+		return nil, hi, nil
+	}
+	if r.cl != nil && r.at != lo {
+		r.close() // not where the client stands: start over there
+	}
+	if r.cl == nil {
+		cl, err := kgo.NewClient(append(in.conf.Client.Opts(in.KgoLogger()),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{in.conf.transactionTopic: {0: kgo.NewOffset().At(lo)}}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.KeepControlRecords(),
+		)...)
+		if err != nil {
+			return nil, lo, fmt.Errorf("creating a client: %w", err)
+		}
+		r.cl, r.at = cl, lo
+	}
 	var ends []endAt
 	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("not done within its bound: %w", ctx.Err())
-		}
-		done := false
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= hi-1 {
-				done = true
-			}
-			if r.Offset < lo || r.Offset >= hi || r.Attrs.IsControl() {
+		// Every record a poll returns is taken before the bound is
+		// checked: the client has moved past them, and the next attempt
+		// goes on from r.at. Aborted records (read_committed) are never
+		// returned; the offsets after the last record seen may be such,
+		// and are read past by the same client.
+		fs := r.cl.PollFetches(ctx)
+		fs.EachRecord(func(rec *kgo.Record) {
+			if rec.Offset < r.at {
 				return
 			}
-			if m, err := decodeTxnMeta(r.Value); err == nil && m.end {
-				ends = append(ends, endAt{off: r.Offset, id: m.id})
+			r.at = rec.Offset + 1
+			if rec.Offset >= hi || rec.Attrs.IsControl() {
+				return
+			}
+			if m, err := decodeTxnMeta(rec.Value); err == nil && m.end {
+				ends = append(ends, endAt{off: rec.Offset, id: m.id})
 			}
 		})
-		if done {
-			return ends, nil
+		if r.at >= hi {
+			return ends, hi, nil
+		}
+		if ctx.Err() != nil {
+			return ends, r.at, fmt.Errorf("not done within its bound: %w", ctx.Err())
 		}
 	}
 }

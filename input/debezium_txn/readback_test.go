@@ -51,14 +51,14 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	// again, and every id is remembered. (A new process each time: this one
 	// remembers what it read, readcache.go.)
 	in.ends = endCache{}
-	defer func(f func(*Input, context.Context, int64, int64) ([]endAt, error)) { readEndsFn = f }(readEndsFn)
+	defer func(f func(*endReader, context.Context, int64, int64) ([]endAt, int64, error)) { readEndsFn = f }(readEndsFn)
 	failures := map[int64]int{}
-	readEndsFn = func(in *Input, ctx context.Context, lo, hi int64) ([]endAt, error) {
+	readEndsFn = func(r *endReader, ctx context.Context, lo, hi int64) ([]endAt, int64, error) {
 		if lo < 21 && failures[lo] < 2 {
 			failures[lo]++
-			return nil, fmt.Errorf("not done within its bound: %w", context.DeadlineExceeded)
+			return nil, lo, fmt.Errorf("not done within its bound: %w", context.DeadlineExceeded)
 		}
-		return in.readEnds(ctx, lo, hi)
+		return r.read(ctx, lo, hi)
 	}
 	assert.Equal(t, all[6:], in.readBackIDs(context.Background(), 24), "every id, after the retries")
 	assert.Equal(t, map[int64]int{18: 2, 15: 2, 12: 2}, failures)
@@ -69,12 +69,12 @@ func TestReadBackKeepsTheNewestIDsWhenItTimesOut(t *testing.T) {
 	// pieces read are kept and the error says from where.
 	in.ends = endCache{}
 	ctx, cancel := context.WithCancel(context.Background())
-	readEndsFn = func(in *Input, rctx context.Context, lo, hi int64) ([]endAt, error) {
+	readEndsFn = func(r *endReader, rctx context.Context, lo, hi int64) ([]endAt, int64, error) {
 		if lo < 18 {
 			cancel()
-			return nil, fmt.Errorf("not done within its bound: %w", context.Canceled)
+			return nil, lo, fmt.Errorf("not done within its bound: %w", context.Canceled)
 		}
-		return in.readEnds(rctx, lo, hi)
+		return r.read(rctx, lo, hi)
 	}
 	assert.Equal(t, all[9:], in.readBackIDs(ctx, 24), "the newest ENDs are kept")
 	assert.Contains(t, logs.String(), "from offset 18 on are remembered")

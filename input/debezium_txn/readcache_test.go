@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/starrocks-txn/benthos-starrocks/testkit/workload"
 )
 
 // fakeTxnTopic stands in for readEnds: the END of transaction r<i> at
@@ -27,7 +29,7 @@ type fakeTxnTopic struct {
 	fail   func(lo, hi int64) error
 }
 
-func (f *fakeTxnTopic) readEnds(_ *Input, ctx context.Context, lo, hi int64) ([]endAt, error) {
+func (f *fakeTxnTopic) readEnds(_ *endReader, ctx context.Context, lo, hi int64) ([]endAt, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, [2]int64{lo, hi})
@@ -36,7 +38,7 @@ func (f *fakeTxnTopic) readEnds(_ *Input, ctx context.Context, lo, hi int64) ([]
 	}
 	if f.fail != nil {
 		if err := f.fail(lo, hi); err != nil {
-			return nil, err
+			return nil, lo, err
 		}
 	}
 	var out []endAt
@@ -45,7 +47,7 @@ func (f *fakeTxnTopic) readEnds(_ *Input, ctx context.Context, lo, hi int64) ([]
 			out = append(out, endAt{off: off, id: fmt.Sprintf("%s%d", f.prefix, off/2)})
 		}
 	}
-	return out, nil
+	return out, hi, nil
 }
 
 func (f *fakeTxnTopic) reset() ([][2]int64, []time.Duration) {
@@ -305,4 +307,84 @@ func TestReadBackGrowsItsBoundOnlyWhenItRanOut(t *testing.T) {
 	assert.Equal(t, base, in.readBound.get(base))
 	assert.GreaterOrEqual(t, time.Since(began), readBackPause(1)+readBackPause(2), "paused between attempts")
 	assert.Contains(t, logs.String(), "(attempt 2)")
+}
+
+// A broker slower than the bound: each attempt reads only 4 offsets of the
+// piece before it runs out. The next attempt goes on from where the last
+// stopped, so the piece is read in ceil(12/4) attempts; starting over from
+// the piece's first offset each time, it would never be read (the attempt
+// cap below stands in for "never").
+func TestReadBackGoesOnFromWhereAnAttemptRanOut(t *testing.T) {
+	fake := &fakeTxnTopic{prefix: "r"}
+	in, logs := cacheInput(t, fake)
+	const perAttempt = 4
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	readEndsFn = func(r *endReader, rctx context.Context, lo, hi int64) ([]endAt, int64, error) {
+		if calls++; calls > 10 {
+			cancel() // never done: stop the read-back
+		}
+		stop := min(lo+perAttempt, hi)
+		got, _, _ := fake.readEnds(r, rctx, lo, stop)
+		if stop < hi {
+			return got, stop, fmt.Errorf("not done within its bound: %w", context.DeadlineExceeded)
+		}
+		return got, hi, nil
+	}
+	require.True(t, in.ends.check([16]byte{6}, 24, 30))
+	assert.Equal(t, ids(6, 12), in.readBackIDs(ctx, 24), "every id of the piece, in offset order, once")
+	asked, _ := fake.reset()
+	assert.Equal(t, [][2]int64{{12, 16}, {16, 20}, {20, 24}}, asked, "each attempt goes on from the last one's offset")
+	assert.Contains(t, logs.String(), "read up to offset 16, going on from there")
+	assert.NotContains(t, logs.String(), "only the ids")
+}
+
+// The real reader keeps its client across the attempts of a piece: an
+// attempt that runs out (here: the piece's later offsets not written yet)
+// returns what it read and where it stopped; the next attempt goes on from
+// there with the same client. Asked for another offset, it starts a client
+// there.
+func TestEndReaderGoesOnWithItsClient(t *testing.T) {
+	w := newKWorld(t, workload.DebeziumOptions{Partitions: 1})
+	txns := func(from, to int) []*kgo.Record {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			id := "r" + itoa(int64(i))
+			recs = append(recs,
+				&kgo.Record{Topic: w.src.TransactionTopic(), Value: dbzBegin(id)},
+				&kgo.Record{Topic: w.src.TransactionTopic(), Value: dbzEnd(id, "test.orders", 1)})
+		}
+		return recs
+	}
+	w.rawProduce(txns(0, 3)...) // BEGIN of r<i> at 2i, its END at 2i+1
+	conf, err := ConfigSpec().ParseYAML(w.yaml("g-endreader", "resend_window: 6\n"), nil)
+	require.NoError(t, err)
+	in, err := New(conf, service.MockResources())
+	require.NoError(t, err)
+	r := &endReader{in: in}
+	defer r.close()
+
+	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	got, reached, err := r.read(short, 0, 12)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, int64(6), reached, "read up to the log end")
+	assert.Equal(t, []endAt{{off: 1, id: "r0"}, {off: 3, id: "r1"}, {off: 5, id: "r2"}}, got)
+	cl := r.cl
+	require.NotNil(t, cl)
+
+	w.rawProduce(txns(3, 6)...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, reached, err = r.read(ctx, reached, 12)
+	require.NoError(t, err)
+	assert.Equal(t, int64(12), reached)
+	assert.Same(t, cl, r.cl, "the same client goes on")
+	assert.Equal(t, []endAt{{off: 7, id: "r3"}, {off: 9, id: "r4"}, {off: 11, id: "r5"}}, got, "only what the first attempt had not read")
+
+	got, _, err = r.read(ctx, 2, 4)
+	require.NoError(t, err)
+	assert.NotSame(t, cl, r.cl, "another offset: another client")
+	assert.Equal(t, []endAt{{off: 3, id: "r1"}}, got)
 }
