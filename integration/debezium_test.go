@@ -69,10 +69,16 @@ func newDbzWorld(t *testing.T, r *rig, seed uint64, schemas bool) *dbzWorld {
 // without its items while it loads, and the torn-read reader starts after.
 func (w *dbzWorld) snapshot(t *testing.T) {
 	t.Helper()
+	w.snapshotWithin(t, 30*time.Second)
+}
+
+// snapshotWithin is snapshot, the load waited for within the given time.
+func (w *dbzWorld) snapshotWithin(t *testing.T, within time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, w.prod.Snapshot(ctx))
-	w.r.waitConverged(t, w.model, false, 30*time.Second)
+	w.r.waitConverged(t, w.model, false, within)
 }
 
 // lagging says which partitions of the connector's topics the group's
