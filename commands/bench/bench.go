@@ -233,6 +233,10 @@ type Config struct {
 	Mode string
 	// Processes is the number of OS processes of a KindProcesses row.
 	Processes int
+	// Debezium makes a KindProcesses row debezium_txn → starrocks_txn on
+	// the Debezium topics of the same source transactions (KindDebezium's
+	// topics), instead of kafka_txn → txn_assembler → starrocks_txn.
+	Debezium bool
 	// SchemaEvolution is starrocks_txn's schema_evolution: "" (its
 	// default, evolve: the rows' schemas checked against StarRocks) or
 	// SchemaIgnore, the row beside it that measures what the checks cost.
@@ -344,6 +348,12 @@ func Configs(o Options, t Topic) []Config {
 			c.Name = processesName(n, o.ProcessMemLimit)
 			cs = append(cs, c)
 		}
+		// Debezium's commit order is global: one process reads a
+		// connector, so its row is one process, beside the first.
+		c := mk(KindProcesses, SemanticExactlyOnce)
+		c.Processes, c.Debezium = 1, true
+		c.Name = debeziumProcessName(o.ProcessMemLimit)
+		cs = append(cs, c)
 	}
 	if o.Rate > 0 {
 		var paced []Config
@@ -410,8 +420,8 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			}
 			r.DropRecordsPerSec = dropRate
 			if o.Progress != nil && c.Kind == KindProcesses {
-				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU per record (the processes'), %.2f cores; %d rows in %s after %s to the first record; verified: %s",
-					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.Cores(), r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Verification))
+				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU and %.0f B in %.1f allocations per record (the processes'), GC %.0f %%, %.2f cores; %d rows in %s after %s to the first record; verified: %s",
+					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.BytesPerRecord(), r.AllocsPerRecord(), 100*r.GCShare, r.Cores(), r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Verification))
 			} else if o.Progress != nil {
 				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU and %.0f B in %.1f allocations per record, %.2f cores; %d rows in %s after %s to the first record; verified: %s",
 					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.BytesPerRecord(), r.AllocsPerRecord(), r.Cores(),

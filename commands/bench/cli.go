@@ -40,7 +40,11 @@ kafka_txn → drop, the assembler and the pipeline on the others); --tables
 --processes N adds the exactly_once pipeline run as OS processes of this
 binary in one consumer group against one emulator, on the first topic: a row
 with one process and one with N, both measured from the outside (their
-metrics), so that the fleet's rows/s stands beside one process's.`,
+metrics), so that the fleet's rows/s stands beside one process's; and
+debezium_txn → starrocks_txn on the same source transactions as one OS
+process (a connector's commit order is read by one), measured alike: the
+pipelines' own CPU and allocations per row, without the bench's Kafka and
+emulator.`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "txns", Value: DefaultTxns, Usage: "committed source transactions per topic (about 5.5 rows each)"},
 			&cli.IntFlag{Name: "rate", Usage: "also run each at_least_once pipeline row with its input paced to this many records/s (below capacity: its visibility latency is then the pipeline's freshness, not the backlog's wait)"},

@@ -97,6 +97,50 @@ func ParseMemLimit(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// debeziumProcessName names the Debezium process row.
+func debeziumProcessName(memLimit string) string {
+	name := "debezium_txn → starrocks_txn exactly_once, 1 OS process (same txns, Debezium topics)"
+	if memLimit != "" {
+		name += ", GOMEMLIMIT=" + memLimit
+	}
+	return name
+}
+
+// processMetricsYAML is the process rows' HTTP server (on BENCH_HTTP) and
+// the Prometheus exporter the bench polls, with the Go runtime's metrics:
+// the processes' allocations and the collector's CPU time.
+const processMetricsYAML = `http:
+  enabled: true
+  address: ${BENCH_HTTP}
+metrics:
+  prometheus:
+    add_go_metrics: true
+logger:
+  level: warn
+  format: logfmt
+`
+
+// ProcessDebeziumYAML is the stream of the Debezium process row:
+// debezium_txn reading the workload's Debezium topics in consumer group
+// group, the row's starrocks_txn, and the HTTP server and exporter of
+// processMetricsYAML.
+func ProcessDebeziumYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) string {
+	o.defaults()
+	return processMetricsYAML + fmt.Sprintf(`input:
+  debezium_txn:
+    seed_brokers: [ %q ]
+    topics: [ %s ]
+    transaction_topic: %s
+    consumer_group: %s
+    client_id: ${BENCH_MEMBER}
+    checkpoint_limit: 100000
+    batching:
+      count: %d
+      period: 50ms
+%sshutdown_timeout: 20s
+`, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), group, c.Batch, starrocksTxnYAML(c, o, feURL, mysqlAddr))
+}
+
 // ProcessPipelineYAML is the stream every process of a process row runs:
 // kafka_txn reading the topic directly in consumer group group (its
 // client_id from BENCH_MEMBER), txn_assembler, the row's starrocks_txn, and
@@ -104,15 +148,7 @@ func ParseMemLimit(s string) (int64, error) {
 // polls.
 func ProcessPipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr string) string {
 	o.defaults()
-	return fmt.Sprintf(`http:
-  enabled: true
-  address: ${BENCH_HTTP}
-metrics:
-  prometheus: {}
-logger:
-  level: warn
-  format: logfmt
-input:
+	return processMetricsYAML + fmt.Sprintf(`input:
   kafka_txn:
     seed_brokers: [ %q ]
     topics: [ %q ]
@@ -319,6 +355,28 @@ func sumCPU(ps []*benchProc) procCPU {
 	return s
 }
 
+// runtimeSeries are the Go runtime's counters the process rows read from
+// the processes' exporter (add_go_metrics): heap allocations, and the
+// collector's CPU time with the runtime's total.
+var runtimeSeries = []string{
+	"go_memstats_alloc_bytes_total", "go_memstats_mallocs_total",
+	"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total",
+}
+
+// runtimeWindow is what the processes allocated, and the collector's share
+// of the runtime's CPU time, between two polls' sums of runtimeSeries; ok
+// is false when either poll lacks them (a process did not answer it).
+func runtimeWindow(a, b map[string]float64) (allocBytes, allocObjs uint64, gcShare float64, ok bool) {
+	if a == nil || b == nil {
+		return 0, 0, 0, false
+	}
+	d := func(n string) float64 { return max(b[n]-a[n], 0) }
+	if total := d("go_cpu_classes_total_cpu_seconds_total"); total > 0 {
+		gcShare = d("go_cpu_classes_gc_total_cpu_seconds_total") / total
+	}
+	return uint64(d("go_memstats_alloc_bytes_total")), uint64(d("go_memstats_mallocs_total")), gcShare, true
+}
+
 // vmHWM is a process's peak resident set (bytes), from /proc.
 func vmHWM(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -364,6 +422,9 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 	defer os.RemoveAll(dir)
 	pipeline := filepath.Join(dir, "pipeline.yaml")
 	yaml := ProcessPipelineYAML(c, o, "bench-"+name, strings.Join(tp.brokers, ","), em.FEURL(), em.MySQLAddr())
+	if c.Debezium {
+		yaml = ProcessDebeziumYAML(c, o, "bench-"+name, strings.Join(tp.brokers, ","), em.FEURL(), em.MySQLAddr())
+	}
 	if err := os.WriteFile(pipeline, []byte(yaml), 0o600); err != nil {
 		return res, err
 	}
@@ -395,12 +456,14 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 
 	var first, last time.Time
 	var cpu0, cpu1 procCPU
+	var rt0, rt1 map[string]float64 // the runtime's counters, summed
 	// quiet is the last poll every process answered with nothing received:
 	// where the clock starts when the first poll that sees a record also
 	// sees every transaction committed (a short run polled late on a busy
 	// machine), so that the window is an upper bound, never zero.
 	var quiet time.Time
 	var cpuQuiet procCPU
+	var rtQuiet map[string]float64
 	var committed, peakBuffered float64
 	tick := time.NewTicker(processPoll)
 	defer tick.Stop()
@@ -413,11 +476,12 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 		var received, buffered float64
 		committed = 0
 		answered := 0
+		rt := map[string]float64{}
 		for _, p := range procs {
 			if !p.alive() {
 				return res, fmt.Errorf("process %s exited during the run:\n%s", p.id, p.logTail())
 			}
-			m, err := p.metrics("input_received", "starrocks_txn_source_txns_committed", "starrocks_txn_buffered_bytes")
+			m, err := p.metrics(append([]string{"input_received", "starrocks_txn_source_txns_committed", "starrocks_txn_buffered_bytes"}, runtimeSeries...)...)
 			if err != nil {
 				continue // a process too busy to answer is asked again
 			}
@@ -425,25 +489,39 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 			received += m["input_received"]
 			committed += m["starrocks_txn_source_txns_committed"]
 			buffered += m["starrocks_txn_buffered_bytes"]
+			for _, n := range runtimeSeries {
+				rt[n] += m[n]
+			}
 		}
 		now := time.Now()
 		peakBuffered = max(peakBuffered, buffered)
-		if first.IsZero() && received == 0 && answered == len(procs) {
-			quiet, cpuQuiet = now, sumCPU(procs)
+		// The runtime's counters are read with the others of the same
+		// poll; a poll some process did not answer has none whole.
+		whole := answered == len(procs)
+		if first.IsZero() && received == 0 && whole {
+			quiet, cpuQuiet, rtQuiet = now, sumCPU(procs), rt
 		}
 		if first.IsZero() && received > 0 {
-			first, cpu0 = now, sumCPU(procs)
+			first, cpu0, rt0 = now, sumCPU(procs), nil
+			if whole {
+				rt0 = rt
+			}
 			if int64(committed) >= res.SourceTxns {
-				first, cpu0 = quiet, cpuQuiet
+				first, cpu0, rt0 = quiet, cpuQuiet, rtQuiet
 				if quiet.IsZero() {
-					first, cpu0 = started, procCPU{}
+					// From the processes' start, as the CPU time.
+					first, cpu0, rt0 = started, procCPU{}, map[string]float64{}
 				}
 			}
 		}
 		if !first.IsZero() && int64(committed) >= res.SourceTxns {
 			last, cpu1 = now, sumCPU(procs)
+			if whole {
+				rt1 = rt
+			}
 		}
 	}
+	res.AllocBytes, res.AllocObjects, res.GCShare, res.RuntimeMeasured = runtimeWindow(rt0, rt1)
 	res.StartDelay, res.Elapsed = first.Sub(started), last.Sub(first)
 	res.CPU, res.Sys, res.MinFaults = cpu1.cpu-cpu0.cpu, cpu1.sys-cpu0.sys, cpu1.minFaults-cpu0.minFaults
 	res.PeakBuffered = int64(peakBuffered)
@@ -482,6 +560,13 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 	}
 	if int64(total) != res.SourceTxns {
 		res.Verification = fmt.Sprintf("FAILED: the processes committed %.0f source transactions, the producer %d", total, res.SourceTxns)
+		return res, nil
+	}
+	if c.Debezium {
+		// The progress rows of debezium_txn are its own (the transaction
+		// topic's position); the tables and the count are what is checked.
+		res.Verified = true
+		res.Verification = fmt.Sprintf("%s; 1 process committed %.0f source transactions (%.0f replays dropped)", ok, total, dropped)
 		return res, nil
 	}
 	lastEnds, err := LastEndOffsets(verifyCtx, tp.brokers, topicName, tp.records)

@@ -20,14 +20,22 @@ func TestProcessRowsPerTopic(t *testing.T) {
 	o := Options{Partitions: []int{4, 64}, Tables: []int{3}, Processes: 3}
 	ts := Topics(o)
 	var got []int
+	dbz := 0
 	for _, c := range Configs(o, ts[0]) {
 		if c.Kind == KindProcesses {
 			assert.Equal(t, SemanticExactlyOnce, c.Semantic)
+			if c.Debezium {
+				dbz++
+				assert.Equal(t, 1, c.Processes, "a connector is read by one process")
+				assert.Equal(t, debeziumProcessName(""), c.Name)
+				continue
+			}
 			assert.Equal(t, processesName(c.Processes, ""), c.Name)
 			got = append(got, c.Processes)
 		}
 	}
 	assert.Equal(t, []int{1, 3}, got)
+	assert.Equal(t, 1, dbz, "one Debezium process row")
 	for _, tp := range ts[1:] {
 		for _, c := range Configs(o, tp) {
 			assert.NotEqual(t, KindProcesses, c.Kind, "%s: only the first topic", tp)
@@ -36,13 +44,13 @@ func TestProcessRowsPerTopic(t *testing.T) {
 	o.Processes = 1
 	n := 0
 	for _, c := range Configs(o, ts[0]) {
-		if c.Kind == KindProcesses {
+		if c.Kind == KindProcesses && !c.Debezium {
 			n++
 		}
 	}
 	assert.Equal(t, 1, n)
 	o.Kinds = []string{KindProcesses}
-	assert.Len(t, Configs(o, ts[0]), 1, "--only processes")
+	assert.Len(t, Configs(o, ts[0]), 2, "--only processes: one process and the Debezium process")
 
 	app := &cli.App{Writer: &bytes.Buffer{}, ErrWriter: &bytes.Buffer{}, Commands: []*cli.Command{Command(Schema)}}
 	err := app.Run([]string{"bin", "bench", "--quick", "--processes", "-2"})
@@ -53,7 +61,8 @@ func TestProcessRowsPerTopic(t *testing.T) {
 // The process rows run the real binary: one process, then two in one
 // consumer group, each from the outside alike, each verified (the tables,
 // the processes' commit count, the progress table at every partition's
-// last END), and the summary sets the two side by side.
+// last END), and the summary sets the two side by side; the Debezium
+// process row runs debezium_txn alike, one process, beside them.
 func TestProcessRowsRunTheBinaryInOneGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -70,12 +79,25 @@ func TestProcessRowsRunTheBinaryInOneGroup(t *testing.T) {
 	rs, err := Run(ctx, Options{Txns: QuickTxns, Kinds: []string{KindProcesses}, Processes: 2, Binary: bin,
 		Progress: func(s string) { progress.WriteString(s + "\n") }})
 	require.NoError(t, err, progress.String())
-	require.Len(t, rs, 2)
+	require.Len(t, rs, 3)
 	for i, r := range rs {
-		assert.Equal(t, i+1, r.Processes)
 		assert.True(t, r.Verified, "%s: %s", r.Name, r.Verification)
-		assert.Contains(t, r.Verification, "processes committed 600 source transactions")
-		assert.Contains(t, r.Verification, "4 partitions at their last END offset")
+		if r.Debezium {
+			assert.Equal(t, 1, r.Processes)
+			assert.Contains(t, r.Verification, "1 process committed 600 source transactions")
+			assert.Equal(t, r.Rows, r.Records, "a Debezium row's records are its rows")
+		} else {
+			assert.Equal(t, i+1, r.Processes)
+			assert.Contains(t, r.Verification, "processes committed 600 source transactions")
+			assert.Contains(t, r.Verification, "4 partitions at their last END offset")
+		}
+		// Read from the processes' runtime metrics at both ends of the
+		// window: what they allocated and the collector's share.
+		assert.True(t, r.RuntimeMeasured, r.Name)
+		assert.Greater(t, r.BytesPerRecord(), 100.0, "%s: the processes' allocations over the window", r.Name)
+		assert.Greater(t, r.AllocsPerRecord(), 1.0, r.Name)
+		assert.GreaterOrEqual(t, r.GCShare, 0.0, r.Name) // no collection may fall in a short window
+		assert.Less(t, r.GCShare, 1.0, r.Name)
 		assert.Positive(t, r.RowsPerSec(), r.Name)
 		assert.Positive(t, r.CPU, "%s: the processes' CPU time over the window", r.Name)
 		assert.Positive(t, r.PeakRSS, r.Name)
@@ -88,9 +110,10 @@ func TestProcessRowsRunTheBinaryInOneGroup(t *testing.T) {
 	t.Log("\n" + progress.String() + table.String())
 	assert.Contains(t, table.String(), "2 OS processes ÷ 1 (exactly_once, one consumer group, 4 partitions, this run): ")
 	assert.Contains(t, table.String(), "per process (Σ ")
+	assert.Contains(t, table.String(), "debezium_txn ÷ kafka_txn → txn_assembler, 1 OS process each (exactly_once, 4 partitions, this run): ")
 	for _, row := range tableRows(t, table.String())[1:] {
 		assert.Equal(t, "yes", row[len(row)-1])
-		assert.Equal(t, "-", row[6], "no allocation figures from the outside")
+		assert.NotEqual(t, "-", row[6], "allocations from the processes' metrics")
 	}
 	assert.True(t, strings.Contains(table.String(), "measured from the outside"), "the table says how the process rows are measured")
 }
@@ -116,7 +139,7 @@ func TestProcessMemLimit(t *testing.T) {
 			names = append(names, c.Name)
 		}
 	}
-	assert.Equal(t, []string{processesName(1, "300MiB"), processesName(2, "300MiB")}, names)
+	assert.Equal(t, []string{processesName(1, "300MiB"), processesName(2, "300MiB"), debeziumProcessName("300MiB")}, names)
 	assert.True(t, strings.HasSuffix(names[0], "1 OS process, GOMEMLIMIT=300MiB"), names[0])
 
 	env := processEnv([]string{"PATH=/usr/bin:/bin", "GOMEMLIMIT=1GiB"}, "p1", "127.0.0.1:1", "300MiB")
@@ -146,4 +169,27 @@ func TestProcessMemLimit(t *testing.T) {
 		require.Error(t, err, args)
 		assert.Contains(t, err.Error(), msg, args)
 	}
+}
+
+// The runtime's figures of a process row are the difference of the two
+// polls' sums; a poll that lacks them (a process did not answer) gives
+// none rather than a figure of part of the processes.
+func TestRuntimeWindow(t *testing.T) {
+	a := map[string]float64{"go_memstats_alloc_bytes_total": 1000, "go_memstats_mallocs_total": 10,
+		"go_cpu_classes_gc_total_cpu_seconds_total": 1, "go_cpu_classes_total_cpu_seconds_total": 10}
+	b := map[string]float64{"go_memstats_alloc_bytes_total": 5000, "go_memstats_mallocs_total": 50,
+		"go_cpu_classes_gc_total_cpu_seconds_total": 2, "go_cpu_classes_total_cpu_seconds_total": 14}
+	bytes, objs, gc, ok := runtimeWindow(a, b)
+	require.True(t, ok)
+	assert.Equal(t, uint64(4000), bytes)
+	assert.Equal(t, uint64(40), objs)
+	assert.InDelta(t, 0.25, gc, 1e-9)
+	_, _, _, ok = runtimeWindow(nil, b)
+	assert.False(t, ok)
+	_, _, _, ok = runtimeWindow(a, nil)
+	assert.False(t, ok)
+
+	m := sumSeries([]byte("# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 1.5e+06\ngo_cpu_classes_gc_total_cpu_seconds_total 0.25\n"), runtimeSeries...)
+	assert.Equal(t, 1.5e6, m["go_memstats_alloc_bytes_total"])
+	assert.Equal(t, 0.25, m["go_cpu_classes_gc_total_cpu_seconds_total"])
 }

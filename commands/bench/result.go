@@ -37,6 +37,10 @@ type Result struct {
 	AllocBytes   uint64
 	AllocObjects uint64
 	GCShare      float64
+	// RuntimeMeasured is set on a process row whose allocations and GC
+	// share were read from its processes' runtime metrics (both ends of
+	// its window answered by every process).
+	RuntimeMeasured bool
 	// Sys is the system part of CPU (the kernel's: syscalls on loopback,
 	// page faults); MinFaults the minor page faults over the window, each
 	// a first touch of memory the process was given or given back.
@@ -126,6 +130,12 @@ func (r Result) TxnsPerSec() float64 { return perSec(r.SourceTxns, r.Elapsed) }
 // CPUPerRecord is the process's CPU microseconds per record.
 func (r Result) CPUPerRecord() float64 {
 	return perRecord(float64(r.CPU)/float64(time.Microsecond), r.Records)
+}
+
+// CPUPerRow is the CPU time per data row (a Debezium row's records are its
+// rows; the envelope topic's also count BEGIN and END).
+func (r Result) CPUPerRow() float64 {
+	return perRecord(float64(r.CPU)/float64(time.Microsecond), r.Rows)
 }
 
 // BytesPerRecord and AllocsPerRecord are the heap allocations per record.

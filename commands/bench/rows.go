@@ -24,7 +24,7 @@ import (
 func runRow(ctx context.Context, o Options, c Config, tp *loadedTopic, prof *profiler) (Result, error) {
 	res := Result{Config: c, SourceTxns: tp.sourceTxns, Rows: tp.rows, Records: tp.records}
 	name := slug(fmt.Sprintf("p%d-t%d-%s", c.Topic.Partitions, c.Topic.Tables, c.Name))
-	if c.Kind == KindDebezium {
+	if c.Kind == KindDebezium || c.Debezium {
 		// Producing the Debezium topics is untimed, like loading the
 		// topic, and outside the row's timeout: on a loaded machine it
 		// took the whole of it.

@@ -45,9 +45,11 @@ func WriteTable(w io.Writer, rs []Result) {
 		if r.LatencySource != "-" {
 			vis = fmtDur(r.VisP50) + " / " + fmtDur(r.VisP99)
 		}
-		// The process rows are measured from the outside: no allocation
-		// or collector figures, no batch count, RSS per process.
+		// The process rows are measured from the outside: no batch count,
+		// RSS per process, allocations and GC share from the processes'
+		// runtime metrics when every process answered both ends.
 		inProc := r.Kind != KindProcesses
+		alloc := inProc || r.RuntimeMeasured
 		batch := fmt.Sprintf("%d (%.0f)", r.Batch, r.RecordsPerBatch())
 		rss := fmt.Sprintf("%.0f (%.0f)", float64(r.PeakRSS)/(1<<20), float64(r.StartRSS)/(1<<20))
 		buffered := fmt.Sprintf("%.1f (%d)", float64(r.PeakBuffered)/(1<<20), r.PeakInFlight)
@@ -60,8 +62,8 @@ func WriteTable(w io.Writer, rs []Result) {
 			r.Topic.String(), r.Name,
 			fmt.Sprintf("%.0f", r.RecordsPerSec()), dash(r.Ratio() > 0 && r.Rate == 0, fmt.Sprintf("%.2f", r.Ratio())),
 			fmt.Sprintf("%.0f", r.RowsPerSec()),
-			fmt.Sprintf("%.2f", r.CPUPerRecord()), dash(inProc, fmt.Sprintf("%.0f", r.BytesPerRecord())), dash(inProc, fmt.Sprintf("%.1f", r.AllocsPerRecord())),
-			fmt.Sprintf("%.2f", r.Cores()), dash(inProc, fmt.Sprintf("%.0f", 100*r.GCShare)),
+			fmt.Sprintf("%.2f", r.CPUPerRecord()), dash(alloc, fmt.Sprintf("%.0f", r.BytesPerRecord())), dash(alloc, fmt.Sprintf("%.1f", r.AllocsPerRecord())),
+			fmt.Sprintf("%.2f", r.Cores()), dash(alloc, fmt.Sprintf("%.0f", 100*r.GCShare)),
 			fmt.Sprintf("%.0f (%.2f)", 100*r.SysShare(), r.FaultsPerRecord()),
 			dash(r.Kind != KindFranz, batch),
 			vis,
@@ -122,8 +124,12 @@ func WriteTable(w io.Writer, rs []Result) {
 			fmt.Fprintf(w, "  their Prometheus metrics polled every %s, from the first record received (input_received) to every\n", processPoll)
 			fmt.Fprintln(w, "  source transaction committed (starrocks_txn_source_txns_committed summed); the group's rebalances as the")
 			fmt.Fprintln(w, "  processes join are inside that window. CPU, sys and faults: the processes' own (/proc/<pid>/stat), not this")
-			fmt.Fprintln(w, "  process's Kafka and emulator; RSS: the largest process's VmHWM, Σ over the processes. Visibility is not")
-			fmt.Fprintln(w, "  shown: without the bench's read-time stamp it would measure the pre-loaded backlog's wait.")
+			fmt.Fprintln(w, "  process's Kafka and emulator; B and allocs per record, GC %: the processes' Go runtime metrics")
+			fmt.Fprintln(w, "  (go_memstats_alloc_bytes_total, go_memstats_mallocs_total, go_cpu_classes_gc_total_cpu_seconds_total over")
+			fmt.Fprintln(w, "  go_cpu_classes_total_cpu_seconds_total) at the same polls; RSS: the largest process's VmHWM, Σ over the")
+			fmt.Fprintln(w, "  processes. Visibility is not shown: without the bench's read-time stamp it would measure the pre-loaded")
+			fmt.Fprintln(w, "  backlog's wait. The Debezium process row: debezium_txn → starrocks_txn on the Debezium topics, one process")
+			fmt.Fprintln(w, "  (a connector's commit order is global); its records are its rows.")
 			break
 		}
 	}
@@ -146,11 +152,16 @@ func Summary(rs []Result) []string {
 	var procs []string
 	var one *Result
 	for i := range rs {
-		if rs[i].Kind == KindProcesses && rs[i].Processes == 1 {
+		if rs[i].Kind == KindProcesses && rs[i].Processes == 1 && !rs[i].Debezium {
 			one = &rs[i]
 		}
 	}
 	for _, r := range rs {
+		if r.Kind == KindProcesses && r.Debezium && one != nil && one.RowsPerSec() > 0 {
+			procs = append(procs, fmt.Sprintf("debezium_txn ÷ kafka_txn → txn_assembler, 1 OS process each (exactly_once, %s, this run): %.2f (%.0f ÷ %.0f rows/s); per row %.2f ÷ %.2f µs CPU, %.0f ÷ %.0f B allocated",
+				r.Topic, r.RowsPerSec()/one.RowsPerSec(), r.RowsPerSec(), one.RowsPerSec(),
+				r.CPUPerRow(), one.CPUPerRow(), perRecord(float64(r.AllocBytes), r.Rows), perRecord(float64(one.AllocBytes), one.Rows)))
+		}
 		if r.Kind == KindProcesses && r.Processes > 1 && one != nil && one.RowsPerSec() > 0 {
 			procs = append(procs, fmt.Sprintf("%d OS processes ÷ 1 (exactly_once, one consumer group, %s, this run): %.2f (%.0f ÷ %.0f rows/s)",
 				r.Processes, r.Topic, r.RowsPerSec()/one.RowsPerSec(), r.RowsPerSec(), one.RowsPerSec()))

@@ -239,6 +239,11 @@ func TestRuntimeCollectors(t *testing.T) {
 	fams := parse(t, serveMux(t, e.HandlerFunc()))
 	assert.Contains(t, fams, "go_goroutines")
 	assert.Contains(t, fams, "process_start_time_seconds")
+	assert.Contains(t, fams, "go_memstats_alloc_bytes_total")
+	assert.Contains(t, fams, "go_memstats_mallocs_total")
+	// The collector's share of the CPU is the ratio of these two.
+	assert.Contains(t, fams, "go_cpu_classes_gc_total_cpu_seconds_total")
+	assert.Contains(t, fams, "go_cpu_classes_total_cpu_seconds_total")
 
 	e = newExporter(t, `{}`)
 	fams = parse(t, serveMux(t, e.HandlerFunc()))

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,10 @@ import (
 
 	"github.com/starrocks-txn/benthos-starrocks/internal/redact"
 )
+
+// gcCPURule adds, to the Go collector's defaults, the garbage collector's
+// CPU time and the runtime's total, whose ratio is the collector's share.
+var gcCPURule = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc/total|total):cpu-seconds$`)}
 
 // Name is the name the exporter is registered under.
 const Name = "prometheus"
@@ -175,7 +180,7 @@ func New(conf *service.ParsedConfig, log *service.Logger) (*Exporter, error) {
 	if on, err := conf.FieldBool(fieldGoMetrics); err != nil {
 		return nil, err
 	} else if on {
-		if err := e.reg.Register(collectors.NewGoCollector()); err != nil {
+		if err := e.reg.Register(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(gcCPURule))); err != nil {
 			return nil, fmt.Errorf("adding the Go runtime metrics: %w", err)
 		}
 	}

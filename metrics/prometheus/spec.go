@@ -101,7 +101,7 @@ Pushgateway every `+"`push_interval`"+` under the job name `+"`push_job_name`"+`
 				Example(true).
 				Default(defaultProcessMetrics),
 			service.NewBoolField(fieldGoMetrics).
-				Description("Also export the Go runtime metrics (`go_goroutines`, `go_memstats_*`, GC pauses, …).").
+				Description("Also export the Go runtime metrics (`go_goroutines`, `go_memstats_*`, GC pauses, …) and the CPU time the garbage collector took (`go_cpu_classes_gc_total_cpu_seconds_total`, beside the runtime's total `go_cpu_classes_total_cpu_seconds_total`: their ratio is the collector's share, what GOGC and GOMEMLIMIT trade against memory).").
 				Example(true).
 				Default(defaultGoMetrics),
 			service.NewStringField(fieldPushURL).
