@@ -420,8 +420,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			}
 			r.DropRecordsPerSec = dropRate
 			if o.Progress != nil && c.Kind == KindProcesses {
-				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU and %.0f B in %.1f allocations per record (the processes'), GC %.0f %%, %.2f cores; %d rows in %s after %s to the first record; verified: %s",
-					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.BytesPerRecord(), r.AllocsPerRecord(), 100*r.GCShare, r.Cores(), r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Verification))
+				o.Progress(processProgress(r))
 			} else if o.Progress != nil {
 				o.Progress(fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU and %.0f B in %.1f allocations per record, %.2f cores; %d rows in %s after %s to the first record; verified: %s",
 					r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), r.BytesPerRecord(), r.AllocsPerRecord(), r.Cores(),
@@ -432,4 +431,15 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		tp.close()
 	}
 	return results, nil
+}
+
+// processProgress is the progress line of a process row; its allocations
+// and GC share only when read at both ends of its window (RuntimeMeasured).
+func processProgress(r Result) string {
+	alloc := "no allocation or GC figures (a process did not answer a poll at an end of the window)"
+	if r.RuntimeMeasured {
+		alloc = fmt.Sprintf("%.0f B in %.1f allocations per record, GC %.0f %%", r.BytesPerRecord(), r.AllocsPerRecord(), 100*r.GCShare)
+	}
+	return fmt.Sprintf("      %.0f records/s (%.0f rows/s), %.2f µs CPU per record, %s (the processes'), %.2f cores; %d rows in %s after %s to the first record; verified: %s",
+		r.RecordsPerSec(), r.RowsPerSec(), r.CPUPerRecord(), alloc, r.Cores(), r.Rows, r.Elapsed.Round(time.Millisecond), r.StartDelay.Round(time.Millisecond), r.Verification)
 }

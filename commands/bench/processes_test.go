@@ -193,3 +193,37 @@ func TestRuntimeWindow(t *testing.T) {
 	assert.Equal(t, 1.5e6, m["go_memstats_alloc_bytes_total"])
 	assert.Equal(t, 0.25, m["go_cpu_classes_gc_total_cpu_seconds_total"])
 }
+
+// The Debezium process row's summary line gives allocations per row only
+// for a row whose runtime figures were read at both ends of its window: a
+// row whose processes did not answer one of those polls has none, and the
+// line says so rather than "0 B allocated".
+func TestSummaryOfTheDebeziumProcessRowWithoutRuntimeFigures(t *testing.T) {
+	four := Topic{Partitions: 4}
+	mk := func(dbz, measured bool, alloc uint64) Result {
+		return Result{Config: Config{Topic: four, Kind: KindProcesses, Semantic: SemanticExactlyOnce, Processes: 1, Debezium: dbz},
+			Records: 1000, Rows: 500, Elapsed: time.Second, CPU: 500 * time.Millisecond, AllocBytes: alloc, RuntimeMeasured: measured}
+	}
+	line := func(rs ...Result) string {
+		for _, l := range Summary(rs) {
+			if strings.HasPrefix(l, "debezium_txn ÷ kafka_txn") {
+				return l
+			}
+		}
+		t.Fatalf("no Debezium line in %q", Summary(rs))
+		return ""
+	}
+	assert.True(t, strings.HasSuffix(line(mk(false, true, 500_000), mk(true, true, 250_000)), "per row 1000.00 ÷ 1000.00 µs CPU, 500 ÷ 1000 B allocated"))
+	l := line(mk(false, true, 500_000), mk(true, false, 0))
+	assert.NotContains(t, l, " 0 ÷ 1000 B allocated", "an unmeasured row's allocations are not 0")
+	assert.True(t, strings.HasSuffix(l, "- ÷ 1000 B allocated"), l)
+	l = line(mk(false, false, 0), mk(true, true, 250_000))
+	assert.True(t, strings.HasSuffix(l, "500 ÷ - B allocated"), l)
+
+	// The progress line alike.
+	p := processProgress(mk(true, false, 0))
+	assert.NotContains(t, p, "0 B in 0.0 allocations", p)
+	assert.NotContains(t, p, "GC 0 %", p)
+	assert.Contains(t, p, "no allocation or GC figures", p)
+	assert.Contains(t, processProgress(mk(true, true, 250_000)), "250 B in 0.0 allocations per record, GC 0 %")
+}

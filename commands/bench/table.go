@@ -140,6 +140,16 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "  and not yet acknowledged at one time (each held whole, with its metadata, until its commit).")
 }
 
+// allocPerRow is a process row's heap allocations per row, "-" when its
+// runtime figures were not read at both ends of its window (a process did
+// not answer one of those polls): none, not zero.
+func allocPerRow(r Result) string {
+	if !r.RuntimeMeasured {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", perRecord(float64(r.AllocBytes), r.Rows))
+}
+
 // Summary is the run's ratios, one line each: the assembler's and the
 // pipeline's against kafka_txn → drop, exactly_once against at_least_once,
 // the pipeline at each further partition count against the first, the
@@ -158,9 +168,9 @@ func Summary(rs []Result) []string {
 	}
 	for _, r := range rs {
 		if r.Kind == KindProcesses && r.Debezium && one != nil && one.RowsPerSec() > 0 {
-			procs = append(procs, fmt.Sprintf("debezium_txn ÷ kafka_txn → txn_assembler, 1 OS process each (exactly_once, %s, this run): %.2f (%.0f ÷ %.0f rows/s); per row %.2f ÷ %.2f µs CPU, %.0f ÷ %.0f B allocated",
+			procs = append(procs, fmt.Sprintf("debezium_txn ÷ kafka_txn → txn_assembler, 1 OS process each (exactly_once, %s, this run): %.2f (%.0f ÷ %.0f rows/s); per row %.2f ÷ %.2f µs CPU, %s ÷ %s B allocated",
 				r.Topic, r.RowsPerSec()/one.RowsPerSec(), r.RowsPerSec(), one.RowsPerSec(),
-				r.CPUPerRow(), one.CPUPerRow(), perRecord(float64(r.AllocBytes), r.Rows), perRecord(float64(one.AllocBytes), one.Rows)))
+				r.CPUPerRow(), one.CPUPerRow(), allocPerRow(r), allocPerRow(*one)))
 		}
 		if r.Kind == KindProcesses && r.Processes > 1 && one != nil && one.RowsPerSec() > 0 {
 			procs = append(procs, fmt.Sprintf("%d OS processes ÷ 1 (exactly_once, one consumer group, %s, this run): %.2f (%.0f ÷ %.0f rows/s)",
