@@ -363,6 +363,53 @@ var runtimeSeries = []string{
 	"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total",
 }
 
+// procMark is one process's reading at one poll: when, its CPU time, and
+// its metrics (the runtime's counters among them); ok when it answered.
+type procMark struct {
+	at  time.Time
+	cpu procCPU
+	rt  map[string]float64
+	ok  bool
+}
+
+// startMarks sums the runtime's counters over the processes: each one's
+// reading of marks, or when it did not answer that poll its reading of
+// fallback (nil: none); nil when some process has neither.
+func startMarks(marks, fallback []procMark) map[string]float64 {
+	sum := map[string]float64{}
+	for i, m := range marks {
+		if !m.ok && fallback != nil {
+			m = fallback[i]
+		}
+		if !m.ok {
+			return nil
+		}
+		for _, n := range runtimeSeries {
+			sum[n] += m.rt[n]
+		}
+	}
+	return sum
+}
+
+// quietStart is the start of a window whose first record and last commit
+// fell between two polls: every process's last quiet poll (the earliest of
+// them as the clock's start, their CPU times and runtime counters summed);
+// ok is false when some process never answered before it received.
+func quietStart(quiet []procMark) (at time.Time, cpu procCPU, rt map[string]float64, ok bool) {
+	for _, q := range quiet {
+		if !q.ok {
+			return time.Time{}, procCPU{}, nil, false
+		}
+		if at.IsZero() || q.at.Before(at) {
+			at = q.at
+		}
+		cpu.cpu += q.cpu.cpu
+		cpu.sys += q.cpu.sys
+		cpu.minFaults += q.cpu.minFaults
+	}
+	return at, cpu, startMarks(quiet, nil), true
+}
+
 // runtimeWindow is what the processes allocated, and the collector's share
 // of the runtime's CPU time, between two polls' sums of runtimeSeries; ok
 // is false when either poll lacks them (a process did not answer it).
@@ -457,13 +504,12 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 	var first, last time.Time
 	var cpu0, cpu1 procCPU
 	var rt0, rt1 map[string]float64 // the runtime's counters, summed
-	// quiet is the last poll every process answered with nothing received:
-	// where the clock starts when the first poll that sees a record also
-	// sees every transaction committed (a short run polled late on a busy
-	// machine), so that the window is an upper bound, never zero.
-	var quiet time.Time
-	var cpuQuiet procCPU
-	var rtQuiet map[string]float64
+	// quiet holds each process's last poll answered before it received
+	// anything: where its share of the window starts when the first poll
+	// that sees a record finds every transaction already committed (a
+	// short run polled late on a busy machine), so that the window is an
+	// upper bound without the processes' start-up in it.
+	quiet := make([]procMark, len(procs))
 	var committed, peakBuffered float64
 	tick := time.NewTicker(processPoll)
 	defer tick.Stop()
@@ -475,9 +521,8 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 		}
 		var received, buffered float64
 		committed = 0
-		answered := 0
-		rt := map[string]float64{}
-		for _, p := range procs {
+		marks := make([]procMark, len(procs)) // this poll's, per process
+		for i, p := range procs {
 			if !p.alive() {
 				return res, fmt.Errorf("process %s exited during the run:\n%s", p.id, p.logTail())
 			}
@@ -485,40 +530,34 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 			if err != nil {
 				continue // a process too busy to answer is asked again
 			}
-			answered++
 			received += m["input_received"]
 			committed += m["starrocks_txn_source_txns_committed"]
 			buffered += m["starrocks_txn_buffered_bytes"]
-			for _, n := range runtimeSeries {
-				rt[n] += m[n]
+			marks[i] = procMark{at: time.Now(), cpu: readProcCPU(p.cmd.Process.Pid), rt: m, ok: true}
+			if first.IsZero() && m["input_received"] == 0 {
+				quiet[i] = marks[i]
 			}
 		}
 		now := time.Now()
 		peakBuffered = max(peakBuffered, buffered)
-		// The runtime's counters are read with the others of the same
-		// poll; a poll some process did not answer has none whole.
-		whole := answered == len(procs)
-		if first.IsZero() && received == 0 && whole {
-			quiet, cpuQuiet, rtQuiet = now, sumCPU(procs), rt
-		}
 		if first.IsZero() && received > 0 {
-			first, cpu0, rt0 = now, sumCPU(procs), nil
-			if whole {
-				rt0 = rt
-			}
-			if int64(committed) >= res.SourceTxns {
-				first, cpu0, rt0 = quiet, cpuQuiet, rtQuiet
-				if quiet.IsZero() {
-					// From the processes' start, as the CPU time.
-					first, cpu0, rt0 = started, procCPU{}, map[string]float64{}
-				}
+			if int64(committed) < res.SourceTxns {
+				// The window starts now; a process that did not answer
+				// counts from its last quiet poll (earlier: an upper bound).
+				first, cpu0 = now, sumCPU(procs)
+				rt0 = startMarks(marks, quiet)
+			} else if at, cpu, rt, ok := quietStart(quiet); ok {
+				first, cpu0, rt0 = at, cpu, rt
+			} else {
+				// Some process never answered before it received: from
+				// the processes' start for the CPU time, and no runtime
+				// figures (they would be its start-up's).
+				first, cpu0, rt0 = started, procCPU{}, nil
 			}
 		}
 		if !first.IsZero() && int64(committed) >= res.SourceTxns {
 			last, cpu1 = now, sumCPU(procs)
-			if whole {
-				rt1 = rt
-			}
+			rt1 = startMarks(marks, nil)
 		}
 	}
 	res.AllocBytes, res.AllocObjects, res.GCShare, res.RuntimeMeasured = runtimeWindow(rt0, rt1)
