@@ -131,14 +131,20 @@ func ProcessDebeziumYAML(c Config, o Options, group, brokers, feURL, mysqlAddr s
     seed_brokers: [ %q ]
     topics: [ %s ]
     transaction_topic: %s
-    consumer_group: %s
+%s%sshutdown_timeout: 20s
+`, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), processGroupYAML(group, c.Batch), starrocksTxnYAML(c, o, feURL, mysqlAddr))
+}
+
+// processGroupYAML is the process rows' input settings after its topics:
+// the consumer group, the member's client_id, and the batching.
+func processGroupYAML(group string, batch int) string {
+	return fmt.Sprintf(`    consumer_group: %s
     client_id: ${BENCH_MEMBER}
     checkpoint_limit: 100000
     batching:
       count: %d
       period: 50ms
-%sshutdown_timeout: 20s
-`, brokers, strings.Join(debeziumNaming.DataTopics(), ", "), debeziumNaming.TransactionTopic(), group, c.Batch, starrocksTxnYAML(c, o, feURL, mysqlAddr))
+`, group, batch)
 }
 
 // ProcessPipelineYAML is the stream every process of a process row runs:
@@ -152,17 +158,11 @@ func ProcessPipelineYAML(c Config, o Options, group, brokers, feURL, mysqlAddr s
   kafka_txn:
     seed_brokers: [ %q ]
     topics: [ %q ]
-    consumer_group: %s
-    client_id: ${BENCH_MEMBER}
-    checkpoint_limit: 100000
-    batching:
-      count: %d
-      period: 50ms
-  processors:
+%s  processors:
     - txn_assembler:
         format: envelope
 %sshutdown_timeout: 20s
-`, brokers, topicName, group, c.Batch, starrocksTxnYAML(c, o, feURL, mysqlAddr))
+`, brokers, topicName, processGroupYAML(group, c.Batch), starrocksTxnYAML(c, o, feURL, mysqlAddr))
 }
 
 // benchProc is one process of a process row.
