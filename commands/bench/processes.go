@@ -347,12 +347,14 @@ func readProcCPU(pid int) procCPU {
 func sumCPU(ps []*benchProc) procCPU {
 	var s procCPU
 	for _, p := range ps {
-		c := readProcCPU(p.cmd.Process.Pid)
-		s.cpu += c.cpu
-		s.sys += c.sys
-		s.minFaults += c.minFaults
+		s = s.plus(readProcCPU(p.cmd.Process.Pid))
 	}
 	return s
+}
+
+// plus is the sum of two processes' (or sums') CPU use.
+func (c procCPU) plus(d procCPU) procCPU {
+	return procCPU{cpu: c.cpu + d.cpu, sys: c.sys + d.sys, minFaults: c.minFaults + d.minFaults}
 }
 
 // runtimeSeries are the Go runtime's counters the process rows read from
@@ -372,10 +374,10 @@ type procMark struct {
 	ok  bool
 }
 
-// startMarks sums the runtime's counters over the processes: each one's
+// sumMarks sums the runtime's counters over the processes: each one's
 // reading of marks, or when it did not answer that poll its reading of
 // fallback (nil: none); nil when some process has neither.
-func startMarks(marks, fallback []procMark) map[string]float64 {
+func sumMarks(marks, fallback []procMark) map[string]float64 {
 	sum := map[string]float64{}
 	for i, m := range marks {
 		if !m.ok && fallback != nil {
@@ -403,11 +405,9 @@ func quietStart(quiet []procMark) (at time.Time, cpu procCPU, rt map[string]floa
 		if at.IsZero() || q.at.Before(at) {
 			at = q.at
 		}
-		cpu.cpu += q.cpu.cpu
-		cpu.sys += q.cpu.sys
-		cpu.minFaults += q.cpu.minFaults
+		cpu = cpu.plus(q.cpu)
 	}
-	return at, cpu, startMarks(quiet, nil), true
+	return at, cpu, sumMarks(quiet, nil), true
 }
 
 // runtimeWindow is what the processes allocated, and the collector's share
@@ -468,10 +468,11 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 	}
 	defer os.RemoveAll(dir)
 	pipeline := filepath.Join(dir, "pipeline.yaml")
-	yaml := ProcessPipelineYAML(c, o, "bench-"+name, strings.Join(tp.brokers, ","), em.FEURL(), em.MySQLAddr())
+	stream := ProcessPipelineYAML
 	if c.Debezium {
-		yaml = ProcessDebeziumYAML(c, o, "bench-"+name, strings.Join(tp.brokers, ","), em.FEURL(), em.MySQLAddr())
+		stream = ProcessDebeziumYAML
 	}
+	yaml := stream(c, o, "bench-"+name, strings.Join(tp.brokers, ","), em.FEURL(), em.MySQLAddr())
 	if err := os.WriteFile(pipeline, []byte(yaml), 0o600); err != nil {
 		return res, err
 	}
@@ -545,7 +546,7 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 				// The window starts now; a process that did not answer
 				// counts from its last quiet poll (earlier: an upper bound).
 				first, cpu0 = now, sumCPU(procs)
-				rt0 = startMarks(marks, quiet)
+				rt0 = sumMarks(marks, quiet)
 			} else if at, cpu, rt, ok := quietStart(quiet); ok {
 				first, cpu0, rt0 = at, cpu, rt
 			} else {
@@ -557,7 +558,7 @@ func runProcesses(ctx context.Context, o Options, res Result, tp *loadedTopic, n
 		}
 		if !first.IsZero() && int64(committed) >= res.SourceTxns {
 			last, cpu1 = now, sumCPU(procs)
-			rt1 = startMarks(marks, nil)
+			rt1 = sumMarks(marks, nil)
 		}
 	}
 	res.AllocBytes, res.AllocObjects, res.GCShare, res.RuntimeMeasured = runtimeWindow(rt0, rt1)

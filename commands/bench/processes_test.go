@@ -251,10 +251,10 @@ func TestProcessWindowStart(t *testing.T) {
 	}
 	quiet := []procMark{mark(1, 1000), mark(2, 3000)}
 	now := []procMark{mark(3, 5000), {}}
-	got := startMarks(now, quiet)
+	got := sumMarks(now, quiet)
 	assert.Equal(t, 5000.0+3000, got["go_memstats_alloc_bytes_total"], "the silent process from its last quiet poll")
-	assert.Nil(t, startMarks(now, nil), "no reading of a process: none")
-	assert.Nil(t, startMarks(now, []procMark{{}, {}}))
+	assert.Nil(t, sumMarks(now, nil), "no reading of a process: none")
+	assert.Nil(t, sumMarks(now, []procMark{{}, {}}))
 
 	start, cpu, rt, ok := quietStart(quiet)
 	require.True(t, ok)
