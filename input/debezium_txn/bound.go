@@ -4,13 +4,18 @@
 package debezium_txn
 
 // boundSlackShare sets how far below max_buffered_bytes the buffer must
-// fall, once at the bound, before everything is read again: an eighth.
-const boundSlackShare = 8
+// fall, once at the bound, before everything is read again: half of it.
+const boundSlackShare = 2
 
 // atBound reports whether the bound holds: from max_buffered_bytes on, and
-// until the buffer has fallen an eighth below it. Resuming every partition
-// as soon as one transaction is emitted would pause most of them again at
-// the next fetch, whose data for them franz-go then throws away.
+// until the buffer has fallen to half of it. Every time the bound is
+// reached, the partitions paused lose the fetch franz-go holds or has in
+// flight for them (it throws paused partitions' fetched data away, and
+// it is fetched again on resume): resuming every partition as soon as one
+// transaction is emitted would pause most of them again at the next fetch,
+// and with an eighth of slack a 160 000-transaction backlog still threw
+// away two fetched batches of every five (docs/benchmark.md). Half makes
+// those pauses a quarter as frequent for the same memory bound.
 func (a *assembler) atBound() bool {
 	limit := a.cfg.maxBufferedBytes
 	switch {

@@ -172,7 +172,7 @@ func fields() []*service.ConfigField {
 			Default(defaultCheckpointLimit).
 			LintRule(kafka.IntRangeLintRule(fieldCheckpointLimit, 1, 0)),
 		service.NewStringField(fieldMaxBufferedBytes).
-			Description("Bound on what is buffered of transactions not emitted yet (their events and END records) and on unemitted rows (`268435456`, `256MiB`, `1GB`). At the bound only the partitions the oldest transaction may still need (or a gate holding it waits for) are read, the transaction topic only while no END of the buffered events is known, until the buffer fell an eighth below the bound; an error names that transaction; a transaction larger than the bound still completes, exceeding it by its own size. Never enforced by emitting a transaction partly.").
+			Description("Bound on what is buffered of transactions not emitted yet (their events and END records) and on unemitted rows (`268435456`, `256MiB`, `1GB`). At the bound only the partitions the oldest transaction may still need (or a gate holding it waits for) are read, the transaction topic only while no END of the buffered events is known, until the buffer fell to half the bound; an error names that transaction; a transaction larger than the bound still completes, exceeding it by its own size. Never enforced by emitting a transaction partly.").
 			Example("1GiB").
 			Default(defaultMaxBufferedBytes),
 		service.NewDurationField(fieldMissingEventsTimeout).

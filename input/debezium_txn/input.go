@@ -84,8 +84,12 @@ type Input struct {
 	committed  map[tp]int64
 	lastEmit   time.Time
 	unacked    int
-	stopped    error
-	stats      assemblerStats
+	// readAhead bounds the ready transactions (readahead.go);
+	// pollWaiting is set while the poll loop waits for room.
+	readAhead   readAheadLimit
+	pollWaiting bool
+	stopped     error
+	stats       assemblerStats
 
 	// owned is the last assignment, for the balancer's stickiness.
 	owned map[string][]int32
@@ -131,6 +135,7 @@ func newInput(c inputConfig, mgr *service.Resources) (*Input, error) {
 		seqSource: Name + "-" + hex.EncodeToString(b),
 		dec:       newDecoder(valueWriter{loc: c.loc}),
 		mb:        newMsgBuilder(),
+		readAhead: defaultReadAhead,
 	}
 	if !c.batching.IsNoop() {
 		bt, err := c.batching.NewBatcher(mgr)

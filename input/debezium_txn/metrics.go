@@ -20,6 +20,7 @@ type inputMetrics struct {
 	commits           *service.MetricCounter
 	commitErrors      *service.MetricCounter
 	fences            *service.MetricCounter
+	readAheadWaits    *service.MetricCounter
 
 	bufferedBytes   *service.MetricGauge
 	bufferedTxns    *service.MetricGauge
@@ -47,6 +48,7 @@ func newInputMetrics(m *service.Metrics) inputMetrics {
 		commits:           m.NewCounter("debezium_txn_commits"),
 		commitErrors:      m.NewCounter("debezium_txn_commit_errors"),
 		fences:            m.NewCounter("debezium_txn_fences"),
+		readAheadWaits:    m.NewCounter("debezium_txn_read_ahead_waits"),
 		bufferedBytes:     m.NewGauge("debezium_txn_buffered_bytes"),
 		bufferedTxns:      m.NewGauge("debezium_txn_buffered_transactions"),
 		bufferFull:        m.NewGauge("debezium_txn_buffer_full"),
@@ -57,7 +59,7 @@ func newInputMetrics(m *service.Metrics) inputMetrics {
 	}
 	for _, c := range []*service.MetricCounter{im.transactions, im.events, im.snapshotRows, im.untransactedRows,
 		im.duplicates, im.resent, im.progressSkipped, im.emptyTxns, im.operatorSkipped, im.tombstones, im.truncatesSkipped,
-		im.incompleteReports, im.commits, im.commitErrors, im.fences} {
+		im.incompleteReports, im.commits, im.commitErrors, im.fences, im.readAheadWaits} {
 		c.Incr(0)
 	}
 	for _, g := range []*service.MetricGauge{im.bufferedBytes, im.bufferedTxns, im.bufferFull, im.inFlight, im.stopped, im.standby} {

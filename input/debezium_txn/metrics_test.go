@@ -82,7 +82,7 @@ func TestMetricsExistFromTheStart(t *testing.T) {
 	names := []string{"debezium_txn_transactions", "debezium_txn_events", "debezium_txn_snapshot_rows", "debezium_txn_untransacted_rows",
 		"debezium_txn_duplicates", "debezium_txn_resent_transactions", "debezium_txn_progress_skipped", "debezium_txn_empty_transactions",
 		"debezium_txn_tombstones", "debezium_txn_truncates_skipped", "debezium_txn_incomplete_reports", "debezium_txn_commits",
-		"debezium_txn_commit_errors", "debezium_txn_fences", "debezium_txn_buffered_bytes", "debezium_txn_buffered_transactions",
+		"debezium_txn_commit_errors", "debezium_txn_fences", "debezium_txn_read_ahead_waits", "debezium_txn_buffered_bytes", "debezium_txn_buffered_transactions",
 		"debezium_txn_buffer_full", "debezium_txn_in_flight", "debezium_txn_stopped", "debezium_txn_standby"}
 	// The input sets its metrics to 0 one after another at its start:
 	// wait for the last of them, or a poll between two fails (it did once

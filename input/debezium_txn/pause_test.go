@@ -141,12 +141,12 @@ func TestEndEventsCountTowardTheBound(t *testing.T) {
 	assert.Zero(t, f.a.buffered, "emitted transactions hold nothing of the bound")
 }
 
-// Once at the bound, what is paused stays paused until the buffer fell an
-// eighth below it. Resuming everything as soon as one transaction is
+// Once at the bound, what is paused stays paused until the buffer fell to
+// half of it. Resuming everything as soon as one transaction is
 // emitted, just under the bound, brings one fetch of every partition, over
 // the bound again, and the fetch then in flight (issued before the pause)
 // is thrown away: a pause and resume of every partition per transaction.
-func TestBoundHoldsUntilTheBufferFellAnEighthBelowIt(t *testing.T) {
+func TestBoundHoldsUntilTheBufferFellToHalfOfIt(t *testing.T) {
 	cfg := testConfig()
 	cfg.maxBufferedBytes = 8000
 	f := newFeeder(t, cfg, orders0, items0)
@@ -159,7 +159,7 @@ func TestBoundHoldsUntilTheBufferFellAnEighthBelowIt(t *testing.T) {
 	in := boundHarness(t, f.a, orders0, items0)
 	in.updatePausesLocked()
 	require.True(t, clientPaused(in)[orders0], "at the bound, the complete oldest transaction needs nothing")
-	low := cfg.maxBufferedBytes - cfg.maxBufferedBytes/8
+	low := cfg.maxBufferedBytes / 2
 	emitted := 0
 	for f.a.buffered >= low {
 		em := f.a.next(1)
@@ -167,12 +167,12 @@ func TestBoundHoldsUntilTheBufferFellAnEighthBelowIt(t *testing.T) {
 		emitted++
 		in.updatePausesLocked()
 		if f.a.buffered >= low {
-			require.True(t, clientPaused(in)[orders0], "%d bytes buffered after %d transactions emitted, not an eighth below the bound: still paused", f.a.buffered, emitted)
+			require.True(t, clientPaused(in)[orders0], "%d bytes buffered after %d transactions emitted, not half the bound yet: still paused", f.a.buffered, emitted)
 			require.True(t, clientPaused(in)[tp{testTxnTopic, 0}])
 		}
 	}
 	assert.Greater(t, emitted, 1, "more than one transaction emitted per pause and resume")
-	assert.Empty(t, clientPaused(in), "an eighth below the bound everything is read again")
+	assert.Empty(t, clientPaused(in), "at half the bound everything is read again")
 }
 
 // A rejected batch stops the stream naming its first transaction, and

@@ -82,6 +82,7 @@ func (in *Input) nextBatchLocked(ctx context.Context) (service.MessageBatch, ser
 		// again only when a fetch returns, and at the bound none may be
 		// in flight, everything read being paused (ARCHITECTURE.md §13.8).
 		in.updatePausesLocked()
+		in.readAheadTakenLocked()
 	}
 	in.syncMetricsLocked()
 	var wait time.Duration
