@@ -144,8 +144,8 @@ func TestReviewReadAheadCountsTransactionsWithoutEvents(t *testing.T) {
 	}
 	require.Less(t, f.a.buffered, int64(readAheadBytes))
 	assert.True(t, f.a.readyAtLeast(defaultReadAhead), "%d ready transactions hold the read-ahead", readAheadEvents)
-	for f.a.buffered < 40<<20 {
-		f.meta(dbzEnd("e"+itoa(f.txn), "test.audit", 1))
+	for i := 0; i < readAheadEvents; i++ {
+		f.meta(dbzEnd("f"+itoa(int64(i)), "test.audit", 1))
 	}
 	start := time.Now()
 	const calls = 20
