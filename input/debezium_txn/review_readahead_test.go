@@ -2,6 +2,7 @@ package debezium_txn
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -22,6 +23,10 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 		w := genStream(rt)
 		cfg := testConfig()
 		cfg.untransacted = untransactedSingleRow
+		// A buffer bound, tiny (events are ~200 bytes): only what the
+		// bound leaves read (atBound, mustRead, as updatePausesLocked) is
+		// fed; the half slack must never leave the stream stuck.
+		cfg.maxBufferedBytes = int64(rapid.SampledFrom([]int{0, 1, 300, 700, 1500, 4000}).Draw(rt, "bound"))
 		a := newAssembler(cfg)
 		for _, p := range w.parts {
 			a.assign(p)
@@ -33,6 +38,7 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 		now := time.Unix(0, 0)
 		fed := map[tp]int{}
 		metaFed := 0
+		emitted := 0
 		tracking := rapid.Bool().Draw(rt, "tracking")
 		var unacked []*emission
 		lasts := map[*emission][2]any{}
@@ -41,14 +47,34 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 			after int64
 			last  bool
 		}
+		drain := func() {
+			for {
+				em := a.next(rapid.IntRange(1, 3).Draw(rt, "maxSide"))
+				if em == nil {
+					break
+				}
+				if em.txn != nil {
+					emitted++
+				}
+				last := em.msgs[len(em.msgs)-1]
+				lasts[em] = [2]any{last.partition, last.sourceOffset}
+				a.recycleMsgs(em)
+				unacked = append(unacked, em)
+			}
+		}
 		for steps := 0; ; steps++ {
+			full := a.atBound()
+			var rs readSet
+			if full {
+				rs = a.mustRead()
+			}
 			var choices []string
 			for _, p := range w.parts {
-				if fed[p] < len(w.recs[p]) {
+				if fed[p] < len(w.recs[p]) && (!full || rs.parts[p]) {
 					choices = append(choices, p.String())
 				}
 			}
-			if metaFed < len(w.metas) {
+			if metaFed < len(w.metas) && (!full || rs.txnTopic) {
 				choices = append(choices, "meta")
 			}
 			if len(unacked) > 0 {
@@ -64,6 +90,13 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 				choices = append(choices, "ends")
 			}
 			if len(choices) == 0 {
+				// What the input does when a read batch changed the buffer
+				// (nextBatchLocked: updatePausesLocked).
+				n, b, h := len(unacked), a.buffered, len(a.ends)
+				drain()
+				if len(unacked) > n || a.buffered != b || len(a.ends) != h {
+					continue
+				}
 				break
 			}
 			sort.Strings(choices)
@@ -109,21 +142,31 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 			if rapid.IntRange(0, 3).Draw(rt, "take") == 0 {
 				continue
 			}
-			for {
-				em := a.next(rapid.IntRange(1, 3).Draw(rt, "maxSide"))
-				if em == nil {
-					break
-				}
-				last := em.msgs[len(em.msgs)-1]
-				lasts[em] = [2]any{last.partition, last.sourceOffset}
-				a.recycleMsgs(em)
-				unacked = append(unacked, em)
-			}
+			drain()
 			if a.readyAtLeast(tiny) {
 				rt.Fatalf("next() gives nothing, yet readyAtLeast says a transaction is ready: the poll loop would wait for nothing (head %q)", a.ends[0].id)
 			}
 			if steps > 10000 {
 				rt.Fatal("no progress")
+			}
+		}
+		want := 0
+		for _, id := range w.order {
+			if w.events[id] > 0 {
+				want++
+			}
+		}
+		if emitted != want || metaFed < len(w.metas) {
+			var heads []string
+			for _, t := range a.ends {
+				heads = append(heads, fmt.Sprintf("%s open=%v complete=%v err=%v hold=%q bytes=%d", t.id, t.status == txnOpen, t.complete(), t.err, a.holdReason(t), t.bytes))
+			}
+			rt.Logf("buffered %d full %v mustRead %+v recs %v ends %v", a.buffered, a.full, a.mustRead(), map[tp]int{orders0: len(w.recs[orders0]), orders1: len(w.recs[orders1]), items0: len(w.recs[items0])}, heads)
+			rt.Fatalf("stuck at the bound %d: %d of %d transactions emitted, %d of %d ENDs read, fed %v; problems: %v", cfg.maxBufferedBytes, emitted, want, metaFed, len(w.metas), fed, a.problems(now.Add(time.Hour)))
+		}
+		for _, p := range w.parts {
+			if fed[p] < len(w.recs[p]) {
+				rt.Fatalf("stuck at the bound %d: %s fed %d of %d", cfg.maxBufferedBytes, p, fed[p], len(w.recs[p]))
 			}
 		}
 	})
