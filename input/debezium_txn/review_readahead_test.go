@@ -204,7 +204,7 @@ func TestReviewReadAheadCountsTransactionsWithoutEvents(t *testing.T) {
 // back: the stream converges (the poll loop never waits for good).
 func TestReviewReadAheadEndToEndConverges(t *testing.T) {
 	w := newKWorld(t, workload.DebeziumOptions{Partitions: 2, SnapshotOrders: 20, LargeEvery: 7, LargeSize: 5, ResendRatio: 0.05, Seed: 7})
-	w.produce(300)
+	w.produce(120)
 	in, _ := w.newInput("g-review-ra", "fetch_max_partition_bytes: 4KiB\ncheckpoint_limit: 6\nbatching:\n  count: 4\n  period: 30ms\n")
 	in.mu.Lock()
 	in.readAhead = readAheadLimit{events: 2, bytes: 1 << 30}
