@@ -131,16 +131,8 @@ func TestAssemblerProperty(t *testing.T) {
 		cfg := testConfig()
 		cfg.untransacted = untransactedSingleRow
 		a := newAssembler(cfg)
-		for _, p := range w.parts {
-			a.assign(p)
-			if len(w.recs[p]) == 0 {
-				a.markEmpty(p)
-			}
-		}
-		a.txnStart(0)
-		now := time.Unix(0, 0)
-		fed := map[tp]int{}
-		metaFed := 0
+		g := newGenFeed(w, a)
+		now, fed := g.now, g.fed
 		tracking := rapid.Bool().Draw(rt, "tracking")
 		// recycle gives each emission's events back once it is checked, as the
 		// input does once it made the messages (emit.go recycleMsgs): later
@@ -251,51 +243,20 @@ func TestAssemblerProperty(t *testing.T) {
 				}
 			}
 			for _, id := range w.order {
-				if w.events[id] > 0 && !committedTxn[id] && w.ends[id] < int64(metaFed) && txnFloor > w.ends[id] {
+				if w.events[id] > 0 && !committedTxn[id] && w.ends[id] < int64(g.metaFed) && txnFloor > w.ends[id] {
 					rt.Fatalf("transaction topic floor %d is past the END %d of uncommitted %s", txnFloor, w.ends[id], id)
 				}
 			}
 		}
 
-		var pendingList *struct {
-			after int64
-			last  bool
-		}
 		steps := 0
 		for {
 			steps++
-			var choices []string
-			for _, p := range w.parts {
-				if fed[p] < len(w.recs[p]) {
-					choices = append(choices, p.String())
-				}
-			}
-			if metaFed < len(w.metas) {
-				choices = append(choices, "meta")
-			}
-			if len(unacked) > 0 {
-				choices = append(choices, "commit")
-			}
-			if listAfter, listLast, ok := a.wantEnds(); ok {
-				pendingList = &struct {
-					after int64
-					last  bool
-				}{listAfter, listLast}
-			}
-			if pendingList != nil {
-				choices = append(choices, "ends")
-			}
+			choices := g.steps(len(unacked), nil)
 			if len(choices) == 0 {
 				break
 			}
-			sort.Strings(choices)
-			c := rapid.SampledFrom(choices).Draw(rt, "step")
-			switch c {
-			case "meta":
-				if err := a.addTxnMeta(int64(metaFed), w.metas[metaFed], now); err != nil {
-					rt.Fatal(err)
-				}
-				metaFed++
+			switch c := rapid.SampledFrom(choices).Draw(rt, "step"); c {
 			case "commit":
 				i := rapid.IntRange(0, len(unacked)-1).Draw(rt, "which")
 				if tracking {
@@ -304,23 +265,8 @@ func TestAssemblerProperty(t *testing.T) {
 				em := unacked[i]
 				unacked = append(unacked[:i], unacked[i+1:]...)
 				commit(em)
-			case "ends":
-				ends := map[tp]int64{}
-				for _, p := range w.parts {
-					ends[p] = int64(len(w.recs[p]))
-				}
-				a.endsListed(pendingList.after, pendingList.last, ends)
-				pendingList = nil
 			default:
-				for _, p := range w.parts {
-					if p.String() == c {
-						off := fed[p]
-						if err := a.addData(recMeta{tp: p, offset: int64(off)}, w.recs[p][off].value, now); err != nil {
-							rt.Fatal(err)
-						}
-						fed[p]++
-					}
-				}
+				g.apply(rt, c)
 			}
 			for {
 				em := a.next(rapid.IntRange(1, 3).Draw(rt, "maxSide"))
@@ -373,4 +319,94 @@ func TestAssemblerProperty(t *testing.T) {
 			rt.Fatalf("%d bytes still buffered", a.buffered)
 		}
 	})
+}
+
+// genFeed feeds a generated stream to an assembler one step at a time, as
+// the properties draw them.
+type genFeed struct {
+	w   *genWorld
+	a   *assembler
+	now time.Time
+	// fed is how many records of each partition were fed, metaFed of
+	// the transaction topic.
+	fed     map[tp]int
+	metaFed int
+	// list is the listing of end offsets the assembler asked for and did
+	// not get yet.
+	list *struct {
+		after int64
+		last  bool
+	}
+}
+
+// newGenFeed assigns the stream's partitions to a (those without records
+// started, as empty) and starts the transaction topic at offset 0.
+func newGenFeed(w *genWorld, a *assembler) *genFeed {
+	for _, p := range w.parts {
+		a.assign(p)
+		if len(w.recs[p]) == 0 {
+			a.markEmpty(p)
+		}
+	}
+	a.txnStart(0)
+	return &genFeed{w: w, a: a, now: time.Unix(0, 0), fed: map[tp]int{}}
+}
+
+// steps returns the steps possible now, sorted: a partition's next record
+// (its name), the transaction topic's next record ("meta"), an
+// acknowledgement while emissions are unacknowledged ("commit", the
+// caller's), the end offsets the assembler asked for ("ends"). With read,
+// only what it holds is fed (the buffer bound's mustRead).
+func (g *genFeed) steps(unacked int, read *readSet) []string {
+	var choices []string
+	for _, p := range g.w.parts {
+		if g.fed[p] < len(g.w.recs[p]) && (read == nil || read.parts[p]) {
+			choices = append(choices, p.String())
+		}
+	}
+	if g.metaFed < len(g.w.metas) && (read == nil || read.txnTopic) {
+		choices = append(choices, "meta")
+	}
+	if unacked > 0 {
+		choices = append(choices, "commit")
+	}
+	if after, last, ok := g.a.wantEnds(); ok {
+		g.list = &struct {
+			after int64
+			last  bool
+		}{after, last}
+	}
+	if g.list != nil {
+		choices = append(choices, "ends")
+	}
+	sort.Strings(choices)
+	return choices
+}
+
+// apply takes a step of steps other than "commit".
+func (g *genFeed) apply(rt *rapid.T, step string) {
+	switch step {
+	case "meta":
+		if err := g.a.addTxnMeta(int64(g.metaFed), g.w.metas[g.metaFed], g.now); err != nil {
+			rt.Fatal(err)
+		}
+		g.metaFed++
+	case "ends":
+		ends := map[tp]int64{}
+		for _, p := range g.w.parts {
+			ends[p] = int64(len(g.w.recs[p]))
+		}
+		g.a.endsListed(g.list.after, g.list.last, ends)
+		g.list = nil
+	default:
+		for _, p := range g.w.parts {
+			if p.String() == step {
+				off := g.fed[p]
+				if err := g.a.addData(recMeta{tp: p, offset: int64(off)}, g.w.recs[p][off].value, g.now); err != nil {
+					rt.Fatal(err)
+				}
+				g.fed[p]++
+			}
+		}
+	}
 }

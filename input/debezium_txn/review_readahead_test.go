@@ -3,7 +3,6 @@ package debezium_txn
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -28,25 +27,13 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 		// fed; the half slack must never leave the stream stuck.
 		cfg.maxBufferedBytes = int64(rapid.SampledFrom([]int{0, 1, 300, 700, 1500, 4000}).Draw(rt, "bound"))
 		a := newAssembler(cfg)
-		for _, p := range w.parts {
-			a.assign(p)
-			if len(w.recs[p]) == 0 {
-				a.markEmpty(p)
-			}
-		}
-		a.txnStart(0)
-		now := time.Unix(0, 0)
-		fed := map[tp]int{}
-		metaFed := 0
+		g := newGenFeed(w, a)
+		now, fed := g.now, g.fed
 		emitted := 0
 		tracking := rapid.Bool().Draw(rt, "tracking")
 		var unacked []*emission
 		lasts := map[*emission][2]any{}
 		tiny := readAheadLimit{events: 1, bytes: 1}
-		var pendingList *struct {
-			after int64
-			last  bool
-		}
 		drain := func() {
 			for {
 				em := a.next(rapid.IntRange(1, 3).Draw(rt, "maxSide"))
@@ -63,32 +50,12 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 			}
 		}
 		for steps := 0; ; steps++ {
-			full := a.atBound()
-			var rs readSet
-			if full {
-				rs = a.mustRead()
+			var read *readSet
+			if a.atBound() {
+				rs := a.mustRead()
+				read = &rs
 			}
-			var choices []string
-			for _, p := range w.parts {
-				if fed[p] < len(w.recs[p]) && (!full || rs.parts[p]) {
-					choices = append(choices, p.String())
-				}
-			}
-			if metaFed < len(w.metas) && (!full || rs.txnTopic) {
-				choices = append(choices, "meta")
-			}
-			if len(unacked) > 0 {
-				choices = append(choices, "commit")
-			}
-			if listAfter, listLast, ok := a.wantEnds(); ok {
-				pendingList = &struct {
-					after int64
-					last  bool
-				}{listAfter, listLast}
-			}
-			if pendingList != nil {
-				choices = append(choices, "ends")
-			}
+			choices := g.steps(len(unacked), read)
 			if len(choices) == 0 {
 				// What the input does when a read batch changed the buffer
 				// (nextBatchLocked: updatePausesLocked).
@@ -99,13 +66,7 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 				}
 				break
 			}
-			sort.Strings(choices)
 			switch c := rapid.SampledFrom(choices).Draw(rt, "step"); c {
-			case "meta":
-				if err := a.addTxnMeta(int64(metaFed), w.metas[metaFed], now); err != nil {
-					rt.Fatal(err)
-				}
-				metaFed++
 			case "commit":
 				i := 0
 				if !tracking {
@@ -119,23 +80,8 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 				} else {
 					a.acked(em)
 				}
-			case "ends":
-				ends := map[tp]int64{}
-				for _, p := range w.parts {
-					ends[p] = int64(len(w.recs[p]))
-				}
-				a.endsListed(pendingList.after, pendingList.last, ends)
-				pendingList = nil
 			default:
-				for _, p := range w.parts {
-					if p.String() == c {
-						off := fed[p]
-						if err := a.addData(recMeta{tp: p, offset: int64(off)}, w.recs[p][off].value, now); err != nil {
-							rt.Fatal(err)
-						}
-						fed[p]++
-					}
-				}
+				g.apply(rt, c)
 			}
 			// Sometimes the pipeline takes nothing (checkpoint_limit):
 			// then only check that readiness is consistent later.
@@ -156,13 +102,13 @@ func TestReviewReadAheadReadyImpliesEmittable(t *testing.T) {
 				want++
 			}
 		}
-		if emitted != want || metaFed < len(w.metas) {
+		if emitted != want || g.metaFed < len(w.metas) {
 			var heads []string
 			for _, t := range a.ends {
 				heads = append(heads, fmt.Sprintf("%s open=%v complete=%v err=%v hold=%q bytes=%d", t.id, t.status == txnOpen, t.complete(), t.err, a.holdReason(t), t.bytes))
 			}
 			rt.Logf("buffered %d full %v mustRead %+v recs %v ends %v", a.buffered, a.full, a.mustRead(), map[tp]int{orders0: len(w.recs[orders0]), orders1: len(w.recs[orders1]), items0: len(w.recs[items0])}, heads)
-			rt.Fatalf("stuck at the bound %d: %d of %d transactions emitted, %d of %d ENDs read, fed %v; problems: %v", cfg.maxBufferedBytes, emitted, want, metaFed, len(w.metas), fed, a.problems(now.Add(time.Hour)))
+			rt.Fatalf("stuck at the bound %d: %d of %d transactions emitted, %d of %d ENDs read, fed %v; problems: %v", cfg.maxBufferedBytes, emitted, want, g.metaFed, len(w.metas), fed, a.problems(now.Add(time.Hour)))
 		}
 		for _, p := range w.parts {
 			if fed[p] < len(w.recs[p]) {
