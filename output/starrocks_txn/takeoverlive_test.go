@@ -445,14 +445,20 @@ func TestIntegrationTakeOverMarkerUnderEveryOutcome(t *testing.T) {
 }
 
 // markerLagSR is the scripted server where the take-over marker, once
-// VISIBLE, is answered COMMITTED until one answer came lsw after the
-// first: a publish that lags past label_state_wait.
+// VISIBLE, is answered COMMITTED for at least lsw after its first answer
+// and until the client reported the lag (reported), or giveUp passed: a
+// publish that lags past label_state_wait. Publishing on the client's
+// report, not on the server's own clock, keeps the test independent of how
+// long the client took to receive the first answer (its lag is timed from
+// there).
 type markerLagSR struct {
 	*scriptedSR
-	lsw   time.Duration
-	mu    sync.Mutex
-	first time.Time
-	late  bool
+	lsw      time.Duration
+	giveUp   time.Duration
+	reported func() bool
+	mu       sync.Mutex
+	first    time.Time
+	late     bool
 }
 
 func (s *markerLagSR) WaitFinal(ctx context.Context, db, label string, maxWait time.Duration) (starrocks.LabelState, error) {
@@ -468,7 +474,8 @@ func (s *markerLagSR) WaitFinal(ctx context.Context, db, label string, maxWait t
 	if s.late {
 		return st, nil
 	}
-	s.late = time.Since(s.first) >= s.lsw
+	waited := time.Since(s.first)
+	s.late = waited >= s.lsw && (s.reported() || waited >= s.giveUp)
 	return starrocks.StateCommitted, nil
 }
 
@@ -479,7 +486,8 @@ func (s *markerLagSR) WaitFinal(ctx context.Context, db, label string, maxWait t
 func TestTakeOverReportsAMarkerThatIsNotPublished(t *testing.T) {
 	var logs logBuffer
 	sr := &scriptedSR{fakeSR: newFakeSR()}
-	lag := &markerLagSR{scriptedSR: sr, lsw: 30 * time.Millisecond}
+	lag := &markerLagSR{scriptedSR: sr, lsw: 30 * time.Millisecond, giveUp: 10 * time.Second,
+		reported: func() bool { return strings.Contains(logs.String(), "COMMITTED and not VISIBLE") }}
 	k := probeOutput(t, sr, withClient(lag), withLog(&logs))
 	k.o.conf.labelStateWait = lag.lsw
 	stem := "benthos-shop-0c0c0c0c"
