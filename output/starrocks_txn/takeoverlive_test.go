@@ -3,6 +3,7 @@ package starrocks_txn
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -499,5 +500,9 @@ func TestTakeOverReportsAMarkerThatIsNotPublished(t *testing.T) {
 	assert.True(t, lag.late, "the marker was waited for until it was published")
 	lag.mu.Unlock()
 	assert.EqualValues(t, 1, k.markers.Load())
-	assert.Contains(t, logs.String(), "COMMITTED and not VISIBLE", "the lagging publish was reported")
+	m := regexp.MustCompile(`COMMITTED and not VISIBLE for (\S+):`).FindStringSubmatch(logs.String())
+	require.NotNil(t, m, "the lagging publish was reported")
+	d, err := time.ParseDuration(m[1])
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, d, lag.lsw, "reported once the publish lagged past label_state_wait, not before")
 }
