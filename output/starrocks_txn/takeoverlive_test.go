@@ -486,9 +486,10 @@ func (s *markerLagSR) WaitFinal(ctx context.Context, db, label string, maxWait t
 // partitions being taken over.
 func TestTakeOverReportsAMarkerThatIsNotPublished(t *testing.T) {
 	var logs logBuffer
+	report := regexp.MustCompile(`COMMITTED and not VISIBLE for (\S+):`)
 	sr := &scriptedSR{fakeSR: newFakeSR()}
 	lag := &markerLagSR{scriptedSR: sr, lsw: 30 * time.Millisecond, giveUp: 10 * time.Second,
-		reported: func() bool { return strings.Contains(logs.String(), "COMMITTED and not VISIBLE") }}
+		reported: func() bool { return report.MatchString(logs.String()) }}
 	k := probeOutput(t, sr, withClient(lag), withLog(&logs))
 	k.o.conf.labelStateWait = lag.lsw
 	stem := "benthos-shop-0c0c0c0c"
@@ -500,7 +501,7 @@ func TestTakeOverReportsAMarkerThatIsNotPublished(t *testing.T) {
 	assert.True(t, lag.late, "the marker was waited for until it was published")
 	lag.mu.Unlock()
 	assert.EqualValues(t, 1, k.markers.Load())
-	m := regexp.MustCompile(`COMMITTED and not VISIBLE for (\S+):`).FindStringSubmatch(logs.String())
+	m := report.FindStringSubmatch(logs.String())
 	require.NotNil(t, m, "the lagging publish was reported")
 	d, err := time.ParseDuration(m[1])
 	require.NoError(t, err)
